@@ -1,0 +1,139 @@
+#include "gates/config.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/errors.h"
+#include "core/paths.h"
+
+namespace evo {
+
+using nlohmann::json;
+
+namespace {
+
+// Reads a required field with a message naming the file and the field when it is missing
+// or has the wrong type.
+template <typename T>
+T field(const json& j, const std::string& key, const std::string& where) {
+  if (!j.is_object() || !j.contains(key)) throw usage_error(fmt::format("{}: missing field '{}'", where, key));
+  try {
+    return j.at(key).get<T>();
+  } catch (const json::exception&) {
+    throw usage_error(fmt::format("{}: field '{}' has the wrong type", where, key));
+  }
+}
+
+template <typename T>
+T field_or(const json& j, const std::string& key, T fallback, const std::string& where) {
+  if (!j.contains(key)) return fallback;
+  return field<T>(j, key, where);
+}
+
+}  // namespace
+
+GatesConfig parse_gates_config(const std::string& text, const std::string& origin) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw usage_error(fmt::format("{}: not valid JSON ({})", origin, e.what()));
+  }
+  GatesConfig c;
+  auto version = field<std::string>(j, "schema_version", origin);
+  if (version.rfind("1.", 0) != 0)
+    throw usage_error(fmt::format("{}: schema_version {} is not supported (this evo reads 1.x)", origin, version));
+  const json sets = field<json>(j, "shape_sets", origin);
+  for (auto& [name, list] : sets.items())
+    c.shape_sets[name] = field<std::vector<std::string>>(sets, name, origin + " shape_sets");
+  const json d = field<json>(j, "defaults", origin);
+  const std::string dw = origin + " defaults";
+  c.gate_sets = field<std::vector<std::string>>(d, "gate_sets", dw);
+  c.benchmark_sets = field<std::vector<std::string>>(d, "benchmark_sets", dw);
+  c.seeds = field<std::vector<int>>(d, "seeds", dw);
+  c.post_timing_seed = field<long>(d, "post_timing_seed", dw);
+  const json inputs = field<json>(j, "inputs", origin);
+  for (const auto& name : field<std::vector<std::string>>(d, "inputs", dw)) {
+    const json in = field<json>(inputs, name, origin + " inputs");
+    c.inputs.push_back({name, field<double>(in, "qk_std", origin + " inputs." + name),
+                        field<double>(in, "v_std", origin + " inputs." + name)});
+  }
+  const json tol = field<json>(j, "tolerances", origin);
+  for (const char* dt : {"fp16", "bf16"}) {
+    const json t = field<json>(tol, dt, origin + " tolerances");
+    const std::string w = origin + " tolerances." + dt;
+    c.tolerances[dt] = {field<double>(t, "atol", w), field<double>(t, "rtol", w), field<double>(t, "rel_l2", w)};
+  }
+  const json resources = field<json>(j, "resources", origin);
+  for (auto& [arch, r] : resources.items()) {
+    const std::string w = origin + " resources." + arch;
+    c.resources[arch] = {field<int>(r, "max_registers", w), field<long>(r, "max_smem_bytes", w),
+                         field<int>(r, "max_threads", w), field<long>(r, "max_stack_bytes", w),
+                         field<long>(r, "max_spill_bytes", w)};
+  }
+  const json t = field<json>(j, "timing", origin);
+  const std::string tw = origin + " timing";
+  c.timing.warmup_ms = field<double>(t, "warmup_ms", tw);
+  c.timing.min_samples = field<int>(t, "min_samples", tw);
+  c.timing.max_samples = field<int>(t, "max_samples", tw);
+  c.timing.target_rse = field<double>(t, "target_rse", tw);
+  c.timing.shape_budget_ms = field<double>(t, "shape_budget_ms", tw);
+  c.timing.launch_bound_us = field<double>(t, "launch_bound_us", tw);
+  c.timing.graph_launches = field<int>(t, "graph_launches", tw);
+  c.timing.prune_factor = field<double>(t, "prune_factor", tw);
+  if (c.timing.min_samples < 10) throw usage_error(tw + ": min_samples must be at least 10");
+  const json l = field<json>(j, "limits", origin);
+  const std::string lw = origin + " limits";
+  c.limits.compile_s = field<double>(l, "compile_s", lw);
+  c.limits.compile_memory_mb = field<long>(l, "compile_memory_mb", lw);
+  c.limits.source_bytes = field<long>(l, "source_bytes", lw);
+  c.limits.log_bytes = field<long>(l, "log_bytes", lw);
+  c.limits.load_s = field<double>(l, "load_s", lw);
+  c.limits.gate_case_s = field<double>(l, "gate_case_s", lw);
+  c.limits.timing_shape_s = field<double>(l, "timing_shape_s", lw);
+  const json rg = field_or<json>(j, "regression", json::object(), origin);
+  c.regression.confidence = field_or<double>(rg, "confidence", 0.99, origin + " regression");
+  c.regression.min_effect = field_or<double>(rg, "min_effect", 0.03, origin + " regression");
+  return c;
+}
+
+GatesConfig load_gates_config(const std::filesystem::path& file) {
+  return parse_gates_config(read_file(file), file.string());
+}
+
+std::vector<Shape> GatesConfig::shapes(const std::vector<std::string>& sets_or_dims, const Task& task) const {
+  std::vector<Shape> out;
+  for (const auto& entry : sets_or_dims) {
+    if (auto it = shape_sets.find(entry); it != shape_sets.end()) {
+      for (const auto& dims : it->second) {
+        Shape s = parse_shape(dims, task.head_dim);
+        s.set = entry;
+        validate_shape(s, task.head_dim);
+        out.push_back(s);
+      }
+    } else if (entry.find('x') != std::string::npos) {
+      out.push_back(parse_shape(entry, task.head_dim));
+      validate_shape(out.back(), task.head_dim);
+    } else {
+      std::string known;
+      for (const auto& [name, _] : shape_sets) known += (known.empty() ? "" : ", ") + name;
+      throw usage_error(fmt::format("unknown shape set '{}': use one of {} or BxHqxHkvxSqxSkvxD", entry, known));
+    }
+  }
+  return out;
+}
+
+const Tolerance& GatesConfig::tolerance(const Task& task) const { return tolerances.at(task.dtype_name()); }
+
+const ResourceCaps& GatesConfig::caps(const std::string& arch) const {
+  auto it = resources.find(arch);
+  if (it == resources.end()) {
+    std::string known;
+    for (const auto& [a, _] : resources) known += (known.empty() ? "" : ", ") + a;
+    throw usage_error(fmt::format("unknown arch '{}': use one of {}", arch, known));
+  }
+  return it->second;
+}
+
+}  // namespace evo

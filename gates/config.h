@@ -1,0 +1,75 @@
+// gates/gates.json: named shape sets, seeds, input distributions, tolerances, resource caps,
+// timing and watchdog limits. Loaded once; every field is validated with a message naming it.
+#pragma once
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/shape.h"
+#include "core/task.h"
+
+namespace evo {
+
+struct Tolerance {
+  double atol = 0, rtol = 0, rel_l2 = 0;
+};
+
+struct ResourceCaps {
+  int max_registers = 255;
+  long max_smem_bytes = 0;
+  int max_threads = 1024;
+  long max_stack_bytes = 0;
+  long max_spill_bytes = 0;
+};
+
+struct InputDistribution {
+  std::string name;
+  double qk_std = 1.0, v_std = 1.0;
+};
+
+struct TimingConfig {
+  double warmup_ms = 25;
+  int min_samples = 10, max_samples = 400;
+  double target_rse = 0.005;
+  double shape_budget_ms = 1500;
+  double launch_bound_us = 50;
+  int graph_launches = 20;
+  double prune_factor = 1.5;
+};
+
+struct Limits {
+  double compile_s = 60;
+  long compile_memory_mb = 4096;
+  long source_bytes = 256 * 1024;
+  long log_bytes = 64 * 1024;
+  double load_s = 30, gate_case_s = 10, timing_shape_s = 30;
+};
+
+struct RegressionConfig {
+  double confidence = 0.99;
+  double min_effect = 0.03;
+};
+
+struct GatesConfig {
+  std::map<std::string, std::vector<std::string>> shape_sets;  // entries before D/H substitution
+  std::vector<std::string> gate_sets, benchmark_sets;
+  std::vector<int> seeds;
+  std::vector<InputDistribution> inputs;
+  long post_timing_seed = 1000003;
+  std::map<std::string, Tolerance> tolerances;  // by dtype name
+  std::map<std::string, ResourceCaps> resources;  // by arch
+  TimingConfig timing;
+  Limits limits;
+  RegressionConfig regression;
+
+  // Expands set names or explicit BxHqxHkvxSqxSkvxD entries (comma separated) for a task.
+  std::vector<Shape> shapes(const std::vector<std::string>& sets_or_dims, const Task& task) const;
+  const Tolerance& tolerance(const Task& task) const;
+  const ResourceCaps& caps(const std::string& arch) const;  // throws usage_error for unknown arch
+};
+
+GatesConfig load_gates_config(const std::filesystem::path& file);
+GatesConfig parse_gates_config(const std::string& json_text, const std::string& origin);
+
+}  // namespace evo

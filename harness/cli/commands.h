@@ -1,0 +1,19 @@
+// One file per subcommand; each adds itself to the app and runs from its callback.
+#pragma once
+#include <CLI/CLI.hpp>
+
+namespace evo {
+
+void add_list_command(CLI::App& app);
+void add_compile_command(CLI::App& app);
+void add_doctor_command(CLI::App& app);
+void add_run_command(CLI::App& app);
+void add_population_command(CLI::App& app);
+void add_compare_command(CLI::App& app);
+void add_gate_command(CLI::App& app);
+void add_internal_commands(CLI::App& app);  // __compile, __worker (hidden)
+
+// Set by a command's callback; main returns it.
+extern int g_exit_code;
+
+}  // namespace evo

@@ -1,0 +1,109 @@
+// evo compile --stage N|all [--arch A] [--task T] [--json]: every variant x params x task
+// through NVRTC (cached) and the resource gate, without a GPU.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <iostream>
+#include <thread>
+
+#include "cli/commands.h"
+#include "cli/compile_set.h"
+#include "cli/context.h"
+#include "core/errors.h"
+#include "core/paths.h"
+#include "report/table.h"
+#include "store/record.h"
+
+namespace evo {
+
+namespace {
+
+struct CompileOptions {
+  std::string stage = "all";
+  std::string arch = "sm_90a";
+  std::vector<std::string> tasks;
+  std::string cache_dir;
+  bool json = false;
+  unsigned jobs = 0;
+};
+
+void run_compile(const CompileOptions& o) {
+  Context ctx = Context::load();
+  ctx.gates.caps(o.arch);  // unknown arch -> usage error naming the known ones
+  auto stages = ctx.select_stages(o.stage);
+  auto tasks = ctx.select_tasks(o.tasks);
+  const std::filesystem::path cache = o.cache_dir.empty() ? default_cache_dir() : std::filesystem::path(o.cache_dir);
+  ensure_writable_dir(cache, "cache dir");
+  Compiler compiler(ctx.root, cache, ctx.gates);
+
+  std::vector<Candidate> candidates;
+  for (const Stage* s : stages)
+    for (const auto& v : s->variants)
+      for (const auto& t : tasks)
+        for (const auto& p : expand_params(v)) candidates.push_back(Candidate{&v, p, t, o.arch});
+
+  auto results = compile_all(compiler, candidates, o.jobs);
+
+  TextTable table({"variant", "task", "params", "outcome", "regs", "spill", "smem", "threads", "time", "reason"});
+  size_t counts[11] = {};
+  const CompileResult* first_broken = nullptr;
+  const Candidate* first_broken_c = nullptr;
+  double total = 0;
+  size_t cached = 0;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const auto& c = candidates[i];
+    const auto& r = results[i];
+    counts[int(r.verdict.outcome)]++;
+    total += r.seconds;
+    cached += r.cached;
+    if ((r.verdict.outcome == Outcome::compile || r.verdict.outcome == Outcome::timeout) && !first_broken) {
+      first_broken = &r;
+      first_broken_c = &c;
+    }
+    if (o.json) {
+      std::cout << compile_record(c, r, compiler.nvrtc_version()).dump() << "\n";
+      continue;
+    }
+    std::string regs = "-", spill = "-", smem = "-", threads = "-";
+    if (r.resources) {
+      regs = std::to_string(r.resources->registers);
+      spill = std::to_string(r.resources->spill_stores + r.resources->spill_loads);
+    }
+    if (r.resources && r.launch) {
+      smem = fmt::format("{:.1f}K", (r.resources->static_smem + r.launch->smem_bytes) / 1024.0);
+      threads = std::to_string(r.launch->threads);
+    }
+    table.add({c.variant->id, c.task.name(), c.params_text(), std::string(to_string(r.verdict.outcome)), regs, spill,
+               smem, threads, r.cached ? "cached" : fmt::format("{:.2f}s", r.seconds), r.verdict.reason});
+  }
+  if (!o.json) {
+    std::cout << table.render();
+    std::string summary;
+    for (int k = 0; k < 11; ++k)
+      if (counts[k]) summary += fmt::format("{}{} {}", summary.empty() ? "" : ", ", counts[k], to_string(Outcome(k)));
+    std::cout << fmt::format("{} configs for {}: {} ({} from cache, {:.1f} s compile time)\n", candidates.size(), o.arch,
+                             summary.empty() ? "none" : summary, cached, total);
+  }
+  if (first_broken) {
+    std::cout << std::flush;
+    std::cerr << fmt::format("evo: {} ({}, {}) does not compile: {}\n", first_broken_c->variant->path.string(),
+                             first_broken_c->task.name(), first_broken_c->params_text(), first_broken->verdict.reason);
+    g_exit_code = kExitUsage;
+  }
+}
+
+}  // namespace
+
+void add_compile_command(CLI::App& app) {
+  auto o = std::make_shared<CompileOptions>();
+  auto* cmd = app.add_subcommand("compile", "Compile variants with NVRTC (cached) and apply the resource gate; no GPU needed");
+  cmd->add_option("--stage", o->stage, "stage number or all")->capture_default_str();
+  cmd->add_option("--arch", o->arch, "sm_80, sm_89 or sm_90a")->capture_default_str();
+  cmd->add_option("--task", o->tasks, "task(s), e.g. fp16-d64, bf16-d128-causal (default: all)")->delimiter(',');
+  cmd->add_option("--cache-dir", o->cache_dir, "compile cache (default: $XDG_CACHE_HOME/evo)");
+  cmd->add_option("-j,--jobs", o->jobs, "parallel compiles (default: CPU count)");
+  cmd->add_flag("--json", o->json, "one JSON record per config (DESIGN §3 schema)");
+  cmd->callback([o] { run_compile(*o); });
+}
+
+}  // namespace evo

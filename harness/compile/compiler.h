@@ -1,0 +1,63 @@
+// Candidate -> cubin: source policy, final source with injected #defines and #line, NVRTC in
+// a child process under time and memory limits, a content-addressed cache, the ptxas report
+// and the resource gate. The outcome is always a value.
+#pragma once
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compile/cubin.h"
+#include "compile/ptxas_report.h"
+#include "core/candidate.h"
+#include "core/outcome.h"
+#include "gates/config.h"
+
+namespace evo {
+
+struct CompileResult {
+  Verdict verdict;
+  std::string key;  // cache key (sha256)
+  bool cached = false;
+  double seconds = 0;  // wall time of this call (lookup or compile)
+  std::vector<std::string> options;
+  std::string log;  // sanitized, capped
+  std::optional<PtxasResources> resources;
+  std::optional<LaunchGeometry> launch;
+  std::filesystem::path cubin_path;  // set when the cubin exists (outcome ok or resources)
+};
+
+class Compiler {
+ public:
+  Compiler(std::filesystem::path root, std::filesystem::path cache_dir, const GatesConfig& gates);
+  CompileResult compile(const Candidate& c) const;
+  const std::string& nvrtc_version() const { return nvrtc_version_; }
+  // The source NVRTC sees: task and tunable #defines, then #line 1 "<file>", then the file.
+  static std::string final_source(const Candidate& c);
+  // evo's own GPU support kernels (inputs, reference), through the same cache.
+  std::filesystem::path compile_support(const std::string& arch) const;
+
+ private:
+  struct RawCompile {
+    Verdict verdict;
+    std::string key, log, cubin;
+    bool cached = false;
+    std::filesystem::path cubin_path;
+  };
+  RawCompile compile_cached(const std::string& source, const std::string& name, const std::vector<std::string>& options) const;
+  std::vector<std::string> options(const std::string& arch) const;
+  std::filesystem::path root_, cache_dir_;
+  const GatesConfig& gates_;
+  std::string nvrtc_version_, common_hash_;
+  std::optional<std::filesystem::path> cuda_include_;
+};
+
+// Fails (usage error, exit 1) unless `dir` can be created and written.
+void ensure_writable_dir(const std::filesystem::path& dir, const std::string& what);
+
+// Body of the hidden `evo __compile REQUEST OUT_PREFIX` child: reads a JSON request with the
+// source, name and options, writes OUT_PREFIX.cubin and OUT_PREFIX.log, exits 0 on success,
+// 10 when NVRTC rejected the source.
+int compile_child_main(const std::string& request_path, const std::string& out_prefix);
+
+}  // namespace evo

@@ -1,0 +1,31 @@
+// Error kinds that end a command, each with its documented exit code (DESIGN §3).
+// Candidate failures are never errors: they are Outcome values (outcome.h).
+#pragma once
+#include <stdexcept>
+#include <string>
+
+namespace evo {
+
+enum ExitCode : int {
+  kExitOk = 0,
+  kExitUsage = 1,        // bad flag, file or field: the message names it
+  kExitEnvironment = 2,  // no GPU, no driver, no NVRTC
+  kExitCorrectness = 3,  // a correctness regression
+  kExitPerformance = 4,  // a performance regression
+};
+
+class EvoError : public std::runtime_error {
+ public:
+  EvoError(ExitCode code, const std::string& message) : std::runtime_error(message), code_(code) {}
+  ExitCode code() const { return code_; }
+
+ private:
+  ExitCode code_;
+};
+
+// Bad input: names what to fix; exit 1.
+inline EvoError usage_error(const std::string& m) { return EvoError(kExitUsage, m); }
+// Missing GPU, driver or toolkit piece; exit 2.
+inline EvoError environment_error(const std::string& m) { return EvoError(kExitEnvironment, m); }
+
+}  // namespace evo

@@ -1,0 +1,73 @@
+#include "core/paths.h"
+
+#include <dlfcn.h>
+#include <nvrtc.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "core/errors.h"
+
+namespace evo {
+
+namespace {
+bool is_root(const fs::path& p) { return fs::exists(p / "gates" / "gates.json") && fs::is_directory(p / "variants"); }
+}  // namespace
+
+fs::path self_executable() {
+  std::error_code ec;
+  auto p = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) throw environment_error("cannot find the evo executable through /proc/self/exe");
+  return p;
+}
+
+fs::path repo_root() {
+  if (const char* env = std::getenv("EVO_ROOT")) {
+    if (!is_root(env)) throw usage_error(std::string("EVO_ROOT=") + env + " has no gates/gates.json and variants/");
+    return fs::canonical(env);
+  }
+  for (fs::path p = fs::current_path(); !p.empty(); p = p.parent_path()) {
+    if (is_root(p)) return p;
+    if (p == p.root_path()) break;
+  }
+  for (fs::path p = self_executable().parent_path(); !p.empty(); p = p.parent_path()) {
+    if (is_root(p)) return p;
+    if (p == p.root_path()) break;
+  }
+  throw usage_error("cannot find the evo repository: run evo inside it or set EVO_ROOT");
+}
+
+fs::path default_cache_dir() {
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return fs::path(x) / "evo";
+  if (const char* h = std::getenv("HOME"); h && *h) return fs::path(h) / ".cache" / "evo";
+  return fs::temp_directory_path() / "evo-cache";
+}
+
+std::optional<fs::path> cuda_include_dir() {
+  std::vector<fs::path> candidates;
+  for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
+    if (const char* v = std::getenv(var); v && *v) candidates.emplace_back(fs::path(v) / "include");
+  // Next to the libnvrtc this process loaded: <toolkit>/lib64/libnvrtc.so -> <toolkit>/include.
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&nvrtcVersion), &info) && info.dli_fname) {
+    fs::path lib = fs::weakly_canonical(info.dli_fname);
+    candidates.push_back(lib.parent_path().parent_path() / "include");
+    candidates.push_back(lib.parent_path().parent_path().parent_path() / "include");
+  }
+  candidates.emplace_back("/usr/local/cuda/include");
+  for (const auto& c : candidates)
+    if (fs::exists(c / "cuda_fp16.h")) return fs::weakly_canonical(c);
+  return std::nullopt;
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) throw usage_error("cannot read " + p.string());
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace evo

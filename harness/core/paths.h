@@ -1,0 +1,26 @@
+// Where things live: the repository root (variants/, gates/, results/, populations/), the
+// user cache dir, and the CUDA toolkit include dirs that NVRTC needs.
+#pragma once
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace evo {
+
+namespace fs = std::filesystem;
+
+// The repository root: $EVO_ROOT, else the nearest ancestor of the working directory that
+// holds gates/gates.json, else the one above the executable. Throws a usage error if none.
+fs::path repo_root();
+// $XDG_CACHE_HOME/evo or ~/.cache/evo, unless overridden.
+fs::path default_cache_dir();
+// The toolkit include dir (with cuda_fp16.h), from CUDA_HOME / CUDA_PATH, the loaded
+// libnvrtc's toolkit, or /usr/local/cuda; empty when none is found.
+std::optional<fs::path> cuda_include_dir();
+// Path to the running evo executable (for spawning workers).
+fs::path self_executable();
+
+std::string read_file(const fs::path& p);  // throws usage_error naming the file
+
+}  // namespace evo

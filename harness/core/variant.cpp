@@ -1,0 +1,149 @@
+#include "core/variant.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "core/errors.h"
+#include "core/paths.h"
+
+namespace evo {
+
+using nlohmann::json;
+
+bool Variant::supports(const Task& t) const {
+  return std::find(dtypes.begin(), dtypes.end(), t.dtype_name()) != dtypes.end() &&
+         std::find(head_dims.begin(), head_dims.end(), t.head_dim) != head_dims.end();
+}
+
+namespace {
+
+const std::regex kParamName("[A-Z][A-Z0-9_]*");
+
+[[noreturn]] void bad(const std::string& origin, const std::string& what) {
+  throw usage_error(fmt::format("{}: front matter: {}", origin, what));
+}
+
+}  // namespace
+
+Variant parse_variant(const std::string& source, const std::string& origin) {
+  size_t start = source.find_first_not_of(" \t\r\n");
+  if (start == std::string::npos || source.compare(start, 5, "/*evo") != 0)
+    bad(origin, "the file must start with a /*evo { ... } */ comment (see docs/variants.md)");
+  size_t end = source.find("*/", start + 5);
+  if (end == std::string::npos) bad(origin, "the /*evo comment is never closed with */");
+  json j;
+  try {
+    j = json::parse(source.substr(start + 5, end - start - 5));
+  } catch (const json::parse_error& e) {
+    bad(origin, fmt::format("not valid JSON ({})", e.what()));
+  }
+  if (!j.is_object()) bad(origin, "must be a JSON object");
+  static const std::vector<std::string> known{"summary", "parent", "params", "dtypes", "head_dims", "min_sm", "notes"};
+  for (auto& [key, _] : j.items())
+    if (std::find(known.begin(), known.end(), key) == known.end())
+      bad(origin, fmt::format("unknown field '{}' (known: summary, parent, params, dtypes, head_dims, min_sm, notes)", key));
+
+  Variant v;
+  v.source = source;
+  if (!j.contains("summary") || !j["summary"].is_string() || j["summary"].get<std::string>().empty())
+    bad(origin, "field 'summary' must be a non-empty string");
+  v.summary = j["summary"];
+  if (j.contains("parent") && !j["parent"].is_null()) {
+    if (!j["parent"].is_string()) bad(origin, "field 'parent' must be a variant id string or null");
+    v.parent = j["parent"].get<std::string>();
+  }
+  if (j.contains("params")) {
+    if (!j["params"].is_object()) bad(origin, "field 'params' must be an object of NAME: [values]");
+    for (auto& [name, values] : j["params"].items()) {
+      if (!std::regex_match(name, kParamName)) bad(origin, fmt::format("param name '{}' must be UPPER_CASE", name));
+      if (name.rfind("EVO_", 0) == 0) bad(origin, fmt::format("param name '{}': the EVO_ prefix is reserved", name));
+      if (!values.is_array() || values.empty()) bad(origin, fmt::format("param '{}' must be a non-empty list", name));
+      Tunable t{name, {}};
+      for (const auto& x : values) {
+        if (!x.is_number_integer()) bad(origin, fmt::format("param '{}' values must be integers", name));
+        t.values.push_back(x.get<long>());
+      }
+      v.params.push_back(std::move(t));
+    }
+  }
+  if (!j.contains("dtypes") || !j["dtypes"].is_array() || j["dtypes"].empty())
+    bad(origin, "field 'dtypes' must be a non-empty list of \"fp16\"/\"bf16\"");
+  for (const auto& d : j["dtypes"]) {
+    if (!d.is_string() || (d != "fp16" && d != "bf16")) bad(origin, "field 'dtypes' entries must be \"fp16\" or \"bf16\"");
+    v.dtypes.push_back(d);
+  }
+  if (!j.contains("head_dims") || !j["head_dims"].is_array() || j["head_dims"].empty())
+    bad(origin, "field 'head_dims' must be a non-empty list of 64/128");
+  for (const auto& d : j["head_dims"]) {
+    if (!d.is_number_integer() || (d != 64 && d != 128)) bad(origin, "field 'head_dims' entries must be 64 or 128");
+    v.head_dims.push_back(d);
+  }
+  if (j.contains("min_sm")) {
+    if (!j["min_sm"].is_number_integer() || j["min_sm"] < 80 || j["min_sm"] > 120)
+      bad(origin, "field 'min_sm' must be an integer like 80, 89 or 90");
+    v.min_sm = j["min_sm"];
+  }
+  if (j.contains("notes")) {
+    if (!j["notes"].is_string()) bad(origin, "field 'notes' must be a string");
+    v.notes = j["notes"];
+  }
+  return v;
+}
+
+std::vector<Stage> discover_stages(const std::filesystem::path& root) {
+  namespace fs = std::filesystem;
+  static const std::regex stage_dir(R"((\d+)-([a-z0-9-]+))");
+  std::vector<Stage> stages;
+  const fs::path vdir = root / "variants";
+  if (!fs::is_directory(vdir)) throw usage_error("no variants/ directory under " + root.string());
+  for (const auto& entry : fs::directory_iterator(vdir)) {
+    std::smatch m;
+    const std::string name = entry.path().filename().string();
+    if (!entry.is_directory() || !std::regex_match(name, m, stage_dir)) continue;
+    Stage s;
+    s.number = std::stoi(m[1]);
+    s.slug = m[2];
+    s.dir = fs::path("variants") / name;
+    s.title = s.slug;
+    const fs::path sj = entry.path() / "stage.json";
+    if (fs::exists(sj)) {
+      try {
+        json j = json::parse(read_file(sj));
+        if (j.contains("title") && j["title"].is_string()) s.title = j["title"];
+        if (j.contains("min_sm") && j["min_sm"].is_number_integer()) s.min_sm = j["min_sm"];
+      } catch (const json::exception& e) {
+        throw usage_error(fmt::format("{}: not valid JSON ({})", (s.dir / "stage.json").string(), e.what()));
+      }
+    }
+    for (const auto& f : fs::directory_iterator(entry.path())) {
+      if (!f.is_regular_file() || f.path().extension() != ".cu") continue;
+      const fs::path rel = s.dir / f.path().filename();
+      Variant v = parse_variant(read_file(f.path()), rel.string());
+      v.id = name + "/" + f.path().stem().string();
+      v.stage = s.number;
+      v.path = rel;
+      s.variants.push_back(std::move(v));
+    }
+    std::sort(s.variants.begin(), s.variants.end(), [](const Variant& a, const Variant& b) { return a.id < b.id; });
+    stages.push_back(std::move(s));
+  }
+  std::sort(stages.begin(), stages.end(), [](const Stage& a, const Stage& b) { return a.number < b.number; });
+  for (size_t i = 1; i < stages.size(); ++i)
+    if (stages[i].number == stages[i - 1].number)
+      throw usage_error(fmt::format("two folders for stage {}: {} and {}", stages[i].number, stages[i - 1].dir.string(),
+                                    stages[i].dir.string()));
+  return stages;
+}
+
+const Stage& find_stage(const std::vector<Stage>& stages, int n) {
+  for (const auto& s : stages)
+    if (s.number == n) return s;
+  std::string known;
+  for (const auto& s : stages) known += (known.empty() ? "" : ", ") + std::to_string(s.number);
+  throw usage_error(fmt::format("unknown stage {}: stages here are {}", n, known.empty() ? "none" : known));
+}
+
+}  // namespace evo

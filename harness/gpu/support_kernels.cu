@@ -1,0 +1,117 @@
+// evo's own GPU kernels, compiled by NVRTC at run time (trusted code, never a candidate):
+//  - evo_fill_*: deterministic inputs from (seed, tensor, logical index), independent of the
+//    memory layout, so BHSD and BSHD runs see the same logical tensors;
+//  - evo_reference_*: plain attention in FP32 from the same low-precision inputs, two passes
+//    (row max, then exp-sum and P·V) so no online rescaling error enters the reference.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+struct EvoTensorDesc {
+  void* data;
+  long long stride[3];  // batch, head, seq (elements); head dim contiguous
+  int batch, heads, seq, dim;
+};
+
+__device__ __forceinline__ unsigned long long evo_mix64(unsigned long long x) {
+  // splitmix64 finalizer: a bijective avalanche mix of a counter.
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// Standard normal from two 24-bit uniforms (Box-Muller), times stddev.
+__device__ __forceinline__ float evo_normal(unsigned long long index, unsigned seed, unsigned tensor, float stddev) {
+  unsigned long long h = evo_mix64(index ^ (static_cast<unsigned long long>(seed) << 40) ^
+                                   (static_cast<unsigned long long>(tensor) << 62) ^ 0x5bd1e995ull * (tensor + 1));
+  float u1 = (static_cast<float>(h >> 40) + 1.0f) * (1.0f / 16777216.0f);   // (0, 1]
+  float u2 = static_cast<float>((h >> 16) & 0xFFFFFF) * (1.0f / 16777216.0f);  // [0, 1)
+  return stddev * sqrtf(-2.0f * logf(u1)) * cospif(2.0f * u2);
+}
+
+template <typename T>
+__device__ __forceinline__ T evo_cast(float x);
+template <>
+__device__ __forceinline__ __half evo_cast<__half>(float x) { return __float2half_rn(x); }
+template <>
+__device__ __forceinline__ __nv_bfloat16 evo_cast<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+__device__ __forceinline__ float evo_float(__half x) { return __half2float(x); }
+__device__ __forceinline__ float evo_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+
+template <typename T>
+__device__ void fill(EvoTensorDesc t, unsigned seed, unsigned tensor, float stddev) {
+  const unsigned long long total = static_cast<unsigned long long>(t.batch) * t.heads * t.seq * t.dim;
+  for (unsigned long long i = blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<unsigned long long>(gridDim.x) * blockDim.x) {
+    unsigned long long r = i;
+    const int d = static_cast<int>(r % t.dim); r /= t.dim;
+    const int s = static_cast<int>(r % t.seq); r /= t.seq;
+    const int h = static_cast<int>(r % t.heads); r /= t.heads;
+    const int b = static_cast<int>(r);
+    T* p = static_cast<T*>(t.data) + b * t.stride[0] + h * t.stride[1] + s * t.stride[2] + d;
+    *p = evo_cast<T>(evo_normal(i, seed, tensor, stddev));
+  }
+}
+
+extern "C" __global__ void evo_fill_fp16(EvoTensorDesc t, unsigned seed, unsigned tensor, float stddev) {
+  fill<__half>(t, seed, tensor, stddev);
+}
+extern "C" __global__ void evo_fill_bf16(EvoTensorDesc t, unsigned seed, unsigned tensor, float stddev) {
+  fill<__nv_bfloat16>(t, seed, tensor, stddev);
+}
+
+// One warp per query row; lane owns head-dim columns lane, lane+32, ...
+// out: FP32, logical BHSD, contiguous.
+template <typename T, int D>
+__device__ void reference(EvoTensorDesc q, EvoTensorDesc k, EvoTensorDesc v, float* out, float scale, int causal) {
+  constexpr int kPer = D / 32;
+  const int lane = threadIdx.x & 31;
+  const long long row = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const long long rows = static_cast<long long>(q.batch) * q.heads * q.seq;
+  if (row >= rows) return;
+  const int i = static_cast<int>(row % q.seq);
+  const int h = static_cast<int>((row / q.seq) % q.heads);
+  const int b = static_cast<int>(row / (static_cast<long long>(q.seq) * q.heads));
+  const int hk = h / (q.heads / k.heads);
+  const T* qp = static_cast<const T*>(q.data) + b * q.stride[0] + h * q.stride[1] + i * q.stride[2];
+  const T* kp = static_cast<const T*>(k.data) + b * k.stride[0] + hk * k.stride[1];
+  const T* vp = static_cast<const T*>(v.data) + b * v.stride[0] + hk * v.stride[1];
+  float qr[kPer];
+#pragma unroll
+  for (int c = 0; c < kPer; ++c) qr[c] = evo_float(qp[lane + 32 * c]);
+  const int n = causal ? min(i + 1, k.seq) : k.seq;
+  auto score = [&](int j) {
+    const T* kr = kp + j * k.stride[2];
+    float s = 0.f;
+#pragma unroll
+    for (int c = 0; c < kPer; ++c) s = fmaf(qr[c], evo_float(kr[lane + 32 * c]), s);
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+    return s * scale;
+  };
+  float m = -INFINITY;
+  for (int j = 0; j < n; ++j) m = fmaxf(m, score(j));
+  float l = 0.f, acc[kPer];
+#pragma unroll
+  for (int c = 0; c < kPer; ++c) acc[c] = 0.f;
+  for (int j = 0; j < n; ++j) {
+    const float p = expf(score(j) - m);
+    l += p;
+    const T* vr = vp + j * v.stride[2];
+#pragma unroll
+    for (int c = 0; c < kPer; ++c) acc[c] = fmaf(p, evo_float(vr[lane + 32 * c]), acc[c]);
+  }
+  float* o = out + row * D;
+#pragma unroll
+  for (int c = 0; c < kPer; ++c) o[lane + 32 * c] = acc[c] / l;
+}
+
+#define EVO_REFERENCE(NAME, T, D)                                                                      \
+  extern "C" __global__ void NAME(EvoTensorDesc q, EvoTensorDesc k, EvoTensorDesc v, float* out, float scale, \
+                                  int causal) {                                                        \
+    reference<T, D>(q, k, v, out, scale, causal);                                                      \
+  }
+EVO_REFERENCE(evo_reference_fp16_d64, __half, 64)
+EVO_REFERENCE(evo_reference_fp16_d128, __half, 128)
+EVO_REFERENCE(evo_reference_bf16_d64, __nv_bfloat16, 64)
+EVO_REFERENCE(evo_reference_bf16_d128, __nv_bfloat16, 128)

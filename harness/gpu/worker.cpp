@@ -1,0 +1,493 @@
+// The worker: the only process that runs a candidate's code. It owns one CUDA context,
+// generates inputs, launches, times, and hands outputs to the parent as files. It never
+// sees a reference output, and its verdicts are raw facts (bytes, hashes, errors); the
+// parent decides. A fault here kills this process only.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "core/errors.h"
+#include "core/paths.h"
+#include "core/sha256.h"
+#include "core/stats.h"
+#include "gpu/cuda_driver.h"
+#include "gpu/nvml.h"
+#include "gpu/worker_protocol.h"
+#include "store/atomic_file.h"
+
+namespace evo {
+
+using nlohmann::json;
+
+namespace {
+
+// A CUDA failure with the outcome it implies for the candidate.
+struct CudaFailure {
+  std::string outcome;  // "load", "runtime", "crash"
+  std::string reason;
+};
+
+void emit(const json& j) {
+  std::cout << j.dump() << "\n" << std::flush;
+}
+
+void check(CUresult r, const char* what, const char* outcome = "crash") {
+  if (r != CUDA_SUCCESS) throw CudaFailure{outcome, fmt::format("{}: {}", what, cuda_error_text(r))};
+}
+
+// The same driver calls under one short name.
+const CudaDriver& cu() { return cuda_driver(); }
+
+// A device allocation with guard bands on both sides, filled with kGuardByte.
+struct GuardedBuffer {
+  CUdeviceptr base = 0;
+  size_t bytes = 0;  // usable bytes
+  CUdeviceptr data() const { return base + kGuardBytes; }
+  void allocate(size_t n) {
+    bytes = n;
+    check(cu().cuMemAlloc(&base, n + 2 * kGuardBytes), "cuMemAlloc", "runtime");
+    check(cu().cuMemsetD8(base, kGuardByte, kGuardBytes), "guard fill");
+    check(cu().cuMemsetD8(base + kGuardBytes + n, kGuardByte, kGuardBytes), "guard fill");
+  }
+  bool guards_intact() const {
+    std::vector<unsigned char> g(kGuardBytes);
+    for (CUdeviceptr p : {base, base + kGuardBytes + bytes}) {
+      check(cu().cuMemcpyDtoH(g.data(), p, kGuardBytes), "guard readback");
+      for (unsigned char c : g)
+        if (c != kGuardByte) return false;
+    }
+    return true;
+  }
+  std::string read() const {
+    std::string h(bytes, '\0');
+    check(cu().cuMemcpyDtoH(h.data(), data(), bytes), "cuMemcpyDtoH");
+    return h;
+  }
+  ~GuardedBuffer() {
+    if (base) cu().cuMemFree(base);
+  }
+};
+
+// Mirrors EvoTensorDesc in support_kernels.cu.
+struct TensorDesc {
+  CUdeviceptr data;
+  long long stride[3];
+  int batch, heads, seq, dim;
+};
+
+struct Support {
+  CUmodule module = nullptr;
+  CUfunction fill = nullptr, reference = nullptr;
+};
+
+// The four tensors of one shape, laid out as the shape says.
+struct Problem {
+  Shape shape;
+  int elem = 2;
+  GuardedBuffer q, k, v, o;
+  TensorDesc dq{}, dk{}, dv{}, dout{};
+
+  void allocate(const Shape& s) {
+    shape = s;
+    q.allocate(size_t(s.elements(s.heads_q, s.seq_q)) * elem);
+    k.allocate(size_t(s.elements(s.heads_kv, s.seq_kv)) * elem);
+    v.allocate(size_t(s.elements(s.heads_kv, s.seq_kv)) * elem);
+    o.allocate(size_t(s.elements(s.heads_q, s.seq_q)) * elem);
+    auto desc = [&](const GuardedBuffer& b, int heads, int seq) {
+      TensorDesc d{b.data(), {}, s.batch, heads, seq, s.head_dim};
+      int64_t st[3];
+      s.strides(heads, seq, st);
+      for (int i = 0; i < 3; ++i) d.stride[i] = st[i];
+      return d;
+    };
+    dq = desc(q, s.heads_q, s.seq_q);
+    dk = desc(k, s.heads_kv, s.seq_kv);
+    dv = desc(v, s.heads_kv, s.seq_kv);
+    dout = desc(o, s.heads_q, s.seq_q);
+  }
+
+  void fill(const Support& sup, const CaseSpec& c, CUstream stream) {
+    auto run = [&](TensorDesc d, unsigned tensor, float stddev) {
+      void* args[] = {&d, const_cast<unsigned*>(&c.seed), &tensor, &stddev};
+      check(cu().cuLaunchKernel(sup.fill, 1024, 1, 1, 256, 1, 1, 0, stream, args, nullptr), "input fill", "runtime");
+    };
+    run(dq, 0, float(c.qk_std));
+    run(dk, 1, float(c.qk_std));
+    run(dv, 2, float(c.v_std));
+    check(cu().cuStreamSynchronize(stream), "input fill");
+  }
+
+  void poison(CUstream stream) {
+    check(cu().cuMemsetD16(o.data(), kPoisonBits, o.bytes / 2), "output poison");
+    check(cu().cuStreamSynchronize(stream), "output poison");
+  }
+
+  // Host copy of a tensor in logical BHSD order (the layout-independent form both sides use).
+  std::string logical(const std::string& raw, const TensorDesc& d, int elem_size) const {
+    std::string out(size_t(d.batch) * d.heads * d.seq * d.dim * elem_size, '\0');
+    size_t row = size_t(d.dim) * elem_size, pos = 0;
+    for (int b = 0; b < d.batch; ++b)
+      for (int h = 0; h < d.heads; ++h)
+        for (int s = 0; s < d.seq; ++s, pos += row)
+          std::memcpy(out.data() + pos, raw.data() + (b * d.stride[0] + h * d.stride[1] + s * d.stride[2]) * elem_size, row);
+    return out;
+  }
+
+  std::string input_hash() const { return Sha256().update(q.read()).update(k.read()).update(v.read()).hex(); }
+};
+
+double ms_between(CUevent a, CUevent b) {
+  float ms = 0;
+  check(cu().cuEventElapsedTime(&ms, a, b), "cuEventElapsedTime");
+  return ms;
+}
+
+class Worker {
+ public:
+  explicit Worker(WorkerJob job) : job_(std::move(job)) {}
+
+  int run() {
+    emit({{"event", "phase"}, {"phase", "init"}});
+    init_device();
+    if (job_.mode == "reference") {
+      run_reference();
+    } else {
+      load_candidate();
+      if (!run_gate()) return 0;
+      run_bench();
+    }
+    emit({{"event", "done"}});
+    return 0;
+  }
+
+ private:
+  void init_device() {
+    check(cu().cuInit(0), "cuInit", "runtime");
+    check(cu().cuDeviceGet(&dev_, job_.device), "cuDeviceGet", "runtime");
+    check(cu().cuDevicePrimaryCtxRetain(&ctx_, dev_), "cuDevicePrimaryCtxRetain", "runtime");
+    check(cu().cuCtxSetCurrent(ctx_), "cuCtxSetCurrent", "runtime");
+    check(cu().cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate", "runtime");
+    check(cu().cuEventCreate(&e0_, CU_EVENT_DEFAULT), "cuEventCreate", "runtime");
+    check(cu().cuEventCreate(&e1_, CU_EVENT_DEFAULT), "cuEventCreate", "runtime");
+    char name[256] = {};
+    cu().cuDeviceGetName(name, sizeof(name), dev_);
+    int major = 0, minor = 0, driver = 0;
+    cu().cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev_);
+    cu().cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev_);
+    cu().cuDeviceGetAttribute(&sms_, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev_);
+    cu().cuDeviceGetAttribute(&l2_bytes_, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, dev_);
+    cu().cuDriverGetVersion(&driver);
+    auto clock = nvml_sm_clock_mhz(job_.device);
+    auto max_clock = nvml_max_sm_clock_mhz(job_.device);
+    emit({{"event", "device"}, {"name", name}, {"cc", major * 10 + minor}, {"sms", sms_}, {"l2_bytes", l2_bytes_},
+          {"driver", driver}, {"sm_clock_mhz", clock ? json(*clock) : json(nullptr)},
+          {"sm_clock_max_mhz", max_clock ? json(*max_clock) : json(nullptr)}});
+    std::string image = read_file(job_.support_cubin);
+    check(cu().cuModuleLoadData(&support_.module, image.data()), "loading evo support kernels", "runtime");
+    const std::string dt = job_.task.dtype_name();
+    check(cu().cuModuleGetFunction(&support_.fill, support_.module, ("evo_fill_" + dt).c_str()), "evo_fill", "runtime");
+    const std::string ref = fmt::format("evo_reference_{}_d{}", dt, job_.task.head_dim);
+    check(cu().cuModuleGetFunction(&support_.reference, support_.module, ref.c_str()), "evo_reference", "runtime");
+    // L2 flush buffer: writing twice the L2 evicts every line the previous sample left there.
+    flush_bytes_ = std::max<size_t>(size_t(l2_bytes_) * 2, 64u << 20);
+    check(cu().cuMemAlloc(&flush_, flush_bytes_), "cuMemAlloc(flush)", "runtime");
+  }
+
+  void run_reference() {
+    for (const auto& c : job_.cases) {
+      emit({{"event", "phase"}, {"phase", "reference"}, {"case", c.id}});
+      Problem p;
+      p.allocate(c.shape);
+      p.fill(support_, c, stream_);
+      const Shape& s = c.shape;
+      const size_t n = size_t(s.elements(s.heads_q, s.seq_q));
+      CUdeviceptr out = 0;
+      check(cu().cuMemAlloc(&out, n * sizeof(float)), "cuMemAlloc(reference)", "runtime");
+      float scale = 1.0f / std::sqrt(float(s.head_dim));
+      int causal = job_.task.causal ? 1 : 0;
+      TensorDesc dq = p.dq, dk = p.dk, dv = p.dv;
+      void* args[] = {&dq, &dk, &dv, &out, &scale, &causal};
+      const long long rows = (long long)s.batch * s.heads_q * s.seq_q;
+      const unsigned blocks = unsigned((rows * 32 + 255) / 256);
+      check(cu().cuLaunchKernel(support_.reference, blocks, 1, 1, 256, 1, 1, 0, stream_, args, nullptr), "reference launch",
+            "runtime");
+      check(cu().cuStreamSynchronize(stream_), "reference kernel", "runtime");
+      std::string host(n * sizeof(float), '\0');
+      check(cu().cuMemcpyDtoH(host.data(), out, host.size()), "reference readback", "runtime");
+      cu().cuMemFree(out);
+      write_file_atomic(c.out_path, host);
+      if (job_.dump_inputs) {
+        write_file_atomic(c.out_path + ".q", p.logical(p.q.read(), p.dq, 2));
+        write_file_atomic(c.out_path + ".k", p.logical(p.k.read(), p.dk, 2));
+        write_file_atomic(c.out_path + ".v", p.logical(p.v.read(), p.dv, 2));
+      }
+      emit({{"event", "case_done"}, {"case", c.id}, {"out", c.out_path}});
+    }
+  }
+
+  void load_candidate() {
+    emit({{"event", "phase"}, {"phase", "load"}});
+    std::string image = read_file(job_.cubin);
+    check(cu().cuModuleLoadData(&module_, image.data()), "cuModuleLoadData", "load");
+    check(cu().cuModuleGetFunction(&fn_, module_, "evo_attn_fwd"), "cuModuleGetFunction(evo_attn_fwd)", "load");
+    if (job_.launch.smem_bytes > 48 * 1024)
+      check(cu().cuFuncSetAttribute(fn_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(job_.launch.smem_bytes)),
+            "raising the dynamic shared memory limit", "runtime");
+    if (job_.launch.cluster_x > 1)
+      check(cu().cuFuncSetAttribute(fn_, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1), "cluster size attribute",
+            "runtime");
+  }
+
+  // Builds EvoAttnParams (evo_attn.cuh) for a problem; layout checked by static_asserts in tests.
+  struct alignas(64) Params {
+    CUdeviceptr q, k, v, o;
+    long long q_stride[3], k_stride[3], v_stride[3], o_stride[3];
+    int batch, heads_q, heads_kv, seq_q, seq_kv, head_dim, causal;
+    float softmax_scale, softmax_scale_log2, q_descale, k_descale, v_descale;
+    unsigned flags;
+    alignas(64) unsigned long long tma[4][16];
+  };
+  static_assert(offsetof(Params, flags) == 176 && offsetof(Params, tma) == 192 && sizeof(Params) == 704,
+                "Params must mirror EvoAttnParams");
+
+  Params params_for(const Problem& p) const {
+    Params a{};
+    const Shape& s = p.shape;
+    a.q = p.q.data();
+    a.k = p.k.data();
+    a.v = p.v.data();
+    a.o = p.o.data();
+    for (int i = 0; i < 3; ++i) {
+      a.q_stride[i] = p.dq.stride[i];
+      a.k_stride[i] = p.dk.stride[i];
+      a.v_stride[i] = p.dv.stride[i];
+      a.o_stride[i] = p.dout.stride[i];
+    }
+    a.batch = s.batch;
+    a.heads_q = s.heads_q;
+    a.heads_kv = s.heads_kv;
+    a.seq_q = s.seq_q;
+    a.seq_kv = s.seq_kv;
+    a.head_dim = s.head_dim;
+    a.causal = job_.task.causal ? 1 : 0;
+    a.softmax_scale = 1.0f / std::sqrt(float(s.head_dim));
+    a.softmax_scale_log2 = a.softmax_scale * 1.4426950408889634f;
+    a.q_descale = a.k_descale = a.v_descale = 1.0f;
+    return a;
+  }
+
+  void launch(Params& a) {
+    const auto& L = job_.launch;
+    const Shape& s = current_->shape;
+    unsigned gx = unsigned((s.seq_q + L.rows_per_cta - 1) / L.rows_per_cta), gy = unsigned(s.heads_q), gz = unsigned(s.batch);
+    if (L.persistent) {
+      long long tiles = (long long)gx * gy * gz;
+      gx = unsigned(std::min<long long>(tiles, (long long)L.persistent * sms_));
+      gy = gz = 1;
+    }
+    void* args[] = {&a};
+    CUresult r;
+    if (L.cluster_x > 1) {
+      gx = (gx + L.cluster_x - 1) / L.cluster_x * L.cluster_x;
+      CUlaunchAttribute attr{};
+      attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+      attr.value.clusterDim.x = L.cluster_x;
+      attr.value.clusterDim.y = 1;
+      attr.value.clusterDim.z = 1;
+      CUlaunchConfig cfg{};
+      cfg.gridDimX = gx;
+      cfg.gridDimY = gy;
+      cfg.gridDimZ = gz;
+      cfg.blockDimX = L.threads;
+      cfg.blockDimY = cfg.blockDimZ = 1;
+      cfg.sharedMemBytes = L.smem_bytes;
+      cfg.hStream = stream_;
+      cfg.attrs = &attr;
+      cfg.numAttrs = 1;
+      r = cu().cuLaunchKernelEx(&cfg, fn_, args, nullptr);
+    } else {
+      r = cu().cuLaunchKernel(fn_, gx, gy, gz, L.threads, 1, 1, L.smem_bytes, stream_, args, nullptr);
+    }
+    check(r, "launching evo_attn_fwd", "runtime");
+  }
+
+  void sync(const char* what) { check(cu().cuStreamSynchronize(stream_), what, "crash"); }
+
+  // Poison, launch, wait, read back: the output bytes in logical BHSD order.
+  std::string launch_once(Problem& p) {
+    p.poison(stream_);
+    Params a = params_for(p);
+    launch(a);
+    sync("evo_attn_fwd");
+    return p.logical(p.o.read(), p.dout, p.elem);
+  }
+
+  bool run_gate() {
+    for (const auto& c : job_.cases) {
+      emit({{"event", "phase"}, {"phase", "gate"}, {"case", c.id}});
+      Problem p;
+      current_ = &p;
+      p.allocate(c.shape);
+      p.fill(support_, c, stream_);
+      const std::string before = p.input_hash();
+      std::string first = launch_once(p);
+      std::string second = launch_once(p);  // poisoned again: stale output cannot pass
+      const bool deterministic = first == second;
+      const bool inputs_intact = p.input_hash() == before;
+      const bool guards_intact = p.q.guards_intact() && p.k.guards_intact() && p.v.guards_intact() && p.o.guards_intact();
+      write_file_atomic(c.out_path, first);
+      emit({{"event", "case_done"}, {"case", c.id}, {"out", c.out_path}, {"deterministic", deterministic},
+            {"inputs_intact", inputs_intact}, {"guards_intact", guards_intact}});
+      current_ = nullptr;
+    }
+    emit({{"event", "await"}});
+    std::string answer;
+    if (!std::getline(std::cin, answer) || answer != "continue") return false;
+    return true;
+  }
+
+  void flush_l2() { check(cu().cuMemsetD8Async(flush_, 0x5A, flush_bytes_, stream_), "L2 flush", "runtime"); }
+
+  double timed_launch(Params& a, bool flush) {
+    if (flush) flush_l2();
+    check(cu().cuEventRecord(e0_, stream_), "cuEventRecord");
+    launch(a);
+    check(cu().cuEventRecord(e1_, stream_), "cuEventRecord");
+    check(cu().cuEventSynchronize(e1_), "evo_attn_fwd (timed)");
+    return ms_between(e0_, e1_) * 1000.0;  // µs
+  }
+
+  void run_bench() {
+    bool pruned = false;
+    for (size_t bi = 0; bi < job_.bench.size(); ++bi) {
+      const BenchSpec& b = job_.bench[bi];
+      emit({{"event", "phase"}, {"phase", "timing"}, {"bench", b.id}});
+      Problem p;
+      current_ = &p;
+      p.allocate(b.timed.shape);
+      p.fill(support_, b.timed, stream_);
+      Params a = params_for(p);
+      json timing = {{"event", "timing"}, {"bench", b.id}};
+      if (!pruned) {
+        const auto& t = job_.timing;
+        // Warm-up by time: module load, clocks and caches settle before any sample counts.
+        auto w0 = std::chrono::steady_clock::now();
+        int warm = 0;
+        while (std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - w0).count() < t.warmup_ms ||
+               warm < 3) {
+          timed_launch(a, true);
+          ++warm;
+        }
+        auto clock_before = nvml_sm_clock_mhz(job_.device);
+        std::vector<double> samples;
+        auto s0 = std::chrono::steady_clock::now();
+        while (int(samples.size()) < t.max_samples) {
+          samples.push_back(timed_launch(a, true));
+          const double spent = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s0).count();
+          if (int(samples.size()) >= t.min_samples && (summarize(samples).rse() <= t.target_rse || spent > t.shape_budget_ms))
+            break;
+        }
+        auto clock_after = nvml_sm_clock_mhz(job_.device);
+        SampleStats st = summarize(samples);
+        timing["stats"] = stats_json(st);
+        timing["warmup_launches"] = warm;
+        timing["sm_clock_before_mhz"] = clock_before ? json(*clock_before) : json(nullptr);
+        timing["sm_clock_after_mhz"] = clock_after ? json(*clock_after) : json(nullptr);
+        if (st.median < t.launch_bound_us) {
+          // Launch-bound: also back-to-back (no flush, one event pair) and CUDA-graph replay.
+          const int n = t.graph_launches;
+          check(cu().cuEventRecord(e0_, stream_), "cuEventRecord");
+          for (int i = 0; i < n; ++i) launch(a);
+          check(cu().cuEventRecord(e1_, stream_), "cuEventRecord");
+          check(cu().cuEventSynchronize(e1_), "evo_attn_fwd (back-to-back)");
+          timing["back_to_back_us"] = ms_between(e0_, e1_) * 1000.0 / n;
+          timing["graph_us"] = graph_time(a, n);
+        }
+        if (bi == 0 && job_.prune_us > 0 && st.p10 > t.prune_factor * job_.prune_us) {
+          pruned = true;
+          timing["pruned"] = true;
+        }
+      } else {
+        timing["skipped"] = "pruned";
+      }
+      emit(timing);
+      // Re-check after timing: fresh inputs into the same buffers, one timed launch, read back.
+      emit({{"event", "phase"}, {"phase", "post_check"}, {"bench", b.id}});
+      p.fill(support_, b.fresh, stream_);
+      const std::string before = p.input_hash();
+      p.poison(stream_);
+      Params f = params_for(p);
+      const double us = timed_launch(f, true);
+      std::string out = p.logical(p.o.read(), p.dout, p.elem);
+      const bool inputs_intact = p.input_hash() == before;
+      const bool guards_intact = p.q.guards_intact() && p.k.guards_intact() && p.v.guards_intact() && p.o.guards_intact();
+      write_file_atomic(b.fresh.out_path, out);
+      emit({{"event", "post_done"}, {"bench", b.id}, {"out", b.fresh.out_path}, {"us", us},
+            {"inputs_intact", inputs_intact}, {"guards_intact", guards_intact}});
+      current_ = nullptr;
+    }
+  }
+
+  double graph_time(Params& a, int n) {
+    CUgraph graph = nullptr;
+    CUgraphExec exec = nullptr;
+    check(cu().cuStreamBeginCapture(stream_, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), "graph capture", "runtime");
+    for (int i = 0; i < n; ++i) launch(a);
+    check(cu().cuStreamEndCapture(stream_, &graph), "graph capture", "runtime");
+    check(cu().cuGraphInstantiate(&exec, graph, 0), "graph instantiate", "runtime");
+    check(cu().cuGraphLaunch(exec, stream_), "graph launch");
+    sync("evo_attn_fwd (graph warm-up)");
+    std::vector<double> reps;
+    for (int r = 0; r < 5; ++r) {
+      check(cu().cuEventRecord(e0_, stream_), "cuEventRecord");
+      check(cu().cuGraphLaunch(exec, stream_), "graph launch");
+      check(cu().cuEventRecord(e1_, stream_), "cuEventRecord");
+      check(cu().cuEventSynchronize(e1_), "evo_attn_fwd (graph)");
+      reps.push_back(ms_between(e0_, e1_) * 1000.0 / n);
+    }
+    cu().cuGraphExecDestroy(exec);
+    cu().cuGraphDestroy(graph);
+    return summarize(reps).median;
+  }
+
+  WorkerJob job_;
+  CUdevice dev_ = 0;
+  CUcontext ctx_ = nullptr;
+  CUstream stream_ = nullptr;
+  CUevent e0_ = nullptr, e1_ = nullptr;
+  CUmodule module_ = nullptr;
+  CUfunction fn_ = nullptr;
+  Support support_;
+  CUdeviceptr flush_ = 0;
+  size_t flush_bytes_ = 0;
+  int sms_ = 0, l2_bytes_ = 0;
+  Problem* current_ = nullptr;
+};
+
+}  // namespace
+
+int worker_main(const std::string& job_path) {
+  try {
+    WorkerJob job = worker_job_from_json(json::parse(read_file(job_path)));
+    cuda_driver();  // exit 2 path: no driver
+    return Worker(std::move(job)).run();
+  } catch (const CudaFailure& f) {
+    emit({{"event", "error"}, {"outcome", f.outcome}, {"reason", f.reason}});
+    return 0;
+  } catch (const EvoError& e) {
+    emit({{"event", "error"}, {"outcome", "environment"}, {"reason", e.what()}});
+    return int(e.code());
+  } catch (const std::exception& e) {
+    emit({{"event", "error"}, {"outcome", "runtime"}, {"reason", std::string("worker: ") + e.what()}});
+    return 0;
+  }
+}
+
+}  // namespace evo

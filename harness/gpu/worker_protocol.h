@@ -1,0 +1,61 @@
+// The parent <-> worker contract. The parent writes a job file and starts
+// `evo __worker JOB`; the worker reports progress as JSON lines on stdout and, between the
+// gate and timing, waits for "continue" or "stop" on stdin. Only the parent writes records.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "compile/cubin.h"
+#include "core/shape.h"
+#include "core/task.h"
+#include "gates/config.h"
+
+namespace evo {
+
+// One set of inputs on one shape, and where the worker writes the output it produced
+// (logical BHSD order, raw dtype for candidates, FP32 for the reference).
+struct CaseSpec {
+  std::string id;
+  Shape shape;
+  unsigned seed = 0;
+  std::string inputs = "normal";  // distribution name
+  double qk_std = 1, v_std = 1;
+  std::string out_path;
+};
+
+struct BenchSpec {
+  std::string id;
+  CaseSpec timed;  // inputs the timing loop runs on (output not checked: it is re-checked below)
+  CaseSpec fresh;  // after timing: fresh inputs in the same buffers, one timed launch, checked
+};
+
+struct WorkerJob {
+  std::string mode;  // "reference" or "candidate"
+  int device = 0;
+  Task task;
+  std::string support_cubin;
+  std::string cubin;
+  LaunchGeometry launch;
+  std::vector<CaseSpec> cases;
+  std::vector<BenchSpec> bench;
+  TimingConfig timing;
+  double prune_us = 0;  // candidate's first bench shape p10 above prune_factor x this: stop timing
+  bool dump_inputs = false;  // reference mode: also write <out>.q/.k/.v (logical BHSD, dtype)
+};
+
+nlohmann::json to_json(const WorkerJob& j);
+WorkerJob worker_job_from_json(const nlohmann::json& j);
+nlohmann::json shape_json(const Shape& s);
+Shape shape_from_json(const nlohmann::json& j);
+
+// Bits the worker writes into every output element before each launch: a NaN (in fp16 and
+// bf16) that no arithmetic produces, so a surviving one means "never written".
+inline constexpr unsigned short kPoisonBits = 0xFFFF;
+// Bytes around every device buffer; a candidate that writes them wrote out of bounds.
+inline constexpr size_t kGuardBytes = 64 * 1024;
+inline constexpr unsigned char kGuardByte = 0xA5;
+
+int worker_main(const std::string& job_path);
+
+}  // namespace evo

@@ -1,0 +1,51 @@
+// evo: evolve CUDA attention kernels stage by stage. See README.md and docs/.
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "core/errors.h"
+
+namespace evo {
+int g_exit_code = 0;
+}
+
+int main(int argc, char** argv) {
+  CLI::App app{"evo: evolve CUDA attention kernels stage by stage, with gates you can trust"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "evo 0.1.0");
+  bool verbose = false;
+  app.add_flag("-v,--verbose", verbose, "debug logging");
+  app.parse_complete_callback([&] { spdlog::set_level(verbose ? spdlog::level::debug : spdlog::level::info); });
+  spdlog::set_pattern("%^%l%$: %v");
+
+  evo::add_list_command(app);
+  evo::add_compile_command(app);
+  evo::add_doctor_command(app);
+  //evo::add_run_command(app);
+  //evo::add_population_command(app);
+  //evo::add_compare_command(app);
+  //evo::add_gate_command(app);
+  evo::add_internal_commands(app);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "evo: " << e.what() << " (see evo --help)\n";
+    return evo::kExitUsage;
+  } catch (const evo::EvoError& e) {
+    std::cerr << "evo: " << e.what() << "\n";
+    return e.code();
+  } catch (const std::exception& e) {
+    std::cerr << "evo: internal error: " << e.what() << "\n";
+    return evo::kExitEnvironment;
+  }
+  return evo::g_exit_code;
+}

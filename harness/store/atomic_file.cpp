@@ -1,0 +1,118 @@
+#include "store/atomic_file.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+
+#include "core/errors.h"
+
+namespace evo {
+
+namespace {
+
+[[noreturn]] void io_error(const std::string& what, const std::filesystem::path& p) {
+  throw usage_error(what + " " + p.string() + ": " + std::strerror(errno));
+}
+
+void write_all(int fd, const std::string& data, const std::filesystem::path& p) {
+  size_t off = 0;
+  while (off < data.size()) {
+    ssize_t n = ::write(fd, data.data() + off, data.size() - off);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      io_error("cannot write", p);
+    }
+    off += size_t(n);
+  }
+}
+
+void fsync_dir(const std::filesystem::path& dir) {
+  int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+}
+
+}  // namespace
+
+void write_file_atomic(const std::filesystem::path& path, const std::string& data) {
+  static std::atomic<unsigned> counter{0};
+  const auto dir = path.parent_path();
+  if (!dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+  }
+  const std::filesystem::path tmp =
+      path.string() + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) io_error("cannot create", tmp);
+  try {
+    write_all(fd, data, tmp);
+    if (::fsync(fd) != 0) io_error("cannot fsync", tmp);
+  } catch (...) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw;
+  }
+  ::close(fd);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    ::unlink(tmp.c_str());
+    io_error("cannot rename into", path);
+  }
+  fsync_dir(dir);
+}
+
+void append_line_durable(const std::filesystem::path& path, const std::string& line) {
+  const auto dir = path.parent_path();
+  if (!dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+  }
+  bool created = !std::filesystem::exists(path);
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) io_error("cannot open", path);
+  if (::flock(fd, LOCK_EX) != 0) {
+    ::close(fd);
+    io_error("cannot lock", path);
+  }
+  try {
+    // If an earlier writer died mid-line, start on a fresh line so this record stays whole.
+    off_t size = ::lseek(fd, 0, SEEK_END);
+    std::string data = line + "\n";
+    if (size > 0) {
+      char last = '\n';
+      if (::pread(fd, &last, 1, size - 1) == 1 && last != '\n') data = "\n" + data;
+    }
+    write_all(fd, data, path);
+    if (::fsync(fd) != 0) io_error("cannot fsync", path);
+  } catch (...) {
+    ::flock(fd, LOCK_UN);
+    ::close(fd);
+    throw;
+  }
+  ::flock(fd, LOCK_UN);
+  ::close(fd);
+  if (created) fsync_dir(dir);
+}
+
+FileLock::FileLock(const std::filesystem::path& path) {
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0) io_error("cannot open lock file", path);
+  while (::flock(fd_, LOCK_EX) != 0) {
+    if (errno != EINTR) io_error("cannot lock", path);
+  }
+}
+
+FileLock::~FileLock() {
+  if (fd_ >= 0) {
+    ::flock(fd_, LOCK_UN);
+    ::close(fd_);
+  }
+}
+
+}  // namespace evo

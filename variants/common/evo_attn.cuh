@@ -1,0 +1,128 @@
+// evo device-side ABI: the one header every variant includes.
+//
+// The harness compiles each variant with NVRTC after prepending the task macros
+// (EVO_DTYPE, EVO_HEAD_DIM, EVO_CAUSAL) and the variant's tunables as #defines,
+// followed by `#line 1 "<file>"` so diagnostics point at the author's lines.
+// Every variant exports
+//   extern "C" __global__ void evo_attn_fwd(const __grid_constant__ EvoAttnParams p);
+// and its launch geometry through EVO_EXPORT_LAUNCH(...), which is the single source of
+// truth the harness reads back from the compiled cubin.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#define EVO_ABI_VERSION 1
+
+#define EVO_DTYPE_FP16 0
+#define EVO_DTYPE_BF16 1
+
+// Defaults so a variant compiles alone (e.g. in an editor); the harness always sets them.
+#ifndef EVO_DTYPE
+#define EVO_DTYPE EVO_DTYPE_FP16
+#endif
+#ifndef EVO_HEAD_DIM
+#define EVO_HEAD_DIM 64
+#endif
+#ifndef EVO_CAUSAL
+#define EVO_CAUSAL 0
+#endif
+
+#if EVO_DTYPE == EVO_DTYPE_FP16
+typedef __half evo_t;
+typedef __half2 evo_t2;
+__device__ __forceinline__ float evo_to_float(evo_t x) { return __half2float(x); }
+__device__ __forceinline__ evo_t evo_from_float(float x) { return __float2half_rn(x); }
+__device__ __forceinline__ float2 evo2_to_float2(evo_t2 x) { return __half22float2(x); }
+__device__ __forceinline__ evo_t2 evo2_from_float2(float a, float b) { return __floats2half2_rn(a, b); }
+#elif EVO_DTYPE == EVO_DTYPE_BF16
+typedef __nv_bfloat16 evo_t;
+typedef __nv_bfloat162 evo_t2;
+__device__ __forceinline__ float evo_to_float(evo_t x) { return __bfloat162float(x); }
+__device__ __forceinline__ evo_t evo_from_float(float x) { return __float2bfloat16_rn(x); }
+__device__ __forceinline__ float2 evo2_to_float2(evo_t2 x) { return __bfloat1622float2(x); }
+__device__ __forceinline__ evo_t2 evo2_from_float2(float a, float b) { return __floats2bfloat162_rn(a, b); }
+#else
+#error "evo: EVO_DTYPE must be EVO_DTYPE_FP16 or EVO_DTYPE_BF16"
+#endif
+
+// Kernel parameters. Strides are in elements; the last dimension (head_dim) is contiguous.
+// Index of element (b, h, s, d) of Q is b*q_stride[0] + h*q_stride[1] + s*q_stride[2] + d.
+// GQA: query head h reads key/value head h / (heads_q / heads_kv).
+// Causal (top-left, as PyTorch is_causal): key j is masked for query i when j > i.
+struct EvoAttnParams {
+  const void* q;
+  const void* k;
+  const void* v;
+  void* o;
+  long long q_stride[3];  // batch, head, seq
+  long long k_stride[3];
+  long long v_stride[3];
+  long long o_stride[3];
+  int batch;
+  int heads_q;
+  int heads_kv;
+  int seq_q;
+  int seq_kv;
+  int head_dim;  // equals EVO_HEAD_DIM
+  int causal;    // equals EVO_CAUSAL
+  float softmax_scale;         // usually 1/sqrt(head_dim)
+  float softmax_scale_log2;    // softmax_scale * log2(e), for exp2f-based softmax
+  float q_descale, k_descale, v_descale;  // FP8 tasks; 1.0 otherwise
+  unsigned int flags;          // reserved, 0
+  // Room for up to four CUtensorMap descriptors (128 B, 64 B aligned) for TMA variants.
+  alignas(64) unsigned long long tma[4][16];
+};
+
+// Launch geometry, read by the harness from the cubin's `evo_launch` symbol.
+//   grid = (ceil(seq_q / rows_per_cta), heads_q, batch) when persistent == 0,
+//   grid = (min(persistent * SM count, number of tiles), 1, 1) otherwise.
+struct EvoLaunch {
+  unsigned int threads;       // threads per CTA
+  unsigned int smem_bytes;    // dynamic shared memory per CTA
+  unsigned int rows_per_cta;  // query rows per CTA (tile height)
+  unsigned int cluster_x;     // CTAs per cluster along x; 1 = no cluster
+  unsigned int persistent;    // CTAs per SM for a persistent grid; 0 = one CTA per tile
+  unsigned int abi_version;   // EVO_ABI_VERSION
+};
+
+#define EVO_EXPORT_LAUNCH(threads, smem_bytes, rows_per_cta, cluster_x, persistent) \
+  extern "C" __constant__ EvoLaunch evo_launch = {                                  \
+      (threads), (smem_bytes), (rows_per_cta), (cluster_x), (persistent), EVO_ABI_VERSION}
+
+// Invalid tunable combinations must be rejected at compile time with this, so the harness
+// classifies them as `constraints` rather than `compile` failures.
+#define EVO_CONSTRAINT(cond, msg) static_assert((cond), "evo:constraint " msg)
+
+// Pointers to the (b, h) slices.
+__device__ __forceinline__ const evo_t* evo_q_ptr(const EvoAttnParams& p, int b, int h) {
+  return static_cast<const evo_t*>(p.q) + b * p.q_stride[0] + h * p.q_stride[1];
+}
+__device__ __forceinline__ const evo_t* evo_k_ptr(const EvoAttnParams& p, int b, int hkv) {
+  return static_cast<const evo_t*>(p.k) + b * p.k_stride[0] + hkv * p.k_stride[1];
+}
+__device__ __forceinline__ const evo_t* evo_v_ptr(const EvoAttnParams& p, int b, int hkv) {
+  return static_cast<const evo_t*>(p.v) + b * p.v_stride[0] + hkv * p.v_stride[1];
+}
+__device__ __forceinline__ evo_t* evo_o_ptr(const EvoAttnParams& p, int b, int h) {
+  return static_cast<evo_t*>(p.o) + b * p.o_stride[0] + h * p.o_stride[1];
+}
+__device__ __forceinline__ int evo_kv_head(const EvoAttnParams& p, int h) {
+  return h / (p.heads_q / p.heads_kv);
+}
+// Number of keys query rows [row0, row0 + rows) may see: all of them, or under the causal
+// mask up to the last row's diagonal.
+__device__ __forceinline__ int evo_kv_limit(const EvoAttnParams& p, int row0, int rows) {
+#if EVO_CAUSAL
+  int last = row0 + rows;  // keys [0, last) are visible to some row of the tile
+  return last < p.seq_kv ? last : p.seq_kv;
+#else
+  (void)row0;
+  (void)rows;
+  return p.seq_kv;
+#endif
+}
+
+// NVRTC has no <math.h>: infinities for masking, without INFINITY.
+#define EVO_INF __int_as_float(0x7f800000)
+#define EVO_NEG_INF __int_as_float(0xff800000)
