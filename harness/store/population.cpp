@@ -1,0 +1,152 @@
+#include "store/population.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "core/errors.h"
+#include "core/paths.h"
+#include "store/atomic_file.h"
+
+namespace evo {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+bool complete_fitness(const json& r) {
+  return r.contains("fitness") && r["fitness"].is_object() && r["fitness"].value("complete", false) &&
+         r["fitness"].contains("geomean_median_us") && r["fitness"]["geomean_median_us"].is_number();
+}
+
+std::string gpu_of(const json& r) {
+  if (r.contains("env") && r["env"].is_object() && r["env"].contains("gpu_key") && r["env"]["gpu_key"].is_string())
+    return r["env"]["gpu_key"];
+  return "";
+}
+
+// Identity of a candidate across runs: what was compiled, for which task.
+std::string identity(const json& r) {
+  return r["variant"].get<std::string>() + "|" + r["params"].dump() + "|" + r["task"].get<std::string>() + "|" +
+         r["source_sha256"].get<std::string>();
+}
+
+// Later wins: time, then run id, then the line's own order.
+bool newer(const json& a, const json& b) {
+  auto ta = a.value("time", ""), tb = b.value("time", "");
+  if (ta != tb) return ta > tb;
+  return a.value("run_id", "") > b.value("run_id", "");
+}
+
+json elite_entry(const json& r, int rank) {
+  json e;
+  e["rank"] = rank;
+  for (const char* k : {"candidate_id", "variant", "parent", "source_path", "source_sha256", "params", "fitness",
+                        "run_id", "time"})
+    e[k] = r.contains(k) ? r[k] : json(nullptr);
+  const json compile = r.value("compile", json::object());
+  e["resources"] = compile.value("resources", json(nullptr));
+  e["launch"] = compile.value("launch", json(nullptr));
+  double max_rel = 0;
+  size_t checks = 0, post = 0;
+  const json gates = r.value("gates", json::object());
+  for (const char* g : {"correctness", "post_timing"}) {
+    if (!gates.contains(g) || !gates[g].contains("checks")) continue;
+    for (const auto& c : gates[g]["checks"]) {
+      (std::string(g) == "correctness" ? checks : post)++;
+      if (c.contains("rel_l2") && c["rel_l2"].is_number()) max_rel = std::max(max_rel, c["rel_l2"].get<double>());
+    }
+  }
+  e["gates"] = {{"correctness_checks", checks}, {"post_timing_checks", post}, {"max_rel_l2", max_rel}};
+  json timing = json::array();
+  for (const auto& t : r.value("timing", json::array()))
+    timing.push_back({{"shape", t.value("shape", "")}, {"median_us", t.value("median_us", 0.0)},
+                      {"p90_us", t.value("p90_us", 0.0)}, {"tflops", t.value("tflops", 0.0)}});
+  e["timing"] = timing;
+  return e;
+}
+
+}  // namespace
+
+std::map<std::string, json> derive_populations(const std::vector<json>& records) {
+  // Latest record per candidate identity, per gpu.
+  std::map<std::string, json> latest;
+  for (const auto& r : records) {
+    if (r.value("kind", "") != "run") continue;
+    const std::string gpu = gpu_of(r);
+    if (gpu.empty()) continue;
+    const std::string key = gpu + "|" + identity(r);
+    auto it = latest.find(key);
+    if (it == latest.end() || !newer(it->second, r)) latest[key] = r;
+  }
+  // Group eligible ones by (gpu, task, stage).
+  std::map<std::string, std::map<int, std::vector<const json*>>> groups;
+  for (const auto& [key, r] : latest) {
+    if (r["outcome"] != "ok" || !complete_fitness(r)) continue;
+    groups[gpu_of(r) + "/" + r["task"].get<std::string>()][r["stage"].get<int>()].push_back(&r);
+  }
+  std::map<std::string, json> out;
+  for (auto& [gt, stages] : groups) {
+    const auto slash = gt.find('/');
+    json pop = {{"schema_version", kPopulationSchemaVersion}, {"gpu", gt.substr(0, slash)},
+                {"task", gt.substr(slash + 1)}, {"stages", json::object()}};
+    for (auto& [stage, list] : stages) {
+      std::sort(list.begin(), list.end(), [](const json* a, const json* b) {
+        const double ma = (*a)["fitness"]["geomean_median_us"], mb = (*b)["fitness"]["geomean_median_us"];
+        if (ma != mb) return ma < mb;
+        const double pa = (*a)["fitness"].value("geomean_p90_us", 0.0), pb = (*b)["fitness"].value("geomean_p90_us", 0.0);
+        if (pa != pb) return pa < pb;
+        return (*a)["candidate_id"].get<std::string>() < (*b)["candidate_id"].get<std::string>();
+      });
+      json elites = json::array();
+      for (size_t i = 0; i < list.size() && i < size_t(kElites); ++i) elites.push_back(elite_entry(*list[i], int(i) + 1));
+      pop["stages"][std::to_string(stage)] = elites;
+    }
+    out[gt] = pop;
+  }
+  return out;
+}
+
+void write_population(const fs::path& dir, const json& population) {
+  fs::create_directories(dir);
+  FileLock lock(dir / ".lock");
+  const fs::path file = dir / population["gpu"].get<std::string>() / (population["task"].get<std::string>() + ".json");
+  write_file_atomic(file, population.dump(2) + "\n");
+}
+
+json parse_population(const std::string& text, const std::string& origin, std::string* warning) {
+  const std::string fix = " (restore it from the logs with `evo population rebuild`)";
+  json j = json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) throw usage_error(origin + ": not a valid population JSON object" + fix);
+  if (!j.contains("schema_version") || !j["schema_version"].is_string())
+    throw usage_error(origin + ": missing schema_version" + fix);
+  const std::string v = j["schema_version"];
+  if (v.rfind("1.", 0) != 0)
+    throw usage_error(fmt::format("{}: schema_version {} is not supported by this evo (reads 1.x){}", origin, v, fix));
+  if (v != kPopulationSchemaVersion && warning)
+    *warning = fmt::format("{}: schema_version {} is newer than this evo's {}; unknown fields are ignored", origin, v,
+                           kPopulationSchemaVersion);
+  for (const char* k : {"gpu", "task"})
+    if (!j.contains(k) || !j[k].is_string()) throw usage_error(fmt::format("{}: field '{}' missing{}", origin, k, fix));
+  if (!j.contains("stages") || !j["stages"].is_object()) throw usage_error(origin + ": field 'stages' missing" + fix);
+  for (auto& [stage, elites] : j["stages"].items()) {
+    if (!elites.is_array()) throw usage_error(fmt::format("{}: stage {} is not a list{}", origin, stage, fix));
+    for (const auto& e : elites)
+      if (!e.is_object() || !e.contains("variant") || !e.contains("params") || !e.contains("fitness"))
+        throw usage_error(fmt::format("{}: stage {} has an elite without variant/params/fitness{}", origin, stage, fix));
+  }
+  return j;
+}
+
+json read_population(const fs::path& file, std::string* warning) {
+  return parse_population(read_file(file), file.string(), warning);
+}
+
+std::vector<json> stage_elites(const json& population, int stage) {
+  const std::string key = std::to_string(stage);
+  if (!population.contains("stages") || !population["stages"].contains(key)) return {};
+  return population["stages"][key].get<std::vector<json>>();
+}
+
+}  // namespace evo

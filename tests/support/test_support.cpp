@@ -1,0 +1,87 @@
+#include "support/test_support.h"
+
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "gpu/cuda_driver.h"
+
+namespace evo::test {
+
+namespace fs = std::filesystem;
+
+fs::path source_root() { return EVO_SOURCE_ROOT; }
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write_text(const fs::path& p, const std::string& text) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary) << text;
+}
+
+CliResult run_evo(const std::string& args, const std::string& env) {
+  const std::string cmd = env + (env.empty() ? "" : " ") + std::string(EVO_BINARY) + " " + args + " 2>&1";
+  CliResult r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+fs::path scratch_dir(const std::string& name) {
+  fs::path base = fs::temp_directory_path() / ("evo-test-" + std::to_string(::getpid()));
+  fs::path d = base / name;
+  fs::remove_all(d);
+  fs::create_directories(d);
+  static struct Cleanup {
+    fs::path base;
+    ~Cleanup() {
+      std::error_code ec;
+      fs::remove_all(base, ec);
+    }
+  } cleanup{base};
+  return d;
+}
+
+fs::path make_repo(const std::string& name, const std::vector<std::pair<std::string, std::string>>& files) {
+  fs::path root = scratch_dir(name);
+  fs::create_directories(root / "gates");
+  fs::copy_file(source_root() / "gates" / "gates.json", root / "gates" / "gates.json");
+  fs::copy(source_root() / "variants" / "common", root / "variants" / "common", fs::copy_options::recursive);
+  for (const auto& [path, text] : files) write_text(root / path, text);
+  return root;
+}
+
+bool gpu_available(std::string* reason) {
+  std::string why;
+  if (!cuda_driver_available(&why)) {
+    *reason = "libcuda.so.1 not loadable (" + why + ")";
+    return false;
+  }
+  const auto& cu = cuda_driver();
+  if (cu.cuInit(0) != CUDA_SUCCESS) {
+    *reason = "cuInit failed";
+    return false;
+  }
+  int n = 0;
+  cu.cuDeviceGetCount(&n);
+  if (n == 0) {
+    *reason = "no CUDA device";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace evo::test

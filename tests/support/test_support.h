@@ -1,0 +1,40 @@
+// Helpers shared by the test binaries: run the evo CLI, make scratch repos, skip without a GPU.
+#pragma once
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace evo::test {
+
+struct CliResult {
+  int exit_code = -1;
+  std::string out;  // stdout and stderr together
+};
+
+// Runs the built evo binary with args (shell-quoted), extra env "K=V ..." prefix allowed.
+CliResult run_evo(const std::string& args, const std::string& env = "");
+
+// A fresh scratch directory under the test temp dir, removed at exit of the test binary.
+std::filesystem::path scratch_dir(const std::string& name);
+
+// A minimal repo (gates/gates.json copied from the source tree, variants/common, and the given
+// variant files as variants/<stage dir>/<name>.cu) for fixture tests.
+std::filesystem::path make_repo(const std::string& name,
+                                const std::vector<std::pair<std::string, std::string>>& files);
+
+std::filesystem::path source_root();
+std::string read_text(const std::filesystem::path& p);
+void write_text(const std::filesystem::path& p, const std::string& text);
+
+// True when libcuda.so.1 loads and a device exists; otherwise `reason` says why.
+bool gpu_available(std::string* reason);
+
+}  // namespace evo::test
+
+// Skips a GPU test with the reason when no GPU is present.
+#define EVO_REQUIRE_GPU()                                   \
+  do {                                                      \
+    std::string evo_gpu_reason;                             \
+    if (!evo::test::gpu_available(&evo_gpu_reason))         \
+      GTEST_SKIP() << "no GPU: " << evo_gpu_reason;         \
+  } while (0)
