@@ -2,7 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
+#include <limits>
 #include <nlohmann/json.hpp>
+#include <type_traits>
+#include <vector>
 
 #include "core/errors.h"
 #include "core/paths.h"
@@ -13,11 +17,39 @@ using nlohmann::json;
 
 namespace {
 
+template <typename T>
+struct is_vector : std::false_type {};
+template <typename T>
+struct is_vector<std::vector<T>> : std::true_type {};
+
+// Whether `v` holds a T exactly. nlohmann's get<int>() converts 1e300 (undefined behaviour) and
+// true without complaint; a seed, a sample count or a limit must be a JSON number in range.
+template <typename T>
+bool holds(const json& v) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return v.is_boolean();
+  } else if constexpr (std::is_integral_v<T>) {
+    if (v.is_number_unsigned()) return v.get<uint64_t>() <= uint64_t(std::numeric_limits<T>::max());
+    return v.is_number_integer() && v.get<int64_t>() >= int64_t(std::numeric_limits<T>::min()) &&
+           v.get<int64_t>() <= int64_t(std::numeric_limits<T>::max());
+  } else if constexpr (std::is_floating_point_v<T>) {
+    return v.is_number();
+  } else if constexpr (is_vector<T>::value) {
+    if (!v.is_array()) return false;
+    for (const auto& e : v)
+      if (!holds<typename T::value_type>(e)) return false;
+    return true;
+  } else {
+    return true;  // strings and JSON values: get<T>() checks them itself
+  }
+}
+
 // Reads a required field with a message naming the file and the field when it is missing
 // or has the wrong type.
 template <typename T>
 T field(const json& j, const std::string& key, const std::string& where) {
   if (!j.is_object() || !j.contains(key)) throw usage_error(fmt::format("{}: missing field '{}'", where, key));
+  if (!holds<T>(j.at(key))) throw usage_error(fmt::format("{}: field '{}' has the wrong type", where, key));
   try {
     return j.at(key).get<T>();
   } catch (const json::exception&) {
@@ -37,7 +69,7 @@ GatesConfig parse_gates_config(const std::string& text, const std::string& origi
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for numbers like 1e400
     throw usage_error(fmt::format("{}: not valid JSON ({})", origin, e.what()));
   }
   GatesConfig c;

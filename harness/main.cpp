@@ -23,10 +23,11 @@ int main(int argc, char** argv) {
   evo::add_list_command(app);
   evo::add_compile_command(app);
   evo::add_doctor_command(app);
-  //evo::add_run_command(app);
-  //evo::add_population_command(app);
-  //evo::add_compare_command(app);
-  //evo::add_gate_command(app);
+  evo::add_run_command(app);
+  evo::add_population_command(app);
+  evo::add_compare_command(app);
+  evo::add_gate_command(app);
+  evo::add_merge_command(app);
   evo::add_internal_commands(app);
 
   try {

@@ -11,6 +11,7 @@ void add_run_command(CLI::App& app);
 void add_population_command(CLI::App& app);
 void add_compare_command(CLI::App& app);
 void add_gate_command(CLI::App& app);
+void add_merge_command(CLI::App& app);
 void add_internal_commands(CLI::App& app);  // __compile, __worker (hidden)
 
 // Set by a command's callback; main returns it.

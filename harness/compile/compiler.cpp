@@ -16,11 +16,10 @@
 #include "core/sha256.h"
 #include "core/subprocess.h"
 #include "gates/resources.h"
+#include "gpu/support_source.h"
 #include "store/atomic_file.h"
 
 namespace evo {
-
-const std::string& support_kernels_source();  // generated from gpu/support_kernels.cu
 
 namespace fs = std::filesystem;
 using nlohmann::json;

@@ -89,7 +89,7 @@ __device__ void reference(EvoTensorDesc q, EvoTensorDesc k, EvoTensorDesc v, flo
     for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
     return s * scale;
   };
-  float m = -INFINITY;
+  float m = -__int_as_float(0x7f800000);  // -inf; NVRTC has no <math.h>
   for (int j = 0; j < n; ++j) m = fmaxf(m, score(j));
   float l = 0.f, acc[kPer];
 #pragma unroll

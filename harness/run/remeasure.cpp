@@ -1,12 +1,70 @@
 #include "run/remeasure.h"
 
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "cli/compile_set.h"
 #include "core/errors.h"
+#include "core/sha256.h"
+#include "run/session.h"
+#include "store/population.h"
 
 namespace evo {
 
-// TEMPORARY until run/evaluator lands (lead is writing it): refuses plainly.
-std::vector<nlohmann::json> remeasure_elites(const Context&, const RemeasureOptions&) {
-  throw environment_error("re-measuring elites is not available yet; use --replay");
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+const Variant* find_variant(const Context& ctx, const std::string& id) {
+  for (const auto& s : ctx.stages)
+    for (const auto& v : s.variants)
+      if (v.id == id) return &v;
+  return nullptr;
+}
+}  // namespace
+
+std::vector<json> remeasure_elites(const Context& ctx, const RemeasureOptions& o) {
+  Compiler compiler(ctx.root, o.cache_dir, ctx.gates);
+  const fs::path results_dir = o.results_file.parent_path().empty() ? fs::path(".") : o.results_file.parent_path();
+  Session session(ctx, compiler, SessionOptions{results_dir, ctx.root / "populations", o.cache_dir, 0, "gate", o.results_file, false});
+  const fs::path pop_dir = ctx.root / "populations" / session.gpu().key;
+  std::vector<Task> tasks;
+  if (!o.tasks.empty()) {
+    for (const auto& t : o.tasks) tasks.push_back(parse_task(t));
+  } else if (fs::is_directory(pop_dir)) {
+    for (const auto& e : fs::directory_iterator(pop_dir))
+      if (e.path().extension() == ".json") tasks.push_back(parse_task(e.path().stem().string()));
+  }
+  if (tasks.empty())
+    throw usage_error(fmt::format("no populations for {} under {}: run `evo run` first", session.gpu().key, pop_dir.string()));
+  std::sort(tasks.begin(), tasks.end(), [](const Task& a, const Task& b) { return a.name() < b.name(); });
+
+  std::vector<json> out;
+  for (const Task& task : tasks) {
+    const json pop = session.population(task);
+    int stage = o.stage;
+    if (stage < 0)
+      for (auto& [k, v] : pop["stages"].items())
+        if (!v.empty()) stage = std::max(stage, std::stoi(k));
+    auto elites = stage_elites(pop, stage);
+    if (elites.empty()) continue;
+    EvalPlan plan = make_plan(ctx.gates, {task, ctx.gates.gate_sets, ctx.gates.benchmark_sets, ctx.gates.seeds});
+    session.prepare_references(plan, [](const std::string& s) { spdlog::info("{}", s); });
+    for (int i = 0; i < o.top && i < int(elites.size()); ++i) {
+      const json& e = elites[size_t(i)];
+      const Variant* v = find_variant(ctx, e["variant"]);
+      if (!v) throw usage_error(fmt::format("elite {} of {} is no longer in variants/", e["variant"].get<std::string>(), task.name()));
+      if (sha256_hex(v->source) != e["source_sha256"])
+        spdlog::warn("{} changed since it became an elite; measuring the file as it is now", v->id);
+      ParamSet params;
+      for (auto& [k, val] : e["params"].items()) params.emplace_back(k, val.get<long>());
+      Candidate c{v, params, task, session.gpu().cc >= 90 ? "sm_90a" : fmt::format("sm_{}", session.gpu().cc)};
+      CompileResult compiled = compiler.compile(c);
+      spdlog::info("re-measuring {} {} {}", task.name(), v->id, c.params_text());
+      out.push_back(session.evaluate(c, compiled, plan, 0.0, "gate", [](const std::string&) {}));
+    }
+  }
+  return out;
 }
 
 }  // namespace evo

@@ -74,7 +74,8 @@ void append_line_durable(const std::filesystem::path& path, const std::string& l
     std::filesystem::create_directories(dir, ec);
   }
   bool created = !std::filesystem::exists(path);
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  // Read-write: the last byte is read back to detect a torn line.
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) io_error("cannot open", path);
   if (::flock(fd, LOCK_EX) != 0) {
     ::close(fd);

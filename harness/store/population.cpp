@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 
 #include "core/errors.h"
 #include "core/paths.h"
@@ -15,15 +16,31 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool complete_fitness(const json& r) {
-  return r.contains("fitness") && r["fitness"].is_object() && r["fitness"].value("complete", false) &&
-         r["fitness"].contains("geomean_median_us") && r["fitness"]["geomean_median_us"].is_number();
+// Records come from other machines' logs (evo merge): validate_record checks the fields every
+// record has, and these read the rest without trusting their types, so a log with
+// "geomean_p90_us": "x" or "compile": "str" costs that record its place, never the command.
+std::string string_or(const json& j, const char* key, const std::string& fallback = "") {
+  return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : fallback;
+}
+json object_or_null(const json& j, const char* key) {
+  return j.is_object() && j.contains(key) && j[key].is_object() ? j[key] : json(nullptr);
 }
 
-std::string gpu_of(const json& r) {
-  if (r.contains("env") && r["env"].is_object() && r["env"].contains("gpu_key") && r["env"]["gpu_key"].is_string())
-    return r["env"]["gpu_key"];
-  return "";
+bool complete_fitness(const json& r) {
+  const json f = object_or_null(r, "fitness");
+  return f.is_object() && f.contains("complete") && f["complete"].is_boolean() && f["complete"].get<bool>() &&
+         f.contains("geomean_median_us") && f["geomean_median_us"].is_number();
+}
+
+std::string gpu_of(const json& r) { return string_or(object_or_null(r, "env"), "gpu_key"); }
+
+// GPU keys and task names become populations/<gpu>/<task>.json: a record naming "../x" must
+// not steer a write outside the populations dir.
+bool plain_name(const std::string& s) {
+  if (s.empty() || s.size() > 128 || !std::isalnum(static_cast<unsigned char>(s[0]))) return false;
+  for (char c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') return false;
+  return true;
 }
 
 // Identity of a candidate across runs: what was compiled, for which task.
@@ -34,9 +51,14 @@ std::string identity(const json& r) {
 
 // Later wins: time, then run id, then the line's own order.
 bool newer(const json& a, const json& b) {
-  auto ta = a.value("time", ""), tb = b.value("time", "");
+  auto ta = string_or(a, "time"), tb = string_or(b, "time");
   if (ta != tb) return ta > tb;
-  return a.value("run_id", "") > b.value("run_id", "");
+  return string_or(a, "run_id") > string_or(b, "run_id");
+}
+
+// A number field, or `fallback` when it is missing or null (e.g. tflops of an untimed shape).
+double number_or(const json& j, const char* key, double fallback) {
+  return j.contains(key) && j[key].is_number() ? j[key].get<double>() : fallback;
 }
 
 json elite_entry(const json& r, int rank) {
@@ -45,24 +67,26 @@ json elite_entry(const json& r, int rank) {
   for (const char* k : {"candidate_id", "variant", "parent", "source_path", "source_sha256", "params", "fitness",
                         "run_id", "time"})
     e[k] = r.contains(k) ? r[k] : json(nullptr);
-  const json compile = r.value("compile", json::object());
-  e["resources"] = compile.value("resources", json(nullptr));
-  e["launch"] = compile.value("launch", json(nullptr));
+  const json compile = object_or_null(r, "compile");
+  e["resources"] = object_or_null(compile, "resources");
+  e["launch"] = object_or_null(compile, "launch");
   double max_rel = 0;
   size_t checks = 0, post = 0;
-  const json gates = r.value("gates", json::object());
+  const json gates = object_or_null(r, "gates");
   for (const char* g : {"correctness", "post_timing"}) {
-    if (!gates.contains(g) || !gates[g].contains("checks")) continue;
-    for (const auto& c : gates[g]["checks"]) {
+    const json gate = object_or_null(gates, g);
+    if (!gate.is_object() || !gate.contains("checks") || !gate["checks"].is_array()) continue;
+    for (const auto& c : gate["checks"]) {
       (std::string(g) == "correctness" ? checks : post)++;
-      if (c.contains("rel_l2") && c["rel_l2"].is_number()) max_rel = std::max(max_rel, c["rel_l2"].get<double>());
+      max_rel = std::max(max_rel, number_or(c, "rel_l2", 0.0));
     }
   }
   e["gates"] = {{"correctness_checks", checks}, {"post_timing_checks", post}, {"max_rel_l2", max_rel}};
   json timing = json::array();
-  for (const auto& t : r.value("timing", json::array()))
-    timing.push_back({{"shape", t.value("shape", "")}, {"median_us", t.value("median_us", 0.0)},
-                      {"p90_us", t.value("p90_us", 0.0)}, {"tflops", t.value("tflops", 0.0)}});
+  if (r.contains("timing") && r["timing"].is_array())
+    for (const auto& t : r["timing"])
+      timing.push_back({{"shape", string_or(t, "shape")}, {"median_us", number_or(t, "median_us", 0.0)},
+                        {"p90_us", number_or(t, "p90_us", 0.0)}, {"tflops", number_or(t, "tflops", 0.0)}});
   e["timing"] = timing;
   return e;
 }
@@ -75,7 +99,7 @@ std::map<std::string, json> derive_populations(const std::vector<json>& records)
   for (const auto& r : records) {
     if (r.value("kind", "") != "run") continue;
     const std::string gpu = gpu_of(r);
-    if (gpu.empty()) continue;
+    if (!plain_name(gpu) || !plain_name(r["task"].get<std::string>())) continue;
     const std::string key = gpu + "|" + identity(r);
     auto it = latest.find(key);
     if (it == latest.end() || !newer(it->second, r)) latest[key] = r;
@@ -95,7 +119,7 @@ std::map<std::string, json> derive_populations(const std::vector<json>& records)
       std::sort(list.begin(), list.end(), [](const json* a, const json* b) {
         const double ma = (*a)["fitness"]["geomean_median_us"], mb = (*b)["fitness"]["geomean_median_us"];
         if (ma != mb) return ma < mb;
-        const double pa = (*a)["fitness"].value("geomean_p90_us", 0.0), pb = (*b)["fitness"].value("geomean_p90_us", 0.0);
+        const double pa = number_or((*a)["fitness"], "geomean_p90_us", 0.0), pb = number_or((*b)["fitness"], "geomean_p90_us", 0.0);
         if (pa != pb) return pa < pb;
         return (*a)["candidate_id"].get<std::string>() < (*b)["candidate_id"].get<std::string>();
       });
@@ -109,9 +133,13 @@ std::map<std::string, json> derive_populations(const std::vector<json>& records)
 }
 
 void write_population(const fs::path& dir, const json& population) {
+  const std::string gpu = string_or(population, "gpu"), task = string_or(population, "task");
+  if (!plain_name(gpu) || !plain_name(task))
+    throw usage_error(fmt::format("population for gpu '{}' task '{}': not plain names, refusing to write under {}",
+                                  gpu.substr(0, 64), task.substr(0, 64), dir.string()));
   fs::create_directories(dir);
   FileLock lock(dir / ".lock");
-  const fs::path file = dir / population["gpu"].get<std::string>() / (population["task"].get<std::string>() + ".json");
+  const fs::path file = dir / gpu / (task + ".json");
   write_file_atomic(file, population.dump(2) + "\n");
 }
 

@@ -1,0 +1,224 @@
+// evo run --stage N: compile the stage's candidates (parallel, cached), then on the GPU gate
+// and time them one by one in isolated workers; records to results/, elites to populations/.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "cli/compile_set.h"
+#include "cli/context.h"
+#include "core/errors.h"
+#include "core/paths.h"
+#include "report/table.h"
+#include "run/plan.h"
+#include "run/progress.h"
+#include "run/selection.h"
+#include "run/session.h"
+#include "store/population.h"
+
+namespace evo {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+struct RunOptions {
+  int stage = 0;
+  std::vector<std::string> tasks{"fp16-d64"};
+  size_t budget = 16;
+  std::vector<std::string> shapes, bench;
+  std::vector<int> seeds;
+  std::string results_dir = "results", populations_dir = "populations", cache_dir;
+  uint64_t rng_seed = 0;
+  int device = 0;
+  unsigned jobs = 0;
+};
+
+std::string short_shape(const std::string& dims) {
+  // "8x16x16x2048x2048x128" -> "S2048"; keeps the header narrow.
+  auto parts = dims.substr(0, dims.find(':'));
+  size_t p = 0;
+  for (int i = 0; i < 3; ++i) p = parts.find('x', p) + 1;
+  const std::string sq = parts.substr(p, parts.find('x', p) - p);
+  const std::string b = parts.substr(0, parts.find('x'));
+  return "B" + b + "·S" + sq;
+}
+
+// The best (lowest) fitness of a stage in a population, or 0.
+double best_fitness(const json& pop, int stage) {
+  auto elites = stage_elites(pop, stage);
+  return elites.empty() ? 0.0 : elites.front()["fitness"]["geomean_median_us"].get<double>();
+}
+
+double best_first_shape(const json& pop, int stage) {
+  auto elites = stage_elites(pop, stage);
+  if (elites.empty() || elites.front()["timing"].empty()) return 0.0;
+  return elites.front()["timing"][0]["median_us"].get<double>();
+}
+
+void run_stage(const RunOptions& o) {
+  Context ctx = Context::load();
+  const Stage& stage = find_stage(ctx.stages, o.stage);
+  auto tasks = ctx.select_tasks(o.tasks);
+  const fs::path cache = o.cache_dir.empty() ? default_cache_dir() : fs::path(o.cache_dir);
+  ensure_writable_dir(cache, "cache dir");
+  ensure_writable_dir(o.results_dir, "results dir");
+  ensure_writable_dir(o.populations_dir, "populations dir");
+  if (o.budget == 0) throw usage_error("--budget must be at least 1");
+
+  // Plans first, so a bad --shapes fails before any work.
+  std::vector<EvalPlan> plans;
+  for (const auto& t : tasks)
+    plans.push_back(make_plan(ctx.gates, {t, o.shapes.empty() ? ctx.gates.gate_sets : o.shapes,
+                                          o.bench.empty() ? ctx.gates.benchmark_sets : o.bench,
+                                          o.seeds.empty() ? ctx.gates.seeds : o.seeds}));
+
+  Compiler compiler(ctx.root, cache, ctx.gates);
+  const std::string arch = "sm_90a";  // refined once the GPU is known
+  // Compile every candidate of the domain for each task (cheap and cached) so configs that
+  // violate a constraint do not use up the budget.
+  struct TaskWork {
+    std::vector<Selected> chosen;
+    std::vector<CompileResult> compiled;
+  };
+  std::vector<TaskWork> work(tasks.size());
+  std::string gpu_key_hint;
+  for (size_t ti = 0; ti < tasks.size(); ++ti) {
+    json prev_pop;  // previous stage's elites need the GPU key; resolved below when a GPU exists
+    work[ti].chosen = select_candidates(stage, tasks[ti], arch, {}, o.rng_seed);
+  }
+
+  // Without a GPU, still show what can be shown: the compile and resource table.
+  std::string no_gpu;
+  std::unique_ptr<Session> session;
+  try {
+    session = std::make_unique<Session>(ctx, compiler,
+                                        SessionOptions{o.results_dir, o.populations_dir, cache, o.device, fmt::format("stage{}", o.stage), {}});
+  } catch (const EvoError& e) {
+    if (e.code() != kExitEnvironment) throw;
+    no_gpu = e.what();
+  }
+  if (session) {
+    // Now that the GPU is known, seed from the previous stage's elites on this GPU.
+    for (size_t ti = 0; ti < tasks.size(); ++ti) {
+      std::vector<json> prev;
+      if (o.stage > 0) prev = stage_elites(session->population(tasks[ti]), o.stage - 1);
+      const std::string a = session->gpu().cc >= 90 ? "sm_90a" : fmt::format("sm_{}", session->gpu().cc);
+      work[ti].chosen = select_candidates(stage, tasks[ti], a, prev, o.rng_seed);
+    }
+  }
+  for (auto& w : work) {
+    std::vector<Candidate> cands;
+    for (const auto& s : w.chosen) cands.push_back(s.candidate);
+    w.compiled = compile_all(compiler, cands, o.jobs);
+    // Drop invalid combinations, then keep the budget.
+    std::vector<Selected> keep;
+    std::vector<CompileResult> keep_c;
+    for (size_t i = 0; i < w.chosen.size() && keep.size() < o.budget; ++i) {
+      if (w.compiled[i].verdict.outcome == Outcome::constraints || w.compiled[i].verdict.outcome == Outcome::unsupported) continue;
+      keep.push_back(w.chosen[i]);
+      keep_c.push_back(w.compiled[i]);
+    }
+    w.chosen = std::move(keep);
+    w.compiled = std::move(keep_c);
+  }
+
+  if (!session) {
+    TextTable t({"variant", "task", "params", "compile", "regs", "spill", "smem", "reason"});
+    for (size_t ti = 0; ti < tasks.size(); ++ti)
+      for (size_t i = 0; i < work[ti].chosen.size(); ++i) {
+        const auto& c = work[ti].chosen[i].candidate;
+        const auto& r = work[ti].compiled[i];
+        t.add({c.variant->id, c.task.name(), c.params_text(), std::string(to_string(r.verdict.outcome)),
+               r.resources ? std::to_string(r.resources->registers) : "-",
+               r.resources ? std::to_string(r.resources->spill_stores + r.resources->spill_loads) : "-",
+               r.resources && r.launch ? fmt::format("{:.1f}K", (r.resources->static_smem + r.launch->smem_bytes) / 1024.0) : "-",
+               r.verdict.reason});
+      }
+    std::cout << t.render() << std::flush;
+    throw environment_error(no_gpu);
+  }
+
+  size_t total = 0;
+  for (const auto& w : work) total += w.chosen.size();
+  Progress progress(total);
+  progress.note(fmt::format("evo run: stage {} ({}) on {} [{}], {} candidates, records -> {}", stage.number, stage.slug,
+                            session->gpu().name, session->gpu().key, total, session->results_file().string()));
+  size_t index = 0;
+  double gpu_seconds = 0;
+  TextTable summary({"task", "variant", "params", "verdict"});
+  std::vector<std::string> shape_headers;
+  for (const auto& b : plans.front().bench) shape_headers.push_back(short_shape(b.id));
+  struct Row {
+    std::vector<std::string> cells;
+  };
+  std::vector<std::vector<std::string>> rows;
+  for (size_t ti = 0; ti < tasks.size(); ++ti) {
+    const EvalPlan& plan = plans[ti];
+    session->prepare_references(plan, [&](const std::string& s) { progress.note(s); });
+    const json prev_pop = session->population(tasks[ti]);
+    const double prev_best = o.stage > 0 ? best_fitness(prev_pop, o.stage - 1) : 0.0;
+    for (size_t i = 0; i < work[ti].chosen.size(); ++i, ++index) {
+      const auto& sel = work[ti].chosen[i];
+      const Candidate& c = sel.candidate;
+      progress.start_candidate(index, fmt::format("{} {} {}", c.task.name(), c.variant->id, c.params_text()));
+      const double prune_us = best_first_shape(session->population(tasks[ti]), o.stage);
+      json rec = session->evaluate(c, work[ti].compiled[i], plan, prune_us, sel.origin,
+                                   [&](const std::string& ph) { progress.phase(ph); });
+      gpu_seconds += rec["gpu_seconds"].get<double>();
+      std::string verdict = rec["outcome"];
+      if (rec["outcome"] != "ok") verdict += ": " + rec["reason"].get<std::string>();
+      if (rec["pruned"].get<bool>()) verdict += " (pruned: slower than the elite)";
+      std::vector<std::string> row{c.task.name(), c.variant->id, c.params_text(), verdict.substr(0, 90)};
+      for (size_t k = 0; k < plan.bench.size(); ++k) {
+        std::string cell = "-";
+        for (const auto& t : rec["timing"])
+          if (t["shape"] == plan.bench[k].id) cell = fmt::format("{:.1f}", t["median_us"].get<double>());
+        row.push_back(cell);
+      }
+      std::string tflops = "-", vs = "-";
+      if (!rec["timing"].empty() && rec["timing"].back().contains("tflops"))
+        tflops = fmt::format("{:.0f}", rec["timing"].back()["tflops"].get<double>());
+      if (rec["fitness"].is_object() && prev_best > 0)
+        vs = fmt::format("{:.2f}×", prev_best / rec["fitness"]["geomean_median_us"].get<double>());
+      row.push_back(tflops);
+      row.push_back(vs);
+      rows.push_back(row);
+      progress.done(fmt::format("{} {} {}: {}{}", c.task.name(), c.variant->id, c.params_text(), verdict.substr(0, 160),
+                                rec["fitness"].is_object() ? fmt::format(" — fitness {:.1f} µs", rec["fitness"]["geomean_median_us"].get<double>()) : ""));
+    }
+  }
+  std::vector<std::string> header{"task", "variant", "params", "verdict"};
+  for (const auto& h : shape_headers) header.push_back("p50 µs " + h);
+  header.push_back("TFLOPS (last)");
+  header.push_back(fmt::format("× stage {}", o.stage > 0 ? o.stage - 1 : 0));
+  TextTable table(header);
+  for (auto& r : rows) table.add(r);
+  std::cout << table.render();
+  std::cout << fmt::format("{} candidates, {:.1f} GPU-seconds ({:.1f} per candidate); records: {}\n", total, gpu_seconds,
+                           total ? gpu_seconds / double(total) : 0.0, session->results_file().string());
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& app) {
+  auto o = std::make_shared<RunOptions>();
+  auto* cmd = app.add_subcommand("run", "Gate and time a stage's candidates on the GPU; keep the elite top-3");
+  cmd->add_option("--stage", o->stage, "stage number (see evo list)")->required();
+  cmd->add_option("--task", o->tasks, "task(s), e.g. fp16-d64,bf16-d128-causal")->delimiter(',')->capture_default_str();
+  cmd->add_option("--budget", o->budget, "candidates per task (elite-seeded first, then drawn from the domain)")->capture_default_str();
+  cmd->add_option("--shapes", o->shapes, "gate shape sets or BxHqxHkvxSqxSkvxD[:bshd] (default: gates.json)")->delimiter(',');
+  cmd->add_option("--bench", o->bench, "benchmark shape sets or dims (default: gates.json)")->delimiter(',');
+  cmd->add_option("--seeds", o->seeds, "input seeds for the gate (default: gates.json)")->delimiter(',');
+  cmd->add_option("--results-dir", o->results_dir, "where records are appended")->capture_default_str();
+  cmd->add_option("--populations-dir", o->populations_dir, "where populations are written")->capture_default_str();
+  cmd->add_option("--cache-dir", o->cache_dir, "compile and reference cache (default: $XDG_CACHE_HOME/evo)");
+  cmd->add_option("--rng-seed", o->rng_seed, "seed of the reproducible draw from the domain")->capture_default_str();
+  cmd->add_option("--device", o->device, "CUDA device index")->capture_default_str();
+  cmd->add_option("-j,--jobs", o->jobs, "parallel compiles (default: CPU count)");
+  cmd->callback([o] { run_stage(*o); });
+}
+
+}  // namespace evo

@@ -1,0 +1,127 @@
+// COMPARE.md (and its JSON / CSV forms) from records alone: per GPU and task, the best
+// candidate of every stage, its figures per benchmark shape, the deltas between stages and the
+// ratios against the peers (PyTorch SDPA backends), failures, warnings and a Mermaid chart.
+//
+// The output is a pure function of the records: no clock, no host, no paths, stable orders and
+// fixed number formats, so the same records give the same bytes (the golden tests rely on it).
+// docs/compare-and-gate.md explains every column.
+#pragma once
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gates/regression.h"
+
+namespace evo {
+
+// Measured dense GEMM ceilings, one row per GPU (gpu_key), used for "share of the ceiling".
+// Add a GPU here only with figures measured on it (DESIGN §9 has the H200's).
+struct GpuCeiling {
+  const char* gpu_key;
+  double fp16_tflops;
+  double bf16_tflops;
+  const char* source;
+};
+const std::vector<GpuCeiling>& gpu_ceilings();
+std::optional<double> ceiling_tflops(const std::string& gpu_key, const std::string& dtype);
+
+// Confidence of the ± shown next to ratios in COMPARE.md (two-sided).
+inline constexpr double kCompareConfidence = 0.95;
+// Warnings: timing noisier than this relative standard error, SM clock drops larger than this
+// fraction, and a stage more than this many times faster than the one before.
+inline constexpr double kNoisyRse = 0.02;
+inline constexpr double kClockDropFraction = 0.10;
+inline constexpr double kSuspiciousSpeedup = 10.0;
+
+struct CompareInput {
+  std::vector<nlohmann::json> records;  // results/*.jsonl, kind "run" (others are ignored)
+  std::vector<nlohmann::json> peers;    // results/peers/*.json, kind "peer"
+  std::vector<std::string> record_files, peer_files;  // file names only, for provenance
+};
+
+// Reads <dir>/*.jsonl and <dir>/peers/*.json. Any unreadable line or peer entry is an input
+// error (exit 1) listing every problem with file:line: a report must not silently drop data.
+CompareInput load_compare_input(const std::filesystem::path& results_dir);
+// A peer file is a JSON list of peer records; `origin` names it in messages. Appends to `out`,
+// problems to `problems`.
+void parse_peer_list(const std::string& text, const std::string& origin, std::vector<nlohmann::json>& out,
+                     std::vector<std::string>& problems);
+
+// One measured shape of one candidate or peer.
+struct ShapeFigures {
+  std::string shape;
+  MedianSample sample;
+  double p10_us = 0, p90_us = 0;
+  std::optional<double> rse, tflops, ceiling_share;
+  std::optional<double> clock_before_mhz, clock_after_mhz;
+};
+
+// One shape of one stage, with its ratios. speedup = other's time / this time (> 1: faster).
+struct StageShapeRow {
+  ShapeFigures figures;
+  std::optional<RatioInterval> time_vs_prev;       // this / previous stage (< 1: faster)
+  std::optional<RatioInterval> speedup_vs_base;    // base stage / this
+  std::map<std::string, RatioInterval> speedup_vs_peer;  // peer name -> peer / this
+};
+
+struct StageRow {
+  int stage = 0;
+  std::string variant, candidate_id, run_id;
+  nlohmann::json params = nlohmann::json::object();
+  std::vector<StageShapeRow> shapes;  // in the section's shape order, only shapes it measured
+  double geomean_p50_us = 0, geomean_p90_us = 0;
+  std::optional<int> prev_stage;
+  std::optional<RatioInterval> time_vs_prev, speedup_vs_base;  // geomeans over common shapes
+  std::map<std::string, RatioInterval> speedup_vs_peer;
+  std::optional<long> registers, smem_bytes, spill_bytes;
+  std::string gates;  // "30/30 + post 5/5, det ok, max rel L2 3.1e-04"
+};
+
+struct PeerRow {
+  std::string name;   // "pytorch-sdpa-flash" (the variant without "peer/")
+  std::string label;  // "PyTorch flash"
+  std::string versions;  // "torch 2.11.0, cuDNN 91900"
+  std::vector<ShapeFigures> shapes;                  // measured (outcome ok)
+  std::map<std::string, std::string> unsupported;    // shape -> reason
+};
+
+struct FailureRow {
+  int stage = 0;
+  std::string outcome, reason;
+  int count = 0;
+};
+
+struct CompareSection {
+  std::string gpu, task;
+  std::optional<double> ceiling_tflops;
+  std::vector<std::string> shapes;  // order of first appearance over the stages' best records
+  std::vector<StageRow> stages;     // ascending stage number
+  std::vector<PeerRow> peers;       // flash, cuDNN, efficient, then others by name
+  std::vector<FailureRow> failures;
+  std::vector<std::string> warnings;
+  std::string summary;
+  int run_records = 0;
+};
+
+struct Comparison {
+  std::vector<CompareSection> sections;  // by gpu, then task
+  size_t run_records = 0, peer_records = 0;
+  std::vector<std::string> record_files, peer_files;
+};
+
+struct CompareFilter {
+  std::string gpu;   // gpu_key; empty = all
+  std::string task;  // empty = all
+};
+
+// Throws a usage error when the filter leaves nothing (naming what is there).
+Comparison build_comparison(const CompareInput& input, const CompareFilter& filter);
+
+std::string render_markdown(const Comparison& c);
+std::string render_json(const Comparison& c);
+std::string render_csv(const Comparison& c);
+
+}  // namespace evo

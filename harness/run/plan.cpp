@@ -1,0 +1,44 @@
+#include "run/plan.h"
+
+#include <fmt/format.h>
+
+namespace evo {
+
+namespace {
+CaseSpec make_case(const Shape& s, unsigned seed, const InputDistribution& in) {
+  CaseSpec c;
+  c.shape = s;
+  c.seed = seed;
+  c.inputs = in.name;
+  c.qk_std = in.qk_std;
+  c.v_std = in.v_std;
+  c.id = fmt::format("{}{}/s{}/{}", s.set.empty() ? "" : s.set + "/", s.dims(), seed, in.name);
+  return c;
+}
+}  // namespace
+
+EvalPlan make_plan(const GatesConfig& gates, const PlanRequest& r) {
+  EvalPlan p;
+  p.task = r.task;
+  for (const Shape& s : gates.shapes(r.gate_sets, r.task))
+    for (int seed : r.seeds)
+      for (const auto& in : gates.inputs) p.gate_cases.push_back(make_case(s, unsigned(seed), in));
+  const InputDistribution& normal = gates.inputs.front();
+  unsigned i = 0;
+  for (const Shape& s : gates.shapes(r.bench_sets, r.task)) {
+    BenchSpec b;
+    b.timed = make_case(s, unsigned(r.seeds.empty() ? 0 : r.seeds.front()), normal);
+    b.fresh = make_case(s, unsigned(gates.post_timing_seed + i++), normal);
+    b.id = b.timed.shape.dims();
+    p.bench.push_back(b);
+  }
+  return p;
+}
+
+std::vector<CaseSpec> reference_cases(const EvalPlan& plan) {
+  std::vector<CaseSpec> out = plan.gate_cases;
+  for (const auto& b : plan.bench) out.push_back(b.fresh);
+  return out;
+}
+
+}  // namespace evo

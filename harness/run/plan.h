@@ -1,0 +1,33 @@
+// What one task's evaluation runs: the gate cases (shape set x seeds x input distributions)
+// and the benchmark shapes (each with its timed inputs and its fresh post-timing inputs).
+#pragma once
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/shape.h"
+#include "core/task.h"
+#include "gates/config.h"
+#include "gpu/worker_protocol.h"
+
+namespace evo {
+
+struct EvalPlan {
+  Task task;
+  std::vector<CaseSpec> gate_cases;
+  std::vector<BenchSpec> bench;
+};
+
+struct PlanRequest {
+  Task task;
+  std::vector<std::string> gate_sets;   // names or explicit dims
+  std::vector<std::string> bench_sets;
+  std::vector<int> seeds;
+};
+
+EvalPlan make_plan(const GatesConfig& gates, const PlanRequest& request);
+
+// Every case whose reference output the plan needs: gate cases and fresh bench inputs.
+std::vector<CaseSpec> reference_cases(const EvalPlan& plan);
+
+}  // namespace evo

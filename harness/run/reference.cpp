@@ -1,0 +1,52 @@
+#include "run/reference.h"
+
+#include <fmt/format.h>
+
+#include "core/errors.h"
+#include "core/sha256.h"
+#include "run/worker_client.h"
+
+namespace evo {
+
+namespace fs = std::filesystem;
+
+ReferenceStore::ReferenceStore(fs::path cache_dir, fs::path support_cubin, std::string support_hash, Limits limits,
+                               int device)
+    : dir_(std::move(cache_dir) / "reference"), support_cubin_(std::move(support_cubin)),
+      support_hash_(std::move(support_hash)), limits_(limits), device_(device) {}
+
+fs::path ReferenceStore::path_for(const Task& task, const CaseSpec& c) const {
+  const std::string key = Sha256()
+                              .update(support_hash_)
+                              .update(task.name())
+                              .update(c.shape.dims())
+                              .update(fmt::format("|{}|{}|{:.17g}|{:.17g}", c.seed, c.inputs, c.qk_std, c.v_std))
+                              .hex();
+  return dir_ / key.substr(0, 2) / (key + ".f32");
+}
+
+void ReferenceStore::prepare(const Task& task, const std::vector<CaseSpec>& cases, const fs::path& work_dir) {
+  WorkerJob job;
+  job.mode = "reference";
+  job.device = device_;
+  job.task = task;
+  job.support_cubin = support_cubin_.string();
+  for (CaseSpec c : cases) {
+    c.out_path = path_for(task, c).string();
+    if (fs::exists(c.out_path)) continue;
+    fs::create_directories(fs::path(c.out_path).parent_path());
+    job.cases.push_back(c);
+  }
+  if (job.cases.empty()) return;
+  fs::create_directories(work_dir);
+  Limits limits = limits_;
+  limits.timing_shape_s = std::max(limits.timing_shape_s, 120.0);  // long references are slow on purpose
+  WorkerClient worker(job, work_dir, limits);
+  while (auto ev = worker.next()) {
+    if ((*ev)["event"] == "error") break;
+  }
+  if (worker.failure())
+    throw environment_error("evo's reference kernel failed (" + worker.failure()->reason + "): check `evo doctor`");
+}
+
+}  // namespace evo

@@ -1,0 +1,22 @@
+// Which candidates a stage run evaluates, in order: first each variant of stage N carrying
+// the params of stage N-1's elites (shared names carry over), then the rest of the domain
+// in a reproducible shuffled order. Duplicates are dropped.
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/candidate.h"
+
+namespace evo {
+
+struct Selected {
+  Candidate candidate;
+  std::string origin;  // "elite" or "domain"
+};
+
+std::vector<Selected> select_candidates(const Stage& stage, const Task& task, const std::string& arch,
+                                        const std::vector<nlohmann::json>& previous_elites, uint64_t rng_seed);
+
+}  // namespace evo

@@ -1,0 +1,73 @@
+#include "run/session.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <random>
+
+#include "core/paths.h"
+#include "core/sha256.h"
+#include "gpu/support_source.h"
+#include "store/population.h"
+#include "store/record.h"
+#include "store/records.h"
+
+namespace evo {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+Session::Session(const Context& ctx, const Compiler& compiler, SessionOptions options)
+    : ctx_(ctx), options_(std::move(options)) {
+  env_.gpu = query_gpu(options_.device);
+  env_.gates = &ctx.gates;
+  env_.device = options_.device;
+  env_.nvrtc_version = compiler.nvrtc_version();
+  const std::string arch = env_.gpu.cc >= 90 ? "sm_90a" : fmt::format("sm_{}", env_.gpu.cc);
+  env_.support_cubin = compiler.compile_support(arch);
+  std::random_device rd;
+  const std::string stamp = utc_now_iso8601();
+  std::string compact;
+  for (char ch : stamp)
+    if (ch != '-' && ch != ':') compact += ch;
+  env_.run_id = fmt::format("{}-{:04x}", compact, rd() & 0xffff);
+  env_.work_root = fs::temp_directory_path() / fmt::format("evo-{}-{}", ::getpid(), env_.run_id);
+  fs::create_directories(env_.work_root);
+  references_ = std::make_unique<ReferenceStore>(options_.cache_dir, env_.support_cubin,
+                                                 sha256_hex(support_kernels_source()), ctx.gates.limits, options_.device);
+  env_.references = references_.get();
+  results_file_ = !options_.results_file.empty() ? options_.results_file
+                                               : options_.results_dir / fmt::format("{}-{}-{}.jsonl", compact, env_.gpu.key, options_.tag);
+}
+
+Session::~Session() {
+  std::error_code ec;
+  fs::remove_all(env_.work_root, ec);
+}
+
+void Session::prepare_references(const EvalPlan& plan, const ProgressFn& progress) {
+  progress(fmt::format("reference outputs for {} ({} cases)", plan.task.name(), reference_cases(plan).size()));
+  references_->prepare(plan.task, reference_cases(plan), env_.work_root / ("reference-" + plan.task.name()));
+}
+
+json Session::evaluate(const Candidate& c, const CompileResult& compiled, const EvalPlan& plan, double prune_us,
+                       const std::string& origin, const ProgressFn& progress) {
+  json rec = evaluate_candidate(env_, c, compiled, plan, prune_us, origin, progress);
+  append_record(results_file_, rec);
+  if (options_.update_populations) refresh_populations();
+  return rec;
+}
+
+void Session::refresh_populations() const {
+  RecordSet all = read_records(options_.results_dir);
+  for (const auto& [key, pop] : derive_populations(all.records))
+    if (pop["gpu"] == env_.gpu.key) write_population(options_.populations_dir, pop);
+}
+
+json Session::population(const Task& task) const {
+  const fs::path file = options_.populations_dir / env_.gpu.key / (task.name() + ".json");
+  if (!fs::exists(file)) return json{{"schema_version", "1.0"}, {"gpu", env_.gpu.key}, {"task", task.name()}, {"stages", json::object()}};
+  return read_population(file);
+}
+
+}  // namespace evo

@@ -1,0 +1,48 @@
+// A GPU evaluation session: the GPU's identity, evo's support kernels, the reference store,
+// scratch space, and where records and populations go. `evo run` and `evo gate` share it.
+#pragma once
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli/context.h"
+#include "compile/compiler.h"
+#include "run/evaluator.h"
+#include "run/plan.h"
+#include "run/reference.h"
+
+namespace evo {
+
+struct SessionOptions {
+  std::filesystem::path results_dir, populations_dir, cache_dir;
+  int device = 0;
+  std::string tag;  // part of the results file name, e.g. "stage3"
+  std::filesystem::path results_file;  // explicit file; default <results_dir>/<time>-<gpu>-<tag>.jsonl
+  bool update_populations = true;      // the gate measures elites; it never changes them
+};
+
+class Session {
+ public:
+  // Queries the GPU first: throws an environment error (exit 2) when there is none.
+  Session(const Context& ctx, const Compiler& compiler, SessionOptions options);
+  ~Session();
+
+  void prepare_references(const EvalPlan& plan, const ProgressFn& progress);
+  // Evaluates, appends the record durably, refreshes this GPU's populations; returns the record.
+  nlohmann::json evaluate(const Candidate& c, const CompileResult& compiled, const EvalPlan& plan, double prune_us,
+                          const std::string& origin, const ProgressFn& progress);
+  nlohmann::json population(const Task& task) const;  // this GPU's, or an empty one
+  const GpuInfo& gpu() const { return env_.gpu; }
+  const std::filesystem::path& results_file() const { return results_file_; }
+
+ private:
+  void refresh_populations() const;
+  const Context& ctx_;
+  SessionOptions options_;
+  EvalEnv env_;
+  std::unique_ptr<ReferenceStore> references_;
+  std::filesystem::path results_file_;
+};
+
+}  // namespace evo

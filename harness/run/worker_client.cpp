@@ -1,0 +1,84 @@
+#include "run/worker_client.h"
+
+#include <fmt/format.h>
+
+#include "core/paths.h"
+#include "store/atomic_file.h"
+
+namespace evo {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+WorkerClient::WorkerClient(const WorkerJob& job, const fs::path& work_dir, const Limits& limits)
+    : stderr_path_(work_dir / "worker.stderr"), limits_(limits), start_(std::chrono::steady_clock::now()) {
+  const fs::path job_file = work_dir / "job.json";
+  write_file_atomic(job_file, to_json(job).dump());
+  child_ = std::make_unique<ChildProcess>(
+      std::vector<std::string>{self_executable().string(), "__worker", job_file.string()}, stderr_path_.string());
+}
+
+double WorkerClient::seconds() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+}
+
+double WorkerClient::limit_for(const std::string& phase) const {
+  if (phase == "gate") return limits_.gate_case_s;
+  if (phase == "timing" || phase == "post_check" || phase == "reference") return limits_.timing_shape_s;
+  return limits_.load_s;  // start, init, load, and the wait for the parent's answer
+}
+
+std::optional<json> WorkerClient::next() {
+  if (finished_) return std::nullopt;
+  const double limit = limit_for(phase_);
+  auto line = child_->read_line(std::chrono::milliseconds(long(limit * 1000)));
+  if (line) {
+    json ev = json::parse(*line, nullptr, false);
+    if (ev.is_discarded() || !ev.is_object() || !ev.contains("event")) {
+      // Candidate code cannot write to our pipe (it runs on the GPU), so this is evo's bug.
+      failure_ = Verdict{Outcome::runtime, "worker sent an unreadable line"};
+      child_->kill_group();
+      child_->wait();
+      finished_ = true;
+      return std::nullopt;
+    }
+    if (ev["event"] == "phase") {
+      phase_ = ev.value("phase", "");
+      phase_detail_ = ev.contains("case") ? ev["case"].get<std::string>() : ev.value("bench", "");
+    }
+    if (ev["event"] == "done") {
+      finished_ = true;
+      child_->wait();
+    }
+    if (ev["event"] == "error") {
+      const std::string outcome = ev.value("outcome", "runtime");
+      auto o = outcome_from_string(outcome);
+      failure_ = Verdict{o.value_or(Outcome::runtime), ev.value("reason", "") +
+                                                            (phase_detail_.empty() ? "" : " (during " + phase_ + " " + phase_detail_ + ")")};
+      finished_ = true;
+      child_->wait();
+    }
+    return ev;
+  }
+  finished_ = true;
+  const std::string where = phase_ + (phase_detail_.empty() ? "" : " " + phase_detail_);
+  if (child_->last_read_timed_out()) {
+    child_->mark_timed_out();
+    child_->kill_group();
+    child_->wait();
+    failure_ = Verdict{Outcome::timeout, fmt::format("no progress for {:g} s during {}: worker killed", limit, where)};
+    return std::nullopt;
+  }
+  ExitStatus st = child_->wait();
+  std::string tail;
+  if (fs::exists(stderr_path_)) {
+    tail = read_file(stderr_path_);
+    if (tail.size() > 300) tail = tail.substr(tail.size() - 300);
+    for (char& ch : tail)
+      if (ch == '\n' || ch == '\r') ch = ' ';
+  }
+  failure_ = Verdict{Outcome::crash, fmt::format("worker {} during {}{}", st.describe(), where, tail.empty() ? "" : ": " + tail)};
+  return std::nullopt;
+}
+
+}  // namespace evo

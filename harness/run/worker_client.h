@@ -1,0 +1,40 @@
+// The parent's side of a worker: starts `evo __worker JOB` in its own process group, reads
+// its events under a per-phase watchdog, and turns a death or a silence into a verdict.
+#pragma once
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "core/outcome.h"
+#include "core/subprocess.h"
+#include "gates/config.h"
+#include "gpu/worker_protocol.h"
+
+namespace evo {
+
+class WorkerClient {
+ public:
+  WorkerClient(const WorkerJob& job, const std::filesystem::path& work_dir, const Limits& limits);
+
+  // The next event, or nullopt when the worker ended (then `failure()` says how, if it was
+  // not a clean "done") or went silent past the current phase's limit (killed: timeout).
+  std::optional<nlohmann::json> next();
+  void send(const std::string& line) { child_->write_line(line); }
+  const std::optional<Verdict>& failure() const { return failure_; }
+  std::string phase() const { return phase_; }
+  double seconds() const;  // wall time since start
+
+ private:
+  double limit_for(const std::string& phase) const;
+  std::unique_ptr<ChildProcess> child_;
+  std::filesystem::path stderr_path_;
+  Limits limits_;
+  std::string phase_ = "start", phase_detail_;
+  std::optional<Verdict> failure_;
+  bool finished_ = false;
+  std::chrono::steady_clock::time_point start_;
+};
+
+}  // namespace evo

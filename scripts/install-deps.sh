@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Debian packages evo builds and tests with (the CUDA toolkit itself must already be there:
+# NVRTC and headers under $CUDA_HOME or /usr/local/cuda).
+set -euo pipefail
+packages=(cmake ninja-build g++ libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libgtest-dev
+          clang libclang-rt-14-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
+fi
+if ! ls "${CUDA_HOME:-/usr/local/cuda}"/include/cuda_fp16.h >/dev/null 2>&1; then
+  echo "install-deps: the CUDA toolkit was not found (set CUDA_HOME); evo needs its NVRTC and headers" >&2
+  exit 2
+fi

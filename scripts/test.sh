@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Quick start, step 2: the whole test suite. Configure, build and run every CTest label
+# (unit, nvrtc, and gpu — which skips with a reason where there is no GPU), then the parser
+# fuzz smoke runs under ASan/UBSan.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+cmake --workflow --preset ci
+if [ -f tests/fuzz/CMakeLists.txt ]; then
+  cmake --preset fuzz >/dev/null
+  cmake --build --preset fuzz
+  ctest --preset fuzz -R fuzz
+fi

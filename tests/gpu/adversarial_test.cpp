@@ -1,0 +1,205 @@
+// The adversarial suite (tests/adversarial/): one real variant per trick a machine-written
+// candidate might play, run through `evo run` on the GPU next to the real stage-0 baseline as a
+// control. Every trick must get exactly the verdict tests/adversarial/expected.json gives it,
+// and the population may hold honest kernels only. docs/safety.md explains each verdict.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <nlohmann/json.hpp>
+
+#include "core/variant.h"
+#include "store/population.h"
+#include "store/records.h"
+#include "support/test_support.h"
+
+namespace evo::test {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// A scratch repo like test::make_repo's (gates.json, variants/common, the given files), built
+// here because make_repo copies variants/common before variants/ exists.
+std::filesystem::path scratch_repo(const std::string& name, const std::vector<std::pair<std::string, std::string>>& files) {
+  const std::filesystem::path root = scratch_dir(name);
+  std::filesystem::create_directories(root / "gates");
+  std::filesystem::create_directories(root / "variants");
+  std::filesystem::copy_file(source_root() / "gates" / "gates.json", root / "gates" / "gates.json");
+  std::filesystem::copy(source_root() / "variants" / "common", root / "variants" / "common",
+                        std::filesystem::copy_options::recursive);
+  for (const auto& [path, text] : files) write_text(root / path, text);
+  return root;
+}
+
+std::string quoted(const fs::path& p) { return "'" + p.string() + "'"; }
+
+const fs::path kSuite = source_root() / "tests" / "adversarial";
+// The real stage-0 kernel, copied in under a name that sorts first: it is evaluated first and
+// becomes the elite every later candidate is compared (and pruned) against.
+const std::string kControl = "00_control_wmma_scalar_pv.cu";
+const std::string kSpin = "spin_delayed_writes.cu";
+constexpr double kSpinDelayUs = 1000;  // what spin_delayed_writes.cu waits per launch
+
+std::string stem(const std::string& file) { return fs::path(file).stem().string(); }
+std::string variant_id(const std::string& file) { return "0-adversarial/" + stem(file); }
+bool is_control(const std::string& file) { return file == kControl || file.rfind("control_", 0) == 0; }
+
+// The variant's own notes say what the trick is and what should catch it.
+std::string notes_of(const std::string& file) {
+  const fs::path p = file == kControl ? source_root() / "variants" / "0-baseline" / "wmma_scalar_pv.cu" : kSuite / file;
+  try {
+    return parse_variant(read_text(p), p.string()).notes;
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
+
+std::string tail(const std::string& s, size_t n = 6000) { return s.size() > n ? "…" + s.substr(s.size() - n) : s; }
+
+struct Suite {
+  fs::path root, results, populations, cache;
+  std::map<std::string, std::string> expected;  // file -> outcome
+};
+
+Suite make_suite() {
+  Suite s;
+  const json expected = json::parse(read_text(kSuite / "expected.json"));
+  std::vector<std::pair<std::string, std::string>> files;
+  for (auto& [file, outcome] : expected.items()) {
+    s.expected[file] = outcome.get<std::string>();
+    files.emplace_back("variants/0-adversarial/" + file, read_text(kSuite / file));
+  }
+  // Every file of the suite has a verdict, and every verdict a file.
+  for (const auto& e : fs::directory_iterator(kSuite)) {
+    if (e.path().extension() != ".cu") continue;
+    EXPECT_EQ(s.expected.count(e.path().filename().string()), 1u)
+        << e.path().filename() << " has no entry in tests/adversarial/expected.json";
+  }
+  s.expected[kControl] = "ok";
+  files.emplace_back("variants/0-adversarial/" + kControl,
+                     read_text(source_root() / "variants" / "0-baseline" / "wmma_scalar_pv.cu"));
+  s.root = scratch_repo("adversarial", files);
+  s.results = s.root / "results";
+  s.populations = s.root / "populations";
+  s.cache = s.root / "cache";
+  return s;
+}
+
+CliResult evo_run(const Suite& s, size_t budget, const std::string& sets) {
+  return run_evo("run --stage 0 --task fp16-d64 --budget " + std::to_string(budget) + " " + sets + " --rng-seed 1" +
+                     " --results-dir " + quoted(s.results) + " --populations-dir " + quoted(s.populations) +
+                     " --cache-dir " + quoted(s.cache),
+                 "cd " + quoted(s.root) + " && EVO_ROOT=" + quoted(s.root));
+}
+
+TEST(Adversarial, EveryTrickGetsItsVerdictAndOnlyHonestKernelsEnterThePopulation) {
+  EVO_REQUIRE_GPU();
+  const Suite s = make_suite();
+  // Gate on the default gate sets (small, mission, ragged) with two seeds; bench light: one
+  // mission shape and one long one (seq 2048, which no gate shape reaches).
+  const std::string sets = "--shapes small,mission,ragged --bench mission,long-smoke --seeds 0,1";
+  const CliResult run = evo_run(s, s.expected.size(), sets);
+  ASSERT_EQ(run.exit_code, 0) << "evo run must finish (exit 0) whatever its candidates do:\n" << tail(run.out);
+
+  const RecordSet rs = read_records(s.results);
+  ASSERT_TRUE(rs.problems.empty()) << rs.problems.front();
+  std::map<std::string, json> by_variant;
+  for (const auto& r : rs.records) {
+    const std::string id = r["variant"];
+    EXPECT_EQ(by_variant.count(id), 0u) << id << " was evaluated twice; --budget should give one config per file";
+    by_variant[id] = r;
+  }
+
+  size_t adversarial = 0, rejected = 0, honest_ok = 0;
+  std::string spin_summary = "not run";
+  for (const auto& [file, want] : s.expected) {
+    const auto it = by_variant.find(variant_id(file));
+    if (it == by_variant.end()) {
+      ADD_FAILURE() << file << ": no record (expected " << want << ")\n" << tail(run.out, 3000);
+      continue;
+    }
+    const json& r = it->second;
+    const std::string got = r["outcome"];
+    EXPECT_EQ(got, want) << file << ": expected verdict " << want << ", got " << got << " (" << r["reason"].get<std::string>()
+                         << ")\n  what the trick is and what must catch it: " << notes_of(file)
+                         << "\n  timing: " << r["timing"].dump() << "\n  post-timing checks: "
+                         << r["gates"].value("post_timing", json::object()).value("checks", json::array()).dump();
+    if (is_control(file)) continue;
+    ++adversarial;
+    if (want != "ok" && got == want) ++rejected;
+    if (file == kSpin && got == "ok") {
+      // ok is acceptable only because its time shows the delay: no timed sample below it.
+      EXPECT_FALSE(r["timing"].empty()) << file << ": ok without any timing";
+      double fastest = 1e300;
+      for (const auto& t : r["timing"]) {
+        fastest = std::min(fastest, t.value("min_us", 0.0));
+        EXPECT_GE(t.value("min_us", 0.0), kSpinDelayUs)
+            << file << " on " << t.value("shape", "?") << ": a timed sample shorter than the kernel's own 1 ms delay";
+      }
+      ++honest_ok;
+      spin_summary = fmt::format("ok, every timed sample >= {:.0f} us (fastest {:.0f} us){}", kSpinDelayUs, fastest,
+                                 r["pruned"].get<bool>() ? ", pruned as slower than the elite" : "");
+    }
+  }
+  // The controls passed with a complete fitness: the pattern every trick starts from is honest.
+  ASSERT_TRUE(by_variant.count(variant_id(kControl)));
+  EXPECT_TRUE(by_variant[variant_id(kControl)]["fitness"].is_object()) << "the real baseline must be timed completely";
+
+  // Populations: exactly what the records derive, honest kernels only, the baseline among them.
+  const std::string gpu = by_variant.begin()->second["env"]["gpu_key"];
+  const fs::path pop_file = s.populations / gpu / "fp16-d64.json";
+  ASSERT_TRUE(fs::exists(pop_file)) << pop_file;
+  const json pop = read_population(pop_file);
+  const auto derived = derive_populations(rs.records);
+  size_t admitted = 0, lost = 0;
+  std::set<std::string> in_file;
+  for (const auto& e : stage_elites(pop, 0)) {
+    const std::string id = e["variant"];
+    in_file.insert(id);
+    const std::string file = stem(id.substr(id.find('/') + 1)) + ".cu";
+    if (!s.expected.count(file) || s.expected.at(file) != "ok") {
+      ++admitted;
+      ADD_FAILURE() << id << " entered the population (rank " << e["rank"] << ", fitness " << e["fitness"].dump()
+                    << ") though its expected verdict is " << (s.expected.count(file) ? s.expected.at(file) : "?");
+    }
+  }
+  ASSERT_TRUE(derived.count(gpu + "/fp16-d64"));
+  for (const auto& e : stage_elites(derived.at(gpu + "/fp16-d64"), 0))
+    if (!in_file.count(e["variant"].get<std::string>())) {
+      ++lost;
+      ADD_FAILURE() << e["variant"] << " is an elite of the records but missing from " << pop_file;
+    }
+  EXPECT_TRUE(in_file.count(variant_id(kControl))) << "the real baseline must be an elite: " << pop.dump(1);
+
+  const std::string figure = fmt::format(
+      "{} adversarial candidates tried, {} rejected with the expected verdict, {} admitted, {} population entries lost "
+      "({} honest but slow: spin_delayed_writes {})",
+      adversarial, rejected, admitted, lost, honest_ok, spin_summary);
+  RecordProperty("figure", figure);
+  std::cout << figure << "\n";
+
+  // A command that reads the population refuses a damaged or future one, naming it and the fix;
+  // `evo population rebuild` restores it from the logs. (References are cached: quick runs.)
+  const std::string good = read_text(pop_file);
+  const std::string quick = "--shapes small --bench mission --seeds 0";
+  for (const auto& [bad, what] : std::vector<std::pair<std::string, std::string>>{
+           {good.substr(0, good.size() / 3), "not a valid population JSON object"},
+           {R"({"schema_version": "2.0", "gpu": "x", "task": "fp16-d64", "stages": {}})", "schema_version 2.0 is not supported"}}) {
+    write_text(pop_file, bad);
+    const CliResult refused = evo_run(s, 1, quick);
+    EXPECT_EQ(refused.exit_code, 1) << tail(refused.out);
+    EXPECT_NE(refused.out.find(pop_file.string()), std::string::npos) << "the message must name the file:\n" << tail(refused.out);
+    EXPECT_NE(refused.out.find(what), std::string::npos) << tail(refused.out);
+    EXPECT_NE(refused.out.find("evo population rebuild"), std::string::npos) << tail(refused.out);
+    const CliResult rebuilt = run_evo("population rebuild --results-dir " + quoted(s.results) + " --populations-dir " +
+                                      quoted(s.populations));
+    EXPECT_EQ(rebuilt.exit_code, 0) << rebuilt.out;
+    EXPECT_EQ(read_text(pop_file), good) << "rebuild must restore the population from the records";
+  }
+}
+
+}  // namespace
+}  // namespace evo::test

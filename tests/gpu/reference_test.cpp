@@ -1,0 +1,108 @@
+// The FP32 GPU reference against a CPU double-precision reference on small shapes, over the
+// same inputs (dumped by the reference worker): relative L2 below 1e-6.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "cli/context.h"
+#include "compile/compiler.h"
+#include "core/paths.h"
+#include "gates/correctness.h"
+#include "gpu/support_source.h"
+#include "run/plan.h"
+#include "run/reference.h"
+#include "support/test_support.h"
+
+namespace evo {
+namespace {
+
+std::vector<double> load_half(const std::string& bytes, DType dt) {
+  std::vector<double> out(bytes.size() / 2);
+  const auto* p = reinterpret_cast<const uint16_t*>(bytes.data());
+  for (size_t i = 0; i < out.size(); ++i) out[i] = dt == DType::fp16 ? half_bits_to_float(p[i]) : bf16_bits_to_float(p[i]);
+  return out;
+}
+
+// Plain softmax(QKᵀ·scale)·V in double, logical BHSD inputs.
+std::vector<double> cpu_attention(const Shape& s, bool causal, const std::vector<double>& q, const std::vector<double>& k,
+                                  const std::vector<double>& v) {
+  const int D = s.head_dim, g = s.heads_q / s.heads_kv;
+  std::vector<double> o(size_t(s.batch) * s.heads_q * s.seq_q * D);
+  const double scale = 1.0 / std::sqrt(double(D));
+  for (int b = 0; b < s.batch; ++b)
+    for (int h = 0; h < s.heads_q; ++h)
+      for (int i = 0; i < s.seq_q; ++i) {
+        const double* qi = &q[((size_t(b) * s.heads_q + h) * s.seq_q + i) * D];
+        const size_t kv = (size_t(b) * s.heads_kv + h / g) * s.seq_kv;
+        const int n = causal ? std::min(i + 1, s.seq_kv) : s.seq_kv;
+        std::vector<double> p(static_cast<size_t>(n));
+        double m = -INFINITY, l = 0;
+        for (int j = 0; j < n; ++j) {
+          double dot = 0;
+          for (int d = 0; d < D; ++d) dot += qi[d] * k[(kv + j) * D + d];
+          p[size_t(j)] = dot * scale;
+          m = std::max(m, p[size_t(j)]);
+        }
+        for (auto& x : p) l += (x = std::exp(x - m));
+        double* oi = &o[((size_t(b) * s.heads_q + h) * s.seq_q + i) * D];
+        for (int j = 0; j < n; ++j)
+          for (int d = 0; d < D; ++d) oi[d] += p[size_t(j)] / l * v[(kv + j) * D + d];
+      }
+  return o;
+}
+
+TEST(GpuReference, MatchesCpuDoublePrecision) {
+  EVO_REQUIRE_GPU();
+  Context ctx = Context::load();
+  const auto cache = test::scratch_dir("reference-cache");
+  Compiler compiler(ctx.root, cache, ctx.gates);
+  const auto support = compiler.compile_support("sm_80");
+  ReferenceStore store(cache, support, "test", ctx.gates.limits, 0);
+  for (const std::string task_name : {"fp16-d64", "bf16-d128-causal", "fp16-d128-causal"}) {
+    const Task task = parse_task(task_name);
+    EvalPlan plan = make_plan(ctx.gates, {task, {"small", "1x4x2x100x77xD:bshd"}, {}, {0, 1}});
+    ASSERT_FALSE(plan.gate_cases.empty());
+    // Dump inputs beside each reference through a dedicated worker job.
+    WorkerJob job;
+    job.mode = "reference";
+    job.task = task;
+    job.support_cubin = support.string();
+    job.dump_inputs = true;
+    const auto dir = test::scratch_dir("ref-" + task_name);
+    for (size_t i = 0; i < plan.gate_cases.size(); ++i) {
+      CaseSpec c = plan.gate_cases[i];
+      c.out_path = (dir / ("case" + std::to_string(i))).string();
+      job.cases.push_back(c);
+    }
+    const auto job_file = dir / "job.json";
+    test::write_text(job_file, to_json(job).dump());
+    auto r = test::run_evo("__worker " + job_file.string());
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    ASSERT_NE(r.out.find("\"done\""), std::string::npos) << r.out;
+    for (const auto& c : job.cases) {
+      auto q = load_half(test::read_text(c.out_path + ".q"), task.dtype);
+      auto k = load_half(test::read_text(c.out_path + ".k"), task.dtype);
+      auto v = load_half(test::read_text(c.out_path + ".v"), task.dtype);
+      const std::string gpu = test::read_text(c.out_path);
+      auto ref = cpu_attention(c.shape, task.causal, q, k, v);
+      ASSERT_EQ(gpu.size(), ref.size() * 4) << c.id;
+      const auto* g = reinterpret_cast<const float*>(gpu.data());
+      double e2 = 0, r2 = 0;
+      for (size_t i = 0; i < ref.size(); ++i) {
+        e2 += (g[i] - ref[i]) * (g[i] - ref[i]);
+        r2 += ref[i] * ref[i];
+      }
+      const double rel = std::sqrt(e2 / r2);
+      EXPECT_LT(rel, 1e-6) << task_name << " " << c.id;
+      // Inputs are never degenerate: no all-zero tensor, Q differs from K.
+      EXPECT_NE(q, k) << c.id;
+      double qn = 0;
+      for (double x : q) qn += x * x;
+      EXPECT_GT(qn, 0.1 * double(q.size())) << c.id;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace evo

@@ -1,0 +1,218 @@
+// Records, populations, atomic writes, locks, output checks, ptxas and cubin parsing.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <thread>
+
+#include "compile/cubin.h"
+#include "compile/ptxas_report.h"
+#include "compile/source_policy.h"
+#include "core/errors.h"
+#include "gates/correctness.h"
+#include "gates/resources.h"
+#include "gpu/worker_protocol.h"
+#include "store/atomic_file.h"
+#include "store/population.h"
+#include "store/record.h"
+#include "store/records.h"
+#include "support/test_support.h"
+
+namespace evo {
+namespace {
+
+using nlohmann::json;
+
+json record(const std::string& id, const std::string& variant, int stage, double fitness, const std::string& outcome = "ok",
+            const std::string& time = "2026-11-21T00:00:00Z") {
+  json r = {{"schema_version", "1.0"}, {"kind", "run"}, {"run_id", "r1"}, {"time", time}, {"candidate_id", id},
+            {"variant", variant}, {"stage", stage}, {"parent", nullptr}, {"source_path", "variants/x.cu"},
+            {"source_sha256", "abc"}, {"params", {{"BLOCK_M", 64}, {"ID", id}}}, {"task", "fp16-d64"},
+            {"outcome", outcome}, {"reason", ""}, {"env", {{"gpu", "NVIDIA H200"}, {"gpu_key", "nvidia-h200"}}},
+            {"timing", json::array({{{"shape", "1x8x8x512x512x64"}, {"median_us", fitness}, {"p90_us", fitness * 1.01}}})}};
+  r["fitness"] = outcome == "ok" ? json{{"geomean_median_us", fitness}, {"geomean_p90_us", fitness * 1.01},
+                                        {"shapes", 1}, {"complete", true}}
+                                 : json(nullptr);
+  return r;
+}
+
+TEST(Records, ValidateAndReportBadLines) {
+  RecordSet rs;
+  const std::string good = record("a", "0-x/v", 0, 10).dump();
+  parse_records_text(good + "\n{not json}\n" + json{{"schema_version", "2.0"}}.dump() + "\n" + good.substr(0, 40), "f.jsonl", rs);
+  EXPECT_EQ(rs.records.size(), 1u);
+  ASSERT_EQ(rs.problems.size(), 2u);
+  EXPECT_NE(rs.problems[0].find("f.jsonl:2"), std::string::npos);
+  EXPECT_NE(rs.problems[1].find("not 1.x"), std::string::npos);
+  ASSERT_EQ(rs.warnings.size(), 1u);  // the torn last line
+  EXPECT_NE(rs.warnings[0].find("torn"), std::string::npos);
+}
+
+TEST(Population, TopThreeLatestOkOnly) {
+  std::vector<json> recs{record("a", "0-x/v", 0, 30), record("b", "0-x/v", 0, 10), record("c", "0-x/v", 0, 20),
+                         record("d", "0-x/v", 0, 5, "correctness"), record("e", "0-x/v", 0, 40),
+                         record("f", "1-y/w", 1, 7)};
+  // A newer record of "b" that failed replaces its older success.
+  recs.push_back(record("b", "0-x/v", 0, 10, "crash", "2026-11-22T00:00:00Z"));
+  auto pops = derive_populations(recs);
+  ASSERT_EQ(pops.size(), 1u);
+  const json& p = pops.at("nvidia-h200/fp16-d64");
+  auto s0 = stage_elites(p, 0);
+  ASSERT_EQ(s0.size(), 3u);
+  EXPECT_EQ(s0[0]["candidate_id"], "c");
+  EXPECT_EQ(s0[1]["candidate_id"], "a");
+  EXPECT_EQ(s0[2]["candidate_id"], "e");
+  EXPECT_EQ(stage_elites(p, 1).size(), 1u);
+  // Pure function: the same records in another order give the same bytes.
+  std::reverse(recs.begin(), recs.end());
+  EXPECT_EQ(derive_populations(recs).at("nvidia-h200/fp16-d64").dump(), p.dump());
+}
+
+TEST(Population, WriteReadAndRefuseBadFiles) {
+  auto dir = test::scratch_dir("pop");
+  auto pops = derive_populations({record("a", "0-x/v", 0, 3)});
+  write_population(dir, pops.begin()->second);
+  const auto file = dir / "nvidia-h200" / "fp16-d64.json";
+  json back = read_population(file);
+  EXPECT_EQ(back, pops.begin()->second);
+  test::write_text(file, "{\"schema_version\": \"2.0\", \"gpu\": \"g\", \"task\": \"t\", \"stages\": {}}");
+  try {
+    read_population(file);
+    FAIL() << "future major accepted";
+  } catch (const EvoError& e) {
+    EXPECT_NE(std::string(e.what()).find("population rebuild"), std::string::npos);
+  }
+  test::write_text(file, "{\"schema_version\": \"1.7\", \"gpu\": \"g\", \"task\": \"t\", \"stages\": {}}");
+  std::string warning;
+  read_population(file, &warning);
+  EXPECT_NE(warning.find("newer"), std::string::npos);
+  test::write_text(file, "{\"schema_ver");
+  EXPECT_THROW(read_population(file), EvoError);
+}
+
+TEST(AtomicFile, ReplacesWholeAndAppendsDurably) {
+  auto dir = test::scratch_dir("atomic");
+  write_file_atomic(dir / "f", "one");
+  write_file_atomic(dir / "f", "two");
+  EXPECT_EQ(test::read_text(dir / "f"), "two");
+  size_t leftovers = 0;
+  for (auto& e : std::filesystem::directory_iterator(dir)) leftovers += e.path().filename() != "f";
+  EXPECT_EQ(leftovers, 0u);
+  // A torn line left by a dead writer does not swallow the next record.
+  test::write_text(dir / "r.jsonl", "{\"torn\":");
+  append_line_durable(dir / "r.jsonl", "{\"ok\":1}");
+  EXPECT_EQ(test::read_text(dir / "r.jsonl"), "{\"torn\":\n{\"ok\":1}\n");
+}
+
+TEST(AtomicFile, ConcurrentAppendersLoseNothing) {
+  auto file = test::scratch_dir("appenders") / "r.jsonl";
+  constexpr int kProcs = 8, kLines = 200;
+  std::vector<pid_t> pids;
+  for (int p = 0; p < kProcs; ++p) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      for (int i = 0; i < kLines; ++i) append_line_durable(file, std::string(100 + p, char('a' + p)));
+      _exit(0);
+    }
+    pids.push_back(pid);
+  }
+  for (pid_t pid : pids) {
+    int st = 0;
+    waitpid(pid, &st, 0);
+    EXPECT_EQ(st, 0);
+  }
+  std::string text = test::read_text(file);
+  size_t lines = std::count(text.begin(), text.end(), '\n');
+  EXPECT_EQ(lines, size_t(kProcs * kLines));
+  // Every line is whole: one writer's characters only, at that writer's length.
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    std::string line = text.substr(start, end - start);
+    ASSERT_FALSE(line.empty());
+    EXPECT_EQ(line.size(), size_t(100 + (line[0] - 'a')));
+    EXPECT_EQ(line.find_first_not_of(line[0]), std::string::npos);
+    start = end + 1;
+  }
+}
+
+TEST(OutputCheck, ClassifiesUnwrittenNanAndTolerance) {
+  const Tolerance tol{1e-3, 1e-3, 1e-3};
+  std::vector<float> ref{0.5f, -0.25f, 1.0f, 0.125f};
+  std::string ref_bytes(reinterpret_cast<const char*>(ref.data()), ref.size() * 4);
+  auto half = [](std::vector<uint16_t> v) { return std::string(reinterpret_cast<const char*>(v.data()), v.size() * 2); };
+  // fp16 bits of 0.5, -0.25, 1.0, 0.125
+  auto exact = check_output(half({0x3800, 0xB400, 0x3C00, 0x3000}), ref_bytes, DType::fp16, tol);
+  EXPECT_TRUE(exact.pass) << exact.reason;
+  auto unwritten = check_output(half({0x3800, kPoisonBits, 0x3C00, 0x3000}), ref_bytes, DType::fp16, tol);
+  EXPECT_FALSE(unwritten.pass);
+  EXPECT_EQ(unwritten.unwritten, 1u);
+  auto nan = check_output(half({0x3800, 0x7E00, 0x3C00, 0x3000}), ref_bytes, DType::fp16, tol);
+  EXPECT_EQ(nan.nonfinite, 1u);
+  auto off = check_output(half({0x3800, 0xB400, 0x3C03, 0x3000}), ref_bytes, DType::fp16, tol);  // 1 + 3·2^-10
+  EXPECT_FALSE(off.pass);
+  EXPECT_EQ(off.bad, 1u);
+  EXPECT_FLOAT_EQ(bf16_bits_to_float(0x3F80), 1.0f);
+  EXPECT_FLOAT_EQ(half_bits_to_float(0x0001), 5.9604645e-8f);  // smallest subnormal
+}
+
+TEST(PtxasReport, ParsesEntryResources) {
+  const std::string log =
+      "ptxas info    : 0 bytes gmem\n"
+      "ptxas info    : Compiling entry function 'evo_attn_fwd' for 'sm_90a'\n"
+      "ptxas info    : Function properties for evo_attn_fwd\n"
+      "ptxas         .     16 bytes stack frame, 8 bytes spill stores, 12 bytes spill loads\n"
+      "ptxas info    : Used 168 registers, used 1 barriers, 1024 bytes smem, 1280 bytes cmem[0]\n";
+  auto r = parse_ptxas_report(log);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->registers, 168);
+  EXPECT_EQ(r->stack_bytes, 16);
+  EXPECT_EQ(r->spill_stores, 8);
+  EXPECT_EQ(r->spill_loads, 12);
+  EXPECT_EQ(r->static_smem, 1024);
+  EXPECT_FALSE(r->wgmma_serialized);
+  EXPECT_FALSE(parse_ptxas_report("no report"));
+  auto w = parse_ptxas_report(log + "ptxas warning : (C7515) wgmma.mma_async instructions are serialized due to ...\n");
+  ASSERT_TRUE(w);
+  EXPECT_TRUE(w->wgmma_serialized);
+}
+
+TEST(ResourceGate, RejectsSpillsAndOverCaps) {
+  ResourceCaps caps{255, 232448, 1024, 0, 0};
+  LaunchGeometry g{128, 65536, 64, 1, 0, 1};
+  PtxasResources ok{128, 0, 0, 0, 0, 1, false};
+  EXPECT_FALSE(check_resources(ok, g, caps));
+  auto spill = ok;
+  spill.spill_stores = 4;
+  EXPECT_NE(check_resources(spill, g, caps)->find("spill"), std::string::npos);
+  auto big = g;
+  big.smem_bytes = 240000;
+  EXPECT_NE(check_resources(ok, big, caps)->find("shared memory"), std::string::npos);
+  auto ser = ok;
+  ser.wgmma_serialized = true;
+  EXPECT_TRUE(check_resources(ser, g, caps));
+  auto odd = g;
+  odd.threads = 100;
+  EXPECT_TRUE(check_resources(ok, odd, caps));
+}
+
+TEST(SourcePolicy, OnlyEvoHeaders) {
+  SourcePolicy pol;
+  EXPECT_FALSE(check_source("#include \"evo_attn.cuh\"\n#include <mma.h>\n", pol));
+  for (const char* bad : {"#include \"/etc/passwd\"\n", "#  include </etc/passwd>\n", "#define P \"/etc/passwd\"\n#include P\n",
+                          "%:include \"/etc/passwd\"\n", "#inc\\\nlude \"/etc/passwd\"\n", "#if __has_include(\"/etc/x\")\n#endif\n",
+                          "#include_next <x.h>\n", "#embed \"/etc/passwd\"\n"})
+    EXPECT_TRUE(check_source(bad, pol)) << bad;
+  EXPECT_TRUE(check_source(std::string("int x;\0", 7), pol));
+  pol.max_bytes = 10;
+  EXPECT_TRUE(check_source(std::string(11, 'x'), pol));
+}
+
+TEST(SanitizeLog, ValidUtf8AndCapped) {
+  std::string s = sanitize_log("ok \xff\xfe bad \xc3\xa9 \x01", 1000);
+  EXPECT_EQ(s, "ok \xEF\xBF\xBD\xEF\xBF\xBD bad \xc3\xa9 ");
+  EXPECT_LE(sanitize_log(std::string(5000, 'a'), 100).size(), 120u);
+}
+
+}  // namespace
+}  // namespace evo
