@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The recorded H200 session, in phases that each fit one device call (≤ 10 min). Everything
+# that must come back is written under $OUT (at most 8 files per call).
+#   scripts/h200_session.sh calibrate   # SDPA error -> tolerances; SDPA peers
+#   scripts/h200_session.sh stages-a    # build, ctest -L gpu, stages 0-2
+#   scripts/h200_session.sh stages-b    # stages 3-5, timing spread, gate, ncu
+set -uo pipefail
+cd "$(dirname "$0")/.."
+: "${OUT:?set OUT to the folder that comes back}"
+export XDG_CACHE_HOME=${XDG_CACHE_HOME:-/tmp/evo-cache}
+TASKS=fp16-d64,fp16-d128,bf16-d128,fp16-d64-causal
+evo=build/harness/evo
+
+build() {
+  [ -x "$evo" ] && return 0
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null && cmake --build build -j 16 2>&1 | tail -3
+}
+
+case "${1:-}" in
+  calibrate)
+    nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
+    python3 scripts/calibrate_tolerances.py --out "$OUT/calibration.json"
+    PYTHONUNBUFFERED=1 python3 scripts/peers_sdpa.py --tasks "$TASKS" --out "$OUT/peers.json" 2>&1 | tail -30
+    ;;
+  stages-a)
+    build
+    $evo doctor | tee "$OUT/doctor.txt"
+    ctest --test-dir build -L gpu --output-on-failure 2>&1 | tee "$OUT/ctest-gpu.log" | tail -40
+    for n in 0 1 2; do
+      $evo run --stage $n --task "$TASKS" --budget 2 2>&1 | tee -a "$OUT/stages-a.log" | tail -12
+    done
+    cp results/*.jsonl "$OUT/" 2>/dev/null
+    ;;
+  stages-b)
+    build
+    for n in 3 4 5; do
+      $evo run --stage $n --task "$TASKS" --budget 3 2>&1 | tee -a "$OUT/stages-b.log" | tail -14
+    done
+    # The same candidate twice in one run: the timing spread.
+    $evo run --stage 5 --task fp16-d128 --budget 1 --repeat 2 2>&1 | tee -a "$OUT/stages-b.log" | tail -6
+    # The gate on the GPU: a fresh baseline, then SAME against it, then a baseline doctored 20 % faster.
+    {
+      $evo gate --write-baseline "$OUT/baseline.json" --task fp16-d128; echo "write-baseline exit $?"
+      $evo gate --baseline "$OUT/baseline.json" --task fp16-d128; echo "gate vs fresh baseline exit $?"
+      python3 - "$OUT/baseline.json" /tmp/fast.json <<'PY'
+import json, sys
+b = json.load(open(sys.argv[1]))
+for e in b["entries"]:
+    for k in ("median_us", "p10_us", "p90_us", "stdev_us"):
+        if e.get(k) is not None: e[k] *= 0.8
+json.dump(b, open(sys.argv[2], "w"), indent=1)
+PY
+      $evo gate --baseline /tmp/fast.json --task fp16-d128; echo "gate vs doctored baseline exit $?"
+    } 2>&1 | tee "$OUT/gate.log" | tail -30
+    # One Nsight Compute reading per stage (default config, fp16-d128, one launch).
+    for v in variants/*/*.cu; do
+      ncu --clock-control none --kernel-name evo_attn_fwd --launch-count 1 \
+        --metrics gpu__time_duration.sum,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,smsp__warp_issue_stalled_barrier_per_warp_active.pct,smsp__warp_issue_stalled_long_scoreboard_per_warp_active.pct,smsp__warp_issue_stalled_short_scoreboard_per_warp_active.pct,sm__warps_active.avg.pct_of_peak_sustained_active,smsp__inst_executed_pipe_fma.sum,dram__bytes_read.sum \
+        python3 scripts/devcheck.py "$v" --task fp16-d128 --shapes 4x16x16x2048x2048x128 >> "$OUT/ncu.txt" 2>&1
+    done
+    tail -5 "$OUT/ncu.txt"
+    cd results && tar czf "$OUT/results-b.tar.gz" *.jsonl && cd ..
+    ;;
+  *) echo "usage: $0 calibrate|stages-a|stages-b" >&2; exit 1 ;;
+esac
