@@ -13,7 +13,11 @@ evo=build/harness/evo
 
 build() {
   [ -x "$evo" ] && return 0
-  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null && cmake --build build -j 16 2>&1 | tail -3
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+  if ! cmake --build build -j 16 >"$OUT/build.log" 2>&1; then
+    grep -E "error" -A3 "$OUT/build.log" | head -30
+    exit 1
+  fi
 }
 
 case "${1:-}" in
@@ -33,8 +37,10 @@ case "${1:-}" in
     ;;
   stages-b)
     build
+    timeout 200 ctest --test-dir build -L gpu --output-on-failure > "$OUT/ctest-gpu.log" 2>&1
+    tail -15 "$OUT/ctest-gpu.log"
     for n in 3 4 5; do
-      $evo run --stage $n --task "$TASKS" --budget 3 2>&1 | tee -a "$OUT/stages-b.log" | tail -14
+      $evo run --stage $n --task "$TASKS" --budget 2 2>&1 | tee -a "$OUT/stages-b.log" | tail -11
     done
     # The same candidate twice in one run: the timing spread.
     $evo run --stage 5 --task fp16-d128 --budget 1 --repeat 2 2>&1 | tee -a "$OUT/stages-b.log" | tail -6
