@@ -278,7 +278,7 @@ GateBaseline baseline_from_records(const std::vector<json>& records, const std::
   }
   for (const auto& t : tasks) parse_task(t);
   for (const auto& [key, pop] : derive_populations(runs)) {
-    if (pop["gpu"] != b.gpu) continue;
+    if (pop["gpu"].get<std::string>() != b.gpu) continue;
     const std::string task = pop["task"];
     if (!tasks.empty() && std::find(tasks.begin(), tasks.end(), task) == tasks.end()) continue;
     int top = -1;

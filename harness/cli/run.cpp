@@ -34,6 +34,7 @@ struct RunOptions {
   uint64_t rng_seed = 0;
   int device = 0;
   unsigned jobs = 0;
+  int repeat = 1;
 };
 
 std::string short_shape(const std::string& dims) {
@@ -76,7 +77,6 @@ void run_stage(const RunOptions& o) {
                                           o.seeds.empty() ? ctx.gates.seeds : o.seeds}));
 
   Compiler compiler(ctx.root, cache, ctx.gates);
-  const std::string arch = "sm_90a";  // refined once the GPU is known
   // Compile every candidate of the domain for each task (cheap and cached) so configs that
   // violate a constraint do not use up the budget.
   struct TaskWork {
@@ -84,11 +84,6 @@ void run_stage(const RunOptions& o) {
     std::vector<CompileResult> compiled;
   };
   std::vector<TaskWork> work(tasks.size());
-  std::string gpu_key_hint;
-  for (size_t ti = 0; ti < tasks.size(); ++ti) {
-    json prev_pop;  // previous stage's elites need the GPU key; resolved below when a GPU exists
-    work[ti].chosen = select_candidates(stage, tasks[ti], arch, {}, o.rng_seed);
-  }
 
   // Without a GPU, still show what can be shown: the compile and resource table.
   std::string no_gpu;
@@ -100,14 +95,15 @@ void run_stage(const RunOptions& o) {
     if (e.code() != kExitEnvironment) throw;
     no_gpu = e.what();
   }
-  if (session) {
-    // Now that the GPU is known, seed from the previous stage's elites on this GPU.
-    for (size_t ti = 0; ti < tasks.size(); ++ti) {
-      std::vector<json> prev;
-      if (o.stage > 0) prev = stage_elites(session->population(tasks[ti]), o.stage - 1);
-      const std::string a = session->gpu().cc >= 90 ? "sm_90a" : fmt::format("sm_{}", session->gpu().cc);
-      work[ti].chosen = select_candidates(stage, tasks[ti], a, prev, o.rng_seed);
+  // With a GPU, seed from the previous stage's elites on this GPU; without, show the defaults.
+  for (size_t ti = 0; ti < tasks.size(); ++ti) {
+    std::vector<json> prev;
+    std::string arch = "sm_90a";
+    if (session) {
+      if (o.stage > 0) prev = stage_elites(session->population(tasks[ti], plans[ti].benchmark), o.stage - 1);
+      arch = session->gpu().cc >= 90 ? "sm_90a" : fmt::format("sm_{}", session->gpu().cc);
     }
+    work[ti].chosen = select_candidates(stage, tasks[ti], arch, prev, o.rng_seed);
   }
   for (auto& w : work) {
     std::vector<Candidate> cands;
@@ -142,29 +138,26 @@ void run_stage(const RunOptions& o) {
   }
 
   size_t total = 0;
-  for (const auto& w : work) total += w.chosen.size();
+  for (const auto& w : work) total += w.chosen.size() * size_t(o.repeat);
   Progress progress(total);
   progress.note(fmt::format("evo run: stage {} ({}) on {} [{}], {} candidates, records -> {}", stage.number, stage.slug,
                             session->gpu().name, session->gpu().key, total, session->results_file().string()));
   size_t index = 0;
   double gpu_seconds = 0;
-  TextTable summary({"task", "variant", "params", "verdict"});
   std::vector<std::string> shape_headers;
   for (const auto& b : plans.front().bench) shape_headers.push_back(short_shape(b.id));
-  struct Row {
-    std::vector<std::string> cells;
-  };
   std::vector<std::vector<std::string>> rows;
   for (size_t ti = 0; ti < tasks.size(); ++ti) {
     const EvalPlan& plan = plans[ti];
     session->prepare_references(plan, [&](const std::string& s) { progress.note(s); });
-    const json prev_pop = session->population(tasks[ti]);
+    const json prev_pop = session->population(tasks[ti], plan.benchmark);
     const double prev_best = o.stage > 0 ? best_fitness(prev_pop, o.stage - 1) : 0.0;
-    for (size_t i = 0; i < work[ti].chosen.size(); ++i, ++index) {
+    for (size_t n = 0; n < work[ti].chosen.size() * size_t(o.repeat); ++n, ++index) {
+      const size_t i = n / size_t(o.repeat);
       const auto& sel = work[ti].chosen[i];
       const Candidate& c = sel.candidate;
       progress.start_candidate(index, fmt::format("{} {} {}", c.task.name(), c.variant->id, c.params_text()));
-      const double prune_us = best_first_shape(session->population(tasks[ti]), o.stage);
+      const double prune_us = best_first_shape(session->population(tasks[ti], plan.benchmark), o.stage);
       json rec = session->evaluate(c, work[ti].compiled[i], plan, prune_us, sel.origin,
                                    [&](const std::string& ph) { progress.phase(ph); });
       gpu_seconds += rec["gpu_seconds"].get<double>();
@@ -175,7 +168,7 @@ void run_stage(const RunOptions& o) {
       for (size_t k = 0; k < plan.bench.size(); ++k) {
         std::string cell = "-";
         for (const auto& t : rec["timing"])
-          if (t["shape"] == plan.bench[k].id) cell = fmt::format("{:.1f}", t["median_us"].get<double>());
+          if (t["shape"].get<std::string>() == plan.bench[k].id) cell = fmt::format("{:.1f}", t["median_us"].get<double>());
         row.push_back(cell);
       }
       std::string tflops = "-", vs = "-";
@@ -218,6 +211,9 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--rng-seed", o->rng_seed, "seed of the reproducible draw from the domain")->capture_default_str();
   cmd->add_option("--device", o->device, "CUDA device index")->capture_default_str();
   cmd->add_option("-j,--jobs", o->jobs, "parallel compiles (default: CPU count)");
+  cmd->add_option("--repeat", o->repeat, "evaluate each candidate this many times in a row (measures the spread)")
+      ->check(CLI::Range(1, 10))
+      ->capture_default_str();
   cmd->callback([o] { run_stage(*o); });
 }
 

@@ -40,14 +40,15 @@ std::string first_error_line(const std::string& log, const std::string& needle) 
 
 Verdict classify_nvrtc_failure(const std::string& log) {
   // static_assert(cond, "evo:constraint ...") marks an invalid combination of tunables.
-  std::string line = first_error_line(log, "evo:constraint");
+  // std::regex recurses per character: it only ever sees the first 4 KiB of a line.
+  std::string line = first_error_line(log, "evo:constraint").substr(0, 4096);
   if (!line.empty()) {
     static const std::regex re(R"(^(.*?\(\d+\)): error: static assertion failed with \"evo:constraint (.*)\"$)");
     std::smatch m;
     if (std::regex_match(line, m, re)) return {Outcome::constraints, m[1].str() + ": " + m[2].str()};
     return {Outcome::constraints, line};
   }
-  line = first_error_line(log, "error");
+  line = first_error_line(log, "error").substr(0, 4096);
   return {Outcome::compile, line.empty() ? "NVRTC failed without an error line" : line};
 }
 
@@ -117,7 +118,10 @@ CompileResult Compiler::compile(const Candidate& c) const {
   }
 
   const std::string source = final_source(c);
-  RawCompile raw = compile_cached(source, c.variant->path.string(), r.options);
+  // NVRTC looks for quoted includes next to the program name first; a name in a directory that
+  // cannot exist stops a header dropped beside the variant from shadowing an allowed one.
+  // Diagnostics still name the author's file through the #line in the source.
+  RawCompile raw = compile_cached(source, "/nonexistent-evo-include-dir/" + c.variant->path.filename().string(), r.options);
   r.key = raw.key;
   r.cached = raw.cached;
   r.log = raw.log;
@@ -162,7 +166,7 @@ Compiler::RawCompile Compiler::compile_cached(const std::string& source, const s
       r.log = meta.at("log");
       if (meta.at("nvrtc_ok").get<bool>()) {
         r.cubin = read_file(cubin_path);
-        if (sha256_hex(r.cubin) != meta.at("cubin_sha256")) throw std::runtime_error("cubin hash mismatch");
+        if (sha256_hex(r.cubin) != meta.at("cubin_sha256").get<std::string>()) throw std::runtime_error("cubin hash mismatch");
         r.cubin_path = cubin_path;
       } else {
         r.verdict = classify_nvrtc_failure(r.log);

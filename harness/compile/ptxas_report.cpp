@@ -21,6 +21,7 @@ std::optional<PtxasResources> parse_ptxas_report(const std::string& log, const s
   std::string line;
   std::smatch m;
   while (std::getline(in, line)) {
+    if (line.size() > 4096) line.resize(4096);  // std::regex recursion depth grows with length
     if (std::regex_search(line, m, serialized)) r.wgmma_serialized = true;
     if (std::regex_search(line, m, compiling)) current_entry = m[1];
     if (std::regex_search(line, m, props)) current_props = m[1];

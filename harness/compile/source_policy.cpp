@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <string_view>
 #include <set>
 #include <vector>
@@ -18,6 +20,32 @@ const std::set<std::string> kAllowedHeaders{
     "cuda/pipeline", "cuda/ptx", "cuda/std/cstdint", "cuda/std/type_traits", "cuda/std/utility",
     "cuda/std/limits", "cuda/std/cmath", "cooperative_groups.h", "cooperative_groups/memcpy_async.h",
     "cooperative_groups/reduce.h", "cuda/atomic", "cudaTypedefs.h", "cuda.h", "stdint.h", "cstdint"};
+
+// Offset of the first byte that is not part of well-formed UTF-8 (no overlongs, no surrogates,
+// nothing above U+10FFFF), or npos.
+size_t first_invalid_utf8(const std::string& text) {
+  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
+  const size_t n = text.size();
+  for (size_t i = 0; i < n;) {
+    const unsigned char c = s[i];
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    const int len = (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    if (len == 0 || i + len > n) return i;
+    uint32_t cp = len == 2 ? (c & 0x1F) : len == 3 ? (c & 0x0F) : (c & 0x07);
+    for (int k = 1; k < len; ++k) {
+      if ((s[i + k] & 0xC0) != 0x80) return i;
+      cp = (cp << 6) | (s[i + k] & 0x3F);
+    }
+    if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10FFFF ||
+        (cp >= 0xD800 && cp <= 0xDFFF))
+      return i;
+    i += size_t(len);
+  }
+  return std::string::npos;
+}
 
 // Source text after joining backslash-newline continuations, so a directive cannot hide across
 // lines, with each character's original line number for messages.
@@ -265,6 +293,12 @@ std::optional<std::string> check_source(const std::string& source, const SourceP
     return fmt::format("source is {} bytes; the limit is {} (gates.json limits.source_bytes)", source.size(),
                        policy.max_bytes);
   if (source.find('\0') != std::string::npos) return "source contains a NUL byte";
+  // Sources travel as JSON (to the compile child) and NVRTC echoes them into logs and records:
+  // UTF-8 only, so no byte can break either.
+  if (const size_t bad = first_invalid_utf8(source); bad != std::string::npos)
+    return fmt::format("line {}: source is not valid UTF-8 (byte 0x{:02X})",
+                       1 + std::count(source.begin(), source.begin() + long(bad), '\n'),
+                       static_cast<unsigned char>(source[bad]));
   if (source.find("?\?") != std::string::npos) return "source contains a trigraph sequence (?\?); not allowed";
   const Spliced spliced = splice_lines(source);
   const std::string& text = spliced.text;

@@ -33,6 +33,13 @@ bool is_param_name(const std::string& name) {
 // them would stall every command that reads the stage.
 constexpr size_t kMaxConfigs = 4096;
 
+// A path for a message, with anything outside printable ASCII shown as '?'.
+std::string sanitized_name(std::string s) {
+  for (char& c : s)
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7F) c = '?';
+  return s;
+}
+
 [[noreturn]] void bad(const std::string& origin, const std::string& what) {
   throw usage_error(fmt::format("{}: front matter: {}", origin, what));
 }
@@ -139,6 +146,13 @@ std::vector<Stage> discover_stages(const std::filesystem::path& root) {
     for (const auto& f : fs::directory_iterator(entry.path())) {
       if (!f.is_regular_file() || f.path().extension() != ".cu") continue;
       const fs::path rel = s.dir / f.path().filename();
+      // The stem becomes the variant id in records, tables and JSON: plain names only (a byte
+      // that is not UTF-8 would make every JSON writer throw).
+      const std::string stem = f.path().stem().string();
+      if (stem.empty() || stem.size() > 100 ||
+          stem.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") != std::string::npos)
+        throw usage_error(fmt::format("{}: a variant file name may use only letters, digits, '_', '-' and '.'",
+                                      sanitized_name(rel.string())));
       Variant v = parse_variant(read_file(f.path()), rel.string());
       v.id = name + "/" + f.path().stem().string();
       v.stage = s.number;

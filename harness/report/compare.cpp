@@ -509,7 +509,7 @@ Comparison build_comparison(const CompareInput& input, const CompareFilter& filt
     const auto& [gpu, task] = key;
     std::vector<const json*> peers;
     for (const auto& p : input.peers)
-      if (gpu_key_of(p) == gpu && p["task"] == task) peers.push_back(&p);
+      if (gpu_key_of(p) == gpu && p["task"].get<std::string>() == task) peers.push_back(&p);
     auto pop = populations.find(gpu + "/" + task);
     c.sections.push_back(build_section(gpu, task, list, pop == populations.end() ? nullptr : &pop->second, peers));
   }

@@ -48,6 +48,7 @@ json evaluate_candidate(const EvalEnv& env, const Candidate& c, const CompileRes
   rec["run_id"] = env.run_id;
   rec["time"] = utc_now_iso8601();
   rec["origin"] = origin;
+  rec["benchmark"] = plan.benchmark;
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);
   rec["env"] = {{"gpu", env.gpu.name}, {"gpu_key", env.gpu.key}, {"cc", env.gpu.cc},     {"sms", env.gpu.sms},
@@ -152,6 +153,18 @@ json evaluate_candidate(const EvalEnv& env, const Candidate& c, const CompileRes
       const BenchSpec& b = bench_by_id.at((*ev)["bench"].get<std::string>());
       json j = check_case(*ev, b.fresh, refs.at(b.fresh.id).second, "after timing, fresh inputs ");
       j["us"] = (*ev)["us"];
+      // The fresh launch runs under the same conditions as a timed sample (L2 flushed, events).
+      // Far slower means the timed samples were not doing the work: a result cache or replay.
+      for (const auto& t : rec["timing"])
+        if (t["shape"].get<std::string>() == b.timed.shape.dims() && t.contains("p90_us") && t["p90_us"].is_number()) {
+          const double p90 = t["p90_us"], fresh = (*ev)["us"];
+          if (fresh > 3.0 * p90 + 20.0) {
+            j["pass"] = false;
+            fail(verdict, Outcome::correctness,
+                 fmt::format("after timing, fresh inputs on {} took {:.1f} µs against a timed p90 of {:.1f} µs: "
+                             "the timed launches did not do the work (result cache or replay)", b.id, fresh, p90));
+          }
+        }
       post.push_back(j);
     } else if (e == "error" && (*ev).value("outcome", "") == "environment") {
       throw environment_error((*ev).value("reason", "worker could not reach the GPU"));

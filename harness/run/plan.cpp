@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "core/sha256.h"
+
 namespace evo {
 
 namespace {
@@ -31,6 +33,11 @@ EvalPlan make_plan(const GatesConfig& gates, const PlanRequest& r) {
     b.fresh = make_case(s, unsigned(gates.post_timing_seed + i++), normal);
     b.id = b.timed.shape.dims();
     p.bench.push_back(b);
+  }
+  if (r.bench_sets != gates.benchmark_sets) {
+    Sha256 h;
+    for (const auto& b : p.bench) h.update(b.id).update(";");
+    p.benchmark = "custom-" + h.hex().substr(0, 8);
   }
   return p;
 }

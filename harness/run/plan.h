@@ -16,6 +16,9 @@ struct EvalPlan {
   Task task;
   std::vector<CaseSpec> gate_cases;
   std::vector<BenchSpec> bench;
+  // "default" for gates.json's benchmark sets, else "custom-<hash of the shapes>": fitness is
+  // only ranked against fitness over the same shapes.
+  std::string benchmark = "default";
 };
 
 struct PlanRequest {

@@ -33,7 +33,8 @@ std::vector<json> remeasure_elites(const Context& ctx, const RemeasureOptions& o
     for (const auto& t : o.tasks) tasks.push_back(parse_task(t));
   } else if (fs::is_directory(pop_dir)) {
     for (const auto& e : fs::directory_iterator(pop_dir))
-      if (e.path().extension() == ".json") tasks.push_back(parse_task(e.path().stem().string()));
+      if (e.path().extension() == ".json" && e.path().stem().string().find('@') == std::string::npos)
+        tasks.push_back(parse_task(e.path().stem().string()));
   }
   if (tasks.empty())
     throw usage_error(fmt::format("no populations for {} under {}: run `evo run` first", session.gpu().key, pop_dir.string()));
@@ -41,7 +42,7 @@ std::vector<json> remeasure_elites(const Context& ctx, const RemeasureOptions& o
 
   std::vector<json> out;
   for (const Task& task : tasks) {
-    const json pop = session.population(task);
+    const json pop = session.population(task, "default");
     int stage = o.stage;
     if (stage < 0)
       for (auto& [k, v] : pop["stages"].items())
@@ -54,7 +55,7 @@ std::vector<json> remeasure_elites(const Context& ctx, const RemeasureOptions& o
       const json& e = elites[size_t(i)];
       const Variant* v = find_variant(ctx, e["variant"]);
       if (!v) throw usage_error(fmt::format("elite {} of {} is no longer in variants/", e["variant"].get<std::string>(), task.name()));
-      if (sha256_hex(v->source) != e["source_sha256"])
+      if (sha256_hex(v->source) != e["source_sha256"].get<std::string>())
         spdlog::warn("{} changed since it became an elite; measuring the file as it is now", v->id);
       ParamSet params;
       for (auto& [k, val] : e["params"].items()) params.emplace_back(k, val.get<long>());

@@ -61,11 +61,11 @@ json Session::evaluate(const Candidate& c, const CompileResult& compiled, const 
 void Session::refresh_populations() const {
   RecordSet all = read_records(options_.results_dir);
   for (const auto& [key, pop] : derive_populations(all.records))
-    if (pop["gpu"] == env_.gpu.key) write_population(options_.populations_dir, pop);
+    if (pop["gpu"].get<std::string>() == env_.gpu.key) write_population(options_.populations_dir, pop);
 }
 
-json Session::population(const Task& task) const {
-  const fs::path file = options_.populations_dir / env_.gpu.key / (task.name() + ".json");
+json Session::population(const Task& task, const std::string& benchmark) const {
+  const fs::path file = population_path(options_.populations_dir, env_.gpu.key, task.name(), benchmark);
   if (!fs::exists(file)) return json{{"schema_version", "1.0"}, {"gpu", env_.gpu.key}, {"task", task.name()}, {"stages", json::object()}};
   return read_population(file);
 }

@@ -32,7 +32,7 @@ class Session {
   // Evaluates, appends the record durably, refreshes this GPU's populations; returns the record.
   nlohmann::json evaluate(const Candidate& c, const CompileResult& compiled, const EvalPlan& plan, double prune_us,
                           const std::string& origin, const ProgressFn& progress);
-  nlohmann::json population(const Task& task) const;  // this GPU's, or an empty one
+  nlohmann::json population(const Task& task, const std::string& benchmark) const;  // this GPU's, or empty
   const GpuInfo& gpu() const { return env_.gpu; }
   const std::filesystem::path& results_file() const { return results_file_; }
 

@@ -108,13 +108,17 @@ std::map<std::string, json> derive_populations(const std::vector<json>& records)
   std::map<std::string, std::map<int, std::vector<const json*>>> groups;
   for (const auto& [key, r] : latest) {
     if (r["outcome"] != "ok" || !complete_fitness(r)) continue;
-    groups[gpu_of(r) + "/" + r["task"].get<std::string>()][r["stage"].get<int>()].push_back(&r);
+    // Fitness is a geomean over one benchmark set: rank only against the same set.
+    const std::string bench = r.contains("benchmark") && r["benchmark"].is_string() ? r["benchmark"].get<std::string>() : "default";
+    if (!plain_name(bench)) continue;
+    groups[gpu_of(r) + "/" + r["task"].get<std::string>() + "/" + bench][r["stage"].get<int>()].push_back(&r);
   }
   std::map<std::string, json> out;
   for (auto& [gt, stages] : groups) {
-    const auto slash = gt.find('/');
+    const auto slash = gt.find('/'), slash2 = gt.rfind('/');
     json pop = {{"schema_version", kPopulationSchemaVersion}, {"gpu", gt.substr(0, slash)},
-                {"task", gt.substr(slash + 1)}, {"stages", json::object()}};
+                {"task", gt.substr(slash + 1, slash2 - slash - 1)}, {"benchmark", gt.substr(slash2 + 1)},
+                {"stages", json::object()}};
     for (auto& [stage, list] : stages) {
       std::sort(list.begin(), list.end(), [](const json* a, const json* b) {
         const double ma = (*a)["fitness"]["geomean_median_us"], mb = (*b)["fitness"]["geomean_median_us"];
@@ -127,9 +131,16 @@ std::map<std::string, json> derive_populations(const std::vector<json>& records)
       for (size_t i = 0; i < list.size() && i < size_t(kElites); ++i) elites.push_back(elite_entry(*list[i], int(i) + 1));
       pop["stages"][std::to_string(stage)] = elites;
     }
-    out[gt] = pop;
+    // Key "<gpu>/<task>" for the default benchmark, "<gpu>/<task>@<benchmark>" otherwise.
+    const std::string bench = pop["benchmark"].get<std::string>();
+    out[gt.substr(0, slash2) + (bench == "default" ? "" : "@" + bench)] = pop;
   }
   return out;
+}
+
+fs::path population_path(const fs::path& dir, const std::string& gpu, const std::string& task, const std::string& benchmark) {
+  const bool standard = benchmark.empty() || benchmark == "default";
+  return dir / gpu / (task + (standard ? "" : "@" + benchmark) + ".json");
 }
 
 void write_population(const fs::path& dir, const json& population) {
@@ -139,8 +150,7 @@ void write_population(const fs::path& dir, const json& population) {
                                   gpu.substr(0, 64), task.substr(0, 64), dir.string()));
   fs::create_directories(dir);
   FileLock lock(dir / ".lock");
-  const fs::path file = dir / gpu / (task + ".json");
-  write_file_atomic(file, population.dump(2) + "\n");
+  write_file_atomic(population_path(dir, gpu, task, string_or(population, "benchmark")), population.dump(2) + "\n");
 }
 
 json parse_population(const std::string& text, const std::string& origin, std::string* warning) {

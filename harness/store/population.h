@@ -11,10 +11,15 @@ namespace evo {
 inline constexpr const char* kPopulationSchemaVersion = "1.0";
 inline constexpr int kElites = 3;
 
-// Derives every population present in the records: key "<gpu_key>/<task>".
+// Derives every population present in the records: key "<gpu_key>/<task>" (default benchmark)
+// or "<gpu_key>/<task>@<benchmark>".
 std::map<std::string, nlohmann::json> derive_populations(const std::vector<nlohmann::json>& records);
 
-// Writes populations/<gpu_key>/<task>.json atomically under populations/.lock.
+// populations/<gpu>/<task>.json for the default benchmark, <task>@<benchmark>.json otherwise
+// (fitness is a geometric mean over one benchmark set, so sets are never ranked together).
+std::filesystem::path population_path(const std::filesystem::path& dir, const std::string& gpu, const std::string& task,
+                                      const std::string& benchmark);
+// Writes the population's file atomically under populations/.lock.
 void write_population(const std::filesystem::path& populations_dir, const nlohmann::json& population);
 
 // Reads and validates a population file: refuses another major version, warns (via

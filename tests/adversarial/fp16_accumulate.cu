@@ -11,7 +11,7 @@
     128
   ],
   "min_sm": 80,
-  "notes": "TRICK: the classic half2 P·V shortcut: P rounded to half, P·V and the softmax row sum accumulated in half precision (FP32 max and exponentials). Simulated error: relative L2 6.4e-3 on seq_kv 777 and 4.7e-3 on 512 against an FP16 tolerance of 3e-3. Caught by: the correctness gate's tolerance on ragged 2x8x2x1000x777 and mission 512x512. Expected verdict: correctness."
+  "notes": "TRICK: the classic half2 P·V shortcut: P rounded to half, P·V and the softmax row sum accumulated in half precision (FP32 max and exponentials). Simulated error: relative L2 6.4e-3 on seq_kv 777 and 4.7e-3 on 512, against the FP16 tolerance in gates.json (rel_l2 2e-3, calibrated at 4x the error of PyTorch SDPA). Caught by: the correctness gate's tolerance on ragged 2x8x2x1000x777 and mission 512x512. Expected verdict: correctness."
 }
 */
 #include "evo_attn.cuh"

@@ -150,10 +150,14 @@ TEST(Adversarial, EveryTrickGetsItsVerdictAndOnlyHonestKernelsEnterThePopulation
 
   // Populations: exactly what the records derive, honest kernels only, the baseline among them.
   const std::string gpu = by_variant.begin()->second["env"]["gpu_key"];
-  const fs::path pop_file = s.populations / gpu / "fp16-d64.json";
+  const json* derived = nullptr;
+  const auto all_derived = derive_populations(rs.records);
+  for (const auto& [key, p] : all_derived)
+    if (p["gpu"].get<std::string>() == gpu && p["task"] == "fp16-d64") derived = &p;
+  ASSERT_NE(derived, nullptr) << "no population derives from the records";
+  const fs::path pop_file = population_path(s.populations, gpu, "fp16-d64", derived->value("benchmark", std::string()));
   ASSERT_TRUE(fs::exists(pop_file)) << pop_file;
   const json pop = read_population(pop_file);
-  const auto derived = derive_populations(rs.records);
   size_t admitted = 0, lost = 0;
   std::set<std::string> in_file;
   for (const auto& e : stage_elites(pop, 0)) {
@@ -166,8 +170,7 @@ TEST(Adversarial, EveryTrickGetsItsVerdictAndOnlyHonestKernelsEnterThePopulation
                     << ") though its expected verdict is " << (s.expected.count(file) ? s.expected.at(file) : "?");
     }
   }
-  ASSERT_TRUE(derived.count(gpu + "/fp16-d64"));
-  for (const auto& e : stage_elites(derived.at(gpu + "/fp16-d64"), 0))
+  for (const auto& e : stage_elites(*derived, 0))
     if (!in_file.count(e["variant"].get<std::string>())) {
       ++lost;
       ADD_FAILURE() << e["variant"] << " is an elite of the records but missing from " << pop_file;
@@ -182,14 +185,14 @@ TEST(Adversarial, EveryTrickGetsItsVerdictAndOnlyHonestKernelsEnterThePopulation
   std::cout << figure << "\n";
 
   // A command that reads the population refuses a damaged or future one, naming it and the fix;
-  // `evo population rebuild` restores it from the logs. (References are cached: quick runs.)
+  // `evo population rebuild` restores it from the logs. Same sets as above, so the same
+  // population file and cached references: these runs stop before any GPU work.
   const std::string good = read_text(pop_file);
-  const std::string quick = "--shapes small --bench mission --seeds 0";
   for (const auto& [bad, what] : std::vector<std::pair<std::string, std::string>>{
            {good.substr(0, good.size() / 3), "not a valid population JSON object"},
            {R"({"schema_version": "2.0", "gpu": "x", "task": "fp16-d64", "stages": {}})", "schema_version 2.0 is not supported"}}) {
     write_text(pop_file, bad);
-    const CliResult refused = evo_run(s, 1, quick);
+    const CliResult refused = evo_run(s, 1, sets);
     EXPECT_EQ(refused.exit_code, 1) << tail(refused.out);
     EXPECT_NE(refused.out.find(pop_file.string()), std::string::npos) << "the message must name the file:\n" << tail(refused.out);
     EXPECT_NE(refused.out.find(what), std::string::npos) << tail(refused.out);

@@ -280,30 +280,49 @@ TEST(CompileSafety, CompileBombTimesOutAndTheCommandFinishes) {
 }
 
 TEST(CompileSafety, LogsAreStoredAsValidUtf8AndCapped) {
-  // An error line that NVRTC echoes with the source's invalid UTF-8 bytes in it.
+  // Invalid UTF-8 never reaches NVRTC (it would be echoed into logs and break every JSON
+  // writer); terminal control characters that NVRTC echoes are dropped; the log is capped.
   const std::string invalid_utf8 = kFrontMatter + "__device__ int evo_probe_bad = \xff\xfe\xc0\xaf evo_undefined;\n";
+  const std::string control_chars =
+      kFrontMatter + "__device__ int evo_probe_esc = evo_undefined_\x1b[2J\x1b]0;pwned\x07\x01\x7f;\n";
   // Hundreds of errors: far more log than the 2 KiB cap set below.
   std::string many = kFrontMatter;
   for (int i = 0; i < 300; ++i)
     many += "__device__ int evo_probe_e" + std::to_string(i) + " = evo_undefined_" + std::to_string(i) + ";\n";
   const long cap = 2048;
-  const CompileRun run = compile_probes("compile-safety-logs", {{"invalid_utf8.cu", invalid_utf8}, {"many_errors.cu", many}},
-                                        [&](json& g) { g["limits"]["log_bytes"] = cap; });
-  ASSERT_EQ(run.records.count("0-probe/invalid_utf8"), 1u) << run.cli.out;
-  ASSERT_EQ(run.records.count("0-probe/many_errors"), 1u) << run.cli.out;
-  EXPECT_EQ(run.records.at("0-probe/invalid_utf8")["outcome"], "compile");
-  EXPECT_EQ(run.records.at("0-probe/many_errors")["outcome"], "compile");
+  const CompileRun run = compile_probes(
+      "compile-safety-logs",
+      {{"invalid_utf8.cu", invalid_utf8}, {"control_chars.cu", control_chars}, {"many_errors.cu", many}},
+      [&](json& g) { g["limits"]["log_bytes"] = cap; });
+  EXPECT_EQ(run.cli.exit_code, 1) << run.cli.out.substr(0, 2000);
+  for (const char* id : {"0-probe/invalid_utf8", "0-probe/control_chars", "0-probe/many_errors"}) {
+    ASSERT_EQ(run.records.count(id), 1u) << id << ": no record\n" << run.cli.out.substr(0, 2000);
+    EXPECT_EQ(run.records.at(id)["outcome"], "compile") << id;
+  }
+  EXPECT_NE(run.records.at("0-probe/invalid_utf8")["reason"].get<std::string>().find("not valid UTF-8"), std::string::npos)
+      << run.records.at("0-probe/invalid_utf8")["reason"];
   const auto logs = cached_logs(run.cache);
-  ASSERT_EQ(logs.size(), 2u) << "one cache entry per failed compile";
-  bool replaced = false, truncated = false;
+  ASSERT_EQ(logs.size(), 2u) << "one cache entry per NVRTC failure (the invalid UTF-8 never reached NVRTC)";
+  bool truncated = false;
   for (const auto& log : logs) {
     // The cap, plus at most one multi-byte character and the truncation marker.
     EXPECT_LE(log.size(), size_t(cap) + 3 + std::string("\n[log truncated]").size());
-    replaced |= log.find("\xEF\xBF\xBD") != std::string::npos;  // U+FFFD for each invalid byte
+    for (unsigned char c : log)
+      EXPECT_TRUE(c >= 0x20 || c == '\n' || c == '\t') << "control character " << int(c) << " kept in a stored log";
     truncated |= log.find("[log truncated]") != std::string::npos;
   }
-  EXPECT_TRUE(replaced) << "the echoed invalid bytes should appear as U+FFFD";
   EXPECT_TRUE(truncated) << "the long log should be cut with a marker";
+  for (const auto& [id, r] : run.records)
+    for (unsigned char c : r["reason"].get<std::string>()) EXPECT_TRUE(c >= 0x20) << id << ": control character in reason";
+}
+
+TEST(CompileSafety, VariantFileNameThatIsNotPlainIsAUsageError) {
+  // The file name becomes the variant id in every record; a byte that is not UTF-8 there made
+  // `evo compile` die with an internal JSON error.
+  const CompileRun run = compile_probes("compile-safety-file-name", {{"bad\xff\x1b.cu", kFrontMatter + "int x;\n"}});
+  EXPECT_EQ(run.cli.exit_code, 1) << run.cli.out;
+  EXPECT_NE(run.cli.out.find("variant file name may use only"), std::string::npos) << run.cli.out;
+  EXPECT_EQ(run.cli.out.find("internal error"), std::string::npos) << run.cli.out;
 }
 
 }  // namespace

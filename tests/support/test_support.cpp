@@ -58,6 +58,7 @@ fs::path scratch_dir(const std::string& name) {
 fs::path make_repo(const std::string& name, const std::vector<std::pair<std::string, std::string>>& files) {
   fs::path root = scratch_dir(name);
   fs::create_directories(root / "gates");
+  fs::create_directories(root / "variants");
   fs::copy_file(source_root() / "gates" / "gates.json", root / "gates" / "gates.json");
   fs::copy(source_root() / "variants" / "common", root / "variants" / "common", fs::copy_options::recursive);
   for (const auto& [path, text] : files) write_text(root / path, text);
