@@ -184,7 +184,7 @@ Compiler::RawCompile Compiler::compile_cached(const std::string& source, const s
   const fs::path req = dir / (tag + ".req.json"), out_prefix = dir / tag;
   fs::create_directories(dir);
   write_file_atomic(req, json{{"source", source}, {"name", name}, {"options", options}}.dump());
-  auto run = run_with_timeout({self_executable().string(), "__compile", req.string(), out_prefix.string()},
+  auto run = run_with_timeout({evo_executable().string(), "__compile", req.string(), out_prefix.string()},
                               std::chrono::milliseconds(long(gates_.limits.compile_s * 1000)),
                               ResourceLimits{gates_.limits.compile_memory_mb, long(gates_.limits.compile_s) + 5});
   std::error_code ec;

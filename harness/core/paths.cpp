@@ -23,6 +23,11 @@ fs::path self_executable() {
   return p;
 }
 
+fs::path evo_executable() {
+  if (const char* e = std::getenv("EVO_EXECUTABLE"); e && *e) return e;
+  return self_executable();
+}
+
 fs::path repo_root() {
   if (const char* env = std::getenv("EVO_ROOT")) {
     if (!is_root(env)) throw usage_error(std::string("EVO_ROOT=") + env + " has no gates/gates.json and variants/");

@@ -20,6 +20,9 @@ fs::path default_cache_dir();
 std::optional<fs::path> cuda_include_dir();
 // Path to the running evo executable (for spawning workers).
 fs::path self_executable();
+// The evo binary to run for child processes (__compile, __worker): $EVO_EXECUTABLE when set
+// (test binaries link evo's code but are not evo), else the running executable.
+fs::path evo_executable();
 
 std::string read_file(const fs::path& p);  // throws usage_error naming the file
 

@@ -15,7 +15,7 @@ WorkerClient::WorkerClient(const WorkerJob& job, const fs::path& work_dir, const
   const fs::path job_file = work_dir / "job.json";
   write_file_atomic(job_file, to_json(job).dump());
   child_ = std::make_unique<ChildProcess>(
-      std::vector<std::string>{self_executable().string(), "__worker", job_file.string()}, stderr_path_.string());
+      std::vector<std::string>{evo_executable().string(), "__worker", job_file.string()}, stderr_path_.string());
 }
 
 double WorkerClient::seconds() const {

@@ -9,6 +9,7 @@
 #include "compile/compiler.h"
 #include "core/paths.h"
 #include "gates/correctness.h"
+#include "gpu/device_query.h"
 #include "gpu/support_source.h"
 #include "run/plan.h"
 #include "run/reference.h"
@@ -57,7 +58,9 @@ TEST(GpuReference, MatchesCpuDoublePrecision) {
   Context ctx = Context::load();
   const auto cache = test::scratch_dir("reference-cache");
   Compiler compiler(ctx.root, cache, ctx.gates);
-  const auto support = compiler.compile_support("sm_80");
+  // A cubin runs only on its own major architecture: build for the GPU that is here.
+  const GpuInfo gpu = query_gpu(0);
+  const auto support = compiler.compile_support(gpu.cc >= 90 ? "sm_90a" : "sm_" + std::to_string(gpu.cc));
   ReferenceStore store(cache, support, "test", ctx.gates.limits, 0);
   for (const std::string task_name : {"fp16-d64", "bf16-d128-causal", "fp16-d128-causal"}) {
     const Task task = parse_task(task_name);

@@ -15,6 +15,11 @@ namespace fs = std::filesystem;
 
 fs::path source_root() { return EVO_SOURCE_ROOT; }
 
+namespace {
+// Child processes (__compile, __worker) must be the evo binary, not this test binary.
+const bool kExecutableSet = [] { return ::setenv("EVO_EXECUTABLE", EVO_BINARY, 0) == 0; }();
+}  // namespace
+
 std::string read_text(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   std::ostringstream ss;
