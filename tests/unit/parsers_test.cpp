@@ -93,7 +93,7 @@ TEST(VariantParser, RejectsHostileFrontMatterWithAMessage) {
       {"/*evo " + std::string(8 << 20, ' ') + "{\"summary\": 1} */", "summary", "8 MiB of blanks"},
   };
   for (const auto& [source, expected, why] : cases)
-    expect_usage_error([&] { parse_variant(source, "variants/0-x/hostile.cu"); }, "variants/0-x/hostile.cu", expected, why);
+    expect_usage_error([&source = source] { parse_variant(source, "variants/0-x/hostile.cu"); }, "variants/0-x/hostile.cu", expected, why);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -252,7 +252,7 @@ TEST(PopulationParser, RejectsHostileFilesWithAMessage) {
       {good + "garbage", "not a valid population JSON object", "trailing garbage"},
   };
   for (const auto& [text, expected, why] : cases)
-    expect_usage_error([&] { parse_population(text, "populations/g/fp16-d64.json"); }, "populations/g/fp16-d64.json",
+    expect_usage_error([&text = text] { parse_population(text, "populations/g/fp16-d64.json"); }, "populations/g/fp16-d64.json",
                        expected, why);
 }
 
@@ -283,7 +283,7 @@ TEST(GatesConfigParser, RejectsHostileFilesWithAMessage) {
       {"{\"schema_version\": \"1.\xff\"}", "not valid JSON", "invalid UTF-8"},
   };
   for (const auto& [text, expected, why] : cases)
-    expect_usage_error([&] { parse_gates_config(text, "gates/gates.json"); }, "gates/gates.json", expected, why);
+    expect_usage_error([&text = text] { parse_gates_config(text, "gates/gates.json"); }, "gates/gates.json", expected, why);
 }
 
 }  // namespace
