@@ -54,8 +54,7 @@ json evaluate_candidate(const EvalEnv& env, const Candidate& c, const CompileRes
   rec["env"] = {{"gpu", env.gpu.name}, {"gpu_key", env.gpu.key}, {"cc", env.gpu.cc},     {"sms", env.gpu.sms},
                 {"driver", env.gpu.driver}, {"nvrtc", env.nvrtc_version}, {"evo", "0.1.0"}, {"host", host}};
   rec["compile"] = compile_json(compiled);
-  rec["gates"] = {{"resources", {{"pass", compiled.verdict.ok() || compiled.verdict.outcome != Outcome::resources},
-                                 {"reason", compiled.verdict.outcome == Outcome::resources ? compiled.verdict.reason : ""}}}};
+  rec["gates"] = {{"resources", resource_gate_json(compiled.verdict)}};
   rec["timing"] = json::array();
   rec["fitness"] = nullptr;
   rec["pruned"] = false;

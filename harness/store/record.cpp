@@ -51,6 +51,14 @@ json compile_json(const CompileResult& r) {
           {"launch", r.launch ? launch_json(*r.launch) : json(nullptr)}};
 }
 
+json resource_gate_json(const Verdict& v) {
+  // The gate runs only on a cubin: before that (constraints, compile, ...) it was not reached.
+  if (v.outcome != Outcome::ok && v.outcome != Outcome::resources)
+    return {{"pass", nullptr}, {"reason", "not reached"}};
+  const bool failed = v.outcome == Outcome::resources;
+  return {{"pass", !failed}, {"reason", failed ? v.reason : ""}};
+}
+
 json compile_record(const Candidate& c, const CompileResult& r, const std::string& nvrtc_version) {
   json j = candidate_json(c);
   j["schema_version"] = kRecordSchemaVersion;
@@ -60,8 +68,7 @@ json compile_record(const Candidate& c, const CompileResult& r, const std::strin
   j["compile"] = compile_json(r);
   j["outcome"] = std::string(to_string(r.verdict.outcome));
   j["reason"] = r.verdict.reason;
-  j["gates"] = {{"resources", {{"pass", r.verdict.outcome == Outcome::ok},
-                               {"reason", r.verdict.outcome == Outcome::resources ? r.verdict.reason : ""}}}};
+  j["gates"] = {{"resources", resource_gate_json(r.verdict)}};
   return j;
 }
 
