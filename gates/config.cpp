@@ -127,6 +127,17 @@ GatesConfig parse_gates_config(const std::string& text, const std::string& origi
   const json rg = field_or<json>(j, "regression", json::object(), origin);
   c.regression.confidence = field_or<double>(rg, "confidence", 0.99, origin + " regression");
   c.regression.min_effect = field_or<double>(rg, "min_effect", 0.03, origin + " regression");
+  const json sz = field_or<json>(j, "sanitizer", json::object(), origin);
+  const std::string sw = origin + " sanitizer";
+  c.sanitizer.shape_sets = field_or<std::vector<std::string>>(sz, "shape_sets", c.sanitizer.shape_sets, sw);
+  c.sanitizer.seeds = field_or<std::vector<int>>(sz, "seeds", c.sanitizer.seeds, sw);
+  c.sanitizer.inputs = field_or<std::string>(sz, "inputs", c.sanitizer.inputs, sw);
+  c.sanitizer.tool_s = field_or<double>(sz, "tool_s", c.sanitizer.tool_s, sw);
+  for (const auto& set : c.sanitizer.shape_sets)
+    if (!c.shape_sets.count(set)) throw usage_error(fmt::format("{}: shape set '{}' is not in shape_sets", sw, set));
+  if (c.sanitizer.seeds.empty()) throw usage_error(sw + ": seeds must name at least one seed");
+  if (!(c.sanitizer.tool_s > 0)) throw usage_error(sw + ": tool_s must be positive");
+  c.input(c.sanitizer.inputs);  // names it if it is not one of defaults.inputs
   return c;
 }
 
@@ -157,6 +168,15 @@ std::vector<Shape> GatesConfig::shapes(const std::vector<std::string>& sets_or_d
 }
 
 const Tolerance& GatesConfig::tolerance(const Task& task) const { return tolerances.at(task.dtype_name()); }
+
+const InputDistribution& GatesConfig::input(const std::string& name) const {
+  std::string known;
+  for (const auto& in : inputs) {
+    if (in.name == name) return in;
+    known += (known.empty() ? "" : ", ") + in.name;
+  }
+  throw usage_error(fmt::format("unknown input distribution '{}': use one of {} (defaults.inputs)", name, known));
+}
 
 const ResourceCaps& GatesConfig::caps(const std::string& arch) const {
   auto it = resources.find(arch);

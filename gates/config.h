@@ -46,6 +46,14 @@ struct Limits {
   double load_s = 30, gate_case_s = 10, timing_shape_s = 30;
 };
 
+// `evo run --sanitize`: the cases a would-be elite runs under each compute-sanitizer tool.
+struct SanitizerConfig {
+  std::vector<std::string> shape_sets{"small"};  // small and ragged: instrumented runs are slow
+  std::vector<int> seeds{0};
+  std::string inputs = "normal";  // one of `inputs`
+  double tool_s = 300;            // watchdog per phase under the instrumented run
+};
+
 struct RegressionConfig {
   double confidence = 0.99;
   double min_effect = 0.03;
@@ -62,11 +70,13 @@ struct GatesConfig {
   TimingConfig timing;
   Limits limits;
   RegressionConfig regression;
+  SanitizerConfig sanitizer;
 
   // Expands set names or explicit BxHqxHkvxSqxSkvxD entries (comma separated) for a task.
   std::vector<Shape> shapes(const std::vector<std::string>& sets_or_dims, const Task& task) const;
   const Tolerance& tolerance(const Task& task) const;
   const ResourceCaps& caps(const std::string& arch) const;  // throws usage_error for unknown arch
+  const InputDistribution& input(const std::string& name) const;  // throws usage_error naming it
 };
 
 GatesConfig load_gates_config(const std::filesystem::path& file);

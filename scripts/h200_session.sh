@@ -4,6 +4,7 @@
 #   scripts/h200_session.sh calibrate   # SDPA error -> tolerances; SDPA peers
 #   scripts/h200_session.sh stages-a    # build, ctest -L gpu, stages 0-2
 #   scripts/h200_session.sh stages-b    # stages 3-5, timing spread, gate, ncu
+#   scripts/h200_session.sh sanitize    # build, ctest -L gpu, every stage's kernel under --sanitize
 set -uo pipefail
 cd "$(dirname "$0")/.."
 : "${OUT:?set OUT to the folder that comes back}"
@@ -67,5 +68,21 @@ PY
     tail -5 "$OUT/ncu.txt"
     cd results && tar czf "$OUT/results-b.tar.gz" *.jsonl && cd ..
     ;;
-  *) echo "usage: $0 calibrate|stages-a|stages-b" >&2; exit 1 ;;
+  sanitize)
+    build
+    which compute-sanitizer > "$OUT/sanitize.log" 2>&1 || ls /usr/local/cuda*/bin/compute-sanitizer >> "$OUT/sanitize.log" 2>&1
+    EVO_TEST_ARTIFACTS="$OUT" timeout 420 ctest --test-dir build -L gpu --output-on-failure > "$OUT/ctest-gpu.log" 2>&1
+    echo "ctest exit $?" >> "$OUT/ctest-gpu.log"
+    grep -E "tests passed|tests failed|figure|Failed|FAILED|adversarial candidates|--sanitize:" "$OUT/ctest-gpu.log" | head -30
+    # One kernel per stage (its default config: no populations for this benchmark yet) under
+    # --sanitize, in scratch dirs: the committed populations stay as they are.
+    for n in 0 1 2 3 4 5; do
+      [ "$SECONDS" -gt "${SWEEP_UNTIL_S:-480}" ] && { echo "stage $n: skipped, out of call time" | tee -a "$OUT/sanitize.log"; continue; }
+      timeout 150 $evo run --stage $n --task "${SANITIZE_TASKS:-fp16-d128}" --budget 1 --shapes small --bench mission \
+        --seeds 0 --sanitize --results-dir /tmp/san/results --populations-dir /tmp/san/populations 2>&1 |
+        tee -a "$OUT/sanitize.log" | tail -4
+    done
+    cat /tmp/san/results/*.jsonl > "$OUT/sanitize-stages.jsonl" 2>/dev/null
+    ;;
+  *) echo "usage: $0 calibrate|stages-a|stages-b|sanitize" >&2; exit 1 ;;
 esac

@@ -1,8 +1,10 @@
 // evo run --stage N: compile the stage's candidates (parallel, cached), then on the GPU gate
 // and time them one by one in isolated workers; records to results/, elites to populations/.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <iostream>
 
 #include "cli/commands.h"
@@ -13,6 +15,7 @@
 #include "report/table.h"
 #include "run/plan.h"
 #include "run/progress.h"
+#include "run/sanitizer.h"
 #include "run/selection.h"
 #include "run/session.h"
 #include "store/population.h"
@@ -35,6 +38,7 @@ struct RunOptions {
   int device = 0;
   unsigned jobs = 0;
   int repeat = 1;
+  bool sanitize = false;
 };
 
 std::string short_shape(const std::string& dims) {
@@ -53,12 +57,6 @@ double best_fitness(const json& pop, int stage) {
   return elites.empty() ? 0.0 : elites.front()["fitness"]["geomean_median_us"].get<double>();
 }
 
-double best_first_shape(const json& pop, int stage) {
-  auto elites = stage_elites(pop, stage);
-  if (elites.empty() || elites.front()["timing"].empty()) return 0.0;
-  return elites.front()["timing"][0]["median_us"].get<double>();
-}
-
 void run_stage(const RunOptions& o) {
   Context ctx = Context::load();
   const Stage& stage = find_stage(ctx.stages, o.stage);
@@ -68,13 +66,26 @@ void run_stage(const RunOptions& o) {
   ensure_writable_dir(o.results_dir, "results dir");
   ensure_writable_dir(o.populations_dir, "populations dir");
   if (o.budget == 0) throw usage_error("--budget must be at least 1");
+  // Before any work: a --sanitize run that cannot sanitize must not quietly admit elites.
+  fs::path sanitizer;
+  if (o.sanitize) {
+    auto found = find_compute_sanitizer();
+    if (!found)
+      throw environment_error(std::getenv("EVO_COMPUTE_SANITIZER") && *std::getenv("EVO_COMPUTE_SANITIZER")
+                                  ? fmt::format("EVO_COMPUTE_SANITIZER={} is not an executable file: point it at "
+                                                "compute-sanitizer (CUDA toolkit) or unset it",
+                                                std::getenv("EVO_COMPUTE_SANITIZER"))
+                                  : "--sanitize needs compute-sanitizer (CUDA toolkit): put it on PATH, set CUDA_HOME, "
+                                    "or set EVO_COMPUTE_SANITIZER");
+    sanitizer = *found;
+  }
 
   // Plans first, so a bad --shapes fails before any work.
   std::vector<EvalPlan> plans;
   for (const auto& t : tasks)
     plans.push_back(make_plan(ctx.gates, {t, o.shapes.empty() ? ctx.gates.gate_sets : o.shapes,
                                           o.bench.empty() ? ctx.gates.benchmark_sets : o.bench,
-                                          o.seeds.empty() ? ctx.gates.seeds : o.seeds}));
+                                          o.seeds.empty() ? ctx.gates.seeds : o.seeds, o.sanitize}));
 
   Compiler compiler(ctx.root, cache, ctx.gates);
   // Compile every candidate of the domain for each task (cheap and cached) so configs that
@@ -90,7 +101,8 @@ void run_stage(const RunOptions& o) {
   std::unique_ptr<Session> session;
   try {
     session = std::make_unique<Session>(ctx, compiler,
-                                        SessionOptions{o.results_dir, o.populations_dir, cache, o.device, fmt::format("stage{}", o.stage), {}});
+                                        SessionOptions{o.results_dir, o.populations_dir, cache, o.device,
+                                                       fmt::format("stage{}", o.stage), {}, true, sanitizer});
   } catch (const EvoError& e) {
     if (e.code() != kExitEnvironment) throw;
     no_gpu = e.what();
@@ -142,6 +154,10 @@ void run_stage(const RunOptions& o) {
   Progress progress(total);
   progress.note(fmt::format("evo run: stage {} ({}) on {} [{}], {} candidates, records -> {}", stage.number, stage.slug,
                             session->gpu().name, session->gpu().key, total, session->results_file().string()));
+  if (o.sanitize)
+    progress.note(fmt::format("--sanitize: would-be elites also run {} on the {} shapes under {}",
+                              "memcheck, initcheck (+ racecheck, synccheck with shared memory/barriers)",
+                              fmt::join(ctx.gates.sanitizer.shape_sets, ","), sanitizer.string()));
   size_t index = 0;
   double gpu_seconds = 0;
   std::vector<std::string> shape_headers;
@@ -157,8 +173,8 @@ void run_stage(const RunOptions& o) {
       const auto& sel = work[ti].chosen[i];
       const Candidate& c = sel.candidate;
       progress.start_candidate(index, fmt::format("{} {} {}", c.task.name(), c.variant->id, c.params_text()));
-      const double prune_us = best_first_shape(session->population(tasks[ti], plan.benchmark), o.stage);
-      json rec = session->evaluate(c, work[ti].compiled[i], plan, prune_us, sel.origin,
+      const EliteStanding standing = elite_standing(session->population(tasks[ti], plan.benchmark), o.stage, c.id());
+      json rec = session->evaluate(c, work[ti].compiled[i], plan, standing, sel.origin,
                                    [&](const std::string& ph) { progress.phase(ph); });
       gpu_seconds += rec["gpu_seconds"].get<double>();
       std::string verdict = rec["outcome"];
@@ -214,6 +230,9 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--repeat", o->repeat, "evaluate each candidate this many times in a row (measures the spread)")
       ->check(CLI::Range(1, 10))
       ->capture_default_str();
+  cmd->add_flag("--sanitize", o->sanitize,
+                "run candidates about to enter the elite under compute-sanitizer (memcheck, initcheck; racecheck and "
+                "synccheck when they use shared memory or barriers); a report keeps them out");
   cmd->callback([o] { run_stage(*o); });
 }
 

@@ -5,7 +5,7 @@
 
 namespace evo {
 namespace {
-constexpr std::array<std::pair<Outcome, std::string_view>, 11> kNames{{
+constexpr std::array<std::pair<Outcome, std::string_view>, 12> kNames{{
     {Outcome::ok, "ok"},
     {Outcome::constraints, "constraints"},
     {Outcome::compile, "compile"},
@@ -17,6 +17,7 @@ constexpr std::array<std::pair<Outcome, std::string_view>, 11> kNames{{
     {Outcome::correctness, "correctness"},
     {Outcome::nondeterministic, "nondeterministic"},
     {Outcome::unsupported, "unsupported"},
+    {Outcome::sanitizer, "sanitizer"},
 }};
 }  // namespace
 

@@ -18,6 +18,7 @@ enum class Outcome {
   correctness,       // wrong, NaN/Inf, unwritten, inputs modified, out-of-bounds writes
   nondeterministic,  // two runs on the same inputs differ bitwise
   unsupported,       // the variant does not support the task or the device
+  sanitizer,         // compute-sanitizer reported an error (evo run --sanitize, would-be elites)
 };
 
 std::string_view to_string(Outcome o);

@@ -45,21 +45,27 @@ void check(CUresult r, const char* what, const char* outcome = "crash") {
 // The same driver calls under one short name.
 const CudaDriver& cu() { return cuda_driver(); }
 
-// A device allocation with guard bands on both sides, filled with kGuardByte.
+// A device allocation with guard bands on both sides, filled with kGuardByte. Under
+// compute-sanitizer the bands are left out (guard = 0): memcheck sees allocation bounds, and a
+// read that strays into a band would be in bounds to it.
 struct GuardedBuffer {
   CUdeviceptr base = 0;
   size_t bytes = 0;  // usable bytes
-  CUdeviceptr data() const { return base + kGuardBytes; }
-  void allocate(size_t n) {
+  size_t guard = kGuardBytes;
+  CUdeviceptr data() const { return base + guard; }
+  void allocate(size_t n, size_t guard_bytes) {
     bytes = n;
-    check(cu().cuMemAlloc(&base, n + 2 * kGuardBytes), "cuMemAlloc", "runtime");
-    check(cu().cuMemsetD8(base, kGuardByte, kGuardBytes), "guard fill");
-    check(cu().cuMemsetD8(base + kGuardBytes + n, kGuardByte, kGuardBytes), "guard fill");
+    guard = guard_bytes;
+    check(cu().cuMemAlloc(&base, n + 2 * guard), "cuMemAlloc", "runtime");
+    if (guard == 0) return;
+    check(cu().cuMemsetD8(base, kGuardByte, guard), "guard fill");
+    check(cu().cuMemsetD8(base + guard + n, kGuardByte, guard), "guard fill");
   }
   bool guards_intact() const {
-    std::vector<unsigned char> g(kGuardBytes);
-    for (CUdeviceptr p : {base, base + kGuardBytes + bytes}) {
-      check(cu().cuMemcpyDtoH(g.data(), p, kGuardBytes), "guard readback");
+    std::vector<unsigned char> g(guard);
+    if (guard == 0) return true;
+    for (CUdeviceptr p : {base, base + guard + bytes}) {
+      check(cu().cuMemcpyDtoH(g.data(), p, guard), "guard readback");
       for (unsigned char c : g)
         if (c != kGuardByte) return false;
     }
@@ -94,12 +100,12 @@ struct Problem {
   GuardedBuffer q, k, v, o;
   TensorDesc dq{}, dk{}, dv{}, dout{};
 
-  void allocate(const Shape& s) {
+  void allocate(const Shape& s, size_t guard = kGuardBytes) {
     shape = s;
-    q.allocate(size_t(s.elements(s.heads_q, s.seq_q)) * elem);
-    k.allocate(size_t(s.elements(s.heads_kv, s.seq_kv)) * elem);
-    v.allocate(size_t(s.elements(s.heads_kv, s.seq_kv)) * elem);
-    o.allocate(size_t(s.elements(s.heads_q, s.seq_q)) * elem);
+    q.allocate(size_t(s.elements(s.heads_q, s.seq_q)) * elem, guard);
+    k.allocate(size_t(s.elements(s.heads_kv, s.seq_kv)) * elem, guard);
+    v.allocate(size_t(s.elements(s.heads_kv, s.seq_kv)) * elem, guard);
+    o.allocate(size_t(s.elements(s.heads_q, s.seq_q)) * elem, guard);
     auto desc = [&](const GuardedBuffer& b, int heads, int seq) {
       TensorDesc d{b.data(), {}, s.batch, heads, seq, s.head_dim};
       int64_t st[3];
@@ -158,9 +164,13 @@ class Worker {
     init_device();
     if (job_.mode == "reference") {
       run_reference();
+    } else if (job_.mode == "sanitize") {
+      load_candidate();
+      run_instrumented();
     } else {
       load_candidate();
-      if (!run_gate()) return 0;
+      run_gate();
+      if (!parent_says_continue()) return 0;
       run_bench();
     }
     emit({{"event", "done"}});
@@ -329,7 +339,7 @@ class Worker {
     return p.logical(p.o.read(), p.dout, p.elem);
   }
 
-  bool run_gate() {
+  void run_gate() {
     for (const auto& c : job_.cases) {
       emit({{"event", "phase"}, {"phase", "gate"}, {"case", c.id}});
       Problem p;
@@ -347,10 +357,33 @@ class Worker {
             {"inputs_intact", inputs_intact}, {"guards_intact", guards_intact}});
       current_ = nullptr;
     }
+  }
+
+  bool parent_says_continue() {
     emit({{"event", "await"}});
     std::string answer;
-    if (!std::getline(std::cin, answer) || answer != "continue") return false;
-    return true;
+    return std::getline(std::cin, answer) && answer == "continue";
+  }
+
+  // Under compute-sanitizer: exact-size buffers (no guard bands) and an output the harness
+  // never writes, so memcheck sees every stray access and initcheck every read of output the
+  // kernel did not write first. One launch per case; the tool, not a replay, is the check.
+  void run_instrumented() {
+    for (const auto& c : job_.cases) {
+      emit({{"event", "phase"}, {"phase", "gate"}, {"case", c.id}});
+      Problem p;
+      current_ = &p;
+      p.allocate(c.shape, 0);
+      p.fill(support_, c, stream_);
+      const std::string before = p.input_hash();
+      Params a = params_for(p);
+      launch(a);
+      sync("evo_attn_fwd");
+      write_file_atomic(c.out_path, p.logical(p.o.read(), p.dout, p.elem));
+      emit({{"event", "case_done"}, {"case", c.id}, {"out", c.out_path}, {"inputs_intact", p.input_hash() == before},
+            {"guards_intact", true}});
+      current_ = nullptr;
+    }
   }
 
   void flush_l2() { check(cu().cuMemsetD8Async(flush_, 0x5A, flush_bytes_, stream_), "L2 flush", "runtime"); }

@@ -1,6 +1,7 @@
 // The parent <-> worker contract. The parent writes a job file and starts
-// `evo __worker JOB`; the worker reports progress as JSON lines on stdout and, between the
-// gate and timing, waits for "continue" or "stop" on stdin. Only the parent writes records.
+// `evo __worker JOB` (under compute-sanitizer for `evo run --sanitize`); the worker reports
+// progress as JSON lines on stdout and, between the gate and timing, waits for "continue" or
+// "stop" on stdin. Only the parent writes records.
 #pragma once
 #include <nlohmann/json.hpp>
 #include <string>
@@ -31,7 +32,9 @@ struct BenchSpec {
 };
 
 struct WorkerJob {
-  std::string mode;  // "reference" or "candidate"
+  // "reference": FP32 reference outputs; "candidate": gate, await, timing; "sanitize": the
+  // cases once each under compute-sanitizer (no guard bands, no poison, no timing).
+  std::string mode;
   int device = 0;
   Task task;
   std::string support_cubin;

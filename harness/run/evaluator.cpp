@@ -9,7 +9,9 @@
 #include "core/errors.h"
 #include "core/paths.h"
 #include "gates/correctness.h"
+#include "run/sanitizer.h"
 #include "run/worker_client.h"
+#include "store/population.h"
 #include "store/record.h"
 
 namespace evo {
@@ -40,8 +42,30 @@ json timing_entry(const json& ev, const Shape& s, const Task& task) {
 
 }  // namespace
 
+WorkerJob candidate_job(const EvalEnv& env, const Candidate& c, const CompileResult& compiled, const std::string& mode) {
+  WorkerJob job;
+  job.mode = mode;
+  job.device = env.device;
+  job.task = c.task;
+  job.support_cubin = env.support_cubin.string();
+  job.cubin = compiled.cubin_path.string();
+  job.launch = *compiled.launch;
+  job.timing = env.gates->timing;
+  return job;
+}
+
+EliteStanding elite_standing(const json& population, int stage, const std::string& candidate_id) {
+  EliteStanding s;
+  const auto elites = stage_elites(population, stage);
+  if (!elites.empty() && !elites.front()["timing"].empty()) s.prune_us = elites.front()["timing"][0]["median_us"].get<double>();
+  if (elites.size() >= size_t(kElites)) s.entry_us = elites[size_t(kElites) - 1]["fitness"]["geomean_median_us"].get<double>();
+  for (const auto& e : elites)
+    if (e.contains("candidate_id") && e["candidate_id"] == candidate_id) s.is_elite = true;
+  return s;
+}
+
 json evaluate_candidate(const EvalEnv& env, const Candidate& c, const CompileResult& compiled, const EvalPlan& plan,
-                        double prune_us, const std::string& origin, const ProgressFn& progress) {
+                        const EliteStanding& standing, const std::string& origin, const ProgressFn& progress) {
   json rec = candidate_json(c);
   rec["schema_version"] = kRecordSchemaVersion;
   rec["kind"] = "run";
@@ -54,7 +78,7 @@ json evaluate_candidate(const EvalEnv& env, const Candidate& c, const CompileRes
   rec["env"] = {{"gpu", env.gpu.name}, {"gpu_key", env.gpu.key}, {"cc", env.gpu.cc},     {"sms", env.gpu.sms},
                 {"driver", env.gpu.driver}, {"nvrtc", env.nvrtc_version}, {"evo", "0.1.0"}, {"host", host}};
   rec["compile"] = compile_json(compiled);
-  rec["gates"] = {{"resources", resource_gate_json(compiled.verdict)}};
+  rec["gates"] = {{"resources", resource_gate_json(compiled.verdict)}, {"sanitizer", nullptr}};
   rec["timing"] = json::array();
   rec["fitness"] = nullptr;
   rec["pruned"] = false;
@@ -69,15 +93,8 @@ json evaluate_candidate(const EvalEnv& env, const Candidate& c, const CompileRes
 
   const fs::path work = env.work_root / c.id();
   fs::create_directories(work);
-  WorkerJob job;
-  job.mode = "candidate";
-  job.device = env.device;
-  job.task = c.task;
-  job.support_cubin = env.support_cubin.string();
-  job.cubin = compiled.cubin_path.string();
-  job.launch = *compiled.launch;
-  job.timing = env.gates->timing;
-  job.prune_us = prune_us;
+  WorkerJob job = candidate_job(env, c, compiled, "candidate");
+  job.prune_us = standing.prune_us;
   std::map<std::string, std::pair<CaseSpec, std::string>> refs;  // case id -> spec, reference path
   int k = 0;
   for (CaseSpec cs : plan.gate_cases) {
@@ -176,9 +193,8 @@ json evaluate_candidate(const EvalEnv& env, const Candidate& c, const CompileRes
   std::error_code ec;
   fs::remove_all(work, ec);
 
-  const double gpu_s = worker.seconds();
-  rec["gpu_seconds"] = gpu_s;
-  rec["phases"]["gpu_s"] = gpu_s;
+  const double worker_s = worker.seconds();
+  double gpu_s = worker_s;
   bool gate_pass = !verdict || (verdict->outcome != Outcome::correctness && verdict->outcome != Outcome::nondeterministic);
   rec["gates"]["correctness"] = {{"pass", !checks.empty() && gate_pass}, {"checks", checks}};
   rec["gates"]["determinism"] = {{"pass", deterministic}};
@@ -198,6 +214,22 @@ json evaluate_candidate(const EvalEnv& env, const Candidate& c, const CompileRes
     rec["fitness"] = {{"geomean_median_us", std::exp(log_med / n)}, {"geomean_p90_us", std::exp(log_p90 / n)},
                       {"shapes", rec["timing"].size()}, {"complete", true}};
   }
+
+  // A would-be elite under compute-sanitizer (evo run --sanitize): a report keeps it out.
+  if (!env.compute_sanitizer.empty() && rec["fitness"].is_object() &&
+      standing.would_enter(rec["fitness"]["geomean_median_us"].get<double>())) {
+    SanitizerResult san = run_sanitizer(env, c, compiled, plan, progress);
+    rec["gates"]["sanitizer"] = san.report;
+    rec["phases"]["sanitizer_s"] = san.seconds;
+    gpu_s += san.seconds;
+    if (san.verdict) {
+      rec["outcome"] = std::string(to_string(san.verdict->outcome));
+      rec["reason"] = san.verdict->reason;
+      rec["fitness"] = nullptr;
+    }
+  }
+  rec["gpu_seconds"] = gpu_s;
+  rec["phases"]["gpu_s"] = worker_s;
   return rec;
 }
 

@@ -21,6 +21,7 @@ struct EvalEnv {
   const ReferenceStore* references = nullptr;
   std::filesystem::path support_cubin;
   std::filesystem::path work_root;  // scratch space for job files and outputs
+  std::filesystem::path compute_sanitizer;  // set by `evo run --sanitize`; empty: no sanitizer pass
   GpuInfo gpu;
   std::string run_id, nvrtc_version;
   int device = 0;
@@ -29,9 +30,20 @@ struct EvalEnv {
 // Called with a phase label ("gate mission/…", "timing 8x16x16x2048x2048x128") as work goes on.
 using ProgressFn = std::function<void(const std::string&)>;
 
-// `prune_us`: the current elite's median on the first benchmark shape (0 = none).
+// A worker job for a compiled candidate (mode "candidate" or "sanitize"), cases not yet added.
+WorkerJob candidate_job(const EvalEnv& env, const Candidate& c, const CompileResult& compiled, const std::string& mode);
+
+// Where a candidate stands against its stage's elite (this GPU, task and benchmark).
+struct EliteStanding {
+  double prune_us = 0;    // the best elite's median on the first benchmark shape (0: no elite)
+  double entry_us = 0;    // the fitness to beat to enter the top-3 (0: fewer than 3 elites)
+  bool is_elite = false;  // this candidate is already one of them (its new record replaces it)
+  bool would_enter(double fitness_us) const { return is_elite || entry_us <= 0 || fitness_us < entry_us; }
+};
+EliteStanding elite_standing(const nlohmann::json& population, int stage, const std::string& candidate_id);
+
 nlohmann::json evaluate_candidate(const EvalEnv& env, const Candidate& c, const CompileResult& compiled,
-                                  const EvalPlan& plan, double prune_us, const std::string& origin,
+                                  const EvalPlan& plan, const EliteStanding& standing, const std::string& origin,
                                   const ProgressFn& progress);
 
 }  // namespace evo

@@ -34,6 +34,15 @@ EvalPlan make_plan(const GatesConfig& gates, const PlanRequest& r) {
     b.id = b.timed.shape.dims();
     p.bench.push_back(b);
   }
+  if (r.sanitize) {
+    const InputDistribution& in = gates.input(gates.sanitizer.inputs);
+    for (const Shape& s : gates.shapes(gates.sanitizer.shape_sets, r.task))
+      for (int seed : gates.sanitizer.seeds) {
+        CaseSpec c = make_case(s, unsigned(seed), in);
+        c.id = "sanitize/" + c.id;
+        p.sanitize_cases.push_back(c);
+      }
+  }
   if (r.bench_sets != gates.benchmark_sets) {
     Sha256 h;
     for (const auto& b : p.bench) h.update(b.id).update(";");
@@ -45,6 +54,7 @@ EvalPlan make_plan(const GatesConfig& gates, const PlanRequest& r) {
 std::vector<CaseSpec> reference_cases(const EvalPlan& plan) {
   std::vector<CaseSpec> out = plan.gate_cases;
   for (const auto& b : plan.bench) out.push_back(b.fresh);
+  out.insert(out.end(), plan.sanitize_cases.begin(), plan.sanitize_cases.end());
   return out;
 }
 

@@ -16,6 +16,8 @@ struct EvalPlan {
   Task task;
   std::vector<CaseSpec> gate_cases;
   std::vector<BenchSpec> bench;
+  // `evo run --sanitize`: cases a would-be elite runs once under each compute-sanitizer tool.
+  std::vector<CaseSpec> sanitize_cases;
   // "default" for gates.json's benchmark sets, else "custom-<hash of the shapes>": fitness is
   // only ranked against fitness over the same shapes.
   std::string benchmark = "default";
@@ -26,11 +28,13 @@ struct PlanRequest {
   std::vector<std::string> gate_sets;   // names or explicit dims
   std::vector<std::string> bench_sets;
   std::vector<int> seeds;
+  bool sanitize = false;
 };
 
 EvalPlan make_plan(const GatesConfig& gates, const PlanRequest& request);
 
-// Every case whose reference output the plan needs: gate cases and fresh bench inputs.
+// Every case whose reference output the plan needs: gate cases, fresh bench inputs, and the
+// sanitizer's cases.
 std::vector<CaseSpec> reference_cases(const EvalPlan& plan);
 
 }  // namespace evo

@@ -26,7 +26,7 @@ const Variant* find_variant(const Context& ctx, const std::string& id) {
 std::vector<json> remeasure_elites(const Context& ctx, const RemeasureOptions& o) {
   Compiler compiler(ctx.root, o.cache_dir, ctx.gates);
   const fs::path results_dir = o.results_file.parent_path().empty() ? fs::path(".") : o.results_file.parent_path();
-  Session session(ctx, compiler, SessionOptions{results_dir, ctx.root / "populations", o.cache_dir, 0, "gate", o.results_file, false});
+  Session session(ctx, compiler, SessionOptions{results_dir, ctx.root / "populations", o.cache_dir, 0, "gate", o.results_file, false, {}});
   const fs::path pop_dir = ctx.root / "populations" / session.gpu().key;
   std::vector<Task> tasks;
   if (!o.tasks.empty()) {
@@ -62,7 +62,7 @@ std::vector<json> remeasure_elites(const Context& ctx, const RemeasureOptions& o
       Candidate c{v, params, task, session.gpu().cc >= 90 ? "sm_90a" : fmt::format("sm_{}", session.gpu().cc)};
       CompileResult compiled = compiler.compile(c);
       spdlog::info("re-measuring {} {} {}", task.name(), v->id, c.params_text());
-      out.push_back(session.evaluate(c, compiled, plan, 0.0, "gate", [](const std::string&) {}));
+      out.push_back(session.evaluate(c, compiled, plan, EliteStanding{}, "gate", [](const std::string&) {}));
     }
   }
   return out;

@@ -22,6 +22,7 @@ Session::Session(const Context& ctx, const Compiler& compiler, SessionOptions op
   env_.gpu = query_gpu(options_.device);
   env_.gates = &ctx.gates;
   env_.device = options_.device;
+  env_.compute_sanitizer = options_.compute_sanitizer;
   env_.nvrtc_version = compiler.nvrtc_version();
   const std::string arch = env_.gpu.cc >= 90 ? "sm_90a" : fmt::format("sm_{}", env_.gpu.cc);
   env_.support_cubin = compiler.compile_support(arch);
@@ -50,9 +51,9 @@ void Session::prepare_references(const EvalPlan& plan, const ProgressFn& progres
   references_->prepare(plan.task, reference_cases(plan), env_.work_root / ("reference-" + plan.task.name()));
 }
 
-json Session::evaluate(const Candidate& c, const CompileResult& compiled, const EvalPlan& plan, double prune_us,
-                       const std::string& origin, const ProgressFn& progress) {
-  json rec = evaluate_candidate(env_, c, compiled, plan, prune_us, origin, progress);
+json Session::evaluate(const Candidate& c, const CompileResult& compiled, const EvalPlan& plan,
+                       const EliteStanding& standing, const std::string& origin, const ProgressFn& progress) {
+  json rec = evaluate_candidate(env_, c, compiled, plan, standing, origin, progress);
   append_record(results_file_, rec);
   if (options_.update_populations) refresh_populations();
   return rec;

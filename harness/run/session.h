@@ -20,6 +20,7 @@ struct SessionOptions {
   std::string tag;  // part of the results file name, e.g. "stage3"
   std::filesystem::path results_file;  // explicit file; default <results_dir>/<time>-<gpu>-<tag>.jsonl
   bool update_populations = true;      // the gate measures elites; it never changes them
+  std::filesystem::path compute_sanitizer;  // `evo run --sanitize`: would-be elites run under it
 };
 
 class Session {
@@ -30,8 +31,8 @@ class Session {
 
   void prepare_references(const EvalPlan& plan, const ProgressFn& progress);
   // Evaluates, appends the record durably, refreshes this GPU's populations; returns the record.
-  nlohmann::json evaluate(const Candidate& c, const CompileResult& compiled, const EvalPlan& plan, double prune_us,
-                          const std::string& origin, const ProgressFn& progress);
+  nlohmann::json evaluate(const Candidate& c, const CompileResult& compiled, const EvalPlan& plan,
+                          const EliteStanding& standing, const std::string& origin, const ProgressFn& progress);
   nlohmann::json population(const Task& task, const std::string& benchmark) const;  // this GPU's, or empty
   const GpuInfo& gpu() const { return env_.gpu; }
   const std::filesystem::path& results_file() const { return results_file_; }

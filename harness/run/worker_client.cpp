@@ -10,12 +10,14 @@ namespace evo {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-WorkerClient::WorkerClient(const WorkerJob& job, const fs::path& work_dir, const Limits& limits)
+WorkerClient::WorkerClient(const WorkerJob& job, const fs::path& work_dir, const Limits& limits,
+                           const std::vector<std::string>& wrapper)
     : stderr_path_(work_dir / "worker.stderr"), limits_(limits), start_(std::chrono::steady_clock::now()) {
   const fs::path job_file = work_dir / "job.json";
   write_file_atomic(job_file, to_json(job).dump());
-  child_ = std::make_unique<ChildProcess>(
-      std::vector<std::string>{evo_executable().string(), "__worker", job_file.string()}, stderr_path_.string());
+  std::vector<std::string> argv = wrapper;
+  for (std::string a : {evo_executable().string(), std::string("__worker"), job_file.string()}) argv.push_back(a);
+  child_ = std::make_unique<ChildProcess>(argv, stderr_path_.string());
 }
 
 double WorkerClient::seconds() const {
@@ -38,7 +40,7 @@ std::optional<json> WorkerClient::next() {
       // Candidate code cannot write to our pipe (it runs on the GPU), so this is evo's bug.
       failure_ = Verdict{Outcome::runtime, "worker sent an unreadable line"};
       child_->kill_group();
-      child_->wait();
+      exit_status_ = child_->wait();
       finished_ = true;
       return std::nullopt;
     }
@@ -48,7 +50,7 @@ std::optional<json> WorkerClient::next() {
     }
     if (ev["event"] == "done") {
       finished_ = true;
-      child_->wait();
+      exit_status_ = child_->wait();
     }
     if (ev["event"] == "error") {
       const std::string outcome = ev.value("outcome", "runtime");
@@ -56,7 +58,7 @@ std::optional<json> WorkerClient::next() {
       failure_ = Verdict{o.value_or(Outcome::runtime), ev.value("reason", "") +
                                                             (phase_detail_.empty() ? "" : " (during " + phase_ + " " + phase_detail_ + ")")};
       finished_ = true;
-      child_->wait();
+      exit_status_ = child_->wait();
     }
     return ev;
   }
@@ -65,11 +67,12 @@ std::optional<json> WorkerClient::next() {
   if (child_->last_read_timed_out()) {
     child_->mark_timed_out();
     child_->kill_group();
-    child_->wait();
+    exit_status_ = child_->wait();
     failure_ = Verdict{Outcome::timeout, fmt::format("no progress for {:g} s during {}: worker killed", limit, where)};
     return std::nullopt;
   }
   ExitStatus st = child_->wait();
+  exit_status_ = st;
   std::string tail;
   if (fs::exists(stderr_path_)) {
     tail = read_file(stderr_path_);

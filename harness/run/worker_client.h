@@ -1,11 +1,13 @@
-// The parent's side of a worker: starts `evo __worker JOB` in its own process group, reads
-// its events under a per-phase watchdog, and turns a death or a silence into a verdict.
+// The parent's side of a worker: starts `evo __worker JOB` in its own process group (behind a
+// wrapper such as compute-sanitizer when given), reads its events under a per-phase watchdog,
+// and turns a death or a silence into a verdict.
 #pragma once
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/outcome.h"
 #include "core/subprocess.h"
@@ -16,13 +18,17 @@ namespace evo {
 
 class WorkerClient {
  public:
-  WorkerClient(const WorkerJob& job, const std::filesystem::path& work_dir, const Limits& limits);
+  // `wrapper`: argv put before `evo __worker JOB` (e.g. compute-sanitizer and its flags).
+  WorkerClient(const WorkerJob& job, const std::filesystem::path& work_dir, const Limits& limits,
+               const std::vector<std::string>& wrapper = {});
 
   // The next event, or nullopt when the worker ended (then `failure()` says how, if it was
   // not a clean "done") or went silent past the current phase's limit (killed: timeout).
   std::optional<nlohmann::json> next();
   void send(const std::string& line) { child_->write_line(line); }
   const std::optional<Verdict>& failure() const { return failure_; }
+  // How the process ended, once it has (after next() returned nullopt or a done/error event).
+  const std::optional<ExitStatus>& exit_status() const { return exit_status_; }
   std::string phase() const { return phase_; }
   double seconds() const;  // wall time since start
 
@@ -33,6 +39,7 @@ class WorkerClient {
   Limits limits_;
   std::string phase_ = "start", phase_detail_;
   std::optional<Verdict> failure_;
+  std::optional<ExitStatus> exit_status_;
   bool finished_ = false;
   std::chrono::steady_clock::time_point start_;
 };

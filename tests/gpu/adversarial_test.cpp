@@ -21,19 +21,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// A scratch repo like test::make_repo's (gates.json, variants/common, the given files), built
-// here because make_repo copies variants/common before variants/ exists.
-std::filesystem::path scratch_repo(const std::string& name, const std::vector<std::pair<std::string, std::string>>& files) {
-  const std::filesystem::path root = scratch_dir(name);
-  std::filesystem::create_directories(root / "gates");
-  std::filesystem::create_directories(root / "variants");
-  std::filesystem::copy_file(source_root() / "gates" / "gates.json", root / "gates" / "gates.json");
-  std::filesystem::copy(source_root() / "variants" / "common", root / "variants" / "common",
-                        std::filesystem::copy_options::recursive);
-  for (const auto& [path, text] : files) write_text(root / path, text);
-  return root;
-}
-
 std::string quoted(const fs::path& p) { return "'" + p.string() + "'"; }
 
 const fs::path kSuite = source_root() / "tests" / "adversarial";
@@ -81,7 +68,7 @@ Suite make_suite() {
   s.expected[kControl] = "ok";
   files.emplace_back("variants/0-adversarial/" + kControl,
                      read_text(source_root() / "variants" / "0-baseline" / "wmma_scalar_pv.cu"));
-  s.root = scratch_repo("adversarial", files);
+  s.root = make_repo("adversarial", files);
   s.results = s.root / "results";
   s.populations = s.root / "populations";
   s.cache = s.root / "cache";

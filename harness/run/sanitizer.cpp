@@ -1,0 +1,189 @@
+#include "run/sanitizer.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <map>
+
+#include "compile/source_policy.h"
+#include "core/paths.h"
+#include "gates/correctness.h"
+#include "run/worker_client.h"
+#include "store/atomic_file.h"
+
+namespace evo {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr std::string_view kPrefix = "========= ";
+
+// "ERROR SUMMARY: 3 errors" -> 3; "RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)" -> 1.
+std::optional<long> count_before(std::string_view text, std::string_view word) {
+  const size_t at = text.find(word);
+  if (at == std::string_view::npos) return std::nullopt;
+  size_t end = at;
+  while (end > 0 && text[end - 1] == ' ') --end;
+  size_t begin = end;
+  while (begin > 0 && text[begin - 1] >= '0' && text[begin - 1] <= '9') --begin;
+  if (begin == end) return std::nullopt;
+  return std::strtol(std::string(text.substr(begin, end - begin)).c_str(), nullptr, 10);
+}
+
+bool executable(const fs::path& p) { return !p.empty() && ::access(p.c_str(), X_OK) == 0 && fs::is_regular_file(p); }
+
+}  // namespace
+
+SanitizerFindings parse_sanitizer_log(std::string_view log) {
+  SanitizerFindings f;
+  std::string where;
+  size_t pos = 0;
+  while (pos < log.size()) {
+    size_t nl = log.find('\n', pos);
+    if (nl == std::string_view::npos) nl = log.size();
+    std::string_view line = log.substr(pos, nl - pos);
+    pos = nl + 1;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.substr(0, kPrefix.size()) != kPrefix) continue;
+    std::string_view body = line.substr(kPrefix.size());
+    if (body.rfind("ERROR SUMMARY:", 0) == 0) {
+      f.summary_seen = true;
+      f.errors = std::max(f.errors, count_before(body, " error").value_or(0));
+      continue;
+    }
+    if (body.rfind("RACECHECK SUMMARY:", 0) == 0) {
+      f.summary_seen = true;
+      // Racecheck counts hazards and splits them into errors and warnings; errors fail.
+      const size_t paren = body.find('(');
+      if (paren != std::string_view::npos) f.errors = std::max(f.errors, count_before(body.substr(paren), " error").value_or(0));
+      continue;
+    }
+    if (body.empty() || body.rfind("COMPUTE-SANITIZER", 0) == 0) continue;
+    const bool detail = body.front() == ' ';
+    if (!detail && f.first.empty()) {
+      f.first = std::string(body);
+    } else if (detail && !f.first.empty() && where.empty()) {
+      // The first indented line after a report says where: "at evo_attn_fwd(...)+0x1f0".
+      size_t b = body.find_first_not_of(' ');
+      if (b != std::string_view::npos && body.substr(b).rfind("at ", 0) == 0) where = std::string(body.substr(b));
+    }
+  }
+  if (!where.empty()) f.first += " — " + where;
+  if (f.first.size() > 240) f.first = f.first.substr(0, 240) + "…";
+  return f;
+}
+
+std::vector<std::string> sanitizer_tools(const PtxasResources& resources, const LaunchGeometry& launch) {
+  std::vector<std::string> tools{"memcheck", "initcheck"};
+  const bool shared = resources.static_smem > 0 || launch.smem_bytes > 0;
+  if (shared) tools.push_back("racecheck");
+  if (shared || resources.barriers > 0) tools.push_back("synccheck");
+  return tools;
+}
+
+std::optional<fs::path> find_compute_sanitizer() {
+  if (const char* env = std::getenv("EVO_COMPUTE_SANITIZER"); env && *env) {
+    // Set on purpose: use it or say it is wrong, never fall back to another one.
+    if (executable(env)) return fs::path(env);
+    return std::nullopt;
+  }
+  std::vector<fs::path> candidates;
+  if (const char* path = std::getenv("PATH"))
+    for (std::string_view rest = path; !rest.empty();) {
+      const size_t colon = rest.find(':');
+      const std::string_view dir = rest.substr(0, colon);
+      if (!dir.empty()) candidates.push_back(fs::path(std::string(dir)) / "compute-sanitizer");
+      rest = colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
+    }
+  if (const char* home = std::getenv("CUDA_HOME"); home && *home) candidates.push_back(fs::path(home) / "bin" / "compute-sanitizer");
+  candidates.push_back("/usr/local/cuda/bin/compute-sanitizer");
+  for (const auto& p : candidates)
+    if (executable(p)) return p;
+  return std::nullopt;
+}
+
+SanitizerResult run_sanitizer(const EvalEnv& env, const Candidate& c, const CompileResult& compiled, const EvalPlan& plan,
+                              const ProgressFn& progress) {
+  SanitizerResult out;
+  const auto tools = sanitizer_tools(*compiled.resources, *compiled.launch);
+  json report = {{"pass", false}, {"cases", json::array()}, {"tools", json::array()}};
+  for (const auto& cs : plan.sanitize_cases) report["cases"].push_back(cs.id);
+  const Tolerance& tol = env.gates->tolerance(c.task);
+  // Instrumented runs are one to two orders slower: every phase gets the sanitizer's limit.
+  Limits limits = env.gates->limits;
+  limits.load_s = limits.gate_case_s = limits.timing_shape_s = env.gates->sanitizer.tool_s;
+
+  for (const std::string& tool : tools) {
+    const fs::path work = env.work_root / (c.id() + "-" + tool);
+    fs::create_directories(work);
+    WorkerJob job = candidate_job(env, c, compiled, "sanitize");
+    std::map<std::string, CaseSpec> by_id;
+    int k = 0;
+    for (CaseSpec cs : plan.sanitize_cases) {
+      cs.out_path = (work / fmt::format("case{}.out", k++)).string();
+      by_id[cs.id] = cs;
+      job.cases.push_back(cs);
+    }
+    const fs::path log_path = work / "sanitizer.log";
+    const std::vector<std::string> wrapper{env.compute_sanitizer.string(), "--tool", tool, "--log-file", log_path.string(),
+                                           "--error-exitcode", std::to_string(kSanitizerErrorExit), "--print-limit", "20"};
+    progress("sanitizer " + tool);
+    WorkerClient worker(job, work, limits, wrapper);
+    std::optional<Verdict> wrong;  // a wrong output under the tool
+    size_t cases_done = 0;
+    while (auto ev = worker.next()) {
+      if ((*ev)["event"] == "phase" && (*ev).contains("case")) progress("sanitizer " + tool + " " + (*ev)["case"].get<std::string>());
+      if ((*ev)["event"] != "case_done") continue;
+      ++cases_done;
+      const CaseSpec& cs = by_id.at((*ev)["case"].get<std::string>());
+      const std::string out_file = (*ev)["out"].get<std::string>();
+      OutputCheck oc = check_output(read_file(out_file), read_file(env.references->path_for(c.task, cs)), c.task.dtype, tol);
+      fs::remove(out_file);
+      if (!wrong && !oc.pass) wrong = Verdict{Outcome::correctness, fmt::format("under {}, {}: {}", tool, cs.id, oc.reason)};
+      if (!wrong && !(*ev).value("inputs_intact", true))
+        wrong = Verdict{Outcome::correctness, fmt::format("under {}, {}: modified its inputs", tool, cs.id)};
+    }
+    const std::string log = fs::exists(log_path) ? read_file(log_path) : std::string();
+    const SanitizerFindings f = parse_sanitizer_log(log);
+    const auto& st = worker.exit_status();
+    const bool tool_flagged = st && st->exited && st->code == kSanitizerErrorExit;
+
+    std::optional<Verdict> v;
+    if (f.errors > 0 || tool_flagged) {
+      v = Verdict{Outcome::sanitizer, fmt::format("compute-sanitizer {}: {} error{}{}", tool, f.errors, f.errors == 1 ? "" : "s",
+                                                  f.first.empty() ? "" : ": " + f.first)};
+    } else if (worker.failure()) {
+      v = worker.failure();
+      v->reason = "under compute-sanitizer " + tool + ": " + v->reason;
+    } else if (wrong) {
+      v = wrong;
+    } else if (!f.summary_seen || cases_done != plan.sanitize_cases.size()) {
+      v = Verdict{Outcome::sanitizer, fmt::format("compute-sanitizer {} ended without its summary ({}, {} of {} cases)", tool,
+                                                  st ? st->describe() : "still running", cases_done, plan.sanitize_cases.size())};
+    }
+    json entry = {{"tool", tool},
+                  {"pass", !v.has_value()},
+                  {"errors", f.errors},
+                  {"seconds", worker.seconds()},
+                  {"exit", st ? st->describe() : "unknown"},
+                  {"first", f.first}};
+    // Keep the head of a failing tool's log in the record: the evidence, capped and valid UTF-8.
+    if (v) entry["log"] = sanitize_log(log, 4096);
+    report["tools"].push_back(entry);
+    out.seconds += worker.seconds();
+    std::error_code ec;
+    fs::remove_all(work, ec);
+    if (v) {
+      out.verdict = v;
+      break;  // one failing tool is enough; the rest would only cost time
+    }
+  }
+  report["pass"] = !out.verdict.has_value();
+  out.report = report;
+  return out;
+}
+
+}  // namespace evo

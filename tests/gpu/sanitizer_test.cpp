@@ -1,0 +1,159 @@
+// `evo run --sanitize` against tests/adversarial/sanitizer/: kernels whose bugs no output check
+// can see (a masked out-of-bounds read, a read of unwritten output, a race that timing always
+// wins, a barrier reached from divergent lanes). Without --sanitize each passes every gate;
+// with it each must be kept out by the tool tests/adversarial/sanitizer/expected.json names,
+// while two honest kernels (the suite's scalar pattern and the real stage-0 baseline) pass all
+// four tools and are the only elites.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "run/sanitizer.h"
+#include "store/population.h"
+#include "store/records.h"
+#include "support/test_support.h"
+
+namespace evo::test {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const fs::path kSuite = source_root() / "tests" / "adversarial" / "sanitizer";
+// Evaluated first (names sort first): the pattern every trick starts from; it sets the bar.
+const std::string kPatternControl = "00_control_scalar_pattern.cu";
+// Evaluated last: the real stage-0 kernel (wmma, shared memory), faster than the pattern.
+const std::string kBaselineControl = "zz_control_wmma_scalar_pv.cu";
+
+std::string quoted(const fs::path& p) { return "'" + p.string() + "'"; }
+std::string variant_id(const std::string& file) { return "0-adversarial/" + fs::path(file).stem().string(); }
+std::string tail(const std::string& s, size_t n = 6000) { return s.size() > n ? "…" + s.substr(s.size() - n) : s; }
+
+struct Expected {
+  std::string verdict, tool;
+};
+
+struct Suite {
+  fs::path root;
+  std::map<std::string, Expected> expected;  // file -> verdict under --sanitize
+};
+
+Suite make_suite() {
+  Suite s;
+  std::vector<std::pair<std::string, std::string>> files;
+  for (auto& [file, e] : json::parse(read_text(kSuite / "expected.json")).items()) {
+    s.expected[file] = {e.at("verdict").get<std::string>(), e.at("tool").get<std::string>()};
+    files.emplace_back("variants/0-adversarial/" + file, read_text(kSuite / file));
+  }
+  for (const auto& e : fs::directory_iterator(kSuite)) {
+    if (e.path().extension() != ".cu") continue;
+    EXPECT_EQ(s.expected.count(e.path().filename().string()), 1u) << e.path() << " has no entry in expected.json";
+  }
+  s.expected[kPatternControl] = {"ok", ""};
+  s.expected[kBaselineControl] = {"ok", ""};
+  files.emplace_back("variants/0-adversarial/" + kPatternControl,
+                     read_text(source_root() / "tests" / "adversarial" / "control_scalar_pattern.cu"));
+  files.emplace_back("variants/0-adversarial/" + kBaselineControl,
+                     read_text(source_root() / "variants" / "0-baseline" / "wmma_scalar_pv.cu"));
+  s.root = make_repo("sanitizer", files);
+  return s;
+}
+
+// One config per file (--budget = number of files); small gate shapes, one timed shape.
+CliResult evo_run(const Suite& s, const std::string& dir, const std::string& extra) {
+  return run_evo(fmt::format("run --stage 0 --task fp16-d64 --budget {} --shapes small --bench mission --seeds 0,1 "
+                             "--rng-seed 1 --results-dir {} --populations-dir {} --cache-dir {} {}",
+                             s.expected.size(), quoted(s.root / dir / "results"), quoted(s.root / dir / "populations"),
+                             quoted(s.root / "cache"), extra),
+                 "cd " + quoted(s.root) + " && EVO_ROOT=" + quoted(s.root));
+}
+
+std::map<std::string, json> records_by_variant(const fs::path& results) {
+  const RecordSet rs = read_records(results);
+  EXPECT_TRUE(rs.problems.empty()) << (rs.problems.empty() ? "" : rs.problems.front());
+  std::map<std::string, json> out;
+  for (const auto& r : rs.records) out[r["variant"].get<std::string>()] = r;
+  return out;
+}
+
+TEST(Sanitizer, WouldBeElitesRunUnderComputeSanitizerAndAReportKeepsThemOut) {
+  EVO_REQUIRE_GPU();
+  const auto tool = find_compute_sanitizer();
+  if (!tool) GTEST_SKIP() << "compute-sanitizer not found (PATH, CUDA_HOME, /usr/local/cuda/bin)";
+  const Suite s = make_suite();
+
+  // 1. Without --sanitize every trick passes: what catches them below is the sanitizer alone.
+  const CliResult plain = evo_run(s, "plain", "");
+  ASSERT_EQ(plain.exit_code, 0) << tail(plain.out);
+  auto plain_records = records_by_variant(s.root / "plain" / "results");
+  for (const auto& [file, want] : s.expected) {
+    ASSERT_TRUE(plain_records.count(variant_id(file))) << file << ": no record\n" << tail(plain.out, 3000);
+    const json& r = plain_records[variant_id(file)];
+    EXPECT_EQ(r["outcome"], "ok") << file << " must pass every gate without --sanitize: " << r["reason"];
+    EXPECT_TRUE(r["gates"]["sanitizer"].is_null()) << file << ": no sanitizer pass was asked for";
+  }
+
+  // 2. With --sanitize: the same candidates, each trick rejected by its tool.
+  const CliResult run = evo_run(s, "sanitize", "--sanitize");
+  ASSERT_EQ(run.exit_code, 0) << "evo run must finish (exit 0) whatever its candidates do:\n" << tail(run.out);
+  auto by_variant = records_by_variant(s.root / "sanitize" / "results");
+  size_t tricks = 0, rejected = 0;
+  for (const auto& [file, want] : s.expected) {
+    ASSERT_TRUE(by_variant.count(variant_id(file))) << file << ": no record\n" << tail(run.out, 3000);
+    const json& r = by_variant[variant_id(file)];
+    const json& san = r["gates"]["sanitizer"];
+    EXPECT_EQ(r["outcome"], want.verdict) << file << ": " << r["reason"] << "\n  sanitizer: " << san.dump(1);
+    ASSERT_TRUE(san.is_object()) << file << ": a would-be elite must have run under the sanitizer: " << r.dump();
+    EXPECT_FALSE(san["cases"].empty());
+    if (want.verdict == "ok") {
+      EXPECT_TRUE(san["pass"].get<bool>()) << file << ": " << san.dump(1);
+      std::vector<std::string> tools;
+      for (const auto& t : san["tools"]) tools.push_back(t["tool"]);
+      EXPECT_EQ(tools, (std::vector<std::string>{"memcheck", "initcheck", "racecheck", "synccheck"}))
+          << file << " uses shared memory: all four tools must run";
+      continue;
+    }
+    ++tricks;
+    ASSERT_FALSE(san["tools"].empty()) << file;
+    const json& last = san["tools"].back();  // the pass stops at the first failing tool
+    EXPECT_FALSE(san["pass"].get<bool>()) << file;
+    EXPECT_EQ(last["tool"], want.tool) << file << " must be caught by " << want.tool << ": " << san.dump(1);
+    EXPECT_GT(last["errors"].get<long>(), 0) << file << ": " << last.dump(1);
+    EXPECT_TRUE(r["fitness"].is_null()) << file << ": a rejected candidate keeps no fitness";
+    if (r["outcome"] == want.verdict && last["tool"] == want.tool) ++rejected;
+  }
+
+  // 3. The population holds the two honest kernels and nothing else.
+  const std::string gpu = by_variant.begin()->second["env"]["gpu_key"];
+  const std::string bench = by_variant.begin()->second["benchmark"];
+  const json pop = read_population(population_path(s.root / "sanitize" / "populations", gpu, "fp16-d64", bench));
+  std::set<std::string> elites;
+  for (const auto& e : stage_elites(pop, 0)) elites.insert(e["variant"].get<std::string>());
+  EXPECT_EQ(elites, (std::set<std::string>{variant_id(kPatternControl), variant_id(kBaselineControl)})) << pop.dump(1);
+  size_t admitted = 0;
+  for (const auto& id : elites)
+    if (id != variant_id(kPatternControl) && id != variant_id(kBaselineControl)) ++admitted;
+
+  const std::string figure = fmt::format(
+      "--sanitize: {} sanitizer-only tricks tried (each ok without --sanitize), {} rejected by the expected tool, "
+      "{} admitted; 2 honest kernels passed memcheck, initcheck, racecheck and synccheck",
+      tricks, rejected, admitted);
+  RecordProperty("figure", figure);
+  std::cout << figure << "\n";
+
+  // The recorded H200 session keeps these records (with each failing tool's log) as evidence.
+  if (const char* keep = std::getenv("EVO_TEST_ARTIFACTS"); keep && *keep) {
+    fs::create_directories(keep);
+    for (const char* run : {"plain", "sanitize"})
+      for (const auto& e : fs::directory_iterator(s.root / run / "results"))
+        fs::copy_file(e.path(), fs::path(keep) / (std::string("sanitizer-test-") + run + ".jsonl"),
+                      fs::copy_options::overwrite_existing);
+  }
+}
+
+}  // namespace
+}  // namespace evo::test

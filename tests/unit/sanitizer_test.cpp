@@ -1,0 +1,84 @@
+// The GPU-free parts of `evo run --sanitize`: which tools a kernel gets, what a tool's log
+// says, and a run that cannot sanitize stopping before any work instead of admitting elites
+// unchecked. tests/gpu/sanitizer_test.cpp runs the tools themselves.
+#include <gtest/gtest.h>
+
+#include "run/sanitizer.h"
+#include "support/test_support.h"
+
+namespace evo::test {
+namespace {
+
+TEST(SanitizerTools, SharedMemoryAddsRacecheckAndBarriersAddSynccheck) {
+  PtxasResources r;
+  LaunchGeometry g;
+  EXPECT_EQ(sanitizer_tools(r, g), (std::vector<std::string>{"memcheck", "initcheck"}));
+  r.barriers = 1;
+  EXPECT_EQ(sanitizer_tools(r, g), (std::vector<std::string>{"memcheck", "initcheck", "synccheck"}));
+  r.barriers = 0;
+  g.smem_bytes = 49152;  // dynamic only
+  EXPECT_EQ(sanitizer_tools(r, g), (std::vector<std::string>{"memcheck", "initcheck", "racecheck", "synccheck"}));
+  g.smem_bytes = 0;
+  r.static_smem = 512;  // static only
+  EXPECT_EQ(sanitizer_tools(r, g), (std::vector<std::string>{"memcheck", "initcheck", "racecheck", "synccheck"}));
+}
+
+TEST(SanitizerLog, CleanRunHasASummaryAndNoErrors) {
+  const auto f = parse_sanitizer_log("========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n");
+  EXPECT_TRUE(f.summary_seen);
+  EXPECT_EQ(f.errors, 0);
+  EXPECT_EQ(f.first, "");
+}
+
+TEST(SanitizerLog, MemcheckReportGivesCountAndWhere) {
+  const auto f = parse_sanitizer_log(
+      "========= COMPUTE-SANITIZER\n"
+      "========= Invalid __global__ read of size 4 bytes\n"
+      "=========     at evo_attn_fwd+0x2d0\n"
+      "=========     by thread (3,0,0) in block (0,1,0)\n"
+      "=========     Address 0x7f3a0000c0 is out of bounds\n"
+      "=========\n"
+      "========= Invalid __global__ read of size 4 bytes\n"
+      "=========     at evo_attn_fwd+0x2d0\n"
+      "========= ERROR SUMMARY: 2 errors\n");
+  EXPECT_TRUE(f.summary_seen);
+  EXPECT_EQ(f.errors, 2);
+  EXPECT_EQ(f.first, "Invalid __global__ read of size 4 bytes — at evo_attn_fwd+0x2d0");
+}
+
+TEST(SanitizerLog, RacecheckCountsErrorsNotWarnings) {
+  auto f = parse_sanitizer_log(
+      "========= COMPUTE-SANITIZER\n"
+      "========= Error: Race reported between Write access at evo_attn_fwd+0x90\n"
+      "=========     and Read access at evo_attn_fwd+0x1f0 [384 hazards]\n"
+      "=========\n"
+      "========= RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)\n");
+  EXPECT_TRUE(f.summary_seen);
+  EXPECT_EQ(f.errors, 1);
+  EXPECT_EQ(f.first, "Error: Race reported between Write access at evo_attn_fwd+0x90");
+  f = parse_sanitizer_log("========= RACECHECK SUMMARY: 1 hazard displayed (0 errors, 1 warning)\n");
+  EXPECT_TRUE(f.summary_seen);
+  EXPECT_EQ(f.errors, 0);
+}
+
+TEST(SanitizerLog, NoSummaryIsNotAPass) {
+  // A tool that died mid-run leaves no summary: the caller must not read that as clean.
+  const auto f = parse_sanitizer_log("========= COMPUTE-SANITIZER\n========= Internal Sanitizer Error: out of memory\n");
+  EXPECT_FALSE(f.summary_seen);
+  EXPECT_EQ(f.first, "Internal Sanitizer Error: out of memory");
+  EXPECT_FALSE(parse_sanitizer_log("").summary_seen);
+  EXPECT_FALSE(parse_sanitizer_log("ERROR SUMMARY: 0 errors printed by the kernel, not the tool\n").summary_seen);
+}
+
+TEST(SanitizerCli, AMissingSanitizerStopsTheRunBeforeAnyWork) {
+  const std::string missing = (scratch_dir("no-sanitizer") / "compute-sanitizer").string();
+  const CliResult r = run_evo("run --stage 0 --sanitize --results-dir " + (scratch_dir("san-results")).string(),
+                              "EVO_COMPUTE_SANITIZER=" + missing);
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("EVO_COMPUTE_SANITIZER=" + missing + " is not an executable file"), std::string::npos) << r.out;
+  // Nothing was compiled or recorded: the message is the whole output.
+  EXPECT_EQ(r.out.find("constraints"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace evo::test
