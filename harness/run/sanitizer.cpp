@@ -51,28 +51,30 @@ SanitizerFindings parse_sanitizer_log(std::string_view log) {
     std::string_view body = line.substr(kPrefix.size());
     if (body.rfind("ERROR SUMMARY:", 0) == 0) {
       f.summary_seen = true;
+      f.summary = std::string(body);
       f.errors = std::max(f.errors, count_before(body, " error").value_or(0));
       continue;
     }
     if (body.rfind("RACECHECK SUMMARY:", 0) == 0) {
+      // "RACECHECK SUMMARY: 8 hazards displayed (0 errors, 8 warnings)"
       f.summary_seen = true;
-      // Racecheck counts hazards and splits them into errors and warnings; errors fail.
+      f.summary = std::string(body);
+      f.hazards = std::max(f.hazards, count_before(body, " hazard").value_or(0));
       const size_t paren = body.find('(');
       if (paren != std::string_view::npos) f.errors = std::max(f.errors, count_before(body.substr(paren), " error").value_or(0));
       continue;
     }
-    if (body.empty() || body.rfind("COMPUTE-SANITIZER", 0) == 0) continue;
-    const bool detail = body.front() == ' ';
-    if (!detail && f.first.empty()) {
+    const size_t text = body.find_first_not_of(' ');
+    if (text == std::string_view::npos || body.rfind("COMPUTE-SANITIZER", 0) == 0) continue;
+    if (text == 0 && f.first.empty()) {
       f.first = std::string(body);
-    } else if (detail && !f.first.empty() && where.empty()) {
-      // The first indented line after a report says where: "at evo_attn_fwd(...)+0x1f0".
-      size_t b = body.find_first_not_of(' ');
-      if (b != std::string_view::npos && body.substr(b).rfind("at ", 0) == 0) where = std::string(body.substr(b));
+    } else if (text > 0 && !f.first.empty() && where.empty()) {
+      // The report's first detail: "at evo_attn_fwd+0x2d0 in x.cu:75", "and Write access at …".
+      where = std::string(body.substr(text));
     }
   }
   if (!where.empty()) f.first += " — " + where;
-  if (f.first.size() > 240) f.first = f.first.substr(0, 240) + "…";
+  if (f.first.size() > 300) f.first = f.first.substr(0, 300) + "…";
   return f;
 }
 
@@ -152,9 +154,11 @@ SanitizerResult run_sanitizer(const EvalEnv& env, const Candidate& c, const Comp
     const bool tool_flagged = st && st->exited && st->code == kSanitizerErrorExit;
 
     std::optional<Verdict> v;
-    if (f.errors > 0 || tool_flagged) {
-      v = Verdict{Outcome::sanitizer, fmt::format("compute-sanitizer {}: {} error{}{}", tool, f.errors, f.errors == 1 ? "" : "s",
-                                                  f.first.empty() ? "" : ": " + f.first)};
+    if (f.reports() > 0 || tool_flagged) {
+      v = Verdict{Outcome::sanitizer,
+                  fmt::format("compute-sanitizer {}: {}{}", tool,
+                              f.summary.empty() ? "exit " + std::to_string(kSanitizerErrorExit) : f.summary,
+                              f.first.empty() ? "" : ": " + f.first)};
     } else if (worker.failure()) {
       v = worker.failure();
       v->reason = "under compute-sanitizer " + tool + ": " + v->reason;
@@ -167,11 +171,16 @@ SanitizerResult run_sanitizer(const EvalEnv& env, const Candidate& c, const Comp
     json entry = {{"tool", tool},
                   {"pass", !v.has_value()},
                   {"errors", f.errors},
+                  {"hazards", f.hazards},
+                  {"summary", f.summary},
                   {"seconds", worker.seconds()},
                   {"exit", st ? st->describe() : "unknown"},
                   {"first", f.first}};
-    // Keep the head of a failing tool's log in the record: the evidence, capped and valid UTF-8.
-    if (v) entry["log"] = sanitize_log(log, 4096);
+    // Keep a failing tool's log in the record, capped and valid UTF-8: its head (the first
+    // reports) and its tail (the summary) are the evidence.
+    if (v) entry["log"] = log.size() <= 4096 ? sanitize_log(log, 4096)
+                                             : sanitize_log(log.substr(0, 3072), 3072) + "\n[…]\n" +
+                                                   sanitize_log(log.substr(log.size() - 1024), 1024);
     report["tools"].push_back(entry);
     out.seconds += worker.seconds();
     std::error_code ec;

@@ -5,6 +5,7 @@
 #pragma once
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -25,8 +26,14 @@ inline constexpr int kSanitizerErrorExit = 86;
 // What one tool's log says.
 struct SanitizerFindings {
   bool summary_seen = false;  // "ERROR SUMMARY:" or "RACECHECK SUMMARY:" was printed
-  long errors = 0;            // as the summary counts them
-  std::string first;          // the first report and where it was, one line ("" when none)
+  std::string summary;        // that line, without the tool's "========= " prefix
+  long errors = 0;            // errors as the summary counts them
+  long hazards = 0;           // racecheck: hazards displayed, errors and warnings alike
+  std::string first;          // the first report and its first detail line ("" when none)
+  // Any report fails: memcheck/initcheck/synccheck errors and every racecheck hazard, warnings
+  // included (the warning we met was an intra-warp write-after-read that only warp
+  // reconvergence kept in order; the memory model does not promise it).
+  long reports() const { return std::max(errors, hazards); }
 };
 SanitizerFindings parse_sanitizer_log(std::string_view log);
 

@@ -336,6 +336,10 @@ extern "C" __global__ void EVO_LAUNCH_BOUNDS evo_attn_fwd(const __grid_constant_
   }
 
   // ---- epilogue: O / l -> smem (this warp's own Q rows) -> 16-byte global stores
+  // Orders this warp's ldmatrix reads of its Q rows before the lanes overwrite them. With one KV
+  // tile no __syncthreads lies in between, and racecheck (evo run --sanitize) reports the
+  // intra-warp write-after-read hazard.
+  __syncwarp();
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
