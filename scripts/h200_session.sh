@@ -78,7 +78,7 @@ PY
     # --sanitize, in scratch dirs: the committed populations stay as they are.
     for n in 0 1 2 3 4 5; do
       [ "$SECONDS" -gt "${SWEEP_UNTIL_S:-480}" ] && { echo "stage $n: skipped, out of call time" | tee -a "$OUT/sanitize.log"; continue; }
-      timeout 150 $evo run --stage $n --task "${SANITIZE_TASKS:-fp16-d128}" --budget 1 --shapes small --bench mission \
+      timeout 150 $evo run --stage $n --task "${SANITIZE_TASKS:-$TASKS}" --budget 1 --shapes small --bench mission \
         --seeds 0 --sanitize --results-dir /tmp/san/results --populations-dir /tmp/san/populations 2>&1 |
         tee -a "$OUT/sanitize.log" | tail -4
     done
