@@ -50,8 +50,10 @@ SanitizerFindings parse_sanitizer_log(std::string_view log) {
     if (line.substr(0, kPrefix.size()) != kPrefix) continue;
     std::string_view body = line.substr(kPrefix.size());
     if (body.rfind("ERROR SUMMARY:", 0) == 0) {
+      // With more errors than --print-limit a second line follows: "ERROR SUMMARY: 87 errors
+      // were not printed. …"; the first one has the total.
       f.summary_seen = true;
-      f.summary = std::string(body);
+      if (f.summary.empty()) f.summary = std::string(body);
       f.errors = std::max(f.errors, count_before(body, " error").value_or(0));
       continue;
     }

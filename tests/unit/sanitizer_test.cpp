@@ -30,22 +30,26 @@ TEST(SanitizerLog, CleanRunHasASummaryAndNoErrors) {
   EXPECT_EQ(f.first, "");
 }
 
-TEST(SanitizerLog, MemcheckReportGivesCountAndWhere) {
+TEST(SanitizerLog, MemcheckReportGivesTotalAndWhere) {
+  // From the H200 run of tests/adversarial/sanitizer/oob_read_masked.cu (host frames cut).
   const auto f = parse_sanitizer_log(
       "========= COMPUTE-SANITIZER\n"
       "========= Invalid __global__ read of size 4 bytes\n"
-      "=========     at evo_attn_fwd+0x2d0\n"
-      "=========     by thread (3,0,0) in block (0,1,0)\n"
-      "=========     Address 0x7f3a0000c0 is out of bounds\n"
-      "=========\n"
-      "========= Invalid __global__ read of size 4 bytes\n"
-      "=========     at evo_attn_fwd+0x2d0\n"
-      "========= ERROR SUMMARY: 2 errors\n");
+      "=========     at __half2::__half2(const __half2&)+0x9b0 in cuda_fp16.h:5122\n"
+      "=========     by thread (97,0,0) in block (3,1,0)\n"
+      "=========     Access to 0x7f3989a02280 is out of bounds\n"
+      "=========     and is 1 bytes after the nearest allocation at 0x7f3989a01200 of size 4,224 bytes\n"
+      "=========         Device Frame: <unnamed>::attend_row(const EvoAttnParams &, int, int, int, float *, int, "
+      "int)+0x9b0 in oob_read_masked.cu:76\n"
+      "========= \n"
+      "========= ERROR SUMMARY: 107 errors\n"
+      "========= ERROR SUMMARY: 87 errors were not printed. Use --print-limit option to adjust the number of printed "
+      "errors\n");
   EXPECT_TRUE(f.summary_seen);
-  EXPECT_EQ(f.errors, 2);
-  EXPECT_EQ(f.reports(), 2);
-  EXPECT_EQ(f.summary, "ERROR SUMMARY: 2 errors");
-  EXPECT_EQ(f.first, "Invalid __global__ read of size 4 bytes — at evo_attn_fwd+0x2d0");
+  EXPECT_EQ(f.errors, 107);
+  EXPECT_EQ(f.reports(), 107);
+  EXPECT_EQ(f.summary, "ERROR SUMMARY: 107 errors");
+  EXPECT_EQ(f.first, "Invalid __global__ read of size 4 bytes — at __half2::__half2(const __half2&)+0x9b0 in cuda_fp16.h:5122");
 }
 
 TEST(SanitizerLog, RacecheckWarningsCountAsReports) {
