@@ -238,7 +238,12 @@ std::string gates_summary(const json& r) {
   std::string det = "det ?";
   if (gates.contains("determinism") && gates["determinism"].is_object() && gates["determinism"].contains("pass"))
     det = flag(gates["determinism"], "pass") ? "det ok" : "det FAIL";
-  return fmt::format("{}/{} + post {}/{}, {}, max rel L2 {:.1e}", pass, total, post_pass, post_total, det, max_rel);
+  // evo run --sanitize leaves its verdict; older records and non-elites have none.
+  std::string san = "not sanitized";
+  if (gates.contains("sanitizer") && gates["sanitizer"].is_object())
+    san = flag(gates["sanitizer"], "pass") ? "sanitizer ok" : "sanitizer FAIL";
+  return fmt::format("{}/{} + post {}/{}, {}, max rel L2 {:.1e}, {}", pass, total, post_pass, post_total, det, max_rel,
+                     san);
 }
 
 std::optional<long> integer(const json& j, const char* key) {
