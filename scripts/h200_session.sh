@@ -6,6 +6,7 @@
 #   scripts/h200_session.sh stages-b    # stages 3-5, timing spread, gate, ncu
 #   scripts/h200_session.sh sanitize    # build, ctest -L gpu, every stage's kernel under --sanitize
 #   scripts/h200_session.sh resanitize  # ctest -L gpu -V (figures), stages 3 and 5 again with --sanitize
+#   scripts/h200_session.sh stage6      # stage 6 (wgmma) on every task with --sanitize, ncu
 set -uo pipefail
 cd "$(dirname "$0")/.."
 : "${OUT:?set OUT to the folder that comes back}"
@@ -99,5 +100,20 @@ PY
     done
     find results -maxdepth 1 -name '*.jsonl' -newer /tmp/evo-start | tar czf "$OUT/new-results.tar.gz" -T - populations
     ;;
-  *) echo "usage: $0 calibrate|stages-a|stages-b|sanitize|resanitize" >&2; exit 1 ;;
+  stage6)
+    build
+    touch /tmp/evo-start
+    timeout 420 $evo run --stage 6 --task "$TASKS" --budget 3 --sanitize 2>&1 | tee "$OUT/stage6.log" | tail -16
+    # Nsight Compute: the stage-6 default next to stage 5's (fp16-d128, 4x16x16x2048x2048, one launch).
+    for v in variants/5-swizzle/swizzle.cu variants/6-wgmma/wgmma.cu; do
+      for m in gpu__time_duration.sum,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,smsp__warp_issue_stalled_barrier_per_warp_active.pct,smsp__warp_issue_stalled_long_scoreboard_per_warp_active.pct,smsp__warp_issue_stalled_short_scoreboard_per_warp_active.pct,smsp__warp_issue_stalled_wait_per_warp_active.pct,sm__warps_active.avg.pct_of_peak_sustained_active,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum \
+               sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active; do
+        timeout 60 ncu --clock-control none --kernel-name evo_attn_fwd --launch-count 1 --metrics "$m" \
+          python3 scripts/devcheck.py "$v" --task fp16-d128 --shapes 4x16x16x2048x2048x128 >> "$OUT/ncu-stage6.txt" 2>&1
+      done
+    done
+    grep -E "evo_attn_fwd|duration|pct|sum" "$OUT/ncu-stage6.txt" | tail -24
+    find results -maxdepth 1 -name '*.jsonl' -newer /tmp/evo-start | tar czf "$OUT/new-results.tar.gz" -T - populations
+    ;;
+  *) echo "usage: $0 calibrate|stages-a|stages-b|sanitize|resanitize|stage6" >&2; exit 1 ;;
 esac
