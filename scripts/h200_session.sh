@@ -7,6 +7,7 @@
 #   scripts/h200_session.sh sanitize    # build, ctest -L gpu, every stage's kernel under --sanitize
 #   scripts/h200_session.sh resanitize  # ctest -L gpu -V (figures), stages 3 and 5 again with --sanitize
 #   scripts/h200_session.sh stage6      # stage 6 (wgmma) on every task with --sanitize, ncu
+#   scripts/h200_session.sh final       # ctest -L gpu -V; a gate baseline of the stage-6 elites, gated
 set -uo pipefail
 cd "$(dirname "$0")/.."
 : "${OUT:?set OUT to the folder that comes back}"
@@ -115,5 +116,16 @@ PY
     grep -E "evo_attn_fwd|duration|pct|sum" "$OUT/ncu-stage6.txt" | tail -24
     find results -maxdepth 1 -name '*.jsonl' -newer /tmp/evo-start | tar czf "$OUT/new-results.tar.gz" -T - populations
     ;;
-  *) echo "usage: $0 calibrate|stages-a|stages-b|sanitize|resanitize|stage6" >&2; exit 1 ;;
+  final)
+    build
+    EVO_TEST_ARTIFACTS="$OUT" timeout 240 ctest --test-dir build -L gpu -V > "$OUT/ctest-gpu.log" 2>&1
+    echo "ctest exit $?" >> "$OUT/ctest-gpu.log"
+    grep -E "tests passed|adversarial candidates tried|--sanitize:" "$OUT/ctest-gpu.log" | head
+    {
+      $evo gate --write-baseline "$OUT/nvidia-h200.json" --task fp16-d128; echo "write-baseline exit $?"
+      $evo gate --baseline "$OUT/nvidia-h200.json" --task fp16-d128; echo "gate vs fresh baseline exit $?"
+    } 2>&1 | tee "$OUT/gate.log" | tail -14
+    find results -maxdepth 1 -name 'gate-*.jsonl' -newer "$OUT/ctest-gpu.log" | tar czf "$OUT/gate-results.tar.gz" -T -
+    ;;
+  *) echo "usage: $0 calibrate|stages-a|stages-b|sanitize|resanitize|stage6|final" >&2; exit 1 ;;
 esac
