@@ -219,7 +219,9 @@ int peer_rank(const std::string& name) {
   return 3;
 }
 
-std::string gates_summary(const json& r) {
+// `sanitized`: the latest record of the same candidate that ran under --sanitize, if `r` did
+// not (an `evo gate` re-measure, say): the verdict belongs to the compiled code, not the run.
+std::string gates_summary(const json& r, const json* sanitized = nullptr) {
   const json gates = r.value("gates", json::object());
   auto count = [&](const char* gate, int& passed, int& total, double& max_rel) {
     if (!gates.contains(gate) || !gates[gate].is_object() || !gates[gate].contains("checks") ||
@@ -240,8 +242,12 @@ std::string gates_summary(const json& r) {
     det = flag(gates["determinism"], "pass") ? "det ok" : "det FAIL";
   // evo run --sanitize leaves its verdict; older records and non-elites have none.
   std::string san = "not sanitized";
-  if (gates.contains("sanitizer") && gates["sanitizer"].is_object())
+  if (gates.contains("sanitizer") && gates["sanitizer"].is_object()) {
     san = flag(gates["sanitizer"], "pass") ? "sanitizer ok" : "sanitizer FAIL";
+  } else if (sanitized) {
+    const json earlier = sanitized->value("gates", json::object()).value("sanitizer", json::object());
+    san = std::string(flag(earlier, "pass") ? "sanitizer ok" : "sanitizer FAIL") + " (run " + str_or(*sanitized, "run_id") + ")";
+  }
   return fmt::format("{}/{} + post {}/{}, {}, max rel L2 {:.1e}, {}", pass, total, post_pass, post_total, det, max_rel,
                      san);
 }
@@ -368,7 +374,14 @@ CompareSection build_section(const std::string& gpu, const std::string& task, co
         row.shapes.push_back(std::move(shape_row));
       }
       fill_resources(*record, row);
-      row.gates = gates_summary(*record);
+      const json* sanitized = nullptr;  // the latest (time, run id) of this candidate's sanitized records
+      for (const json* r : runs)
+        if (str_or(*r, "candidate_id") == row.candidate_id && r->contains("gates") && (*r)["gates"].is_object() &&
+            (*r)["gates"].contains("sanitizer") && (*r)["gates"]["sanitizer"].is_object() &&
+            (!sanitized || std::make_pair(str_or(*r, "time"), str_or(*r, "run_id")) >=
+                               std::make_pair(str_or(*sanitized, "time"), str_or(*sanitized, "run_id"))))
+          sanitized = r;
+      row.gates = gates_summary(*record, sanitized);
       for (const auto& s : row.shapes)
         if (std::find(sec.shapes.begin(), sec.shapes.end(), s.figures.shape) == sec.shapes.end())
           sec.shapes.push_back(s.figures.shape);

@@ -94,8 +94,10 @@ json elite_entry(const json& r, int rank) {
 }  // namespace
 
 std::map<std::string, json> derive_populations(const std::vector<json>& records) {
-  // Latest record per candidate identity, per gpu.
-  std::map<std::string, json> latest;
+  // Latest record per candidate identity, per gpu; and the latest one that ran under
+  // compute-sanitizer, whose verdict belongs to the compiled code, not to one run: a later run
+  // without --sanitize cannot clear a report, only a later sanitized pass can.
+  std::map<std::string, json> latest, latest_sanitized;
   for (const auto& r : records) {
     if (r.value("kind", "") != "run") continue;
     const std::string gpu = gpu_of(r);
@@ -103,6 +105,14 @@ std::map<std::string, json> derive_populations(const std::vector<json>& records)
     const std::string key = gpu + "|" + identity(r);
     auto it = latest.find(key);
     if (it == latest.end() || !newer(it->second, r)) latest[key] = r;
+    if (object_or_null(object_or_null(r, "gates"), "sanitizer").is_object()) {
+      auto st = latest_sanitized.find(key);
+      if (st == latest_sanitized.end() || !newer(st->second, r)) latest_sanitized[key] = r;
+    }
+  }
+  for (const auto& [key, r] : latest_sanitized) {
+    const json verdict = object_or_null(object_or_null(r, "gates"), "sanitizer");
+    if (!(verdict.contains("pass") && verdict["pass"].is_boolean() && verdict["pass"].get<bool>())) latest.erase(key);
   }
   // Group eligible ones by (gpu, task, stage).
   std::map<std::string, std::map<int, std::vector<const json*>>> groups;

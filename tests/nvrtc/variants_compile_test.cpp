@@ -52,7 +52,9 @@ TEST_P(AllVariants, EveryConfigCompilesOrIsAConstraint) {
   }
   EXPECT_GT(ok, 100u);
   EXPECT_EQ(stage0_ok, stage0) << "every stage-0 config is valid and must compile";
-  if (arch == "sm_90a") EXPECT_GE(stage6_ok_on_hopper, 16u) << "the wgmma stage must compile for sm_90a";
+  if (arch == "sm_90a") {
+    EXPECT_GE(stage6_ok_on_hopper, 16u) << "the wgmma stage must compile for sm_90a";
+  }
 }
 
 // Plain names (no quotes): some CMake versions choke on quotes in discovered test names.

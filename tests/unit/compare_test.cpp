@@ -158,6 +158,38 @@ TEST(CompareModel, BestOfEachStageWithRatios) {
   EXPECT_NEAR(*s.stages[0].shapes[0].figures.ceiling_share, *s.stages[0].shapes[0].figures.tflops / 791, 1e-12);
 }
 
+// A sanitizer verdict belongs to the compiled candidate: when its latest record is a re-measure
+// without --sanitize (evo gate), the stage row still says the sanitizer passed it, and in which
+// run; a candidate never sanitized says so.
+TEST(CompareModel, SanitizerVerdictCarriesOverToLaterRecordsOfTheSameCandidate) {
+  json sanitized = run(0, "a", {timing(kS1, 100)});
+  sanitized["run_id"] = "r-sanitized";
+  sanitized["gates"] = {{"sanitizer", {{"pass", true}}}};
+  json remeasured = run(0, "a", {timing(kS1, 101)});
+  remeasured["run_id"] = "r-gate";
+  remeasured["time"] = "2026-11-21T01:00:00Z";
+  remeasured["gates"] = {{"sanitizer", nullptr}};
+  CompareInput in;
+  in.records = {sanitized, remeasured};
+  auto s = build_comparison(in, {}).sections[0];
+  ASSERT_EQ(s.stages.size(), 1u);
+  EXPECT_NE(s.stages[0].gates.find("sanitizer ok (run r-sanitized)"), std::string::npos) << s.stages[0].gates;
+
+  in.records = {remeasured};
+  s = build_comparison(in, {}).sections[0];
+  EXPECT_NE(s.stages[0].gates.find("not sanitized"), std::string::npos) << s.stages[0].gates;
+
+  // A report keeps the candidate out of the elite however it is re-measured later
+  // (store/population.cpp), so its stage has no row at all.
+  json failed = sanitized;
+  failed["gates"]["sanitizer"]["pass"] = false;
+  failed["outcome"] = "sanitizer";
+  failed["fitness"] = nullptr;
+  in.records = {failed, remeasured};
+  s = build_comparison(in, {}).sections[0];
+  EXPECT_TRUE(s.stages.empty()) << s.stages.size();
+}
+
 TEST(CompareModel, WarningsForClockDropsNoiseAndSuspiciousJumps) {
   json t0 = timing(kS1, 1000);
   json t1 = timing(kS1, 80, 0.25, 30);  // 12.5x faster, rse 4.6 %

@@ -68,6 +68,35 @@ TEST(Population, TopThreeLatestOkOnly) {
   EXPECT_EQ(derive_populations(recs).at("nvidia-h200/fp16-d64").dump(), p.dump());
 }
 
+// A sanitizer report keeps a candidate out until a later sanitized run passes: a later run
+// without --sanitize (or an evo gate re-measure) is ok but cannot clear it.
+TEST(Population, ASanitizerReportOutlastsLaterUnsanitizedRuns) {
+  auto with_sanitizer = [](json r, bool pass) {
+    r["gates"] = {{"sanitizer", {{"pass", pass}}}};
+    if (!pass) {
+      r["outcome"] = "sanitizer";
+      r["fitness"] = nullptr;
+    }
+    return r;
+  };
+  const json reported = with_sanitizer(record("a", "0-x/v", 0, 10, "ok", "2026-11-21T01:00:00Z"), false);
+  const json later_plain = record("a", "0-x/v", 0, 10, "ok", "2026-11-21T02:00:00Z");
+  const json other = record("b", "0-x/v", 0, 20);
+  auto ids = [](const std::vector<json>& recs) {
+    std::vector<std::string> out;
+    for (const auto& e : stage_elites(derive_populations(recs).at("nvidia-h200/fp16-d64"), 0)) out.push_back(e["candidate_id"]);
+    return out;
+  };
+  EXPECT_EQ(ids({reported, later_plain, other}), std::vector<std::string>{"b"});
+  // Order of the lines does not matter, only time.
+  EXPECT_EQ(ids({later_plain, other, reported}), std::vector<std::string>{"b"});
+  // A later sanitized pass clears it; the latest record (plain, ok) is the one ranked.
+  const json cleared = with_sanitizer(record("a", "0-x/v", 0, 12, "ok", "2026-11-21T01:30:00Z"), true);
+  EXPECT_EQ(ids({reported, cleared, later_plain, other}), (std::vector<std::string>{"a", "b"}));
+  // Never sanitized: ranked as before.
+  EXPECT_EQ(ids({later_plain, other}), (std::vector<std::string>{"a", "b"}));
+}
+
 TEST(Population, WriteReadAndRefuseBadFiles) {
   auto dir = test::scratch_dir("pop");
   auto pops = derive_populations({record("a", "0-x/v", 0, 3)});
