@@ -12,3 +12,7 @@ if [ -f tests/fuzz/CMakeLists.txt ]; then
   cmake --build --preset fuzz --target fuzz_variant fuzz_records fuzz_population fuzz_gates
   ctest --preset fuzz -R fuzz
 fi
+# The figures the safety tests print (CTest keeps every test's output in LastTest.log).
+echo "== figures"
+grep -hE "^(kills=|concurrent (appenders|merges):)" build/Testing/Temporary/LastTest.log || true
+grep -hE "^Done [0-9]+ runs in" build-fuzz/Testing/Temporary/LastTest.log 2>/dev/null || true

@@ -372,6 +372,8 @@ TEST(Persistence, EightProcessesAppendingToOneLogLoseNoLine) {
   std::set<std::string> ids;
   for (const auto& r : rs.records) ids.insert(r["candidate_id"].get<std::string>());
   EXPECT_EQ(ids.size(), size_t(writers * each)) << "a line was lost or interleaved";
+  std::cout << fmt::format("concurrent appenders: writers={} lines_expected={} distinct_records_read={} lost={}\n", writers,
+                           writers * each, ids.size(), writers * each - int(ids.size()));
 }
 
 TEST(Persistence, EightConcurrentMergesLoseNoRecord) {
@@ -392,6 +394,10 @@ TEST(Persistence, EightConcurrentMergesLoseNoRecord) {
   const RecordSet rs = read_records(results);
   for (const auto& [key, pop] : derive_populations(rs.records))
     EXPECT_EQ(read_population(population_file(populations, pop)), pop) << key;
+  size_t found = 0;
+  for (const auto& id : all_ids) found += c.ids.count(id);
+  std::cout << fmt::format("concurrent merges: writers=8 records_expected={} records_present={} lost={}\n", all_ids.size(),
+                           found, all_ids.size() - found);
 }
 
 TEST(Persistence, MergeSkipsDuplicatesAndBadLinesAndNamesThem) {
