@@ -1,16 +1,17 @@
 /*evo
 {
-  "summary": "Stage 6's wgmma kernel with a producer warp: cp.async into an mbarrier ring, no CTA-wide barrier per tile",
+  "summary": "Stage 6's wgmma kernel with producer warps: cp.async into an mbarrier ring, no CTA-wide barrier per tile",
   "parent": "6-wgmma/wgmma",
   "params": {
     "BLOCK_M": [128, 64],
     "BLOCK_N": [64, 128],
-    "STAGES": [2, 3]
+    "STAGES": [3, 2],
+    "PRODUCER_WARPS": [4, 1]
   },
   "dtypes": ["fp16", "bf16"],
   "head_dims": [64, 128],
   "min_sm": 90,
-  "notes": "Consumers: BLOCK_M/64 warpgroups doing stage 6's math unchanged (wgmma Q·Kᵀ from smem, P in registers, V N-major). Producer: one extra warp after the last warpgroup (warpgroups stay aligned at warps 0 and 4) issues every cp.async into a STAGES-deep ring of 128-byte-swizzled K/V tiles (Q with tile 0). It signals a tile only after its copies have landed (cp.async.wait_group 1 after issuing the next tile, so two tiles are in flight), then fence.proxy.async (the writes must be visible to wgmma's async proxy; the fence is the writer's, as the PTX memory model requires) and a plain mbarrier.arrive on FULL(stage) (count 32). Consumers wait on FULL with try_wait.parity and arrive on EMPTY(stage) (count: every consumer thread) after the wgmma that read the stage has completed; the producer waits on EMPTY before refilling. No __syncthreads after the barrier init, so the two warpgroups drift apart by up to STAGES-1 tiles instead of meeting every tile (stage 6's ncu: 23 % barrier stalls)."
+  "notes": "Consumers: BLOCK_M/64 warpgroups doing stage 6's math unchanged (wgmma Q·Kᵀ from smem, P in registers, V N-major). Producer: PRODUCER_WARPS extra warps after the last warpgroup (the consumer warpgroups stay aligned at warps 0 and 4) issue every cp.async into a STAGES-deep ring of 128-byte-swizzled K/V tiles (Q with tile 0). It signals a tile only after its copies have landed (cp.async.wait_group 1 after issuing the next tile, so two tiles are in flight), then fence.proxy.async (the writes must be visible to wgmma's async proxy; the fence is the writer's, as the PTX memory model requires) and a plain mbarrier.arrive on FULL(stage) (count: every producer thread). A single producer warp was measured first and starved the consumers (0.53-0.80x stage 6: 64 cp.async instructions and a wait per 32 KiB tile from one warp; results/experiments/): cp.async is issued per thread, so the producer needs threads, which is what TMA removes. Consumers wait on FULL with try_wait.parity and arrive on EMPTY(stage) (count: every consumer thread) after the wgmma that read the stage has completed; the producer waits on EMPTY before refilling. No __syncthreads after the barrier init, so the two warpgroups drift apart by up to STAGES-1 tiles instead of meeting every tile (stage 6's ncu: 23 % barrier stalls)."
 }
 */
 #include "evo_attn.cuh"
@@ -22,18 +23,23 @@
 #define BLOCK_N 64
 #endif
 #ifndef STAGES
-#define STAGES 2
+#define STAGES 3
+#endif
+#ifndef PRODUCER_WARPS
+#define PRODUCER_WARPS 4
 #endif
 
 #define HD EVO_HEAD_DIM
 #define NWG (BLOCK_M / 64)            // consumer warpgroups, 64 query rows each
 #define NCONS (NWG * 128)             // consumer threads
-#define NTHREADS (NCONS + 32)         // + the producer warp
+#define NPROD (PRODUCER_WARPS * 32)   // producer threads
+#define NTHREADS (NCONS + NPROD)
 
 EVO_CONSTRAINT(BLOCK_M == 64 || BLOCK_M == 128, "BLOCK_M must be 64 or 128 (one or two warpgroups)");
 EVO_CONSTRAINT(BLOCK_N == 64 || BLOCK_N == 128, "BLOCK_N must be 64 or 128 (wgmma n64 / n128)");
 EVO_CONSTRAINT(HD == 64 || BLOCK_N == 64, "D=128 with BLOCK_N=128 needs 128 accumulator registers for S and O alone");
 EVO_CONSTRAINT(STAGES == 2 || STAGES == 3, "STAGES must be 2 or 3");
+EVO_CONSTRAINT(PRODUCER_WARPS == 1 || PRODUCER_WARPS == 2 || PRODUCER_WARPS == 4, "PRODUCER_WARPS must be 1, 2 or 4");
 
 #define Q_BYTES (BLOCK_M * HD * 2)
 #define KV_BYTES (BLOCK_N * HD * 2)
@@ -158,15 +164,15 @@ __device__ __forceinline__ void mbar_wait(unsigned addr, unsigned parity) {
   __syncwarp();  // reconverge before the .aligned wgmma that follow
 }
 
-// ROWS x HD tile from global into the swizzled layout, by the 32 lanes of the producer warp;
-// rows >= valid are zero-filled (src-size 0, nothing read).
+// ROWS x HD tile from global into the swizzled layout, by the NPROD producer threads (`pt` is
+// this thread's index among them); rows >= valid are zero-filled (src-size 0, nothing read).
 template <int ROWS>
-__device__ __forceinline__ void load_tile_warp(unsigned s_base, const evo_t* g, long long gstride, int valid, int lane) {
+__device__ __forceinline__ void load_tile_prod(unsigned s_base, const evo_t* g, long long gstride, int valid, int pt) {
   constexpr int CPR = HD / 8;
   constexpr int TOTAL = ROWS * CPR;
-  static_assert(TOTAL % 32 == 0, "whole warp iterations");
+  static_assert(TOTAL % NPROD == 0, "whole producer iterations");
 #pragma unroll 8
-  for (int c = lane; c < TOTAL; c += 32) {
+  for (int c = pt; c < TOTAL; c += NPROD) {
     const int r = c / CPR;
     const int ch = c % CPR;
     const bool ok = r < valid;
@@ -207,14 +213,15 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1) evo_attn_fwd(const __g
   if (tid == 0) {
 #pragma unroll
     for (int s = 0; s < STAGES; ++s) {
-      mbar_init(FULL(s), 32);      // the producer's lanes, once the tile has landed
+      mbar_init(FULL(s), NPROD);   // every producer thread, once its copies of the tile have landed
       mbar_init(EMPTY(s), NCONS);  // every consumer thread, once its wgmma read the tile
     }
   }
   __syncthreads();  // barrier init visible to all; the only CTA-wide barrier
 
-  // =========================== producer warp ===========================
+  // =========================== producer warps ===========================
   if (tid >= NCONS) {
+    const int pt = tid - NCONS;
     const evo_t* Kg = evo_k_ptr(p, b, hkv);
     const evo_t* Vg = evo_v_ptr(p, b, hkv);
     const long long ks = p.k_stride[2];
@@ -223,9 +230,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1) evo_attn_fwd(const __g
       const int stage = it % STAGES;
       const int n0 = it * BLOCK_N;
       if (it >= STAGES) mbar_wait(EMPTY(stage), ((it / STAGES) & 1) ^ 1u);  // tile it - STAGES released
-      if (it == 0) load_tile_warp<BLOCK_M>(sQ, evo_q_ptr(p, b, h) + (long long)m0 * p.q_stride[2], p.q_stride[2], q_rows, lane);
-      load_tile_warp<BLOCK_N>(sK + stage * KV_BYTES, Kg + n0 * ks, ks, seq_kv - n0, lane);
-      load_tile_warp<BLOCK_N>(sV + stage * KV_BYTES, Vg + n0 * vs, vs, seq_kv - n0, lane);
+      if (it == 0) load_tile_prod<BLOCK_M>(sQ, evo_q_ptr(p, b, h) + (long long)m0 * p.q_stride[2], p.q_stride[2], q_rows, pt);
+      load_tile_prod<BLOCK_N>(sK + stage * KV_BYTES, Kg + n0 * ks, ks, seq_kv - n0, pt);
+      load_tile_prod<BLOCK_N>(sV + stage * KV_BYTES, Vg + n0 * vs, vs, seq_kv - n0, pt);
       cp_async_commit();
       if (it >= 1) {  // tile it-1 has landed once at most one group (tile it) is pending
         cp_async_wait_1();
