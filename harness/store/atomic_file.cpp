@@ -8,6 +8,9 @@
 #include <cerrno>
 #include <cstring>
 
+#include <nlohmann/json.hpp>
+#include <string>
+
 #include "core/errors.h"
 
 namespace evo {
@@ -28,6 +31,21 @@ void write_all(int fd, const std::string& data, const std::filesystem::path& p) 
     }
     off += size_t(n);
   }
+}
+
+// Offset just past the last '\n' before `size` (0 if there is none), read backwards in chunks.
+off_t start_of_last_line(int fd, off_t size) {
+  char buf[4096];
+  off_t end = size;
+  while (end > 0) {
+    const off_t begin = end > off_t(sizeof(buf)) ? end - off_t(sizeof(buf)) : 0;
+    const ssize_t n = ::pread(fd, buf, size_t(end - begin), begin);
+    if (n <= 0) return 0;
+    for (ssize_t i = n - 1; i >= 0; --i)
+      if (buf[i] == '\n') return begin + i + 1;
+    end = begin;
+  }
+  return 0;
 }
 
 void fsync_dir(const std::filesystem::path& dir) {
@@ -82,12 +100,24 @@ void append_line_durable(const std::filesystem::path& path, const std::string& l
     io_error("cannot lock", path);
   }
   try {
-    // If an earlier writer died mid-line, start on a fresh line so this record stays whole.
+    // A last line without its '\n' is a writer that died in the middle of its write (lines are
+    // written whole under this lock). Its record was never reported written: cut it off, so it
+    // does not stay behind as a bad line in the middle of the log. A tail that is a complete JSON
+    // value (a file edited by hand, say) is kept and ended instead.
     off_t size = ::lseek(fd, 0, SEEK_END);
     std::string data = line + "\n";
     if (size > 0) {
       char last = '\n';
-      if (::pread(fd, &last, 1, size - 1) == 1 && last != '\n') data = "\n" + data;
+      if (::pread(fd, &last, 1, size - 1) == 1 && last != '\n') {
+        const off_t start = start_of_last_line(fd, size);
+        std::string tail(size_t(size - start), '\0');
+        const bool read_ok = ::pread(fd, tail.data(), tail.size(), start) == ssize_t(tail.size());
+        if (read_ok && nlohmann::json::accept(tail)) {
+          data = "\n" + data;
+        } else if (::ftruncate(fd, start) != 0) {
+          data = "\n" + data;  // could not cut it: at least keep this record on a line of its own
+        }
+      }
     }
     write_all(fd, data, path);
     if (::fsync(fd) != 0) io_error("cannot fsync", path);

@@ -127,10 +127,19 @@ TEST(AtomicFile, ReplacesWholeAndAppendsDurably) {
   size_t leftovers = 0;
   for (auto& e : std::filesystem::directory_iterator(dir)) leftovers += e.path().filename() != "f";
   EXPECT_EQ(leftovers, 0u);
-  // A torn line left by a dead writer does not swallow the next record.
-  test::write_text(dir / "r.jsonl", "{\"torn\":");
+  // A torn line left by a dead writer (never reported written) is cut off before the next
+  // record, so it cannot stay behind as a bad line in the middle of the log.
+  test::write_text(dir / "r.jsonl", "{\"a\":1}\n{\"torn\":");
   append_line_durable(dir / "r.jsonl", "{\"ok\":1}");
-  EXPECT_EQ(test::read_text(dir / "r.jsonl"), "{\"torn\":\n{\"ok\":1}\n");
+  EXPECT_EQ(test::read_text(dir / "r.jsonl"), "{\"a\":1}\n{\"ok\":1}\n");
+  // Torn as the only content, and torn longer than one read chunk.
+  test::write_text(dir / "r.jsonl", "{\"torn\": \"" + std::string(10000, 'x'));
+  append_line_durable(dir / "r.jsonl", "{\"ok\":2}");
+  EXPECT_EQ(test::read_text(dir / "r.jsonl"), "{\"ok\":2}\n");
+  // A complete record that only lacks its newline (edited by hand) is kept.
+  test::write_text(dir / "r.jsonl", "{\"a\":1}\n{\"b\":2}");
+  append_line_durable(dir / "r.jsonl", "{\"ok\":3}");
+  EXPECT_EQ(test::read_text(dir / "r.jsonl"), "{\"a\":1}\n{\"b\":2}\n{\"ok\":3}\n");
 }
 
 TEST(AtomicFile, ConcurrentAppendersLoseNothing) {
