@@ -18,7 +18,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 Session::Session(const Context& ctx, const Compiler& compiler, SessionOptions options)
-    : ctx_(ctx), options_(std::move(options)) {
+    : options_(std::move(options)) {
   env_.gpu = query_gpu(options_.device);
   env_.gates = &ctx.gates;
   env_.device = options_.device;

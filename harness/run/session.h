@@ -39,7 +39,6 @@ class Session {
 
  private:
   void refresh_populations() const;
-  const Context& ctx_;
   SessionOptions options_;
   EvalEnv env_;
   std::unique_ptr<ReferenceStore> references_;
