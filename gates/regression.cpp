@@ -12,6 +12,7 @@
 #include "core/errors.h"
 #include "core/shape.h"
 #include "core/task.h"
+#include "store/json_fields.h"
 #include "store/population.h"
 
 namespace evo {
@@ -115,10 +116,6 @@ using nlohmann::json;
 
 namespace {
 
-std::string str_or(const json& j, const char* key) {
-  return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
-}
-
 // Field readers that name the file and the field when it is wrong.
 struct FieldReader {
   const json& j;
@@ -153,20 +150,20 @@ struct FieldReader {
 };
 
 std::string gpu_key_of(const json& r) {
-  return r.contains("env") && r["env"].is_object() ? str_or(r["env"], "gpu_key") : "";
+  return r.contains("env") && r["env"].is_object() ? string_or(r["env"], "gpu_key") : "";
 }
 
 // Later wins: time, then run id; equal ones keep the later line (store/population.cpp rules).
 bool later_or_equal(const json& a, const json& b) {
-  const auto ta = str_or(a, "time"), tb = str_or(b, "time");
+  const auto ta = string_or(a, "time"), tb = string_or(b, "time");
   if (ta != tb) return ta > tb;
-  return str_or(a, "run_id") >= str_or(b, "run_id");
+  return string_or(a, "run_id") >= string_or(b, "run_id");
 }
 
 const json* timing_for(const json& r, const std::string& shape) {
   if (!r.contains("timing") || !r["timing"].is_array()) return nullptr;
   for (const auto& t : r["timing"])
-    if (str_or(t, "shape") == shape && t.contains("median_us") && t["median_us"].is_number()) return &t;
+    if (string_or(t, "shape") == shape && t.contains("median_us") && t["median_us"].is_number()) return &t;
   return nullptr;
 }
 
@@ -194,7 +191,7 @@ GateBaseline parse_baseline(const std::string& text, const std::string& origin, 
     throw usage_error(fmt::format("{}.kind: is '{}', expected 'gate-baseline'", origin, j["kind"].get<std::string>()));
   GateBaseline b;
   b.gpu = top.text("gpu");
-  b.time = str_or(j, "time");
+  b.time = string_or(j, "time");
   if (!j.contains("entries") || !j["entries"].is_array()) top.fail("entries", "a list");
   if (j["entries"].empty())
     throw usage_error(origin + ".entries: empty; a gate with nothing to compare would pass anything");
@@ -262,7 +259,7 @@ GateBaseline baseline_from_records(const std::vector<json>& records, const std::
   std::vector<json> runs;
   std::set<std::string> gpus;
   for (const auto& r : records)
-    if (str_or(r, "kind") == "run" && !gpu_key_of(r).empty()) {
+    if (string_or(r, "kind") == "run" && !gpu_key_of(r).empty()) {
       runs.push_back(r);
       gpus.insert(gpu_key_of(r));
     }
@@ -288,11 +285,11 @@ GateBaseline baseline_from_records(const std::vector<json>& records, const std::
     const json elite = stage_elites(pop, top).front();
     const json* record = nullptr;
     for (const auto& r : runs)
-      if (gpu_key_of(r) == b.gpu && str_or(r, "candidate_id") == str_or(elite, "candidate_id") &&
-          str_or(r, "time") == str_or(elite, "time") && str_or(r, "run_id") == str_or(elite, "run_id"))
+      if (gpu_key_of(r) == b.gpu && string_or(r, "candidate_id") == string_or(elite, "candidate_id") &&
+          string_or(r, "time") == string_or(elite, "time") && string_or(r, "run_id") == string_or(elite, "run_id"))
         record = &r;
     if (!record) continue;
-    b.time = std::max(b.time, str_or(*record, "time"));
+    b.time = std::max(b.time, string_or(*record, "time"));
     for (const auto& t : record->value("timing", json::array())) {
       if (!t.is_object() || !t.contains("median_us") || !t["median_us"].is_number()) continue;
       BaselineEntry e;
@@ -301,7 +298,7 @@ GateBaseline baseline_from_records(const std::vector<json>& records, const std::
       e.variant = (*record)["variant"];
       e.params = (*record)["params"];
       e.candidate_id = (*record)["candidate_id"];
-      e.shape = str_or(t, "shape");
+      e.shape = string_or(t, "shape");
       e.sample = sample_of(t);
       if (!std::isfinite(e.sample.stdev_us) || e.sample.n < 1)
         throw usage_error(fmt::format("record {} ({}, {}) has no stdev_us / n for {}: it cannot be a baseline",
@@ -336,7 +333,7 @@ std::vector<GateResult> evaluate_gate(const GateBaseline& baseline, const std::v
                                       const RegressionConfig& config) {
   std::set<std::string> other_gpus;
   for (const auto& r : current)
-    if (str_or(r, "kind") == "run" && gpu_key_of(r) != baseline.gpu && !gpu_key_of(r).empty())
+    if (string_or(r, "kind") == "run" && gpu_key_of(r) != baseline.gpu && !gpu_key_of(r).empty())
       other_gpus.insert(gpu_key_of(r));
   std::vector<GateResult> out;
   for (const auto& entry : baseline.entries) {
@@ -344,8 +341,8 @@ std::vector<GateResult> evaluate_gate(const GateBaseline& baseline, const std::v
     res.entry = entry;
     const json* latest = nullptr;
     for (const auto& r : current) {
-      if (str_or(r, "kind") != "run" || gpu_key_of(r) != baseline.gpu || str_or(r, "task") != entry.task ||
-          str_or(r, "variant") != entry.variant || !r.contains("params") || r["params"] != entry.params)
+      if (string_or(r, "kind") != "run" || gpu_key_of(r) != baseline.gpu || string_or(r, "task") != entry.task ||
+          string_or(r, "variant") != entry.variant || !r.contains("params") || r["params"] != entry.params)
         continue;
       if (!latest || later_or_equal(r, *latest)) latest = &r;
     }
@@ -358,15 +355,15 @@ std::vector<GateResult> evaluate_gate(const GateBaseline& baseline, const std::v
       continue;
     }
     const std::string changed =
-        str_or(*latest, "candidate_id") != entry.candidate_id ? "source or compile options changed since the baseline" : "";
+        string_or(*latest, "candidate_id") != entry.candidate_id ? "source or compile options changed since the baseline" : "";
     auto with_changed = [&](std::string note) {
       if (changed.empty()) return note;
       return note.empty() ? changed : note + "; " + changed;
     };
-    if (str_or(*latest, "outcome") != "ok") {
+    if (string_or(*latest, "outcome") != "ok") {
       res.status = GateStatus::broken;
-      const std::string reason = str_or(*latest, "reason");
-      res.note = with_changed("outcome " + str_or(*latest, "outcome") + (reason.empty() ? "" : ": " + reason));
+      const std::string reason = string_or(*latest, "reason");
+      res.note = with_changed("outcome " + string_or(*latest, "outcome") + (reason.empty() ? "" : ": " + reason));
     } else if (const json* t = timing_for(*latest, entry.shape)) {
       res.current = sample_of(*t);
       res.check = check_regression(*res.current, entry.sample, config);

@@ -64,9 +64,7 @@ std::vector<nlohmann::json> measured_records(const GateOptions& o, const std::ve
   r.tasks = tasks;
   r.stage = stage;
   r.top = 1;
-  std::string stamp = utc_now_iso8601();
-  stamp.erase(std::remove_if(stamp.begin(), stamp.end(), [](char c) { return c == '-' || c == ':'; }), stamp.end());
-  r.results_file = o.record.empty() ? ctx.root / "results" / ("gate-" + stamp + ".jsonl") : std::filesystem::path(o.record);
+  r.results_file = o.record.empty() ? ctx.root / "results" / ("gate-" + utc_now_compact() + ".jsonl") : std::filesystem::path(o.record);
   r.cache_dir = o.cache_dir.empty() ? default_cache_dir() : std::filesystem::path(o.cache_dir);
   auto records = remeasure_elites(ctx, r);
   std::cout << fmt::format("measured {} record(s) again; appended to {}\n", records.size(), r.results_file.string());

@@ -70,13 +70,14 @@ void run_stage(const RunOptions& o) {
   fs::path sanitizer;
   if (o.sanitize) {
     auto found = find_compute_sanitizer();
+    const char* named = std::getenv("EVO_COMPUTE_SANITIZER");
+    if (!found && named && *named)
+      throw environment_error(fmt::format(
+          "EVO_COMPUTE_SANITIZER={} is not an executable file: point it at compute-sanitizer (CUDA toolkit) or unset it",
+          named));
     if (!found)
-      throw environment_error(std::getenv("EVO_COMPUTE_SANITIZER") && *std::getenv("EVO_COMPUTE_SANITIZER")
-                                  ? fmt::format("EVO_COMPUTE_SANITIZER={} is not an executable file: point it at "
-                                                "compute-sanitizer (CUDA toolkit) or unset it",
-                                                std::getenv("EVO_COMPUTE_SANITIZER"))
-                                  : "--sanitize needs compute-sanitizer (CUDA toolkit): put it on PATH, set CUDA_HOME, "
-                                    "or set EVO_COMPUTE_SANITIZER");
+      throw environment_error(
+          "--sanitize needs compute-sanitizer (CUDA toolkit): put it on PATH, set CUDA_HOME, or set EVO_COMPUTE_SANITIZER");
     sanitizer = *found;
   }
 

@@ -11,6 +11,7 @@
 #include "core/paths.h"
 #include "core/shape.h"
 #include "core/task.h"
+#include "store/json_fields.h"
 #include "store/population.h"
 #include "store/record.h"
 #include "store/records.h"
@@ -53,26 +54,7 @@ std::vector<fs::path> files_with_extension(const fs::path& dir, const std::strin
   return out;
 }
 
-std::string str_or(const json& j, const char* key, const std::string& fallback = "") {
-  return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : fallback;
-}
-
-std::optional<double> number(const json& j, const char* key) {
-  if (!j.is_object() || !j.contains(key) || !j[key].is_number()) return std::nullopt;
-  const double v = j[key].get<double>();
-  return std::isfinite(v) ? std::optional<double>(v) : std::nullopt;
-}
-
-bool flag(const json& j, const char* key) { return j.is_object() && j.contains(key) && j[key].is_boolean() && j[key].get<bool>(); }
-
-std::string gpu_key_of(const json& r) { return r.contains("env") ? str_or(r["env"], "gpu_key") : ""; }
-
-// Later wins: time, then run id (the population rules, store/population.cpp).
-bool later(const json& a, const json& b) {
-  const auto ta = str_or(a, "time"), tb = str_or(b, "time");
-  if (ta != tb) return ta > tb;
-  return str_or(a, "run_id") > str_or(b, "run_id");
-}
+std::string gpu_key_of(const json& r) { return r.contains("env") ? string_or(r["env"], "gpu_key") : ""; }
 
 }  // namespace
 
@@ -149,19 +131,19 @@ TaskFacts task_facts(const std::string& name) {
 }
 
 std::optional<ShapeFigures> figures_from_timing(const json& t, const TaskFacts& facts, std::optional<double> ceiling) {
-  const auto median = number(t, "median_us");
+  const auto median = finite_number(t, "median_us");
   if (!t.is_object() || !t.contains("shape") || !t["shape"].is_string() || !median || *median <= 0) return std::nullopt;
   ShapeFigures f;
   f.shape = t["shape"];
   f.sample.median_us = *median;
-  f.sample.stdev_us = number(t, "stdev_us").value_or(NAN);
+  f.sample.stdev_us = finite_number(t, "stdev_us").value_or(NAN);
   f.sample.n = t.contains("n") && t["n"].is_number_integer() ? t["n"].get<int>() : 0;
-  f.p10_us = number(t, "p10_us").value_or(*median);
-  f.p90_us = number(t, "p90_us").value_or(*median);
-  f.rse = number(t, "rse");
+  f.p10_us = finite_number(t, "p10_us").value_or(*median);
+  f.p90_us = finite_number(t, "p90_us").value_or(*median);
+  f.rse = finite_number(t, "rse");
   // FLOPs from the shape (Shape::flops, the one definition evo uses), so ours and the peers'
   // TFLOPS count the same work; the record's own figure only when the task is unknown here.
-  f.tflops = number(t, "tflops");
+  f.tflops = finite_number(t, "tflops");
   if (facts.task) {
     try {
       const Shape s = parse_shape(f.shape, facts.task->head_dim);
@@ -170,8 +152,8 @@ std::optional<ShapeFigures> figures_from_timing(const json& t, const TaskFacts& 
     }
   }
   if (f.tflops && ceiling) f.ceiling_share = *f.tflops / *ceiling;
-  f.clock_before_mhz = number(t, "sm_clock_before_mhz");
-  f.clock_after_mhz = number(t, "sm_clock_after_mhz");
+  f.clock_before_mhz = finite_number(t, "sm_clock_before_mhz");
+  f.clock_after_mhz = finite_number(t, "sm_clock_after_mhz");
   return f;
 }
 
@@ -230,7 +212,7 @@ std::string gates_summary(const json& r, const json* sanitized = nullptr) {
     for (const auto& c : gates[gate]["checks"]) {
       ++total;
       passed += flag(c, "pass");
-      if (auto rel = number(c, "rel_l2")) max_rel = std::max(max_rel, *rel);
+      if (auto rel = finite_number(c, "rel_l2")) max_rel = std::max(max_rel, *rel);
     }
   };
   int pass = 0, total = 0, post_pass = 0, post_total = 0;
@@ -246,7 +228,7 @@ std::string gates_summary(const json& r, const json* sanitized = nullptr) {
     san = flag(gates["sanitizer"], "pass") ? "sanitizer ok" : "sanitizer FAIL";
   } else if (sanitized) {
     const json earlier = sanitized->value("gates", json::object()).value("sanitizer", json::object());
-    san = std::string(flag(earlier, "pass") ? "sanitizer ok" : "sanitizer FAIL") + " (run " + str_or(*sanitized, "run_id") + ")";
+    san = std::string(flag(earlier, "pass") ? "sanitizer ok" : "sanitizer FAIL") + " (run " + string_or(*sanitized, "run_id") + ")";
   }
   return fmt::format("{}/{} + post {}/{}, {}, max rel L2 {:.1e}, {}", pass, total, post_pass, post_total, det, max_rel,
                      san);
@@ -358,15 +340,15 @@ CompareSection build_section(const std::string& gpu, const std::string& task, co
       const json& e = elites.front();
       const json* record = nullptr;
       for (const json* r : runs)
-        if (str_or(*r, "candidate_id") == str_or(e, "candidate_id") && str_or(*r, "time") == str_or(e, "time") &&
-            str_or(*r, "run_id") == str_or(e, "run_id"))
+        if (string_or(*r, "candidate_id") == string_or(e, "candidate_id") && string_or(*r, "time") == string_or(e, "time") &&
+            string_or(*r, "run_id") == string_or(e, "run_id"))
           record = r;  // the last of equal ones, as derive_populations keeps
       if (!record) continue;
       StageRow row;
       row.stage = n;
-      row.variant = str_or(*record, "variant");
-      row.candidate_id = str_or(*record, "candidate_id");
-      row.run_id = str_or(*record, "run_id");
+      row.variant = string_or(*record, "variant");
+      row.candidate_id = string_or(*record, "candidate_id");
+      row.run_id = string_or(*record, "run_id");
       row.params = (*record)["params"];
       for (auto& f : timing_figures(*record, facts, sec.ceiling_tflops)) {
         StageShapeRow shape_row;
@@ -376,10 +358,9 @@ CompareSection build_section(const std::string& gpu, const std::string& task, co
       fill_resources(*record, row);
       const json* sanitized = nullptr;  // the latest (time, run id) of this candidate's sanitized records
       for (const json* r : runs)
-        if (str_or(*r, "candidate_id") == row.candidate_id && r->contains("gates") && (*r)["gates"].is_object() &&
+        if (string_or(*r, "candidate_id") == row.candidate_id && r->contains("gates") && (*r)["gates"].is_object() &&
             (*r)["gates"].contains("sanitizer") && (*r)["gates"]["sanitizer"].is_object() &&
-            (!sanitized || std::make_pair(str_or(*r, "time"), str_or(*r, "run_id")) >=
-                               std::make_pair(str_or(*sanitized, "time"), str_or(*sanitized, "run_id"))))
+            (!sanitized || !newer_record(*sanitized, *r)))
           sanitized = r;
       row.gates = gates_summary(*record, sanitized);
       for (const auto& s : row.shapes)
@@ -399,13 +380,13 @@ CompareSection build_section(const std::string& gpu, const std::string& task, co
   for (const auto& shape : sec.shapes) {
     std::map<std::string, const json*> latest;
     for (const json* p : peers) {
-      bool mentions = str_or(*p, "shape") == shape;
+      bool mentions = string_or(*p, "shape") == shape;
       if (p->contains("timing") && (*p)["timing"].is_array())
-        for (const auto& t : (*p)["timing"]) mentions |= str_or(t, "shape") == shape;
+        for (const auto& t : (*p)["timing"]) mentions |= string_or(t, "shape") == shape;
       if (!mentions) continue;
-      const std::string name = str_or(*p, "variant").substr(5);
+      const std::string name = string_or(*p, "variant").substr(5);
       auto it = latest.find(name);
-      if (it == latest.end() || !later(*it->second, *p)) latest[name] = p;
+      if (it == latest.end() || !newer_record(*it->second, *p)) latest[name] = p;
     }
     for (const auto& [name, p] : latest) {
       PeerRow& row = by_name[name];
@@ -413,11 +394,11 @@ CompareSection build_section(const std::string& gpu, const std::string& task, co
       row.label = peer_label(name);
       if ((*p)["outcome"] == "ok") {
         for (const auto& t : p->value("timing", json::array()))
-          if (str_or(t, "shape") == shape)
+          if (string_or(t, "shape") == shape)
             if (auto f = figures_from_timing(t, facts, sec.ceiling_tflops)) row.shapes.push_back(*f);
         if (!find_shape(row.shapes, shape)) row.unsupported[shape] = "record has no median for this shape";
       } else {
-        const std::string reason = str_or(*p, "reason");
+        const std::string reason = string_or(*p, "reason");
         row.unsupported[shape] = (*p)["outcome"].get<std::string>() + (reason.empty() ? "" : ": " + reason);
       }
       const json env = p->value("env", json::object());
@@ -477,7 +458,7 @@ CompareSection build_section(const std::string& gpu, const std::string& task, co
   std::map<std::tuple<int, std::string, std::string>, int> counts;
   for (const json* r : runs)
     if ((*r)["outcome"] != "ok")
-      ++counts[{(*r)["stage"].get<int>(), (*r)["outcome"].get<std::string>(), str_or(*r, "reason")}];
+      ++counts[{(*r)["stage"].get<int>(), (*r)["outcome"].get<std::string>(), string_or(*r, "reason")}];
   for (const auto& [key, n] : counts) sec.failures.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key), n});
   std::stable_sort(sec.failures.begin(), sec.failures.end(), [](const FailureRow& a, const FailureRow& b) {
     if (a.stage != b.stage) return a.stage < b.stage;

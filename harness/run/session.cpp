@@ -27,10 +27,7 @@ Session::Session(const Context& ctx, const Compiler& compiler, SessionOptions op
   const std::string arch = env_.gpu.cc >= 90 ? "sm_90a" : fmt::format("sm_{}", env_.gpu.cc);
   env_.support_cubin = compiler.compile_support(arch);
   std::random_device rd;
-  const std::string stamp = utc_now_iso8601();
-  std::string compact;
-  for (char ch : stamp)
-    if (ch != '-' && ch != ':') compact += ch;
+  const std::string compact = utc_now_compact();
   env_.run_id = fmt::format("{}-{:04x}", compact, rd() & 0xffff);
   env_.work_root = fs::temp_directory_path() / fmt::format("evo-{}-{}", ::getpid(), env_.run_id);
   fs::create_directories(env_.work_root);

@@ -8,6 +8,7 @@
 #include "core/errors.h"
 #include "core/paths.h"
 #include "store/atomic_file.h"
+#include "store/json_fields.h"
 
 namespace evo {
 
@@ -15,16 +16,6 @@ using nlohmann::json;
 namespace fs = std::filesystem;
 
 namespace {
-
-// Records come from other machines' logs (evo merge): validate_record checks the fields every
-// record has, and these read the rest without trusting their types, so a log with
-// "geomean_p90_us": "x" or "compile": "str" costs that record its place, never the command.
-std::string string_or(const json& j, const char* key, const std::string& fallback = "") {
-  return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : fallback;
-}
-json object_or_null(const json& j, const char* key) {
-  return j.is_object() && j.contains(key) && j[key].is_object() ? j[key] : json(nullptr);
-}
 
 bool complete_fitness(const json& r) {
   const json f = object_or_null(r, "fitness");
@@ -47,18 +38,6 @@ bool plain_name(const std::string& s) {
 std::string identity(const json& r) {
   return r["variant"].get<std::string>() + "|" + r["params"].dump() + "|" + r["task"].get<std::string>() + "|" +
          r["source_sha256"].get<std::string>();
-}
-
-// Later wins: time, then run id, then the line's own order.
-bool newer(const json& a, const json& b) {
-  auto ta = string_or(a, "time"), tb = string_or(b, "time");
-  if (ta != tb) return ta > tb;
-  return string_or(a, "run_id") > string_or(b, "run_id");
-}
-
-// A number field, or `fallback` when it is missing or null (e.g. tflops of an untimed shape).
-double number_or(const json& j, const char* key, double fallback) {
-  return j.contains(key) && j[key].is_number() ? j[key].get<double>() : fallback;
 }
 
 json elite_entry(const json& r, int rank) {
@@ -104,10 +83,10 @@ std::map<std::string, json> derive_populations(const std::vector<json>& records)
     if (!plain_name(gpu) || !plain_name(r["task"].get<std::string>())) continue;
     const std::string key = gpu + "|" + identity(r);
     auto it = latest.find(key);
-    if (it == latest.end() || !newer(it->second, r)) latest[key] = r;
+    if (it == latest.end() || !newer_record(it->second, r)) latest[key] = r;
     if (object_or_null(object_or_null(r, "gates"), "sanitizer").is_object()) {
       auto st = latest_sanitized.find(key);
-      if (st == latest_sanitized.end() || !newer(st->second, r)) latest_sanitized[key] = r;
+      if (st == latest_sanitized.end() || !newer_record(st->second, r)) latest_sanitized[key] = r;
     }
   }
   for (const auto& [key, r] : latest_sanitized) {

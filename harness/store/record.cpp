@@ -1,5 +1,7 @@
 #include "store/record.h"
 
+#include <algorithm>
+
 #include <ctime>
 
 #include "core/sha256.h"
@@ -15,6 +17,12 @@ std::string utc_now_iso8601() {
   char buf[32];
   std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
+}
+
+std::string utc_now_compact() {
+  std::string s = utc_now_iso8601();
+  s.erase(std::remove_if(s.begin(), s.end(), [](char c) { return c == '-' || c == ':'; }), s.end());
+  return s;
 }
 
 json candidate_json(const Candidate& c) {

@@ -26,5 +26,7 @@ nlohmann::json compile_record(const Candidate& c, const CompileResult& r, const 
 std::string validate_record(const nlohmann::json& j);
 
 std::string utc_now_iso8601();
+// The same instant for file names and run ids: 20261121T033207Z.
+std::string utc_now_compact();
 
 }  // namespace evo

@@ -1,0 +1,45 @@
+// Reading fields of records, populations and baselines without trusting their types: they come
+// from other machines' logs (evo merge), so a wrong type costs that record its place, never
+// the command. One set of readers for store/, report/ and gates/.
+#pragma once
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+namespace evo {
+
+inline std::string string_or(const nlohmann::json& j, const char* key, const std::string& fallback = "") {
+  return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : fallback;
+}
+
+inline nlohmann::json object_or_null(const nlohmann::json& j, const char* key) {
+  return j.is_object() && j.contains(key) && j[key].is_object() ? j[key] : nlohmann::json(nullptr);
+}
+
+// A number field, or `fallback` when it is missing or not a number.
+inline double number_or(const nlohmann::json& j, const char* key, double fallback) {
+  return j.is_object() && j.contains(key) && j[key].is_number() ? j[key].get<double>() : fallback;
+}
+
+// A finite number field, or nullopt.
+inline std::optional<double> finite_number(const nlohmann::json& j, const char* key) {
+  if (!j.is_object() || !j.contains(key) || !j[key].is_number()) return std::nullopt;
+  const double v = j[key].get<double>();
+  return std::isfinite(v) ? std::optional<double>(v) : std::nullopt;
+}
+
+// True only for a boolean field that is true.
+inline bool flag(const nlohmann::json& j, const char* key) {
+  return j.is_object() && j.contains(key) && j[key].is_boolean() && j[key].get<bool>();
+}
+
+// The order that decides which of two records of one candidate counts: later time, then the
+// greater run id (the population rules).
+inline bool newer_record(const nlohmann::json& a, const nlohmann::json& b) {
+  const auto ta = string_or(a, "time"), tb = string_or(b, "time");
+  if (ta != tb) return ta > tb;
+  return string_or(a, "run_id") > string_or(b, "run_id");
+}
+
+}  // namespace evo
