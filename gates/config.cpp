@@ -127,6 +127,12 @@ GatesConfig parse_gates_config(const std::string& text, const std::string& origi
   const json rg = field_or<json>(j, "regression", json::object(), origin);
   c.regression.confidence = field_or<double>(rg, "confidence", 0.99, origin + " regression");
   c.regression.min_effect = field_or<double>(rg, "min_effect", 0.03, origin + " regression");
+  const json vp = field_or<json>(j, "verdict", json::object(), origin);
+  const std::string vw = origin + " verdict";
+  c.verdict.replay_p90_factor = field_or<double>(vp, "replay_p90_factor", 3.0, vw);
+  c.verdict.replay_slack_us = field_or<double>(vp, "replay_slack_us", 20.0, vw);
+  c.verdict.clock_drop_ratio = field_or<double>(vp, "clock_drop_ratio", 0.9, vw);
+  c.verdict.noisy_rse = field_or<double>(vp, "noisy_rse", 0.02, vw);
   const json sz = field_or<json>(j, "sanitizer", json::object(), origin);
   const std::string sw = origin + " sanitizer";
   c.sanitizer.shape_sets = field_or<std::vector<std::string>>(sz, "shape_sets", c.sanitizer.shape_sets, sw);

@@ -59,6 +59,15 @@ struct RegressionConfig {
   double min_effect = 0.03;
 };
 
+// The numbers behind the verdict rules of gates/verdict.h ("verdict" in gates.json).
+struct VerdictPolicy {
+  // A fresh launch after timing slower than factor x timed p90 + slack: the timed launches did
+  // not do the work (result cache, replay). The slack covers launch jitter on tiny shapes.
+  double replay_p90_factor = 3.0, replay_slack_us = 20.0;
+  double clock_drop_ratio = 0.9;  // SM clock after / before below this: a warning
+  double noisy_rse = 0.02;        // a shape's relative standard error above this: a warning
+};
+
 struct GatesConfig {
   std::map<std::string, std::vector<std::string>> shape_sets;  // entries before D/H substitution
   std::vector<std::string> gate_sets, benchmark_sets;
@@ -71,6 +80,7 @@ struct GatesConfig {
   Limits limits;
   RegressionConfig regression;
   SanitizerConfig sanitizer;
+  VerdictPolicy verdict;
 
   // Expands set names or explicit BxHqxHkvxSqxSkvxD entries (comma separated) for a task.
   std::vector<Shape> shapes(const std::vector<std::string>& sets_or_dims, const Task& task) const;

@@ -149,17 +149,6 @@ struct FieldReader {
   }
 };
 
-std::string gpu_key_of(const json& r) {
-  return r.contains("env") && r["env"].is_object() ? string_or(r["env"], "gpu_key") : "";
-}
-
-// Later wins: time, then run id; equal ones keep the later line (store/population.cpp rules).
-bool later_or_equal(const json& a, const json& b) {
-  const auto ta = string_or(a, "time"), tb = string_or(b, "time");
-  if (ta != tb) return ta > tb;
-  return string_or(a, "run_id") >= string_or(b, "run_id");
-}
-
 const json* timing_for(const json& r, const std::string& shape) {
   if (!r.contains("timing") || !r["timing"].is_array()) return nullptr;
   for (const auto& t : r["timing"])
@@ -259,9 +248,9 @@ GateBaseline baseline_from_records(const std::vector<json>& records, const std::
   std::vector<json> runs;
   std::set<std::string> gpus;
   for (const auto& r : records)
-    if (string_or(r, "kind") == "run" && !gpu_key_of(r).empty()) {
+    if (string_or(r, "kind") == "run" && !record_gpu_key(r).empty()) {
       runs.push_back(r);
-      gpus.insert(gpu_key_of(r));
+      gpus.insert(record_gpu_key(r));
     }
   GateBaseline b;
   if (!gpu.empty()) {
@@ -285,7 +274,7 @@ GateBaseline baseline_from_records(const std::vector<json>& records, const std::
     const json elite = stage_elites(pop, top).front();
     const json* record = nullptr;
     for (const auto& r : runs)
-      if (gpu_key_of(r) == b.gpu && string_or(r, "candidate_id") == string_or(elite, "candidate_id") &&
+      if (record_gpu_key(r) == b.gpu && string_or(r, "candidate_id") == string_or(elite, "candidate_id") &&
           string_or(r, "time") == string_or(elite, "time") && string_or(r, "run_id") == string_or(elite, "run_id"))
         record = &r;
     if (!record) continue;
@@ -333,18 +322,18 @@ std::vector<GateResult> evaluate_gate(const GateBaseline& baseline, const std::v
                                       const RegressionConfig& config) {
   std::set<std::string> other_gpus;
   for (const auto& r : current)
-    if (string_or(r, "kind") == "run" && gpu_key_of(r) != baseline.gpu && !gpu_key_of(r).empty())
-      other_gpus.insert(gpu_key_of(r));
+    if (string_or(r, "kind") == "run" && record_gpu_key(r) != baseline.gpu && !record_gpu_key(r).empty())
+      other_gpus.insert(record_gpu_key(r));
   std::vector<GateResult> out;
   for (const auto& entry : baseline.entries) {
     GateResult res;
     res.entry = entry;
     const json* latest = nullptr;
     for (const auto& r : current) {
-      if (string_or(r, "kind") != "run" || gpu_key_of(r) != baseline.gpu || string_or(r, "task") != entry.task ||
+      if (string_or(r, "kind") != "run" || record_gpu_key(r) != baseline.gpu || string_or(r, "task") != entry.task ||
           string_or(r, "variant") != entry.variant || !r.contains("params") || r["params"] != entry.params)
         continue;
-      if (!latest || later_or_equal(r, *latest)) latest = &r;
+      if (!latest || !newer_record(*latest, r)) latest = &r;  // equal ones: the later line
     }
     if (!latest) {
       res.status = GateStatus::missing;

@@ -7,11 +7,12 @@
 #include <thread>
 
 #include "cli/commands.h"
-#include "cli/compile_set.h"
+#include "compile/compile_set.h"
 #include "cli/context.h"
 #include "core/errors.h"
 #include "core/paths.h"
 #include "report/table.h"
+#include "compile/compile_record.h"
 #include "store/record.h"
 
 namespace evo {
@@ -102,7 +103,7 @@ void add_compile_command(CLI::App& app) {
   cmd->add_option("--task", o->tasks, "task(s), e.g. fp16-d64, bf16-d128-causal (default: all)")->delimiter(',');
   cmd->add_option("--cache-dir", o->cache_dir, "compile cache (default: $XDG_CACHE_HOME/evo)");
   cmd->add_option("-j,--jobs", o->jobs, "parallel compiles (default: CPU count)");
-  cmd->add_flag("--json", o->json, "one JSON record per config (DESIGN §3 schema)");
+  cmd->add_flag("--json", o->json, "one JSON record per config (schema: docs/records.md)");
   cmd->callback([o] { run_compile(*o); });
 }
 

@@ -4,7 +4,7 @@
 // The CI regression gate: current medians (a replayed results file, or the elites measured
 // again on this GPU) against a committed baseline, each (task, shape) labelled SAME / FAST /
 // SLOW / AMBIGUOUS / BROKEN / MISSING with a noise-aware interval (gates/regression.h).
-// Exit codes (DESIGN §3): 3 correctness (wins), 4 slower, 1 missing or bad input, 0 otherwise;
+// Exit codes (README.md): 3 correctness (wins), 4 slower, 1 missing or bad input, 0 otherwise;
 // AMBIGUOUS is never a silent pass: it is printed loudly, and --strict makes it exit 4.
 #include <fmt/format.h>
 

@@ -1,5 +1,5 @@
 // evo merge FILE... [--results-dir D] [--populations-dir D]: brings run logs from other machines
-// (DESIGN §7: shards under Slurm, other GPUs) into this repo's results. Each valid record not
+// (shards under Slurm, other GPUs; docs/safety.md §4) into this repo's results. Each valid record not
 // already present is appended to <results-dir>/merged.jsonl, durably, and only then reported
 // ("wrote <candidate_id>"); populations are then derived again from every record. Killed at any
 // point, it leaves whole files behind and nothing it reported is lost: run it again to finish.

@@ -54,14 +54,6 @@ Verdict classify_nvrtc_failure(const std::string& log) {
 
 }  // namespace
 
-void ensure_writable_dir(const fs::path& dir, const std::string& what) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec || !fs::is_directory(dir) || ::access(dir.c_str(), W_OK) != 0)
-    throw usage_error(fmt::format("{} {} is not writable: choose another with --cache-dir or fix its permissions",
-                                  what, dir.string()));
-}
-
 Compiler::Compiler(fs::path root, fs::path cache_dir, const GatesConfig& gates)
     : root_(std::move(root)), cache_dir_(std::move(cache_dir)), gates_(gates) {
   nvrtc_version_ = evo::nvrtc_version();

@@ -52,9 +52,6 @@ class Compiler {
   std::optional<std::filesystem::path> cuda_include_;
 };
 
-// Fails (usage error, exit 1) unless `dir` can be created and written.
-void ensure_writable_dir(const std::filesystem::path& dir, const std::string& what);
-
 // Body of the hidden `evo __compile REQUEST OUT_PREFIX` child: reads a JSON request with the
 // source, name and options, writes OUT_PREFIX.cubin and OUT_PREFIX.log, exits 0 on success,
 // 10 when NVRTC rejected the source.

@@ -1,4 +1,4 @@
-// Error kinds that end a command, each with its documented exit code (DESIGN §3).
+// Error kinds that end a command, each with its documented exit code (README.md, "Exit codes").
 // Candidate failures are never errors: they are Outcome values (outcome.h).
 #pragma once
 #include <stdexcept>

@@ -4,6 +4,9 @@
 #include <nvrtc.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
+#include <cctype>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -73,6 +76,26 @@ std::string read_file(const fs::path& p) {
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+void ensure_writable_dir(const fs::path& dir, const std::string& what) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir) || ::access(dir.c_str(), W_OK) != 0)
+    throw usage_error(fmt::format("{} {} is not writable: choose another with --cache-dir or fix its permissions",
+                                  what, dir.string()));
+}
+
+std::string gpu_key(const std::string& gpu_name) {
+  std::string k;
+  for (char ch : gpu_name) {
+    if (std::isalnum(static_cast<unsigned char>(ch)))
+      k += char(std::tolower(static_cast<unsigned char>(ch)));
+    else if (!k.empty() && k.back() != '-')
+      k += '-';
+  }
+  while (!k.empty() && k.back() == '-') k.pop_back();
+  return k.empty() ? "unknown-gpu" : k;
 }
 
 }  // namespace evo

@@ -26,4 +26,10 @@ fs::path evo_executable();
 
 std::string read_file(const fs::path& p);  // throws usage_error naming the file
 
+// Fails (usage error, exit 1) unless `dir` can be created and written.
+void ensure_writable_dir(const fs::path& dir, const std::string& what);
+
+// The folder name of a GPU model under populations/: "NVIDIA H200" -> "nvidia-h200".
+std::string gpu_key(const std::string& gpu_name);
+
 }  // namespace evo

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "cli/context.h"
+#include "core/paths.h"
 #include "core/errors.h"
 #include "gpu/cuda_driver.h"
 

@@ -19,6 +19,7 @@
 #include "core/stats.h"
 #include "gpu/cuda_driver.h"
 #include "gpu/nvml.h"
+#include "gpu/worker_device.h"
 #include "gpu/worker_protocol.h"
 #include "store/atomic_file.h"
 
@@ -28,132 +29,7 @@ using nlohmann::json;
 
 namespace {
 
-// A CUDA failure with the outcome it implies for the candidate.
-struct CudaFailure {
-  std::string outcome;  // "load", "runtime", "crash"
-  std::string reason;
-};
-
-void emit(const json& j) {
-  std::cout << j.dump() << "\n" << std::flush;
-}
-
-void check(CUresult r, const char* what, const char* outcome = "crash") {
-  if (r != CUDA_SUCCESS) throw CudaFailure{outcome, fmt::format("{}: {}", what, cuda_error_text(r))};
-}
-
-// The same driver calls under one short name.
-const CudaDriver& cu() { return cuda_driver(); }
-
-// A device allocation with guard bands on both sides, filled with kGuardByte. Under
-// compute-sanitizer the bands are left out (guard = 0): memcheck sees allocation bounds, and a
-// read that strays into a band would be in bounds to it.
-struct GuardedBuffer {
-  CUdeviceptr base = 0;
-  size_t bytes = 0;  // usable bytes
-  size_t guard = kGuardBytes;
-  CUdeviceptr data() const { return base + guard; }
-  void allocate(size_t n, size_t guard_bytes) {
-    bytes = n;
-    guard = guard_bytes;
-    check(cu().cuMemAlloc(&base, n + 2 * guard), "cuMemAlloc", "runtime");
-    if (guard == 0) return;
-    check(cu().cuMemsetD8(base, kGuardByte, guard), "guard fill");
-    check(cu().cuMemsetD8(base + guard + n, kGuardByte, guard), "guard fill");
-  }
-  bool guards_intact() const {
-    std::vector<unsigned char> g(guard);
-    if (guard == 0) return true;
-    for (CUdeviceptr p : {base, base + guard + bytes}) {
-      check(cu().cuMemcpyDtoH(g.data(), p, guard), "guard readback");
-      for (unsigned char c : g)
-        if (c != kGuardByte) return false;
-    }
-    return true;
-  }
-  std::string read() const {
-    std::string h(bytes, '\0');
-    check(cu().cuMemcpyDtoH(h.data(), data(), bytes), "cuMemcpyDtoH");
-    return h;
-  }
-  ~GuardedBuffer() {
-    if (base) cu().cuMemFree(base);
-  }
-};
-
-// Mirrors EvoTensorDesc in support_kernels.cu.
-struct TensorDesc {
-  CUdeviceptr data;
-  long long stride[3];
-  int batch, heads, seq, dim;
-};
-
-struct Support {
-  CUmodule module = nullptr;
-  CUfunction fill = nullptr, reference = nullptr;
-};
-
-// The four tensors of one shape, laid out as the shape says.
-struct Problem {
-  Shape shape;
-  int elem = 2;
-  GuardedBuffer q, k, v, o;
-  TensorDesc dq{}, dk{}, dv{}, dout{};
-
-  void allocate(const Shape& s, size_t guard = kGuardBytes) {
-    shape = s;
-    q.allocate(size_t(s.elements(s.heads_q, s.seq_q)) * elem, guard);
-    k.allocate(size_t(s.elements(s.heads_kv, s.seq_kv)) * elem, guard);
-    v.allocate(size_t(s.elements(s.heads_kv, s.seq_kv)) * elem, guard);
-    o.allocate(size_t(s.elements(s.heads_q, s.seq_q)) * elem, guard);
-    auto desc = [&](const GuardedBuffer& b, int heads, int seq) {
-      TensorDesc d{b.data(), {}, s.batch, heads, seq, s.head_dim};
-      int64_t st[3];
-      s.strides(heads, seq, st);
-      for (int i = 0; i < 3; ++i) d.stride[i] = st[i];
-      return d;
-    };
-    dq = desc(q, s.heads_q, s.seq_q);
-    dk = desc(k, s.heads_kv, s.seq_kv);
-    dv = desc(v, s.heads_kv, s.seq_kv);
-    dout = desc(o, s.heads_q, s.seq_q);
-  }
-
-  void fill(const Support& sup, const CaseSpec& c, CUstream stream) {
-    auto run = [&](TensorDesc d, unsigned tensor, float stddev) {
-      void* args[] = {&d, const_cast<unsigned*>(&c.seed), &tensor, &stddev};
-      check(cu().cuLaunchKernel(sup.fill, 1024, 1, 1, 256, 1, 1, 0, stream, args, nullptr), "input fill", "runtime");
-    };
-    run(dq, 0, float(c.qk_std));
-    run(dk, 1, float(c.qk_std));
-    run(dv, 2, float(c.v_std));
-    check(cu().cuStreamSynchronize(stream), "input fill");
-  }
-
-  void poison(CUstream stream) {
-    check(cu().cuMemsetD16(o.data(), kPoisonBits, o.bytes / 2), "output poison");
-    check(cu().cuStreamSynchronize(stream), "output poison");
-  }
-
-  // Host copy of a tensor in logical BHSD order (the layout-independent form both sides use).
-  std::string logical(const std::string& raw, const TensorDesc& d, int elem_size) const {
-    std::string out(size_t(d.batch) * d.heads * d.seq * d.dim * elem_size, '\0');
-    size_t row = size_t(d.dim) * elem_size, pos = 0;
-    for (int b = 0; b < d.batch; ++b)
-      for (int h = 0; h < d.heads; ++h)
-        for (int s = 0; s < d.seq; ++s, pos += row)
-          std::memcpy(out.data() + pos, raw.data() + (b * d.stride[0] + h * d.stride[1] + s * d.stride[2]) * elem_size, row);
-    return out;
-  }
-
-  std::string input_hash() const { return Sha256().update(q.read()).update(k.read()).update(v.read()).hex(); }
-};
-
-double ms_between(CUevent a, CUevent b) {
-  float ms = 0;
-  check(cu().cuEventElapsedTime(&ms, a, b), "cuEventElapsedTime");
-  return ms;
-}
+using namespace worker_device;
 
 class Worker {
  public:
@@ -255,44 +131,6 @@ class Worker {
             "runtime");
   }
 
-  // Builds EvoAttnParams (evo_attn.cuh) for a problem; layout checked by static_asserts in tests.
-  struct alignas(64) Params {
-    CUdeviceptr q, k, v, o;
-    long long q_stride[3], k_stride[3], v_stride[3], o_stride[3];
-    int batch, heads_q, heads_kv, seq_q, seq_kv, head_dim, causal;
-    float softmax_scale, softmax_scale_log2, q_descale, k_descale, v_descale;
-    unsigned flags;
-    alignas(64) unsigned long long tma[4][16];
-  };
-  static_assert(offsetof(Params, flags) == 176 && offsetof(Params, tma) == 192 && sizeof(Params) == 704,
-                "Params must mirror EvoAttnParams");
-
-  Params params_for(const Problem& p) const {
-    Params a{};
-    const Shape& s = p.shape;
-    a.q = p.q.data();
-    a.k = p.k.data();
-    a.v = p.v.data();
-    a.o = p.o.data();
-    for (int i = 0; i < 3; ++i) {
-      a.q_stride[i] = p.dq.stride[i];
-      a.k_stride[i] = p.dk.stride[i];
-      a.v_stride[i] = p.dv.stride[i];
-      a.o_stride[i] = p.dout.stride[i];
-    }
-    a.batch = s.batch;
-    a.heads_q = s.heads_q;
-    a.heads_kv = s.heads_kv;
-    a.seq_q = s.seq_q;
-    a.seq_kv = s.seq_kv;
-    a.head_dim = s.head_dim;
-    a.causal = job_.task.causal ? 1 : 0;
-    a.softmax_scale = 1.0f / std::sqrt(float(s.head_dim));
-    a.softmax_scale_log2 = a.softmax_scale * 1.4426950408889634f;
-    a.q_descale = a.k_descale = a.v_descale = 1.0f;
-    return a;
-  }
-
   void launch(Params& a) {
     const auto& L = job_.launch;
     const Shape& s = current_->shape;
@@ -333,7 +171,7 @@ class Worker {
   // Poison, launch, wait, read back: the output bytes in logical BHSD order.
   std::string launch_once(Problem& p) {
     p.poison(stream_);
-    Params a = params_for(p);
+    Params a = params_for(p, job_.task.causal);
     launch(a);
     sync("evo_attn_fwd");
     return p.logical(p.o.read(), p.dout, p.elem);
@@ -376,7 +214,7 @@ class Worker {
       p.allocate(c.shape, 0);
       p.fill(support_, c, stream_);
       const std::string before = p.input_hash();
-      Params a = params_for(p);
+      Params a = params_for(p, job_.task.causal);
       launch(a);
       sync("evo_attn_fwd");
       write_file_atomic(c.out_path, p.logical(p.o.read(), p.dout, p.elem));
@@ -397,6 +235,7 @@ class Worker {
     return ms_between(e0_, e1_) * 1000.0;  // µs
   }
 
+  // Per benchmark shape: timing (unless pruned), then the post-timing check on fresh inputs.
   void run_bench() {
     bool pruned = false;
     for (size_t bi = 0; bi < job_.bench.size(); ++bi) {
@@ -406,44 +245,11 @@ class Worker {
       current_ = &p;
       p.allocate(b.timed.shape);
       p.fill(support_, b.timed, stream_);
-      Params a = params_for(p);
+      Params a = params_for(p, job_.task.causal);
       json timing = {{"event", "timing"}, {"bench", b.id}};
       if (!pruned) {
-        const auto& t = job_.timing;
-        // Warm-up by time: module load, clocks and caches settle before any sample counts.
-        auto w0 = std::chrono::steady_clock::now();
-        int warm = 0;
-        while (std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - w0).count() < t.warmup_ms ||
-               warm < 3) {
-          timed_launch(a, true);
-          ++warm;
-        }
-        auto clock_before = nvml_sm_clock_mhz(job_.device);
-        std::vector<double> samples;
-        auto s0 = std::chrono::steady_clock::now();
-        while (int(samples.size()) < t.max_samples) {
-          samples.push_back(timed_launch(a, true));
-          const double spent = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s0).count();
-          if (int(samples.size()) >= t.min_samples && (summarize(samples).rse() <= t.target_rse || spent > t.shape_budget_ms))
-            break;
-        }
-        auto clock_after = nvml_sm_clock_mhz(job_.device);
-        SampleStats st = summarize(samples);
-        timing["stats"] = stats_json(st);
-        timing["warmup_launches"] = warm;
-        timing["sm_clock_before_mhz"] = clock_before ? json(*clock_before) : json(nullptr);
-        timing["sm_clock_after_mhz"] = clock_after ? json(*clock_after) : json(nullptr);
-        if (st.median < t.launch_bound_us) {
-          // Launch-bound: also back-to-back (no flush, one event pair) and CUDA-graph replay.
-          const int n = t.graph_launches;
-          check(cu().cuEventRecord(e0_, stream_), "cuEventRecord");
-          for (int i = 0; i < n; ++i) launch(a);
-          check(cu().cuEventRecord(e1_, stream_), "cuEventRecord");
-          check(cu().cuEventSynchronize(e1_), "evo_attn_fwd (back-to-back)");
-          timing["back_to_back_us"] = ms_between(e0_, e1_) * 1000.0 / n;
-          timing["graph_us"] = graph_time(a, n);
-        }
-        if (bi == 0 && job_.prune_us > 0 && st.p10 > t.prune_factor * job_.prune_us) {
+        const SampleStats st = time_shape(a, timing);
+        if (bi == 0 && job_.prune_us > 0 && st.p10 > job_.timing.prune_factor * job_.prune_us) {
           pruned = true;
           timing["pruned"] = true;
         }
@@ -451,21 +257,63 @@ class Worker {
         timing["skipped"] = "pruned";
       }
       emit(timing);
-      // Re-check after timing: fresh inputs into the same buffers, one timed launch, read back.
-      emit({{"event", "phase"}, {"phase", "post_check"}, {"bench", b.id}});
-      p.fill(support_, b.fresh, stream_);
-      const std::string before = p.input_hash();
-      p.poison(stream_);
-      Params f = params_for(p);
-      const double us = timed_launch(f, true);
-      std::string out = p.logical(p.o.read(), p.dout, p.elem);
-      const bool inputs_intact = p.input_hash() == before;
-      const bool guards_intact = p.q.guards_intact() && p.k.guards_intact() && p.v.guards_intact() && p.o.guards_intact();
-      write_file_atomic(b.fresh.out_path, out);
-      emit({{"event", "post_done"}, {"bench", b.id}, {"out", b.fresh.out_path}, {"us", us},
-            {"inputs_intact", inputs_intact}, {"guards_intact", guards_intact}});
+      post_check(p, b);
       current_ = nullptr;
     }
+  }
+
+  // Warm-up by time, then samples until the rse target or the shape's budget; launch-bound
+  // shapes also get back-to-back and CUDA-graph times. Fills `timing`.
+  SampleStats time_shape(Params& a, json& timing) {
+    const auto& t = job_.timing;
+    auto w0 = std::chrono::steady_clock::now();
+    int warm = 0;
+    while (std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - w0).count() < t.warmup_ms ||
+           warm < 3) {
+      timed_launch(a, true);
+      ++warm;
+    }
+    auto clock_before = nvml_sm_clock_mhz(job_.device);
+    std::vector<double> samples;
+    auto s0 = std::chrono::steady_clock::now();
+    while (int(samples.size()) < t.max_samples) {
+      samples.push_back(timed_launch(a, true));
+      const double spent = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s0).count();
+      if (int(samples.size()) >= t.min_samples && (summarize(samples).rse() <= t.target_rse || spent > t.shape_budget_ms))
+        break;
+    }
+    auto clock_after = nvml_sm_clock_mhz(job_.device);
+    SampleStats st = summarize(samples);
+    timing["stats"] = stats_json(st);
+    timing["warmup_launches"] = warm;
+    timing["sm_clock_before_mhz"] = clock_before ? json(*clock_before) : json(nullptr);
+    timing["sm_clock_after_mhz"] = clock_after ? json(*clock_after) : json(nullptr);
+    if (st.median < t.launch_bound_us) {
+      const int n = t.graph_launches;
+      check(cu().cuEventRecord(e0_, stream_), "cuEventRecord");
+      for (int i = 0; i < n; ++i) launch(a);
+      check(cu().cuEventRecord(e1_, stream_), "cuEventRecord");
+      check(cu().cuEventSynchronize(e1_), "evo_attn_fwd (back-to-back)");
+      timing["back_to_back_us"] = ms_between(e0_, e1_) * 1000.0 / n;
+      timing["graph_us"] = graph_time(a, n);
+    }
+    return st;
+  }
+
+  // Re-check after timing: fresh inputs into the same buffers, one timed launch, read back.
+  void post_check(Problem& p, const BenchSpec& b) {
+    emit({{"event", "phase"}, {"phase", "post_check"}, {"bench", b.id}});
+    p.fill(support_, b.fresh, stream_);
+    const std::string before = p.input_hash();
+    p.poison(stream_);
+    Params f = params_for(p, job_.task.causal);
+    const double us = timed_launch(f, true);
+    std::string out = p.logical(p.o.read(), p.dout, p.elem);
+    const bool inputs_intact = p.input_hash() == before;
+    const bool guards_intact = p.q.guards_intact() && p.k.guards_intact() && p.v.guards_intact() && p.o.guards_intact();
+    write_file_atomic(b.fresh.out_path, out);
+    emit({{"event", "post_done"}, {"bench", b.id}, {"out", b.fresh.out_path}, {"us", us},
+          {"inputs_intact", inputs_intact}, {"guards_intact", guards_intact}});
   }
 
   double graph_time(Params& a, int n) {

@@ -18,7 +18,7 @@
 namespace evo {
 
 // Measured dense GEMM ceilings, one row per GPU (gpu_key), used for "share of the ceiling".
-// Add a GPU here only with figures measured on it (DESIGN §9 has the H200's).
+// Add a GPU here only with figures measured on it (docs/compare-and-gate.md has the H200's).
 struct GpuCeiling {
   const char* gpu_key;
   double fp16_tflops;
@@ -27,6 +27,9 @@ struct GpuCeiling {
 };
 const std::vector<GpuCeiling>& gpu_ceilings();
 std::optional<double> ceiling_tflops(const std::string& gpu_key, const std::string& dtype);
+
+// `evo compare --format json`: the version of its layout (docs/compare-and-gate.md).
+inline constexpr const char* kCompareSchemaVersion = "1.0";
 
 // Confidence of the ± shown next to ratios in COMPARE.md (two-sided).
 inline constexpr double kCompareConfidence = 0.95;

@@ -9,9 +9,11 @@
 #include "core/errors.h"
 #include "core/paths.h"
 #include "gates/correctness.h"
+#include "gates/verdict.h"
 #include "run/sanitizer.h"
 #include "run/worker_client.h"
 #include "store/population.h"
+#include "compile/compile_record.h"
 #include "store/record.h"
 
 namespace evo {
@@ -20,11 +22,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
-
-// The first failure decides the verdict; later ones are still recorded in the checks.
-void fail(std::optional<Verdict>& v, Outcome o, const std::string& reason) {
-  if (!v) v = Verdict{o, reason};
-}
 
 json timing_entry(const json& ev, const Shape& s, const Task& task) {
   json t = ev.contains("stats") ? ev["stats"] : json::object();
@@ -64,8 +61,11 @@ EliteStanding elite_standing(const json& population, int stage, const std::strin
   return s;
 }
 
-json evaluate_candidate(const EvalEnv& env, const Candidate& c, const CompileResult& compiled, const EvalPlan& plan,
-                        const EliteStanding& standing, const std::string& origin, const ProgressFn& progress) {
+namespace {
+
+// The record's parts known before any GPU work: the candidate, the run, the machine, the compile.
+json record_head(const EvalEnv& env, const Candidate& c, const CompileResult& compiled, const EvalPlan& plan,
+                 const std::string& origin) {
   json rec = candidate_json(c);
   rec["schema_version"] = kRecordSchemaVersion;
   rec["kind"] = "run";
@@ -85,150 +85,233 @@ json evaluate_candidate(const EvalEnv& env, const Candidate& c, const CompileRes
   rec["warnings"] = json::array();
   rec["gpu_seconds"] = 0.0;
   rec["phases"] = {{"compile_s", compiled.seconds}, {"gpu_s", 0.0}};
-  if (!compiled.verdict.ok()) {
-    rec["outcome"] = std::string(to_string(compiled.verdict.outcome));
-    rec["reason"] = compiled.verdict.reason;
-    return rec;
-  }
+  return rec;
+}
 
-  const fs::path work = env.work_root / c.id();
-  fs::create_directories(work);
-  WorkerJob job = candidate_job(env, c, compiled, "candidate");
-  job.prune_us = standing.prune_us;
+// What the worker is asked to do, and where each case's output and reference live.
+struct GpuJob {
+  WorkerJob job;
   std::map<std::string, std::pair<CaseSpec, std::string>> refs;  // case id -> spec, reference path
+  std::map<std::string, BenchSpec> bench_by_id;
+};
+
+GpuJob prepare_job(const EvalEnv& env, const Candidate& c, const CompileResult& compiled, const EvalPlan& plan,
+                   const EliteStanding& standing, const fs::path& work) {
+  GpuJob g;
+  g.job = candidate_job(env, c, compiled, "candidate");
+  g.job.prune_us = standing.prune_us;
   int k = 0;
   for (CaseSpec cs : plan.gate_cases) {
-    refs[cs.id] = {cs, env.references->path_for(c.task, cs).string()};
+    g.refs[cs.id] = {cs, env.references->path_for(c.task, cs).string()};
     cs.out_path = (work / fmt::format("gate{}.out", k++)).string();
-    job.cases.push_back(cs);
+    g.job.cases.push_back(cs);
   }
-  std::map<std::string, BenchSpec> bench_by_id;
   for (BenchSpec b : plan.bench) {
     b.fresh.out_path = (work / fmt::format("post{}.out", k++)).string();
-    refs[b.fresh.id] = {b.fresh, env.references->path_for(c.task, b.fresh).string()};
-    bench_by_id[b.id] = b;
-    job.bench.push_back(b);
+    g.refs[b.fresh.id] = {b.fresh, env.references->path_for(c.task, b.fresh).string()};
+    g.bench_by_id[b.id] = b;
+    g.job.bench.push_back(b);
+  }
+  return g;
+}
+
+// The parent's side of one candidate job: each worker event goes to its handler, which checks
+// it against the job (an event about a case or file the parent did not ask for is a protocol
+// break: crash) and against the verdict rules of gates/verdict.h.
+class GpuEvaluation {
+ public:
+  GpuEvaluation(const EvalEnv& env, const Candidate& c, const GpuJob& g, json& rec, const ProgressFn& progress)
+      : env_(env), c_(c), g_(g), rec_(rec), progress_(progress), tol_(env.gates->tolerance(c.task)) {}
+
+  void drive(WorkerClient& worker) {
+    while (auto ev = worker.next_event()) {
+      if (!handle(*ev, worker)) break;
+    }
   }
 
   std::optional<Verdict> verdict;
   json checks = json::array(), post = json::array();
   bool deterministic = true;
-  const Tolerance& tol = env.gates->tolerance(c.task);
-  auto check_case = [&](const json& ev, const CaseSpec& spec, const std::string& ref_path, const std::string& prefix) {
-    OutputCheck oc = check_output(read_file(ev["out"].get<std::string>()), read_file(ref_path), c.task.dtype, tol);
+
+ private:
+  // false: stop reading (the gate failed and the worker was told to stop)
+  bool handle(const WorkerEvent& ev, WorkerClient& worker) {
+    switch (ev.kind) {
+      case WorkerEventKind::phase: {
+        const std::string& what = ev.case_id.empty() ? ev.bench : ev.case_id;
+        progress_(what.empty() ? ev.phase : ev.phase + " " + what);
+        return true;
+      }
+      case WorkerEventKind::case_done: return on_case_done(ev, worker);
+      case WorkerEventKind::await: return on_await(worker);
+      case WorkerEventKind::timing: return on_timing(ev, worker);
+      case WorkerEventKind::post_done: return on_post_done(ev, worker);
+      case WorkerEventKind::error:
+        if (ev.outcome == "environment")
+          throw environment_error(ev.reason.empty() ? "worker could not reach the GPU" : ev.reason);
+        return true;
+      case WorkerEventKind::device:
+      case WorkerEventKind::done: return true;
+    }
+    return true;
+  }
+
+  bool on_case_done(const WorkerEvent& ev, WorkerClient& worker) {
+    auto it = g_.refs.find(ev.case_id);
+    if (it == g_.refs.end()) return reject(worker, "case_done for unknown case '" + ev.case_id.substr(0, 64) + "'");
+    const auto& [spec, ref_path] = it->second;
+    if (!expected_output(spec.id, ev.out)) return reject(worker, "case " + spec.id + ": output in a file it was not given");
+    checks.push_back(check_case(ev, spec, ref_path, ""));
+    if (!ev.deterministic.value_or(true)) deterministic = false;
+    return true;
+  }
+
+  bool on_await(WorkerClient& worker) {
+    if (!verdict) verdict = determinism_verdict(deterministic);
+    worker.send(verdict ? "stop" : "continue");
+    return !verdict;
+  }
+
+  bool on_timing(const WorkerEvent& ev, WorkerClient& worker) {
+    auto it = g_.bench_by_id.find(ev.bench);
+    if (it == g_.bench_by_id.end()) return reject(worker, "timing for unknown benchmark '" + ev.bench.substr(0, 64) + "'");
+    const BenchSpec& b = it->second;
+    if (ev.fields.contains("stats")) {
+      json t = timing_entry(ev.fields, b.timed.shape, c_.task);
+      const VerdictPolicy& policy = env_.gates->verdict;
+      const auto before = t["sm_clock_before_mhz"], after = t["sm_clock_after_mhz"];
+      if (before.is_number() && after.is_number())
+        if (auto w = clock_drop_warning(b.id, before.get<double>(), after.get<double>(), policy)) rec_["warnings"].push_back(*w);
+      if (t.contains("rse") && t["rse"].is_number())
+        if (auto w = noisy_timing_warning(b.id, t["rse"].get<double>(), policy)) rec_["warnings"].push_back(*w);
+      rec_["timing"].push_back(t);
+    }
+    if (ev.pruned) rec_["pruned"] = true;
+    return true;
+  }
+
+  bool on_post_done(const WorkerEvent& ev, WorkerClient& worker) {
+    auto it = g_.bench_by_id.find(ev.bench);
+    if (it == g_.bench_by_id.end()) return reject(worker, "post_done for unknown benchmark '" + ev.bench.substr(0, 64) + "'");
+    const BenchSpec& b = it->second;
+    if (ev.out != b.fresh.out_path) return reject(worker, "benchmark " + b.id + ": output in a file it was not given");
+    json j = check_case(ev, b.fresh, g_.refs.at(b.fresh.id).second, "after timing, fresh inputs ");
+    j["us"] = ev.fields["us"];
+    for (const auto& t : rec_["timing"])
+      if (t["shape"].get<std::string>() == b.timed.shape.dims() && t.contains("p90_us") && t["p90_us"].is_number()) {
+        if (auto v = replay_verdict(b.id, *ev.us, t["p90_us"].get<double>(), env_.gates->verdict)) {
+          j["pass"] = false;
+          record_failure(verdict, v->outcome, v->reason);
+        }
+      }
+    post.push_back(j);
+    return true;
+  }
+
+  json check_case(const WorkerEvent& ev, const CaseSpec& spec, const std::string& ref_path, const std::string& prefix) {
+    OutputCheck oc = check_output(read_file(ev.out), read_file(ref_path), c_.task.dtype, tol_);
     json j = check_json(oc);
     j["case"] = spec.id;
     j["shape"] = spec.shape.dims();
     j["seed"] = spec.seed;
     j["inputs"] = spec.inputs;
-    j["inputs_intact"] = ev.value("inputs_intact", true);
-    j["guards_intact"] = ev.value("guards_intact", true);
-    if (ev.contains("deterministic")) j["deterministic"] = ev["deterministic"];
-    const std::string where = prefix + spec.id;
-    if (!j["guards_intact"].get<bool>()) {
-      j["pass"] = false;
-      fail(verdict, Outcome::correctness, where + ": wrote outside its buffers (guard bytes changed)");
-    } else if (!j["inputs_intact"].get<bool>()) {
-      j["pass"] = false;
-      fail(verdict, Outcome::correctness, where + ": modified its inputs");
-    } else if (!oc.pass) {
-      fail(verdict, Outcome::correctness, where + ": " + oc.reason);
+    j["inputs_intact"] = ev.inputs_intact.value_or(true);
+    j["guards_intact"] = ev.guards_intact.value_or(true);
+    if (ev.deterministic) j["deterministic"] = *ev.deterministic;
+    const CaseEvidence evidence{prefix + spec.id, ev.guards_intact.value_or(true), ev.inputs_intact.value_or(true), oc};
+    if (auto v = case_verdict(evidence)) {
+      if (!evidence.guards_intact || !evidence.inputs_intact) j["pass"] = false;
+      record_failure(verdict, v->outcome, v->reason);
     }
-    fs::remove(ev["out"].get<std::string>());
+    fs::remove(ev.out);
     return j;
-  };
-
-  WorkerClient worker(job, work, env.gates->limits);
-  while (auto ev = worker.next()) {
-    const std::string e = (*ev)["event"];
-    if (e == "phase") {
-      const std::string what = (*ev).contains("case") ? (*ev)["case"].get<std::string>() : (*ev).value("bench", "");
-      progress((*ev)["phase"].get<std::string>() + (what.empty() ? "" : " " + what));
-    } else if (e == "case_done") {
-      const auto& [spec, ref_path] = refs.at((*ev)["case"].get<std::string>());
-      checks.push_back(check_case(*ev, spec, ref_path, ""));
-      if (!(*ev).value("deterministic", true)) deterministic = false;
-    } else if (e == "await") {
-      if (!verdict && !deterministic) fail(verdict, Outcome::nondeterministic, "two runs on the same inputs differ bitwise");
-      worker.send(verdict ? "stop" : "continue");
-      if (verdict) break;
-    } else if (e == "timing") {
-      const BenchSpec& b = bench_by_id.at((*ev)["bench"].get<std::string>());
-      if ((*ev).contains("stats")) {
-        json t = timing_entry(*ev, b.timed.shape, c.task);
-        const auto before = t["sm_clock_before_mhz"], after = t["sm_clock_after_mhz"];
-        if (before.is_number() && after.is_number() && after.get<double>() < 0.9 * before.get<double>())
-          rec["warnings"].push_back(fmt::format("SM clock fell from {} to {} MHz during {}", before.get<int>(),
-                                                after.get<int>(), b.id));
-        if (t.contains("rse") && t["rse"].is_number() && t["rse"].get<double>() > 0.02)
-          rec["warnings"].push_back(fmt::format("noisy timing on {}: rse {:.1f} %", b.id, 100 * t["rse"].get<double>()));
-        rec["timing"].push_back(t);
-      }
-      if ((*ev).value("pruned", false)) rec["pruned"] = true;
-    } else if (e == "post_done") {
-      const BenchSpec& b = bench_by_id.at((*ev)["bench"].get<std::string>());
-      json j = check_case(*ev, b.fresh, refs.at(b.fresh.id).second, "after timing, fresh inputs ");
-      j["us"] = (*ev)["us"];
-      // The fresh launch runs under the same conditions as a timed sample (L2 flushed, events).
-      // Far slower means the timed samples were not doing the work: a result cache or replay.
-      for (const auto& t : rec["timing"])
-        if (t["shape"].get<std::string>() == b.timed.shape.dims() && t.contains("p90_us") && t["p90_us"].is_number()) {
-          const double p90 = t["p90_us"], fresh = (*ev)["us"];
-          if (fresh > 3.0 * p90 + 20.0) {
-            j["pass"] = false;
-            fail(verdict, Outcome::correctness,
-                 fmt::format("after timing, fresh inputs on {} took {:.1f} µs against a timed p90 of {:.1f} µs: "
-                             "the timed launches did not do the work (result cache or replay)", b.id, fresh, p90));
-          }
-        }
-      post.push_back(j);
-    } else if (e == "error" && (*ev).value("outcome", "") == "environment") {
-      throw environment_error((*ev).value("reason", "worker could not reach the GPU"));
-    }
   }
-  if (worker.failure()) {
-    // A crash or timeout outranks what the gate saw before it.
-    verdict = worker.failure();
-  }
-  std::error_code ec;
-  fs::remove_all(work, ec);
 
-  const double worker_s = worker.seconds();
-  double gpu_s = worker_s;
-  bool gate_pass = !verdict || (verdict->outcome != Outcome::correctness && verdict->outcome != Outcome::nondeterministic);
-  rec["gates"]["correctness"] = {{"pass", !checks.empty() && gate_pass}, {"checks", checks}};
-  rec["gates"]["determinism"] = {{"pass", deterministic}};
-  rec["gates"]["post_timing"] = {{"pass", !post.empty() && gate_pass}, {"checks", post}};
-  if (!verdict && post.size() != plan.bench.size())
-    verdict = Verdict{Outcome::runtime, "worker ended before every benchmark shape was checked"};
+  // Gate cases write where the job said; a worker naming another file is not believed.
+  bool expected_output(const std::string& case_id, const std::string& out) const {
+    for (const auto& cs : g_.job.cases)
+      if (cs.id == case_id) return cs.out_path == out;
+    return false;
+  }
+
+  bool reject(WorkerClient& worker, const std::string& why) {
+    worker.reject(why);
+    return false;
+  }
+
+  const EvalEnv& env_;
+  const Candidate& c_;
+  const GpuJob& g_;
+  json& rec_;
+  const ProgressFn& progress_;
+  const Tolerance& tol_;
+};
+
+// The gates' entries in the record, and the verdict once the worker has ended.
+void settle(json& rec, const GpuEvaluation& e, const std::optional<Verdict>& worker_failure, size_t bench_shapes) {
+  const std::optional<Verdict> verdict = settle_verdict(e.verdict, worker_failure, e.post.size(), bench_shapes);
+  const bool gate_pass = correctness_gate_passed(verdict);
+  rec["gates"]["correctness"] = {{"pass", !e.checks.empty() && gate_pass}, {"checks", e.checks}};
+  rec["gates"]["determinism"] = {{"pass", e.deterministic}};
+  rec["gates"]["post_timing"] = {{"pass", !e.post.empty() && gate_pass}, {"checks", e.post}};
   rec["outcome"] = std::string(to_string(verdict ? verdict->outcome : Outcome::ok));
   rec["reason"] = verdict ? verdict->reason : "";
+}
 
-  if (!verdict && !rec["pruned"].get<bool>() && rec["timing"].size() == plan.bench.size()) {
-    double log_med = 0, log_p90 = 0;
-    for (const auto& t : rec["timing"]) {
-      log_med += std::log(t["median_us"].get<double>());
-      log_p90 += std::log(t["p90_us"].get<double>());
-    }
-    const double n = double(rec["timing"].size());
-    rec["fitness"] = {{"geomean_median_us", std::exp(log_med / n)}, {"geomean_p90_us", std::exp(log_p90 / n)},
-                      {"shapes", rec["timing"].size()}, {"complete", true}};
+// Fitness: geometric mean over the benchmark shapes of the median (and of p90, for ties), only
+// for a candidate that passed, was not pruned and was timed on every shape.
+void add_fitness(json& rec, size_t bench_shapes) {
+  if (rec["outcome"] != "ok" || rec["pruned"].get<bool>() || rec["timing"].size() != bench_shapes) return;
+  double log_med = 0, log_p90 = 0;
+  for (const auto& t : rec["timing"]) {
+    log_med += std::log(t["median_us"].get<double>());
+    log_p90 += std::log(t["p90_us"].get<double>());
   }
+  const double n = double(rec["timing"].size());
+  rec["fitness"] = {{"geomean_median_us", std::exp(log_med / n)}, {"geomean_p90_us", std::exp(log_p90 / n)},
+                    {"shapes", rec["timing"].size()}, {"complete", true}};
+}
 
-  // A would-be elite under compute-sanitizer (evo run --sanitize): a report keeps it out.
-  if (!env.compute_sanitizer.empty() && rec["fitness"].is_object() &&
-      standing.would_enter(rec["fitness"]["geomean_median_us"].get<double>())) {
-    SanitizerResult san = run_sanitizer(env, c, compiled, plan, progress);
-    rec["gates"]["sanitizer"] = san.report;
-    rec["phases"]["sanitizer_s"] = san.seconds;
-    gpu_s += san.seconds;
-    if (san.verdict) {
-      rec["outcome"] = std::string(to_string(san.verdict->outcome));
-      rec["reason"] = san.verdict->reason;
-      rec["fitness"] = nullptr;
-    }
+// A would-be elite under compute-sanitizer (evo run --sanitize): a report keeps it out.
+double sanitize_would_be_elite(json& rec, const EvalEnv& env, const Candidate& c, const CompileResult& compiled,
+                               const EvalPlan& plan, const EliteStanding& standing, const ProgressFn& progress) {
+  if (env.compute_sanitizer.empty() || !rec["fitness"].is_object() ||
+      !standing.would_enter(rec["fitness"]["geomean_median_us"].get<double>()))
+    return 0;
+  SanitizerResult san = run_sanitizer(env, c, compiled, plan, progress);
+  rec["gates"]["sanitizer"] = san.report;
+  rec["phases"]["sanitizer_s"] = san.seconds;
+  if (san.verdict) {
+    rec["outcome"] = std::string(to_string(san.verdict->outcome));
+    rec["reason"] = san.verdict->reason;
+    rec["fitness"] = nullptr;
   }
-  rec["gpu_seconds"] = gpu_s;
+  return san.seconds;
+}
+
+}  // namespace
+
+json evaluate_candidate(const EvalEnv& env, const Candidate& c, const CompileResult& compiled, const EvalPlan& plan,
+                        const EliteStanding& standing, const std::string& origin, const ProgressFn& progress) {
+  json rec = record_head(env, c, compiled, plan, origin);
+  if (!compiled.verdict.ok()) {
+    rec["outcome"] = std::string(to_string(compiled.verdict.outcome));
+    rec["reason"] = compiled.verdict.reason;
+    return rec;
+  }
+  const fs::path work = env.work_root / c.id();
+  fs::create_directories(work);
+  const GpuJob job = prepare_job(env, c, compiled, plan, standing, work);
+  GpuEvaluation evaluation(env, c, job, rec, progress);
+  WorkerClient worker(job.job, work, env.gates->limits);
+  evaluation.drive(worker);
+  std::error_code ec;
+  fs::remove_all(work, ec);
+  const double worker_s = worker.seconds();
+  settle(rec, evaluation, worker.failure(), plan.bench.size());
+  add_fitness(rec, plan.bench.size());
+  const double sanitizer_s = sanitize_would_be_elite(rec, env, c, compiled, plan, standing, progress);
+  rec["gpu_seconds"] = worker_s + sanitizer_s;
   rec["phases"]["gpu_s"] = worker_s;
   return rec;
 }

@@ -1,6 +1,6 @@
 // One candidate, start to verdict: compile result in hand, gate cases on the GPU in a worker,
 // outputs compared here against the cached reference, timing only for candidates that passed,
-// the post-timing fresh-input check, and the record (DESIGN §3) that says all of it.
+// the post-timing fresh-input check, and the record (docs/records.md) that says all of it.
 #pragma once
 #include <filesystem>
 #include <functional>

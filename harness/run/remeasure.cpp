@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "cli/compile_set.h"
+#include "compile/compile_set.h"
 #include "core/errors.h"
 #include "core/sha256.h"
 #include "run/session.h"

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/context.h"
+#include "run/context.h"
 
 namespace evo {
 

@@ -109,88 +109,121 @@ std::optional<fs::path> find_compute_sanitizer() {
   return std::nullopt;
 }
 
-SanitizerResult run_sanitizer(const EvalEnv& env, const Candidate& c, const CompileResult& compiled, const EvalPlan& plan,
-                              const ProgressFn& progress) {
-  SanitizerResult out;
-  const auto tools = sanitizer_tools(*compiled.resources, *compiled.launch);
-  json report = {{"pass", false}, {"cases", json::array()}, {"tools", json::array()}};
-  for (const auto& cs : plan.sanitize_cases) report["cases"].push_back(cs.id);
+namespace {
+
+// What one tool's worker reported about the cases, checked here against the references.
+struct ToolCases {
+  size_t done = 0;
+  std::optional<Verdict> wrong;  // a wrong output under the tool
+};
+
+ToolCases read_tool_cases(WorkerClient& worker, const EvalEnv& env, const Candidate& c, const WorkerJob& job,
+                          const std::string& tool, const ProgressFn& progress) {
+  ToolCases out;
   const Tolerance& tol = env.gates->tolerance(c.task);
+  while (auto ev = worker.next_event()) {
+    if (ev->kind == WorkerEventKind::phase && !ev->case_id.empty()) progress("sanitizer " + tool + " " + ev->case_id);
+    if (ev->kind != WorkerEventKind::case_done) continue;
+    const CaseSpec* cs = nullptr;
+    for (const auto& x : job.cases)
+      if (x.id == ev->case_id && x.out_path == ev->out) cs = &x;
+    if (!cs) {
+      worker.reject("case_done for a case or output file the job did not name");
+      break;
+    }
+    ++out.done;
+    OutputCheck oc = check_output(read_file(ev->out), read_file(env.references->path_for(c.task, *cs)), c.task.dtype, tol);
+    fs::remove(ev->out);
+    if (!out.wrong && !oc.pass) out.wrong = Verdict{Outcome::correctness, fmt::format("under {}, {}: {}", tool, cs->id, oc.reason)};
+    if (!out.wrong && !ev->inputs_intact.value_or(true))
+      out.wrong = Verdict{Outcome::correctness, fmt::format("under {}, {}: modified its inputs", tool, cs->id)};
+  }
+  return out;
+}
+
+// The tool's verdict: its own reports first, then the worker's death, a wrong output, and a
+// tool that ended without its summary.
+std::optional<Verdict> tool_verdict(const std::string& tool, const SanitizerFindings& f, const WorkerClient& worker,
+                                    const ToolCases& cases, size_t expected_cases) {
+  const auto& st = worker.exit_status();
+  const bool tool_flagged = st && st->exited && st->code == kSanitizerErrorExit;
+  if (f.reports() > 0 || tool_flagged)
+    return Verdict{Outcome::sanitizer,
+                   fmt::format("compute-sanitizer {}: {}{}", tool,
+                               f.summary.empty() ? "exit " + std::to_string(kSanitizerErrorExit) : f.summary,
+                               f.first.empty() ? "" : ": " + f.first)};
+  if (worker.failure()) {
+    Verdict v = *worker.failure();
+    v.reason = "under compute-sanitizer " + tool + ": " + v.reason;
+    return v;
+  }
+  if (cases.wrong) return cases.wrong;
+  if (!f.summary_seen || cases.done != expected_cases)
+    return Verdict{Outcome::sanitizer, fmt::format("compute-sanitizer {} ended without its summary ({}, {} of {} cases)", tool,
+                                                   st ? st->describe() : "still running", cases.done, expected_cases)};
+  return std::nullopt;
+}
+
+json tool_entry(const std::string& tool, const SanitizerFindings& f, const WorkerClient& worker,
+                const std::optional<Verdict>& v, const std::string& log) {
+  const auto& st = worker.exit_status();
+  json entry = {{"tool", tool},
+                {"pass", !v.has_value()},
+                {"errors", f.errors},
+                {"hazards", f.hazards},
+                {"summary", f.summary},
+                {"seconds", worker.seconds()},
+                {"exit", st ? st->describe() : "unknown"},
+                {"first", f.first}};
+  // Keep a failing tool's log in the record, capped and valid UTF-8: its head (the first
+  // reports) and its tail (the summary) are the evidence.
+  if (v) entry["log"] = log.size() <= 4096 ? sanitize_log(log, 4096)
+                                           : sanitize_log(log.substr(0, 3072), 3072) + "\n[…]\n" +
+                                                 sanitize_log(log.substr(log.size() - 1024), 1024);
+  return entry;
+}
+
+// One tool over the plan's sanitize cases in its own worker; the report entry, its verdict
+// and its seconds.
+std::optional<Verdict> run_tool(const std::string& tool, const EvalEnv& env, const Candidate& c, const CompileResult& compiled,
+                                const EvalPlan& plan, const ProgressFn& progress, json& entries, double& seconds) {
   // Instrumented runs are one to two orders slower: every phase gets the sanitizer's limit.
   Limits limits = env.gates->limits;
   limits.load_s = limits.gate_case_s = limits.timing_shape_s = env.gates->sanitizer.tool_s;
+  const fs::path work = env.work_root / (c.id() + "-" + tool);
+  fs::create_directories(work);
+  WorkerJob job = candidate_job(env, c, compiled, "sanitize");
+  int k = 0;
+  for (CaseSpec cs : plan.sanitize_cases) {
+    cs.out_path = (work / fmt::format("case{}.out", k++)).string();
+    job.cases.push_back(cs);
+  }
+  const fs::path log_path = work / "sanitizer.log";
+  const std::vector<std::string> wrapper{env.compute_sanitizer.string(), "--tool", tool, "--log-file", log_path.string(),
+                                         "--error-exitcode", std::to_string(kSanitizerErrorExit), "--print-limit", "20"};
+  progress("sanitizer " + tool);
+  WorkerClient worker(job, work, limits, wrapper);
+  const ToolCases cases = read_tool_cases(worker, env, c, job, tool, progress);
+  const std::string log = fs::exists(log_path) ? read_file(log_path) : std::string();
+  const SanitizerFindings f = parse_sanitizer_log(log);
+  const std::optional<Verdict> v = tool_verdict(tool, f, worker, cases, plan.sanitize_cases.size());
+  entries.push_back(tool_entry(tool, f, worker, v, log));
+  seconds += worker.seconds();
+  std::error_code ec;
+  fs::remove_all(work, ec);
+  return v;
+}
 
-  for (const std::string& tool : tools) {
-    const fs::path work = env.work_root / (c.id() + "-" + tool);
-    fs::create_directories(work);
-    WorkerJob job = candidate_job(env, c, compiled, "sanitize");
-    std::map<std::string, CaseSpec> by_id;
-    int k = 0;
-    for (CaseSpec cs : plan.sanitize_cases) {
-      cs.out_path = (work / fmt::format("case{}.out", k++)).string();
-      by_id[cs.id] = cs;
-      job.cases.push_back(cs);
-    }
-    const fs::path log_path = work / "sanitizer.log";
-    const std::vector<std::string> wrapper{env.compute_sanitizer.string(), "--tool", tool, "--log-file", log_path.string(),
-                                           "--error-exitcode", std::to_string(kSanitizerErrorExit), "--print-limit", "20"};
-    progress("sanitizer " + tool);
-    WorkerClient worker(job, work, limits, wrapper);
-    std::optional<Verdict> wrong;  // a wrong output under the tool
-    size_t cases_done = 0;
-    while (auto ev = worker.next()) {
-      if ((*ev)["event"] == "phase" && (*ev).contains("case")) progress("sanitizer " + tool + " " + (*ev)["case"].get<std::string>());
-      if ((*ev)["event"] != "case_done") continue;
-      ++cases_done;
-      const CaseSpec& cs = by_id.at((*ev)["case"].get<std::string>());
-      const std::string out_file = (*ev)["out"].get<std::string>();
-      OutputCheck oc = check_output(read_file(out_file), read_file(env.references->path_for(c.task, cs)), c.task.dtype, tol);
-      fs::remove(out_file);
-      if (!wrong && !oc.pass) wrong = Verdict{Outcome::correctness, fmt::format("under {}, {}: {}", tool, cs.id, oc.reason)};
-      if (!wrong && !(*ev).value("inputs_intact", true))
-        wrong = Verdict{Outcome::correctness, fmt::format("under {}, {}: modified its inputs", tool, cs.id)};
-    }
-    const std::string log = fs::exists(log_path) ? read_file(log_path) : std::string();
-    const SanitizerFindings f = parse_sanitizer_log(log);
-    const auto& st = worker.exit_status();
-    const bool tool_flagged = st && st->exited && st->code == kSanitizerErrorExit;
+}  // namespace
 
-    std::optional<Verdict> v;
-    if (f.reports() > 0 || tool_flagged) {
-      v = Verdict{Outcome::sanitizer,
-                  fmt::format("compute-sanitizer {}: {}{}", tool,
-                              f.summary.empty() ? "exit " + std::to_string(kSanitizerErrorExit) : f.summary,
-                              f.first.empty() ? "" : ": " + f.first)};
-    } else if (worker.failure()) {
-      v = worker.failure();
-      v->reason = "under compute-sanitizer " + tool + ": " + v->reason;
-    } else if (wrong) {
-      v = wrong;
-    } else if (!f.summary_seen || cases_done != plan.sanitize_cases.size()) {
-      v = Verdict{Outcome::sanitizer, fmt::format("compute-sanitizer {} ended without its summary ({}, {} of {} cases)", tool,
-                                                  st ? st->describe() : "still running", cases_done, plan.sanitize_cases.size())};
-    }
-    json entry = {{"tool", tool},
-                  {"pass", !v.has_value()},
-                  {"errors", f.errors},
-                  {"hazards", f.hazards},
-                  {"summary", f.summary},
-                  {"seconds", worker.seconds()},
-                  {"exit", st ? st->describe() : "unknown"},
-                  {"first", f.first}};
-    // Keep a failing tool's log in the record, capped and valid UTF-8: its head (the first
-    // reports) and its tail (the summary) are the evidence.
-    if (v) entry["log"] = log.size() <= 4096 ? sanitize_log(log, 4096)
-                                             : sanitize_log(log.substr(0, 3072), 3072) + "\n[…]\n" +
-                                                   sanitize_log(log.substr(log.size() - 1024), 1024);
-    report["tools"].push_back(entry);
-    out.seconds += worker.seconds();
-    std::error_code ec;
-    fs::remove_all(work, ec);
-    if (v) {
-      out.verdict = v;
-      break;  // one failing tool is enough; the rest would only cost time
-    }
+SanitizerResult run_sanitizer(const EvalEnv& env, const Candidate& c, const CompileResult& compiled, const EvalPlan& plan,
+                              const ProgressFn& progress) {
+  SanitizerResult out;
+  json report = {{"pass", false}, {"cases", json::array()}, {"tools", json::array()}};
+  for (const auto& cs : plan.sanitize_cases) report["cases"].push_back(cs.id);
+  for (const std::string& tool : sanitizer_tools(*compiled.resources, *compiled.launch)) {
+    out.verdict = run_tool(tool, env, c, compiled, plan, progress, report["tools"], out.seconds);
+    if (out.verdict) break;  // one failing tool is enough; the rest would only cost time
   }
   report["pass"] = !out.verdict.has_value();
   out.report = report;

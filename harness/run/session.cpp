@@ -64,7 +64,7 @@ void Session::refresh_populations() const {
 
 json Session::population(const Task& task, const std::string& benchmark) const {
   const fs::path file = population_path(options_.populations_dir, env_.gpu.key, task.name(), benchmark);
-  if (!fs::exists(file)) return json{{"schema_version", "1.0"}, {"gpu", env_.gpu.key}, {"task", task.name()}, {"stages", json::object()}};
+  if (!fs::exists(file)) return json{{"schema_version", kPopulationSchemaVersion}, {"gpu", env_.gpu.key}, {"task", task.name()}, {"stages", json::object()}};
   return read_population(file);
 }
 

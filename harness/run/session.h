@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "cli/context.h"
+#include "run/context.h"
 #include "compile/compiler.h"
 #include "run/evaluator.h"
 #include "run/plan.h"

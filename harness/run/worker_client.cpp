@@ -31,36 +31,49 @@ double WorkerClient::limit_for(const std::string& phase) const {
 }
 
 std::optional<json> WorkerClient::next() {
+  auto ev = next_event();
+  if (!ev) return std::nullopt;
+  return std::move(ev->fields);
+}
+
+void WorkerClient::reject(const std::string& why) {
+  if (finished_) return;
+  // The worker runs candidate code: a line that breaks the protocol is treated like any other
+  // way of dying, and costs the candidate a crash verdict, never the parent.
+  failure_ = Verdict{Outcome::crash, "worker broke the protocol: " + why};
+  child_->kill_group();
+  exit_status_ = child_->wait();
+  finished_ = true;
+}
+
+std::optional<WorkerEvent> WorkerClient::next_event() {
   if (finished_) return std::nullopt;
   const double limit = limit_for(phase_);
   auto line = child_->read_line(std::chrono::milliseconds(long(limit * 1000)));
   if (line) {
-    json ev = json::parse(*line, nullptr, false);
-    if (ev.is_discarded() || !ev.is_object() || !ev.contains("event")) {
-      // Candidate code cannot write to our pipe (it runs on the GPU), so this is evo's bug.
-      failure_ = Verdict{Outcome::runtime, "worker sent an unreadable line"};
-      child_->kill_group();
-      exit_status_ = child_->wait();
-      finished_ = true;
+    DecodedWorkerEvent decoded = decode_worker_event(*line);
+    if (!decoded.event) {
+      reject(decoded.error);
       return std::nullopt;
     }
-    if (ev["event"] == "phase") {
-      phase_ = ev.value("phase", "");
-      phase_detail_ = ev.contains("case") ? ev["case"].get<std::string>() : ev.value("bench", "");
+    WorkerEvent& ev = *decoded.event;
+    if (ev.kind == WorkerEventKind::phase) {
+      phase_ = ev.phase;
+      phase_detail_ = ev.case_id.empty() ? ev.bench : ev.case_id;
     }
-    if (ev["event"] == "done") {
+    if (ev.kind == WorkerEventKind::done) {
       finished_ = true;
       exit_status_ = child_->wait();
     }
-    if (ev["event"] == "error") {
-      const std::string outcome = ev.value("outcome", "runtime");
-      auto o = outcome_from_string(outcome);
-      failure_ = Verdict{o.value_or(Outcome::runtime), ev.value("reason", "") +
+    if (ev.kind == WorkerEventKind::error) {
+      auto o = outcome_from_string(ev.outcome.empty() ? "runtime" : ev.outcome);
+      if (o == Outcome::ok) o = Outcome::runtime;  // an error event never passes a candidate
+      failure_ = Verdict{o.value_or(Outcome::runtime), ev.reason +
                                                             (phase_detail_.empty() ? "" : " (during " + phase_ + " " + phase_detail_ + ")")};
       finished_ = true;
       exit_status_ = child_->wait();
     }
-    return ev;
+    return std::move(ev);
   }
   finished_ = true;
   const std::string where = phase_ + (phase_detail_.empty() ? "" : " " + phase_detail_);

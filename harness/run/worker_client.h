@@ -12,6 +12,7 @@
 #include "core/outcome.h"
 #include "core/subprocess.h"
 #include "gates/config.h"
+#include "gpu/worker_events.h"
 #include "gpu/worker_protocol.h"
 
 namespace evo {
@@ -24,7 +25,13 @@ class WorkerClient {
 
   // The next event, or nullopt when the worker ended (then `failure()` says how, if it was
   // not a clean "done") or went silent past the current phase's limit (killed: timeout).
+  // A line that is not a well-formed event ends the worker with a crash verdict (nullopt).
+  std::optional<WorkerEvent> next_event();
+  // next_event() as the JSON object the worker sent.
   std::optional<nlohmann::json> next();
+  // The parent found an event that breaks the protocol (an unknown case, a foreign output
+  // file): kills the worker and records a crash verdict naming `why`.
+  void reject(const std::string& why);
   void send(const std::string& line) { child_->write_line(line); }
   const std::optional<Verdict>& failure() const { return failure_; }
   // How the process ended, once it has (after next() returned nullopt or a done/error event).

@@ -29,6 +29,9 @@ inline std::optional<double> finite_number(const nlohmann::json& j, const char* 
   return std::isfinite(v) ? std::optional<double>(v) : std::nullopt;
 }
 
+// The GPU model a record was measured on (env.gpu_key), or "" (compile records, foreign logs).
+inline std::string record_gpu_key(const nlohmann::json& r) { return string_or(object_or_null(r, "env"), "gpu_key"); }
+
 // True only for a boolean field that is true.
 inline bool flag(const nlohmann::json& j, const char* key) {
   return j.is_object() && j.contains(key) && j[key].is_boolean() && j[key].get<bool>();
@@ -36,10 +39,14 @@ inline bool flag(const nlohmann::json& j, const char* key) {
 
 // The order that decides which of two records of one candidate counts: later time, then the
 // greater run id (the population rules).
+// Record::newer_than (store/typed_record.h) and newer_record are this one rule.
+inline bool newer_by_time_then_run(const std::string& time_a, const std::string& run_a, const std::string& time_b,
+                                   const std::string& run_b) {
+  if (time_a != time_b) return time_a > time_b;
+  return run_a > run_b;
+}
 inline bool newer_record(const nlohmann::json& a, const nlohmann::json& b) {
-  const auto ta = string_or(a, "time"), tb = string_or(b, "time");
-  if (ta != tb) return ta > tb;
-  return string_or(a, "run_id") > string_or(b, "run_id");
+  return newer_by_time_then_run(string_or(a, "time"), string_or(a, "run_id"), string_or(b, "time"), string_or(b, "run_id"));
 }
 
 }  // namespace evo

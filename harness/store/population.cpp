@@ -23,8 +23,6 @@ bool complete_fitness(const json& r) {
          f.contains("geomean_median_us") && f["geomean_median_us"].is_number();
 }
 
-std::string gpu_of(const json& r) { return string_or(object_or_null(r, "env"), "gpu_key"); }
-
 // GPU keys and task names become populations/<gpu>/<task>.json: a record naming "../x" must
 // not steer a write outside the populations dir.
 bool plain_name(const std::string& s) {
@@ -79,7 +77,7 @@ std::map<std::string, json> derive_populations(const std::vector<json>& records)
   std::map<std::string, json> latest, latest_sanitized;
   for (const auto& r : records) {
     if (r.value("kind", "") != "run") continue;
-    const std::string gpu = gpu_of(r);
+    const std::string gpu = record_gpu_key(r);
     if (!plain_name(gpu) || !plain_name(r["task"].get<std::string>())) continue;
     const std::string key = gpu + "|" + identity(r);
     auto it = latest.find(key);
@@ -100,7 +98,7 @@ std::map<std::string, json> derive_populations(const std::vector<json>& records)
     // Fitness is a geomean over one benchmark set: rank only against the same set.
     const std::string bench = r.contains("benchmark") && r["benchmark"].is_string() ? r["benchmark"].get<std::string>() : "default";
     if (!plain_name(bench)) continue;
-    groups[gpu_of(r) + "/" + r["task"].get<std::string>() + "/" + bench][r["stage"].get<int>()].push_back(&r);
+    groups[record_gpu_key(r) + "/" + r["task"].get<std::string>() + "/" + bench][r["stage"].get<int>()].push_back(&r);
   }
   std::map<std::string, json> out;
   for (auto& [gt, stages] : groups) {

@@ -1,5 +1,5 @@
 // Persistence under SIGKILL and concurrency: the results logs and the populations derived from
-// them must always parse, and nothing evo reported as written may be lost (DESIGN §6, §7).
+// them must always parse, and nothing evo reported as written may be lost (docs/safety.md §4).
 // The vehicle is `evo merge`, killed at random points hundreds of times; then eight processes
 // appending to one log at once; then damaged and future-version population files.
 #include <fcntl.h>

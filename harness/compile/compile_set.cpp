@@ -1,4 +1,4 @@
-#include "cli/compile_set.h"
+#include "compile/compile_set.h"
 
 #include <future>
 #include <thread>

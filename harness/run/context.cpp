@@ -1,4 +1,4 @@
-#include "cli/context.h"
+#include "run/context.h"
 
 #include <cctype>
 
@@ -38,18 +38,6 @@ std::vector<Task> Context::select_tasks(const std::vector<std::string>& names) c
   std::vector<Task> out;
   for (const auto& n : names) out.push_back(parse_task(n));
   return out;
-}
-
-std::string gpu_key(const std::string& gpu_name) {
-  std::string k;
-  for (char ch : gpu_name) {
-    if (std::isalnum(static_cast<unsigned char>(ch)))
-      k += char(std::tolower(static_cast<unsigned char>(ch)));
-    else if (!k.empty() && k.back() != '-')
-      k += '-';
-  }
-  while (!k.empty() && k.back() == '-') k.pop_back();
-  return k.empty() ? "unknown-gpu" : k;
 }
 
 }  // namespace evo

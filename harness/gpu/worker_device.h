@@ -1,0 +1,187 @@
+// The worker's device side: guarded buffers, the four tensors of a shape, the support
+// kernels, and the helpers that turn a CUDA error into a failure with its outcome. Used only by
+// gpu/worker.cpp (the worker process); split out to keep the worker's phases readable.
+#pragma once
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstddef>
+#include <cstring>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/sha256.h"
+#include "gpu/cuda_driver.h"
+#include "gpu/worker_protocol.h"
+
+namespace evo::worker_device {
+
+using nlohmann::json;
+
+// A CUDA failure with the outcome it implies for the candidate.
+struct CudaFailure {
+  std::string outcome;  // "load", "runtime", "crash"
+  std::string reason;
+};
+
+inline void emit(const json& j) {
+  std::cout << j.dump() << "\n" << std::flush;
+}
+
+inline void check(CUresult r, const char* what, const char* outcome = "crash") {
+  if (r != CUDA_SUCCESS) throw CudaFailure{outcome, fmt::format("{}: {}", what, cuda_error_text(r))};
+}
+
+// The same driver calls under one short name.
+inline const CudaDriver& cu() { return cuda_driver(); }
+
+// A device allocation with guard bands on both sides, filled with kGuardByte. Under
+// compute-sanitizer the bands are left out (guard = 0): memcheck sees allocation bounds, and a
+// read that strays into a band would be in bounds to it.
+struct GuardedBuffer {
+  CUdeviceptr base = 0;
+  size_t bytes = 0;  // usable bytes
+  size_t guard = kGuardBytes;
+  CUdeviceptr data() const { return base + guard; }
+  void allocate(size_t n, size_t guard_bytes) {
+    bytes = n;
+    guard = guard_bytes;
+    check(cu().cuMemAlloc(&base, n + 2 * guard), "cuMemAlloc", "runtime");
+    if (guard == 0) return;
+    check(cu().cuMemsetD8(base, kGuardByte, guard), "guard fill");
+    check(cu().cuMemsetD8(base + guard + n, kGuardByte, guard), "guard fill");
+  }
+  bool guards_intact() const {
+    std::vector<unsigned char> g(guard);
+    if (guard == 0) return true;
+    for (CUdeviceptr p : {base, base + guard + bytes}) {
+      check(cu().cuMemcpyDtoH(g.data(), p, guard), "guard readback");
+      for (unsigned char c : g)
+        if (c != kGuardByte) return false;
+    }
+    return true;
+  }
+  std::string read() const {
+    std::string h(bytes, '\0');
+    check(cu().cuMemcpyDtoH(h.data(), data(), bytes), "cuMemcpyDtoH");
+    return h;
+  }
+  ~GuardedBuffer() {
+    if (base) cu().cuMemFree(base);
+  }
+};
+
+// Mirrors EvoTensorDesc in support_kernels.cu.
+struct TensorDesc {
+  CUdeviceptr data;
+  long long stride[3];
+  int batch, heads, seq, dim;
+};
+
+struct Support {
+  CUmodule module = nullptr;
+  CUfunction fill = nullptr, reference = nullptr;
+};
+
+// The four tensors of one shape, laid out as the shape says.
+struct Problem {
+  Shape shape;
+  int elem = 2;
+  GuardedBuffer q, k, v, o;
+  TensorDesc dq{}, dk{}, dv{}, dout{};
+
+  void allocate(const Shape& s, size_t guard = kGuardBytes) {
+    shape = s;
+    q.allocate(size_t(s.elements(s.heads_q, s.seq_q)) * elem, guard);
+    k.allocate(size_t(s.elements(s.heads_kv, s.seq_kv)) * elem, guard);
+    v.allocate(size_t(s.elements(s.heads_kv, s.seq_kv)) * elem, guard);
+    o.allocate(size_t(s.elements(s.heads_q, s.seq_q)) * elem, guard);
+    auto desc = [&](const GuardedBuffer& b, int heads, int seq) {
+      TensorDesc d{b.data(), {}, s.batch, heads, seq, s.head_dim};
+      int64_t st[3];
+      s.strides(heads, seq, st);
+      for (int i = 0; i < 3; ++i) d.stride[i] = st[i];
+      return d;
+    };
+    dq = desc(q, s.heads_q, s.seq_q);
+    dk = desc(k, s.heads_kv, s.seq_kv);
+    dv = desc(v, s.heads_kv, s.seq_kv);
+    dout = desc(o, s.heads_q, s.seq_q);
+  }
+
+  void fill(const Support& sup, const CaseSpec& c, CUstream stream) {
+    auto run = [&](TensorDesc d, unsigned tensor, float stddev) {
+      void* args[] = {&d, const_cast<unsigned*>(&c.seed), &tensor, &stddev};
+      check(cu().cuLaunchKernel(sup.fill, 1024, 1, 1, 256, 1, 1, 0, stream, args, nullptr), "input fill", "runtime");
+    };
+    run(dq, 0, float(c.qk_std));
+    run(dk, 1, float(c.qk_std));
+    run(dv, 2, float(c.v_std));
+    check(cu().cuStreamSynchronize(stream), "input fill");
+  }
+
+  void poison(CUstream stream) {
+    check(cu().cuMemsetD16(o.data(), kPoisonBits, o.bytes / 2), "output poison");
+    check(cu().cuStreamSynchronize(stream), "output poison");
+  }
+
+  // Host copy of a tensor in logical BHSD order (the layout-independent form both sides use).
+  std::string logical(const std::string& raw, const TensorDesc& d, int elem_size) const {
+    std::string out(size_t(d.batch) * d.heads * d.seq * d.dim * elem_size, '\0');
+    size_t row = size_t(d.dim) * elem_size, pos = 0;
+    for (int b = 0; b < d.batch; ++b)
+      for (int h = 0; h < d.heads; ++h)
+        for (int s = 0; s < d.seq; ++s, pos += row)
+          std::memcpy(out.data() + pos, raw.data() + (b * d.stride[0] + h * d.stride[1] + s * d.stride[2]) * elem_size, row);
+    return out;
+  }
+
+  std::string input_hash() const { return Sha256().update(q.read()).update(k.read()).update(v.read()).hex(); }
+};
+
+inline double ms_between(CUevent a, CUevent b) {
+  float ms = 0;
+  check(cu().cuEventElapsedTime(&ms, a, b), "cuEventElapsedTime");
+  return ms;
+}
+
+// Builds EvoAttnParams (evo_attn.cuh) for a problem; layout checked by static_asserts in tests.
+struct alignas(64) Params {
+  CUdeviceptr q, k, v, o;
+  long long q_stride[3], k_stride[3], v_stride[3], o_stride[3];
+  int batch, heads_q, heads_kv, seq_q, seq_kv, head_dim, causal;
+  float softmax_scale, softmax_scale_log2, q_descale, k_descale, v_descale;
+  unsigned flags;
+  alignas(64) unsigned long long tma[4][16];
+};
+static_assert(offsetof(Params, flags) == 176 && offsetof(Params, tma) == 192 && sizeof(Params) == 704,
+              "Params must mirror EvoAttnParams");
+
+inline Params params_for(const Problem& p, bool causal) {
+  Params a{};
+  const Shape& s = p.shape;
+  a.q = p.q.data();
+  a.k = p.k.data();
+  a.v = p.v.data();
+  a.o = p.o.data();
+  for (int i = 0; i < 3; ++i) {
+    a.q_stride[i] = p.dq.stride[i];
+    a.k_stride[i] = p.dk.stride[i];
+    a.v_stride[i] = p.dv.stride[i];
+    a.o_stride[i] = p.dout.stride[i];
+  }
+  a.batch = s.batch;
+  a.heads_q = s.heads_q;
+  a.heads_kv = s.heads_kv;
+  a.seq_q = s.seq_q;
+  a.seq_kv = s.seq_kv;
+  a.head_dim = s.head_dim;
+  a.causal = causal ? 1 : 0;
+  a.softmax_scale = 1.0f / std::sqrt(float(s.head_dim));
+  a.softmax_scale_log2 = a.softmax_scale * 1.4426950408889634f;
+  a.q_descale = a.k_descale = a.v_descale = 1.0f;
+  return a;
+}
+
+}  // namespace evo::worker_device

@@ -1,0 +1,164 @@
+#include "report/compare_parts.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "core/errors.h"
+#include "core/outcome.h"
+#include "core/paths.h"
+#include "core/shape.h"
+#include "core/task.h"
+#include "report/compare_parts.h"
+#include "store/json_fields.h"
+#include "store/population.h"
+#include "store/record.h"
+#include "store/records.h"
+
+namespace evo::compare_parts {
+
+
+TaskFacts task_facts(const std::string& name) {
+  TaskFacts f;
+  f.dtype = name.substr(0, name.find('-'));
+  try {
+    f.task = parse_task(name);
+  } catch (const EvoError&) {
+  }
+  return f;
+}
+
+std::optional<ShapeFigures> figures_from_timing(const json& t, const TaskFacts& facts, std::optional<double> ceiling) {
+  const auto median = finite_number(t, "median_us");
+  if (!t.is_object() || !t.contains("shape") || !t["shape"].is_string() || !median || *median <= 0) return std::nullopt;
+  ShapeFigures f;
+  f.shape = t["shape"];
+  f.sample.median_us = *median;
+  f.sample.stdev_us = finite_number(t, "stdev_us").value_or(NAN);
+  f.sample.n = t.contains("n") && t["n"].is_number_integer() ? t["n"].get<int>() : 0;
+  f.p10_us = finite_number(t, "p10_us").value_or(*median);
+  f.p90_us = finite_number(t, "p90_us").value_or(*median);
+  f.rse = finite_number(t, "rse");
+  // FLOPs from the shape (Shape::flops, the one definition evo uses), so ours and the peers'
+  // TFLOPS count the same work; the record's own figure only when the task is unknown here.
+  f.tflops = finite_number(t, "tflops");
+  if (facts.task) {
+    try {
+      const Shape s = parse_shape(f.shape, facts.task->head_dim);
+      f.tflops = s.flops(facts.task->causal) / (*median * 1e6);
+    } catch (const EvoError&) {
+    }
+  }
+  if (f.tflops && ceiling) f.ceiling_share = *f.tflops / *ceiling;
+  f.clock_before_mhz = finite_number(t, "sm_clock_before_mhz");
+  f.clock_after_mhz = finite_number(t, "sm_clock_after_mhz");
+  return f;
+}
+
+std::vector<ShapeFigures> timing_figures(const json& r, const TaskFacts& facts, std::optional<double> ceiling) {
+  std::vector<ShapeFigures> out;
+  if (!r.contains("timing") || !r["timing"].is_array()) return out;
+  for (const auto& t : r["timing"])
+    if (auto f = figures_from_timing(t, facts, ceiling)) out.push_back(*f);
+  return out;
+}
+
+const ShapeFigures* find_shape(const std::vector<ShapeFigures>& list, const std::string& shape) {
+  for (const auto& f : list)
+    if (f.shape == shape) return &f;
+  return nullptr;
+}
+
+double geomean(const std::vector<double>& v) {
+  if (v.empty()) return 0;
+  double s = 0;
+  for (double x : v) s += std::log(x);
+  return std::exp(s / double(v.size()));
+}
+
+// Geomean of a_i / b_i over the shapes both measured.
+std::optional<RatioInterval> common_ratio(const std::vector<ShapeFigures>& a, const std::vector<ShapeFigures>& b) {
+  std::vector<std::pair<MedianSample, MedianSample>> pairs;
+  for (const auto& fa : a)
+    if (const ShapeFigures* fb = find_shape(b, fa.shape)) pairs.emplace_back(fa.sample, fb->sample);
+  if (pairs.empty()) return std::nullopt;
+  return geomean_ratio_interval(pairs, kCompareConfidence);
+}
+
+std::string peer_label(const std::string& name) {
+  if (name == "pytorch-sdpa-flash") return "PyTorch flash";
+  if (name == "pytorch-sdpa-cudnn") return "cuDNN";
+  if (name == "pytorch-sdpa-efficient") return "PyTorch efficient";
+  return name;
+}
+
+int peer_rank(const std::string& name) {
+  if (name == "pytorch-sdpa-flash") return 0;
+  if (name == "pytorch-sdpa-cudnn") return 1;
+  if (name == "pytorch-sdpa-efficient") return 2;
+  return 3;
+}
+
+// `sanitized`: the latest record of the same candidate that ran under --sanitize, if `r` did
+// not (an `evo gate` re-measure, say): the verdict belongs to the compiled code, not the run.
+std::string gates_summary(const json& r, const json* sanitized) {
+  const json gates = r.value("gates", json::object());
+  auto count = [&](const char* gate, int& passed, int& total, double& max_rel) {
+    if (!gates.contains(gate) || !gates[gate].is_object() || !gates[gate].contains("checks") ||
+        !gates[gate]["checks"].is_array())
+      return;
+    for (const auto& c : gates[gate]["checks"]) {
+      ++total;
+      passed += flag(c, "pass");
+      if (auto rel = finite_number(c, "rel_l2")) max_rel = std::max(max_rel, *rel);
+    }
+  };
+  int pass = 0, total = 0, post_pass = 0, post_total = 0;
+  double max_rel = 0;
+  count("correctness", pass, total, max_rel);
+  count("post_timing", post_pass, post_total, max_rel);
+  std::string det = "det ?";
+  if (gates.contains("determinism") && gates["determinism"].is_object() && gates["determinism"].contains("pass"))
+    det = flag(gates["determinism"], "pass") ? "det ok" : "det FAIL";
+  // evo run --sanitize leaves its verdict; older records and non-elites have none.
+  std::string san = "not sanitized";
+  if (gates.contains("sanitizer") && gates["sanitizer"].is_object()) {
+    san = flag(gates["sanitizer"], "pass") ? "sanitizer ok" : "sanitizer FAIL";
+  } else if (sanitized) {
+    const json earlier = sanitized->value("gates", json::object()).value("sanitizer", json::object());
+    san = std::string(flag(earlier, "pass") ? "sanitizer ok" : "sanitizer FAIL") + " (run " + string_or(*sanitized, "run_id") + ")";
+  }
+  return fmt::format("{}/{} + post {}/{}, {}, max rel L2 {:.1e}, {}", pass, total, post_pass, post_total, det, max_rel,
+                     san);
+}
+
+std::optional<long> integer(const json& j, const char* key) {
+  if (!j.is_object() || !j.contains(key) || !j[key].is_number()) return std::nullopt;
+  return long(j[key].get<double>());
+}
+
+void fill_resources(const json& r, StageRow& row) {
+  const json compile = r.value("compile", json::object());
+  const json res = compile.is_object() ? compile.value("resources", json()) : json();
+  const json launch = compile.is_object() ? compile.value("launch", json()) : json();
+  row.registers = integer(res, "registers");
+  const auto stores = integer(res, "spill_stores"), loads = integer(res, "spill_loads");
+  if (stores || loads) row.spill_bytes = stores.value_or(0) + loads.value_or(0);
+  const auto static_smem = integer(res, "static_smem"), dynamic_smem = integer(launch, "smem_bytes");
+  if (static_smem || dynamic_smem) row.smem_bytes = static_smem.value_or(0) + dynamic_smem.value_or(0);
+}
+
+std::string ratio_text(double r) { return fmt::format("{:.2f}", r); }
+
+std::string who(const StageRow& s) { return fmt::format("stage {} ({})", s.stage, s.variant); }
+
+std::string params_text(const json& params) {
+  if (!params.is_object() || params.empty()) return "-";
+  std::string s;
+  for (const auto& [k, v] : params.items()) s += fmt::format("{}{}={}", s.empty() ? "" : " ", k, v.is_string() ? v.get<std::string>() : v.dump());
+  return s;
+}
+
+}  // namespace evo::compare_parts

@@ -1,0 +1,36 @@
+// Pieces shared by the comparison's builder (compare.cpp) and its renderers (compare_render.cpp,
+// compare_data.cpp): figures from records, ratios, labels. Internal to the report layer.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/task.h"
+#include "report/compare.h"
+
+namespace evo::compare_parts {
+
+using nlohmann::json;
+
+struct TaskFacts {
+  std::string dtype;
+  std::optional<Task> task;  // unset for a task name this evo does not know
+};
+
+TaskFacts task_facts(const std::string& name);
+std::optional<ShapeFigures> figures_from_timing(const json& t, const TaskFacts& facts, std::optional<double> ceiling);
+std::vector<ShapeFigures> timing_figures(const json& r, const TaskFacts& facts, std::optional<double> ceiling);
+const ShapeFigures* find_shape(const std::vector<ShapeFigures>& list, const std::string& shape);
+double geomean(const std::vector<double>& v);
+std::optional<RatioInterval> common_ratio(const std::vector<ShapeFigures>& a, const std::vector<ShapeFigures>& b);
+std::string peer_label(const std::string& name);
+int peer_rank(const std::string& name);
+std::string gates_summary(const json& r, const json* sanitized = nullptr);
+std::optional<long> integer(const json& j, const char* key);
+void fill_resources(const json& r, StageRow& row);
+std::string ratio_text(double r);
+std::string who(const StageRow& s);
+std::string params_text(const json& params);
+
+}  // namespace evo::compare_parts

@@ -1,0 +1,275 @@
+#include "store/typed_record.h"
+
+#include <cstdlib>
+#include <type_traits>
+
+#include "store/json_fields.h"
+#include "store/record.h"
+
+namespace evo {
+
+using nlohmann::json;
+
+namespace {
+
+template <typename T>
+bool has_type(const json& v) {
+  if constexpr (std::is_same_v<T, std::string>) return v.is_string();
+  else if constexpr (std::is_same_v<T, bool>) return v.is_boolean();
+  else if constexpr (std::is_same_v<T, long long>) return v.is_number_integer();
+  else if constexpr (std::is_same_v<T, double>) return v.is_number();
+  else return false;
+}
+
+// Moves a field of the expected type out of `obj` into a typed member; anything else (absent,
+// null, another type) stays in `obj`, which becomes the part's `extra`.
+template <typename T>
+void take(json& obj, const char* key, std::optional<T>& out) {
+  auto it = obj.find(key);
+  if (it == obj.end() || !has_type<T>(*it)) return;
+  out = it->get<T>();
+  obj.erase(it);
+}
+
+template <typename T>
+void put(json& obj, const char* key, const std::optional<T>& v) {
+  if (v) obj[key] = *v;
+}
+
+// A nested part: read when the field is an object, else left in `parent` as it is.
+template <typename Part, typename Reader>
+void take_part(json& parent, const char* key, std::optional<Part>& out, Reader read) {
+  auto it = parent.find(key);
+  if (it == parent.end() || !it->is_object()) return;
+  out = read(json(*it));
+  parent.erase(it);
+}
+
+// A list of parts: read when the field is a list of objects, else left as it is.
+template <typename Part, typename Reader>
+void take_list(json& parent, const char* key, std::optional<std::vector<Part>>& out, Reader read) {
+  auto it = parent.find(key);
+  if (it == parent.end() || !it->is_array()) return;
+  for (const auto& e : *it)
+    if (!e.is_object()) return;
+  std::vector<Part> parts;
+  for (const auto& e : *it) parts.push_back(read(json(e)));
+  out = std::move(parts);
+  parent.erase(it);
+}
+
+template <typename Part, typename Writer>
+void put_list(json& obj, const char* key, const std::optional<std::vector<Part>>& v, Writer write) {
+  if (!v) return;
+  json list = json::array();
+  for (const auto& p : *v) list.push_back(write(p));
+  obj[key] = std::move(list);
+}
+
+RecordEnv read_env(json j) {
+  RecordEnv e;
+  take(j, "gpu", e.gpu); take(j, "gpu_key", e.gpu_key); take(j, "nvrtc", e.nvrtc); take(j, "evo", e.evo);
+  take(j, "host", e.host); take(j, "cc", e.cc); take(j, "sms", e.sms); take(j, "driver", e.driver);
+  e.extra = std::move(j);
+  return e;
+}
+
+json write_env(const RecordEnv& e) {
+  json j = e.extra;
+  put(j, "gpu", e.gpu); put(j, "gpu_key", e.gpu_key); put(j, "nvrtc", e.nvrtc); put(j, "evo", e.evo);
+  put(j, "host", e.host); put(j, "cc", e.cc); put(j, "sms", e.sms); put(j, "driver", e.driver);
+  return j;
+}
+
+RecordCompile read_compile(json j) {
+  RecordCompile c;
+  take(j, "cache_key", c.cache_key); take(j, "cached", c.cached); take(j, "seconds", c.seconds);
+  c.extra = std::move(j);
+  return c;
+}
+
+json write_compile(const RecordCompile& c) {
+  json j = c.extra;
+  put(j, "cache_key", c.cache_key); put(j, "cached", c.cached); put(j, "seconds", c.seconds);
+  return j;
+}
+
+GateCheck read_check(json j) {
+  GateCheck c;
+  take(j, "case", c.case_id); take(j, "shape", c.shape); take(j, "inputs", c.inputs); take(j, "seed", c.seed);
+  take(j, "pass", c.pass); take(j, "inputs_intact", c.inputs_intact); take(j, "guards_intact", c.guards_intact);
+  take(j, "deterministic", c.deterministic); take(j, "max_abs", c.max_abs); take(j, "rel_l2", c.rel_l2); take(j, "us", c.us);
+  c.extra = std::move(j);
+  return c;
+}
+
+json write_check(const GateCheck& c) {
+  json j = c.extra;
+  put(j, "case", c.case_id); put(j, "shape", c.shape); put(j, "inputs", c.inputs); put(j, "seed", c.seed);
+  put(j, "pass", c.pass); put(j, "inputs_intact", c.inputs_intact); put(j, "guards_intact", c.guards_intact);
+  put(j, "deterministic", c.deterministic); put(j, "max_abs", c.max_abs); put(j, "rel_l2", c.rel_l2); put(j, "us", c.us);
+  return j;
+}
+
+GateResult read_gate(json j) {
+  GateResult g;
+  take(j, "pass", g.pass); take(j, "reason", g.reason);
+  take_list(j, "checks", g.checks, read_check);
+  g.extra = std::move(j);
+  return g;
+}
+
+json write_gate(const GateResult& g) {
+  json j = g.extra;
+  put(j, "pass", g.pass); put(j, "reason", g.reason);
+  put_list(j, "checks", g.checks, write_check);
+  return j;
+}
+
+RecordGates read_gates(json j) {
+  RecordGates g;
+  take_part(j, "resources", g.resources, read_gate); take_part(j, "correctness", g.correctness, read_gate);
+  take_part(j, "determinism", g.determinism, read_gate); take_part(j, "post_timing", g.post_timing, read_gate);
+  g.extra = std::move(j);
+  return g;
+}
+
+json write_gates(const RecordGates& g) {
+  json j = g.extra;
+  if (g.resources) j["resources"] = write_gate(*g.resources);
+  if (g.correctness) j["correctness"] = write_gate(*g.correctness);
+  if (g.determinism) j["determinism"] = write_gate(*g.determinism);
+  if (g.post_timing) j["post_timing"] = write_gate(*g.post_timing);
+  return j;
+}
+
+TimingEntry read_timing(json j) {
+  TimingEntry t;
+  take(j, "shape", t.shape); take(j, "set", t.set); take(j, "median_us", t.median_us); take(j, "p10_us", t.p10_us);
+  take(j, "p90_us", t.p90_us); take(j, "rse", t.rse); take(j, "tflops", t.tflops);
+  t.extra = std::move(j);
+  return t;
+}
+
+json write_timing(const TimingEntry& t) {
+  json j = t.extra;
+  put(j, "shape", t.shape); put(j, "set", t.set); put(j, "median_us", t.median_us); put(j, "p10_us", t.p10_us);
+  put(j, "p90_us", t.p90_us); put(j, "rse", t.rse); put(j, "tflops", t.tflops);
+  return j;
+}
+
+Fitness read_fitness(json j) {
+  Fitness f;
+  take(j, "geomean_median_us", f.geomean_median_us); take(j, "geomean_p90_us", f.geomean_p90_us);
+  take(j, "shapes", f.shapes); take(j, "complete", f.complete);
+  f.extra = std::move(j);
+  return f;
+}
+
+json write_fitness(const Fitness& f) {
+  json j = f.extra;
+  put(j, "geomean_median_us", f.geomean_median_us); put(j, "geomean_p90_us", f.geomean_p90_us);
+  put(j, "shapes", f.shapes); put(j, "complete", f.complete);
+  return j;
+}
+
+// What every record must carry, in validate_record's order and words.
+std::string required_fields_error(const json& j) {
+  if (!j.is_object()) return "not a JSON object";
+  if (!j.contains("schema_version") || !j["schema_version"].is_string()) return "missing schema_version";
+  const std::string v = j["schema_version"];
+  if (v.rfind("1.", 0) != 0) return "schema_version " + v + " is not 1.x";
+  for (const char* k : {"kind", "variant", "task", "outcome", "candidate_id", "source_sha256", "time"})
+    if (!j.contains(k) || !j[k].is_string()) return std::string("field '") + k + "' missing or not a string";
+  if (!j.contains("stage") || !j["stage"].is_number_integer()) return "field 'stage' missing or not an integer";
+  if (!j.contains("params") || !j["params"].is_object()) return "field 'params' missing or not an object";
+  if (!outcome_from_string(j["outcome"].get<std::string>())) return "unknown outcome '" + j["outcome"].get<std::string>() + "'";
+  if (j.contains("timing") && !j["timing"].is_array()) return "field 'timing' is not a list";
+  if (j.contains("fitness") && !j["fitness"].is_null() && !j["fitness"].is_object()) return "field 'fitness' is not an object";
+  return "";
+}
+
+// Moves a required string (checked by required_fields_error) into `out`.
+void take_required(json& j, const char* key, std::string& out) {
+  out = j[key].get<std::string>();
+  j.erase(key);
+}
+
+}  // namespace
+
+std::optional<SchemaVersion> SchemaVersion::parse(const std::string& text) {
+  const size_t dot = text.find('.');
+  if (dot == std::string::npos || dot == 0) return std::nullopt;
+  char* end = nullptr;
+  SchemaVersion v;
+  v.major = int(std::strtol(text.c_str(), &end, 10));
+  if (end != text.c_str() + dot) return std::nullopt;
+  v.minor = int(std::strtol(text.c_str() + dot + 1, &end, 10));
+  if (end == text.c_str() + dot + 1 || *end != '\0') return std::nullopt;
+  return v;
+}
+
+std::string SchemaVersion::text() const { return std::to_string(major) + "." + std::to_string(minor); }
+
+std::string Record::gpu_key() const { return env && env->gpu_key ? *env->gpu_key : ""; }
+
+bool Record::newer_than(const Record& other) const {
+  return newer_by_time_then_run(time, run_id.value_or(""), other.time, other.run_id.value_or(""));
+}
+
+RecordRead read_record(const json& in) {
+  RecordRead out;
+  if (auto bad = required_fields_error(in); !bad.empty()) return {std::nullopt, bad, ""};
+  const std::string version = in["schema_version"];
+  auto schema = SchemaVersion::parse(version);
+  if (!schema) return {std::nullopt, "schema_version " + version + " is not major.minor", ""};
+  const SchemaVersion mine = *SchemaVersion::parse(kRecordSchemaVersion);
+  if (schema->minor > mine.minor)
+    out.warning = "schema_version " + version + " is newer than this evo's " + kRecordSchemaVersion;
+  json j = in;
+  Record r;
+  r.schema = *schema;
+  j.erase("schema_version");
+  take_required(j, "kind", r.kind); take_required(j, "candidate_id", r.candidate_id);
+  take_required(j, "variant", r.variant); take_required(j, "task", r.task); take_required(j, "time", r.time);
+  take_required(j, "source_sha256", r.source_sha256);
+  r.outcome = *outcome_from_string(j["outcome"].get<std::string>());
+  r.stage = j["stage"].get<int>();
+  r.params = j["params"];
+  for (const char* k : {"outcome", "stage", "params"}) j.erase(k);
+  take(j, "run_id", r.run_id); take(j, "parent", r.parent); take(j, "source_path", r.source_path);
+  take(j, "arch", r.arch); take(j, "origin", r.origin); take(j, "benchmark", r.benchmark); take(j, "reason", r.reason);
+  take(j, "pruned", r.pruned); take(j, "gpu_seconds", r.gpu_seconds);
+  take_part(j, "env", r.env, read_env); take_part(j, "compile", r.compile, read_compile);
+  take_part(j, "gates", r.gates, read_gates); take_part(j, "fitness", r.fitness, read_fitness);
+  take_list(j, "timing", r.timing, read_timing);
+  r.extra = std::move(j);
+  out.record = std::move(r);
+  return out;
+}
+
+json write_record(const Record& r) {
+  json j = r.extra;
+  // The version as it was read (a foreign minor stays what it was), as written by this evo else.
+  j["schema_version"] = r.schema.text();
+  j["kind"] = r.kind;
+  j["candidate_id"] = r.candidate_id;
+  j["variant"] = r.variant;
+  j["task"] = r.task;
+  j["time"] = r.time;
+  j["source_sha256"] = r.source_sha256;
+  j["stage"] = r.stage;
+  j["params"] = r.params;
+  j["outcome"] = std::string(to_string(r.outcome));
+  put(j, "run_id", r.run_id); put(j, "parent", r.parent); put(j, "source_path", r.source_path); put(j, "arch", r.arch);
+  put(j, "origin", r.origin); put(j, "benchmark", r.benchmark); put(j, "reason", r.reason); put(j, "pruned", r.pruned);
+  put(j, "gpu_seconds", r.gpu_seconds);
+  if (r.env) j["env"] = write_env(*r.env);
+  if (r.compile) j["compile"] = write_compile(*r.compile);
+  if (r.gates) j["gates"] = write_gates(*r.gates);
+  if (r.fitness) j["fitness"] = write_fitness(*r.fitness);
+  put_list(j, "timing", r.timing, write_timing);
+  return j;
+}
+
+}  // namespace evo

@@ -1,0 +1,99 @@
+// The record (docs/records.md) as a C++ type: one reader, one writer. The reader is strict on
+// what every record must carry (validate_record's rules: schema major 1, identity fields of the
+// right types, a known outcome) and tolerant elsewhere: a field of a newer minor version, or an
+// optional field of an unexpected type, is kept untouched in `extra` and written back as it
+// came, so read -> write -> read loses nothing from a foreign log (evo merge).
+#pragma once
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/outcome.h"
+
+namespace evo {
+
+struct SchemaVersion {
+  int major = 1, minor = 0;
+  static std::optional<SchemaVersion> parse(const std::string& text);  // "1.0"
+  std::string text() const;
+};
+
+struct RecordEnv {
+  std::optional<std::string> gpu, gpu_key, nvrtc, evo, host;
+  std::optional<long long> cc, sms, driver;
+  nlohmann::json extra = nlohmann::json::object();
+};
+
+struct RecordCompile {
+  std::optional<std::string> cache_key;
+  std::optional<bool> cached;
+  std::optional<double> seconds;
+  nlohmann::json extra = nlohmann::json::object();  // options, resources, launch
+};
+
+// One checked case of the correctness or post-timing gate.
+struct GateCheck {
+  std::optional<std::string> case_id, shape, inputs;
+  std::optional<long long> seed;
+  std::optional<bool> pass, inputs_intact, guards_intact, deterministic;
+  std::optional<double> max_abs, rel_l2, us;
+  nlohmann::json extra = nlohmann::json::object();
+};
+
+struct GateResult {
+  std::optional<bool> pass;
+  std::optional<std::string> reason;
+  std::optional<std::vector<GateCheck>> checks;
+  nlohmann::json extra = nlohmann::json::object();
+};
+
+struct RecordGates {
+  std::optional<GateResult> resources, correctness, determinism, post_timing;
+  nlohmann::json extra = nlohmann::json::object();  // sanitizer (null or its report)
+};
+
+struct TimingEntry {
+  std::optional<std::string> shape, set;
+  std::optional<double> median_us, p10_us, p90_us, rse, tflops;
+  nlohmann::json extra = nlohmann::json::object();  // the rest of the statistics, clocks, graph times
+};
+
+struct Fitness {
+  std::optional<double> geomean_median_us, geomean_p90_us;
+  std::optional<long long> shapes;
+  std::optional<bool> complete;
+  nlohmann::json extra = nlohmann::json::object();
+};
+
+struct Record {
+  SchemaVersion schema;
+  std::string kind, candidate_id, variant, task, time, source_sha256;
+  int stage = 0;
+  Outcome outcome = Outcome::ok;
+  nlohmann::json params = nlohmann::json::object();
+  std::optional<std::string> run_id, parent, source_path, arch, origin, benchmark, reason;
+  std::optional<RecordEnv> env;
+  std::optional<RecordCompile> compile;
+  std::optional<RecordGates> gates;
+  std::optional<std::vector<TimingEntry>> timing;
+  std::optional<Fitness> fitness;  // empty also when the record says null
+  std::optional<bool> pruned;
+  std::optional<double> gpu_seconds;
+  nlohmann::json extra = nlohmann::json::object();  // phases, warnings, unknown fields
+
+  std::string gpu_key() const;  // env.gpu_key, or "" (compile records, foreign logs)
+  // The one order of two records of a candidate: later time, then the greater run id.
+  bool newer_than(const Record& other) const;
+};
+
+struct RecordRead {
+  std::optional<Record> record;
+  std::string error;    // why the line is not a record (when `record` is empty)
+  std::string warning;  // e.g. a newer minor version
+};
+
+RecordRead read_record(const nlohmann::json& j);
+nlohmann::json write_record(const Record& r);
+
+}  // namespace evo

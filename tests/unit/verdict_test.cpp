@@ -1,0 +1,88 @@
+// The verdict rules (gates/verdict.h) without a GPU: fake evidence in, verdict out.
+#include <gtest/gtest.h>
+
+#include "gates/config.h"
+#include "gates/verdict.h"
+#include "support/test_support.h"
+
+namespace evo {
+namespace {
+
+OutputCheck passing() {
+  OutputCheck oc;
+  oc.pass = true;
+  return oc;
+}
+
+TEST(Verdict, CaseRulesInTheirOrder) {
+  EXPECT_FALSE(case_verdict({"small/0", true, true, passing()}));
+  auto v = case_verdict({"small/0", false, false, passing()});
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->outcome, Outcome::correctness);
+  EXPECT_EQ(v->reason, "small/0: wrote outside its buffers (guard bytes changed)");
+  v = case_verdict({"small/1", true, false, passing()});
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->reason, "small/1: modified its inputs");
+  OutputCheck wrong;
+  wrong.reason = "12 elements never written";
+  v = case_verdict({"after timing, fresh inputs b0", true, true, wrong});
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->reason, "after timing, fresh inputs b0: 12 elements never written");
+}
+
+TEST(Verdict, FirstFailureWins) {
+  std::optional<Verdict> v;
+  record_failure(v, Outcome::correctness, "first");
+  record_failure(v, Outcome::nondeterministic, "second");
+  EXPECT_EQ(v->reason, "first");
+  EXPECT_FALSE(determinism_verdict(true));
+  EXPECT_EQ(determinism_verdict(false)->outcome, Outcome::nondeterministic);
+}
+
+TEST(Verdict, ReplayRuleUsesThePolicy) {
+  VerdictPolicy p;  // 3.0 x p90 + 20 µs
+  EXPECT_FALSE(replay_verdict("b0", 50.0, 10.0, p));  // limit 50: not above it
+  auto v = replay_verdict("b0", 50.5, 10.0, p);
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->outcome, Outcome::correctness);
+  EXPECT_NE(v->reason.find("result cache or replay"), std::string::npos);
+  p.replay_slack_us = 100;
+  EXPECT_FALSE(replay_verdict("b0", 50.5, 10.0, p));
+}
+
+TEST(Verdict, WarningsUseThePolicy) {
+  VerdictPolicy p;
+  EXPECT_FALSE(clock_drop_warning("b0", 1980, 1800, p));
+  EXPECT_EQ(*clock_drop_warning("b0", 1980, 1700, p), "SM clock fell from 1980 to 1700 MHz during b0");
+  EXPECT_FALSE(noisy_timing_warning("b0", 0.02, p));
+  EXPECT_EQ(*noisy_timing_warning("b0", 0.031, p), "noisy timing on b0: rse 3.1 %");
+}
+
+TEST(Verdict, SettlingAfterTheWorkerEnds) {
+  const Verdict crash{Outcome::crash, "worker killed by signal 11"};
+  const Verdict wrong{Outcome::correctness, "small/0: modified its inputs"};
+  EXPECT_EQ(settle_verdict(wrong, crash, 0, 2)->outcome, Outcome::crash);  // a crash outranks the gate
+  EXPECT_EQ(settle_verdict(wrong, std::nullopt, 0, 2)->outcome, Outcome::correctness);
+  EXPECT_EQ(settle_verdict(std::nullopt, std::nullopt, 1, 2)->outcome, Outcome::runtime);  // ended early
+  EXPECT_FALSE(settle_verdict(std::nullopt, std::nullopt, 2, 2));
+  EXPECT_FALSE(correctness_gate_passed(wrong));
+  EXPECT_TRUE(correctness_gate_passed(crash));
+  EXPECT_TRUE(correctness_gate_passed(std::nullopt));
+}
+
+TEST(Verdict, ThresholdsComeFromGatesJson) {
+  const GatesConfig g = load_gates_config(test::source_root() / "gates" / "gates.json");
+  EXPECT_EQ(g.verdict.replay_p90_factor, 3.0);
+  EXPECT_EQ(g.verdict.replay_slack_us, 20.0);
+  const std::string text = test::read_text(test::source_root() / "gates" / "gates.json");
+  auto j = nlohmann::json::parse(text);
+  j["verdict"]["replay_slack_us"] = 5;
+  EXPECT_EQ(parse_gates_config(j.dump(), "test").verdict.replay_slack_us, 5.0);
+  j["verdict"]["noisy_rse"] = "high";
+  EXPECT_THROW(parse_gates_config(j.dump(), "test"), std::exception);
+  j.erase("verdict");  // an older gates.json: the defaults
+  EXPECT_EQ(parse_gates_config(j.dump(), "test").verdict.noisy_rse, 0.02);
+}
+
+}  // namespace
+}  // namespace evo
