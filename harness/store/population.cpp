@@ -9,6 +9,7 @@
 #include "core/paths.h"
 #include "store/atomic_file.h"
 #include "store/json_fields.h"
+#include "store/typed_record.h"
 
 namespace evo {
 
@@ -17,11 +18,22 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool complete_fitness(const json& r) {
-  const json f = object_or_null(r, "fitness");
-  return f.is_object() && f.contains("complete") && f["complete"].is_boolean() && f["complete"].get<bool>() &&
-         f.contains("geomean_median_us") && f["geomean_median_us"].is_number();
+bool complete_fitness(const Record& r) {
+  return r.fitness && r.fitness->complete.value_or(false) && r.fitness->geomean_median_us.has_value();
 }
+
+bool sanitized(const Record& r) { return r.gates && r.gates->extra.contains("sanitizer") && r.gates->extra["sanitizer"].is_object(); }
+
+bool sanitizer_passed(const Record& r) {
+  const json& verdict = r.gates->extra["sanitizer"];
+  return verdict.contains("pass") && verdict["pass"].is_boolean() && verdict["pass"].get<bool>();
+}
+
+// A record as read (its typed view decides) and as written (the elite entry copies from it).
+struct ReadRecord {
+  const json* raw = nullptr;
+  Record rec;
+};
 
 // GPU keys and task names become populations/<gpu>/<task>.json: a record naming "../x" must
 // not steer a write outside the populations dir.
@@ -33,9 +45,8 @@ bool plain_name(const std::string& s) {
 }
 
 // Identity of a candidate across runs: what was compiled, for which task.
-std::string identity(const json& r) {
-  return r["variant"].get<std::string>() + "|" + r["params"].dump() + "|" + r["task"].get<std::string>() + "|" +
-         r["source_sha256"].get<std::string>();
+std::string identity(const Record& r) {
+  return r.variant + "|" + r.params.dump() + "|" + r.task + "|" + r.source_sha256;
 }
 
 json elite_entry(const json& r, int rank) {
@@ -68,37 +79,43 @@ json elite_entry(const json& r, int rank) {
   return e;
 }
 
+// Latest record per candidate identity, per gpu; and the latest one that ran under
+// compute-sanitizer, whose verdict belongs to the compiled code, not to one run: a later run
+// without --sanitize cannot clear a report, only a later sanitized pass can.
+std::map<std::string, ReadRecord> latest_per_candidate(const std::vector<json>& records) {
+  std::map<std::string, ReadRecord> latest, latest_sanitized;
+  for (const auto& j : records) {
+    if (j.value("kind", "") != "run") continue;
+    RecordRead read = read_record(j);
+    if (!read.record) continue;
+    ReadRecord r{&j, std::move(*read.record)};
+    const std::string gpu = r.rec.gpu_key();
+    if (!plain_name(gpu) || !plain_name(r.rec.task)) continue;
+    const std::string key = gpu + "|" + identity(r.rec);
+    auto it = latest.find(key);
+    if (it == latest.end() || !it->second.rec.newer_than(r.rec)) latest[key] = r;
+    if (sanitized(r.rec)) {
+      auto st = latest_sanitized.find(key);
+      if (st == latest_sanitized.end() || !st->second.rec.newer_than(r.rec)) latest_sanitized[key] = r;
+    }
+  }
+  for (const auto& [key, r] : latest_sanitized)
+    if (!sanitizer_passed(r.rec)) latest.erase(key);
+  return latest;
+}
+
 }  // namespace
 
 std::map<std::string, json> derive_populations(const std::vector<json>& records) {
-  // Latest record per candidate identity, per gpu; and the latest one that ran under
-  // compute-sanitizer, whose verdict belongs to the compiled code, not to one run: a later run
-  // without --sanitize cannot clear a report, only a later sanitized pass can.
-  std::map<std::string, json> latest, latest_sanitized;
-  for (const auto& r : records) {
-    if (r.value("kind", "") != "run") continue;
-    const std::string gpu = record_gpu_key(r);
-    if (!plain_name(gpu) || !plain_name(r["task"].get<std::string>())) continue;
-    const std::string key = gpu + "|" + identity(r);
-    auto it = latest.find(key);
-    if (it == latest.end() || !newer_record(it->second, r)) latest[key] = r;
-    if (object_or_null(object_or_null(r, "gates"), "sanitizer").is_object()) {
-      auto st = latest_sanitized.find(key);
-      if (st == latest_sanitized.end() || !newer_record(st->second, r)) latest_sanitized[key] = r;
-    }
-  }
-  for (const auto& [key, r] : latest_sanitized) {
-    const json verdict = object_or_null(object_or_null(r, "gates"), "sanitizer");
-    if (!(verdict.contains("pass") && verdict["pass"].is_boolean() && verdict["pass"].get<bool>())) latest.erase(key);
-  }
+  const std::map<std::string, ReadRecord> latest = latest_per_candidate(records);
   // Group eligible ones by (gpu, task, stage).
-  std::map<std::string, std::map<int, std::vector<const json*>>> groups;
+  std::map<std::string, std::map<int, std::vector<const ReadRecord*>>> groups;
   for (const auto& [key, r] : latest) {
-    if (r["outcome"] != "ok" || !complete_fitness(r)) continue;
+    if (r.rec.outcome != Outcome::ok || !complete_fitness(r.rec)) continue;
     // Fitness is a geomean over one benchmark set: rank only against the same set.
-    const std::string bench = r.contains("benchmark") && r["benchmark"].is_string() ? r["benchmark"].get<std::string>() : "default";
+    const std::string bench = r.rec.benchmark.value_or("default");
     if (!plain_name(bench)) continue;
-    groups[record_gpu_key(r) + "/" + r["task"].get<std::string>() + "/" + bench][r["stage"].get<int>()].push_back(&r);
+    groups[r.rec.gpu_key() + "/" + r.rec.task + "/" + bench][r.rec.stage].push_back(&r);
   }
   std::map<std::string, json> out;
   for (auto& [gt, stages] : groups) {
@@ -107,15 +124,15 @@ std::map<std::string, json> derive_populations(const std::vector<json>& records)
                 {"task", gt.substr(slash + 1, slash2 - slash - 1)}, {"benchmark", gt.substr(slash2 + 1)},
                 {"stages", json::object()}};
     for (auto& [stage, list] : stages) {
-      std::sort(list.begin(), list.end(), [](const json* a, const json* b) {
-        const double ma = (*a)["fitness"]["geomean_median_us"], mb = (*b)["fitness"]["geomean_median_us"];
+      std::sort(list.begin(), list.end(), [](const ReadRecord* a, const ReadRecord* b) {
+        const double ma = *a->rec.fitness->geomean_median_us, mb = *b->rec.fitness->geomean_median_us;
         if (ma != mb) return ma < mb;
-        const double pa = number_or((*a)["fitness"], "geomean_p90_us", 0.0), pb = number_or((*b)["fitness"], "geomean_p90_us", 0.0);
+        const double pa = a->rec.fitness->geomean_p90_us.value_or(0.0), pb = b->rec.fitness->geomean_p90_us.value_or(0.0);
         if (pa != pb) return pa < pb;
-        return (*a)["candidate_id"].get<std::string>() < (*b)["candidate_id"].get<std::string>();
+        return a->rec.candidate_id < b->rec.candidate_id;
       });
       json elites = json::array();
-      for (size_t i = 0; i < list.size() && i < size_t(kElites); ++i) elites.push_back(elite_entry(*list[i], int(i) + 1));
+      for (size_t i = 0; i < list.size() && i < size_t(kElites); ++i) elites.push_back(elite_entry(*list[i]->raw, int(i) + 1));
       pop["stages"][std::to_string(stage)] = elites;
     }
     // Key "<gpu>/<task>" for the default benchmark, "<gpu>/<task>@<benchmark>" otherwise.
