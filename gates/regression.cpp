@@ -149,13 +149,6 @@ struct FieldReader {
   }
 };
 
-const json* timing_for(const json& r, const std::string& shape) {
-  if (!r.contains("timing") || !r["timing"].is_array()) return nullptr;
-  for (const auto& t : r["timing"])
-    if (string_or(t, "shape") == shape && t.contains("median_us") && t["median_us"].is_number()) return &t;
-  return nullptr;
-}
-
 MedianSample sample_of(const json& t) {
   MedianSample s;
   s.median_us = t["median_us"].get<double>();
@@ -301,90 +294,6 @@ GateBaseline baseline_from_records(const std::vector<json>& records, const std::
     throw usage_error(fmt::format("no elite with a complete fitness for GPU {}{} in the records: nothing to write",
                                   b.gpu, tasks.empty() ? "" : fmt::format(" and task(s) {}", fmt::join(tasks, ", "))));
   return b;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Gate evaluation
-
-std::string_view to_string(GateStatus status) {
-  switch (status) {
-    case GateStatus::same: return "SAME";
-    case GateStatus::fast: return "FAST";
-    case GateStatus::slow: return "SLOW";
-    case GateStatus::ambiguous: return "AMBIGUOUS";
-    case GateStatus::broken: return "BROKEN";
-    case GateStatus::missing: return "MISSING";
-  }
-  return "MISSING";
-}
-
-std::vector<GateResult> evaluate_gate(const GateBaseline& baseline, const std::vector<json>& current,
-                                      const RegressionConfig& config) {
-  std::set<std::string> other_gpus;
-  for (const auto& r : current)
-    if (string_or(r, "kind") == "run" && record_gpu_key(r) != baseline.gpu && !record_gpu_key(r).empty())
-      other_gpus.insert(record_gpu_key(r));
-  std::vector<GateResult> out;
-  for (const auto& entry : baseline.entries) {
-    GateResult res;
-    res.entry = entry;
-    const json* latest = nullptr;
-    for (const auto& r : current) {
-      if (string_or(r, "kind") != "run" || record_gpu_key(r) != baseline.gpu || string_or(r, "task") != entry.task ||
-          string_or(r, "variant") != entry.variant || !r.contains("params") || r["params"] != entry.params)
-        continue;
-      if (!latest || !newer_record(*latest, r)) latest = &r;  // equal ones: the later line
-    }
-    if (!latest) {
-      res.status = GateStatus::missing;
-      res.note = "no current record of this variant and params";
-      if (!other_gpus.empty())
-        res.note += fmt::format(" on {} (current records are from {})", baseline.gpu, fmt::join(other_gpus, ", "));
-      out.push_back(std::move(res));
-      continue;
-    }
-    const std::string changed =
-        string_or(*latest, "candidate_id") != entry.candidate_id ? "source or compile options changed since the baseline" : "";
-    auto with_changed = [&](std::string note) {
-      if (changed.empty()) return note;
-      return note.empty() ? changed : note + "; " + changed;
-    };
-    if (string_or(*latest, "outcome") != "ok") {
-      res.status = GateStatus::broken;
-      const std::string reason = string_or(*latest, "reason");
-      res.note = with_changed("outcome " + string_or(*latest, "outcome") + (reason.empty() ? "" : ": " + reason));
-    } else if (const json* t = timing_for(*latest, entry.shape)) {
-      res.current = sample_of(*t);
-      res.check = check_regression(*res.current, entry.sample, config);
-      switch (res.check->label) {
-        case RegressionLabel::same: res.status = GateStatus::same; break;
-        case RegressionLabel::fast: res.status = GateStatus::fast; break;
-        case RegressionLabel::slow: res.status = GateStatus::slow; break;
-        case RegressionLabel::ambiguous: res.status = GateStatus::ambiguous; break;
-      }
-      res.note = with_changed("");
-    } else if (latest->contains("pruned") && (*latest)["pruned"].is_boolean() && (*latest)["pruned"].get<bool>()) {
-      // Timing stopped early because the candidate was clearly slower than the elite.
-      res.status = GateStatus::slow;
-      res.note = with_changed("timing was cut short: clearly slower than the elite on an earlier shape");
-    } else {
-      res.status = GateStatus::missing;
-      res.note = with_changed("the current record has no timing for this shape");
-    }
-    out.push_back(std::move(res));
-  }
-  return out;
-}
-
-int gate_exit_code(const std::vector<GateResult>& results, bool strict) {
-  auto any = [&](GateStatus s) {
-    return std::any_of(results.begin(), results.end(), [&](const GateResult& r) { return r.status == s; });
-  };
-  if (any(GateStatus::broken)) return kExitCorrectness;
-  if (any(GateStatus::slow)) return kExitPerformance;
-  if (any(GateStatus::missing)) return kExitUsage;
-  if (strict && any(GateStatus::ambiguous)) return kExitPerformance;
-  return kExitOk;
 }
 
 }  // namespace evo

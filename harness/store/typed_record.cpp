@@ -111,15 +111,15 @@ json write_check(const GateCheck& c) {
   return j;
 }
 
-GateResult read_gate(json j) {
-  GateResult g;
+RecordGate read_gate(json j) {
+  RecordGate g;
   take(j, "pass", g.pass); take(j, "reason", g.reason);
   take_list(j, "checks", g.checks, read_check);
   g.extra = std::move(j);
   return g;
 }
 
-json write_gate(const GateResult& g) {
+json write_gate(const RecordGate& g) {
   json j = g.extra;
   put(j, "pass", g.pass); put(j, "reason", g.reason);
   put_list(j, "checks", g.checks, write_check);
@@ -146,7 +146,8 @@ json write_gates(const RecordGates& g) {
 TimingEntry read_timing(json j) {
   TimingEntry t;
   take(j, "shape", t.shape); take(j, "set", t.set); take(j, "median_us", t.median_us); take(j, "p10_us", t.p10_us);
-  take(j, "p90_us", t.p90_us); take(j, "rse", t.rse); take(j, "tflops", t.tflops);
+  take(j, "p90_us", t.p90_us); take(j, "stdev_us", t.stdev_us); take(j, "n", t.n); take(j, "rse", t.rse);
+  take(j, "tflops", t.tflops);
   t.extra = std::move(j);
   return t;
 }
@@ -154,7 +155,8 @@ TimingEntry read_timing(json j) {
 json write_timing(const TimingEntry& t) {
   json j = t.extra;
   put(j, "shape", t.shape); put(j, "set", t.set); put(j, "median_us", t.median_us); put(j, "p10_us", t.p10_us);
-  put(j, "p90_us", t.p90_us); put(j, "rse", t.rse); put(j, "tflops", t.tflops);
+  put(j, "p90_us", t.p90_us); put(j, "stdev_us", t.stdev_us); put(j, "n", t.n); put(j, "rse", t.rse);
+  put(j, "tflops", t.tflops);
   return j;
 }
 

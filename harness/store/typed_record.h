@@ -41,7 +41,7 @@ struct GateCheck {
   nlohmann::json extra = nlohmann::json::object();
 };
 
-struct GateResult {
+struct RecordGate {
   std::optional<bool> pass;
   std::optional<std::string> reason;
   std::optional<std::vector<GateCheck>> checks;
@@ -49,13 +49,14 @@ struct GateResult {
 };
 
 struct RecordGates {
-  std::optional<GateResult> resources, correctness, determinism, post_timing;
+  std::optional<RecordGate> resources, correctness, determinism, post_timing;
   nlohmann::json extra = nlohmann::json::object();  // sanitizer (null or its report)
 };
 
 struct TimingEntry {
   std::optional<std::string> shape, set;
-  std::optional<double> median_us, p10_us, p90_us, rse, tflops;
+  std::optional<double> median_us, p10_us, p90_us, stdev_us, rse, tflops;
+  std::optional<long long> n;
   nlohmann::json extra = nlohmann::json::object();  // the rest of the statistics, clocks, graph times
 };
 
