@@ -28,6 +28,21 @@ struct CompileOptions {
   unsigned jobs = 0;
 };
 
+// One line of the table: outcome, registers, spills, shared memory, threads, time, reason.
+std::vector<std::string> compile_row(const Candidate& c, const CompileResult& r) {
+  std::string regs = "-", spill = "-", smem = "-", threads = "-";
+  if (r.resources) {
+    regs = std::to_string(r.resources->registers);
+    spill = std::to_string(r.resources->spill_stores + r.resources->spill_loads);
+  }
+  if (r.resources && r.launch) {
+    smem = fmt::format("{:.1f}K", (r.resources->static_smem + r.launch->smem_bytes) / 1024.0);
+    threads = std::to_string(r.launch->threads);
+  }
+  return {c.variant->id, c.task.name(), c.params_text(), std::string(to_string(r.verdict.outcome)), regs, spill,
+          smem, threads, r.cached ? "cached" : fmt::format("{:.2f}s", r.seconds), r.verdict.reason};
+}
+
 void run_compile(const CompileOptions& o) {
   Context ctx = Context::load();
   ctx.gates.caps(o.arch);  // unknown arch -> usage error naming the known ones
@@ -65,17 +80,7 @@ void run_compile(const CompileOptions& o) {
       std::cout << compile_record(c, r, compiler.nvrtc_version()).dump() << "\n";
       continue;
     }
-    std::string regs = "-", spill = "-", smem = "-", threads = "-";
-    if (r.resources) {
-      regs = std::to_string(r.resources->registers);
-      spill = std::to_string(r.resources->spill_stores + r.resources->spill_loads);
-    }
-    if (r.resources && r.launch) {
-      smem = fmt::format("{:.1f}K", (r.resources->static_smem + r.launch->smem_bytes) / 1024.0);
-      threads = std::to_string(r.launch->threads);
-    }
-    table.add({c.variant->id, c.task.name(), c.params_text(), std::string(to_string(r.verdict.outcome)), regs, spill,
-               smem, threads, r.cached ? "cached" : fmt::format("{:.2f}s", r.seconds), r.verdict.reason});
+    table.add(compile_row(c, r));
   }
   if (!o.json) {
     std::cout << table.render();

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <functional>
 #include <iostream>
 
 #include "cli/commands.h"
@@ -19,6 +20,41 @@ namespace {
 
 void line(bool ok, const std::string& what, const std::string& detail) {
   std::cout << fmt::format("{:<5} {:<14} {}\n", ok ? "OK" : "FIX", what, detail);
+}
+
+using Report = std::function<void(bool ok, const std::string& what, const std::string& detail)>;
+
+// The driver and every visible device, with what evo needs of each.
+void check_devices(const Report& report) {
+  const auto& cu = cuda_driver();
+  int version = 0;
+  cu.cuDriverGetVersion(&version);
+  CUresult r = cu.cuInit(0);
+  int count = 0;
+  if (r == CUDA_SUCCESS) cu.cuDeviceGetCount(&count);
+  report(r == CUDA_SUCCESS, "driver",
+         fmt::format("CUDA driver API {}.{}{}", version / 1000, (version % 1000) / 10,
+                     r == CUDA_SUCCESS ? "" : " but cuInit failed: " + cuda_error_text(r)));
+  if (count == 0) report(false, "gpu", "no CUDA device visible (check CUDA_VISIBLE_DEVICES and the driver)");
+  for (int i = 0; i < count; ++i) {
+    CUdevice dev;
+    cu.cuDeviceGet(&dev, i);
+    char name[256] = {};
+    cu.cuDeviceGetName(name, sizeof(name), dev);
+    int major = 0, minor = 0, sms = 0, l2 = 0;
+    cu.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+    cu.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+    cu.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
+    cu.cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, dev);
+    size_t mem = 0;
+    cu.cuDeviceTotalMem(&mem, dev);
+    auto clock = nvml_sm_clock_mhz(i);
+    report(major >= 8, fmt::format("gpu {}", i),
+           fmt::format("{} (sm_{}{}, {} SMs, {:.0f} GiB, L2 {} MiB, SM clock {}){}", name, major, minor, sms,
+                       mem / double(1 << 30), l2 >> 20, clock ? std::to_string(*clock) + " MHz" : "n/a (no NVML)",
+                       major >= 8 ? "" : ": evo variants need sm_80 or newer"));
+  }
+
 }
 
 void run_doctor(const std::string& cache_dir) {
@@ -54,34 +90,7 @@ void run_doctor(const std::string& cache_dir) {
     report(false, "driver", "libcuda.so.1 not loadable (" + why + "): GPU commands (run, gate) need an NVIDIA driver");
     report(false, "gpu", "none: compile, list, compare and the unit/nvrtc tests still work here");
   } else {
-    const auto& cu = cuda_driver();
-    int version = 0;
-    cu.cuDriverGetVersion(&version);
-    CUresult r = cu.cuInit(0);
-    int count = 0;
-    if (r == CUDA_SUCCESS) cu.cuDeviceGetCount(&count);
-    report(r == CUDA_SUCCESS, "driver",
-           fmt::format("CUDA driver API {}.{}{}", version / 1000, (version % 1000) / 10,
-                       r == CUDA_SUCCESS ? "" : " but cuInit failed: " + cuda_error_text(r)));
-    if (count == 0) report(false, "gpu", "no CUDA device visible (check CUDA_VISIBLE_DEVICES and the driver)");
-    for (int i = 0; i < count; ++i) {
-      CUdevice dev;
-      cu.cuDeviceGet(&dev, i);
-      char name[256] = {};
-      cu.cuDeviceGetName(name, sizeof(name), dev);
-      int major = 0, minor = 0, sms = 0, l2 = 0;
-      cu.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
-      cu.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
-      cu.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
-      cu.cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, dev);
-      size_t mem = 0;
-      cu.cuDeviceTotalMem(&mem, dev);
-      auto clock = nvml_sm_clock_mhz(i);
-      report(major >= 8, fmt::format("gpu {}", i),
-             fmt::format("{} (sm_{}{}, {} SMs, {:.0f} GiB, L2 {} MiB, SM clock {}){}", name, major, minor, sms,
-                         mem / double(1 << 30), l2 >> 20, clock ? std::to_string(*clock) + " MHz" : "n/a (no NVML)",
-                         major >= 8 ? "" : ": evo variants need sm_80 or newer"));
-    }
+    check_devices(report);
   }
   if (!all_ok) g_exit_code = kExitEnvironment;
 }
