@@ -7,10 +7,6 @@
 #include "cli/commands.h"
 #include "core/errors.h"
 
-namespace evo {
-int g_exit_code = 0;
-}
-
 int main(int argc, char** argv) {
   CLI::App app{"evo: evolve CUDA attention kernels stage by stage, with gates you can trust"};
   app.require_subcommand(1);
