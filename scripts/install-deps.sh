@@ -14,6 +14,20 @@ if ((${#missing[@]})); then
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
 fi
+# The cluster test (ctest -L cluster) starts a private Slurm on localhost: Debian's daemons and
+# munge, without recommends (no database, no GUI). Skipped where there is no apt-get.
+cluster=(slurmctld slurmd slurm-client munge)
+missing=()
+for p in "${cluster[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if ((${#missing[@]})) && command -v apt-get >/dev/null; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  { $sudo apt-get update -qq &&
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"; } ||
+    echo "install-deps: could not install ${missing[*]}; the cluster test will be skipped" >&2
+fi
 if ! ls "${CUDA_HOME:-/usr/local/cuda}"/include/cuda_fp16.h >/dev/null 2>&1; then
   echo "install-deps: the CUDA toolkit was not found (set CUDA_HOME); evo needs its NVRTC and headers" >&2
   exit 2

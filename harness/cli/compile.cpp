@@ -11,6 +11,7 @@
 #include "cli/context.h"
 #include "core/errors.h"
 #include "core/paths.h"
+#include "core/shard.h"
 #include "report/table.h"
 #include "compile/compile_record.h"
 #include "store/record.h"
@@ -26,6 +27,7 @@ struct CompileOptions {
   std::string cache_dir;
   bool json = false;
   unsigned jobs = 0;
+  std::string shard;  // i/N; default inside a Slurm job array: its task
 };
 
 // One line of the table: outcome, registers, spills, shared memory, threads, time, reason.
@@ -57,6 +59,13 @@ void run_compile(const CompileOptions& o) {
     for (const auto& v : s->variants)
       for (const auto& t : tasks)
         for (const auto& p : expand_params(v)) candidates.push_back(Candidate{&v, p, t, o.arch});
+  const Shard shard = resolve_shard(o.shard);
+  if (shard.active()) {
+    const size_t all = candidates.size();
+    candidates = take_shard(candidates, shard);
+    std::cerr << fmt::format("evo compile: shard {} (from {}): {} of {} configs\n", shard.text(), shard.source,
+                             candidates.size(), all);
+  }
 
   auto results = compile_all(compiler, candidates, o.jobs);
 
@@ -77,7 +86,9 @@ void run_compile(const CompileOptions& o) {
       first_broken_c = &c;
     }
     if (o.json) {
-      std::cout << compile_record(c, r, compiler.nvrtc_version()).dump() << "\n";
+      auto record = compile_record(c, r, compiler.nvrtc_version());
+      if (shard.active()) record["shard"] = shard.text();
+      std::cout << record.dump() << "\n";
       continue;
     }
     table.add(compile_row(c, r));
@@ -109,6 +120,9 @@ void add_compile_command(CLI::App& app) {
   cmd->add_option("--cache-dir", o->cache_dir, "compile cache (default: $XDG_CACHE_HOME/evo)");
   cmd->add_option("-j,--jobs", o->jobs, "parallel compiles (default: CPU count)");
   cmd->add_flag("--json", o->json, "one JSON record per config (schema: docs/records.md)");
+  cmd->add_option("--shard", o->shard,
+                  "compile shard i/N of the configs (0-based; default inside a Slurm job array: SLURM_ARRAY_TASK_ID of "
+                  "SLURM_ARRAY_TASK_COUNT)");
   cmd->callback([o] { run_compile(*o); });
 }
 

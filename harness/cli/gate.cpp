@@ -31,6 +31,7 @@ namespace {
 
 struct GateOptions {
   std::string baseline, write_baseline, replay, junit, record, cache_dir, gpu;
+  std::string devices = "0";  // when measuring: GPUs to share the elites over
   std::vector<std::string> tasks;
   bool strict = false;
   double confidence = NAN, min_effect = NAN;  // NAN: take gates.json's
@@ -64,6 +65,7 @@ std::vector<nlohmann::json> measured_records(const GateOptions& o, const std::ve
   r.tasks = tasks;
   r.stage = stage;
   r.top = 1;
+  r.devices = o.devices;
   r.results_file = o.record.empty() ? ctx.root / "results" / ("gate-" + utc_now_compact() + ".jsonl") : std::filesystem::path(o.record);
   r.cache_dir = o.cache_dir.empty() ? default_cache_dir() : std::filesystem::path(o.cache_dir);
   auto records = remeasure_elites(ctx, r);
@@ -260,6 +262,8 @@ void add_gate_command(CLI::App& app) {
   cmd->add_option("--gpu", o->gpu, "with --write-baseline: the GPU (gpu_key) when the records hold several");
   cmd->add_option("--record", o->record, "when measuring: results file to append to (default: results/gate-<time>.jsonl)");
   cmd->add_option("--cache-dir", o->cache_dir, "when measuring: compile cache (default: $XDG_CACHE_HOME/evo)");
+  cmd->add_option("--devices", o->devices, "when measuring: GPUs to share the elites over, e.g. 0,1 or all (one model)")
+      ->capture_default_str();
   cmd->add_option("--confidence", o->confidence, "override gates.json regression.confidence (two-sided)");
   cmd->add_option("--min-effect", o->min_effect, "override gates.json regression.min_effect (e.g. 0.03)");
   cmd->callback([o] {

@@ -3,16 +3,21 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
+#include <mutex>
 
 #include "cli/commands.h"
 #include "compile/compile_set.h"
 #include "cli/context.h"
 #include "core/errors.h"
 #include "core/paths.h"
+#include "core/shard.h"
+#include "gpu/device_select.h"
 #include "report/table.h"
+#include "run/device_pool.h"
 #include "run/plan.h"
 #include "run/progress.h"
 #include "run/sanitizer.h"
@@ -36,6 +41,7 @@ struct RunOptions {
   std::string results_dir = "results", populations_dir = "populations", cache_dir;
   uint64_t rng_seed = 0;
   int device = 0;
+  std::string devices, shard;  // --devices 0,1|all; --shard i/N (else the Slurm array task)
   unsigned jobs = 0;
   int repeat = 1;
   bool sanitize = false;
@@ -82,17 +88,22 @@ std::vector<EvalPlan> make_plans(const Context& ctx, const std::vector<Task>& ta
   return plans;
 }
 
-// The GPU session, or null with `no_gpu` saying why (then only the compile table is shown).
-std::unique_ptr<Session> open_session(const Context& ctx, const Compiler& compiler, const RunOptions& o,
-                                      const fs::path& cache, const fs::path& sanitizer, std::string& no_gpu) {
+// A session per GPU of --devices (or --device), or none with `no_gpu` saying why (then only the
+// compile table is shown). A selection the host cannot serve is a usage error, before any work.
+std::vector<std::unique_ptr<Session>> open_device_sessions(const Context& ctx, const Compiler& compiler, const RunOptions& o,
+                                                    const fs::path& cache, const fs::path& sanitizer, const Shard& shard,
+                                                    std::string& no_gpu) {
   try {
-    return std::make_unique<Session>(ctx, compiler,
-                                     SessionOptions{o.results_dir, o.populations_dir, cache, o.device,
-                                                    fmt::format("stage{}", o.stage), {}, true, sanitizer});
+    const auto gpus = query_devices(o.devices.empty() ? std::to_string(o.device) : o.devices);
+    const std::string tag = fmt::format("stage{}{}", o.stage, shard.active() ? fmt::format("-shard{}of{}", shard.index, shard.count) : "");
+    return open_sessions(ctx, compiler,
+                         SessionOptions{o.results_dir, o.populations_dir, cache, 0, tag, {}, true, sanitizer,
+                                        shard.active() ? shard.text() : ""},
+                         gpus);
   } catch (const EvoError& e) {
     if (e.code() != kExitEnvironment) throw;
     no_gpu = e.what();
-    return nullptr;
+    return {};
   }
 }
 
@@ -100,6 +111,23 @@ struct TaskWork {
   std::vector<Selected> chosen;
   std::vector<CompileResult> compiled;
 };
+struct WorkItem {
+  size_t task, candidate;
+};
+
+// --shard: keeps this shard's positions of the list of every task's candidates, in order.
+void keep_shard(std::vector<TaskWork>& work, const Shard& shard) {
+  size_t position = 0;
+  for (auto& w : work) {
+    TaskWork kept;
+    for (size_t i = 0; i < w.chosen.size(); ++i, ++position)
+      if (shard.owns(position)) {
+        kept.chosen.push_back(w.chosen[i]);
+        kept.compiled.push_back(w.compiled[i]);
+      }
+    w = std::move(kept);
+  }
+}
 
 // With a GPU, seed from the previous stage's elites on this GPU; without, show the defaults.
 // Every candidate of the domain is compiled (cheap and cached) so configs that violate a
@@ -168,48 +196,95 @@ std::vector<std::string> result_row(const Candidate& c, const json& rec, const E
   return row;
 }
 
-void announce(Progress& progress, const Stage& stage, const Session& session, const Context& ctx, size_t total,
-              const fs::path& sanitizer) {
-  progress.note(fmt::format("evo run: stage {} ({}) on {} [{}], {} candidates, records -> {}", stage.number, stage.slug,
-                            session.gpu().name, session.gpu().key, total, session.results_file().string()));
+void announce(Progress& progress, const Stage& stage, const Session& session, size_t gpus, const Shard& shard,
+              const Context& ctx, size_t total, const fs::path& sanitizer) {
+  progress.note(fmt::format("evo run: stage {} ({}) on {} [{}] x{}, {} candidates, records -> {}", stage.number, stage.slug,
+                            session.gpu().name, session.gpu().key, gpus, total, session.results_file().string()));
+  if (shard.active())
+    progress.note(fmt::format("shard {} (from {}): {} of the stage's candidates", shard.text(), shard.source, total));
   if (!sanitizer.empty())
     progress.note(fmt::format("--sanitize: would-be elites also run {} on the {} shapes under {}",
                               "memcheck, initcheck (+ racecheck, synccheck with shared memory/barriers)",
                               fmt::join(ctx.gates.sanitizer.shape_sets, ","), sanitizer.string()));
 }
 
-// Every chosen candidate of one task through the session (gate, timing, record, population).
-double evaluate_task(Session& session, const Task& task, const EvalPlan& plan, const TaskWork& w, const RunOptions& o,
-                     Progress& progress, size_t& index, std::vector<std::vector<std::string>>& rows) {
-  session.prepare_references(plan, [&](const std::string& s) { progress.note(s); });
-  const double prev_best = o.stage > 0 ? best_fitness(session.population(task, plan.benchmark), o.stage - 1) : 0.0;
-  double gpu_seconds = 0;
-  for (size_t n = 0; n < w.chosen.size() * size_t(o.repeat); ++n, ++index) {
-    const size_t i = n / size_t(o.repeat);
-    const Candidate& c = w.chosen[i].candidate;
-    progress.start_candidate(index, fmt::format("{} {} {}", c.task.name(), c.variant->id, c.params_text()));
-    const EliteStanding standing = elite_standing(session.population(task, plan.benchmark), o.stage, c.id());
-    json rec = session.evaluate(c, w.compiled[i], plan, standing, w.chosen[i].origin,
-                                [&](const std::string& ph) { progress.phase(ph); });
-    gpu_seconds += rec["gpu_seconds"].get<double>();
-    rows.push_back(result_row(c, rec, plan, prev_best));
-    progress.done(fmt::format("{} {} {}: {}{}", c.task.name(), c.variant->id, c.params_text(), verdict_text(rec).substr(0, 160),
-                              rec["fitness"].is_object() ? fmt::format(" — fitness {:.1f} µs", rec["fitness"]["geomean_median_us"].get<double>()) : ""));
-  }
-  return gpu_seconds;
+std::string fitness_suffix(const json& rec) {
+  return rec["fitness"].is_object() ? fmt::format(" — fitness {:.1f} µs", rec["fitness"]["geomean_median_us"].get<double>()) : "";
 }
 
-void print_results(const std::vector<std::vector<std::string>>& rows, const EvalPlan& first_plan, const RunOptions& o,
-                   size_t total, double gpu_seconds, const Session& session) {
+// Every item on the sessions' GPUs, one thread per GPU from one queue; records[k] is item k's
+// record (null if it never ran because every GPU had failed).
+PoolReport evaluate_on_devices(const std::vector<std::unique_ptr<Session>>& sessions, const std::vector<WorkItem>& items,
+                               const std::vector<TaskWork>& work, const std::vector<Task>& tasks,
+                               const std::vector<EvalPlan>& plans, int stage, Progress& progress,
+                               std::vector<json>& records) {
+  records.assign(items.size(), json());
+  std::mutex mu;  // progress lines and records from several GPU threads
+  const bool several = sessions.size() > 1;
+  return run_device_pool(
+      sessions.size(), items.size(),
+      [&](size_t slot, size_t k) {
+        Session& s = *sessions[slot];
+        const auto& [ti, i] = items[k];
+        const Selected& sel = work[ti].chosen[i];
+        const Candidate& c = sel.candidate;
+        const std::string label = fmt::format("{} {} {}", c.task.name(), c.variant->id, c.params_text()) +
+                                  (several ? fmt::format(" (GPU {})", s.gpu().index) : "");
+        {
+          std::lock_guard lock(mu);
+          progress.start_candidate(k, label);
+        }
+        const EliteStanding standing = elite_standing(s.population(tasks[ti], plans[ti].benchmark), stage, c.id());
+        json rec = s.evaluate(c, work[ti].compiled[i], plans[ti], standing, sel.origin, [&](const std::string& ph) {
+          if (!several) progress.phase(ph);  // one live line cannot follow several GPUs
+        });
+        std::lock_guard lock(mu);
+        progress.done(fmt::format("{}: {}{}", label, verdict_text(rec).substr(0, 160), fitness_suffix(rec)));
+        records[k] = std::move(rec);
+      },
+      [&](size_t slot, size_t k, const std::string& why) {
+        const auto& [ti, i] = items[k];
+        json rec = sessions[slot]->record_device_failure(work[ti].chosen[i].candidate, work[ti].compiled[i], plans[ti],
+                                                         work[ti].chosen[i].origin, why);
+        std::lock_guard lock(mu);
+        progress.note(fmt::format("GPU {} ({}) failed; its candidate is recorded as crash, the other GPUs go on: {}",
+                                  sessions[slot]->gpu().index, sessions[slot]->gpu().uuid, why));
+        records[k] = std::move(rec);
+      });
+}
+
+void print_results(const std::vector<WorkItem>& items, const std::vector<TaskWork>& work,
+                   const std::vector<EvalPlan>& plans, const std::vector<json>& records,
+                   const std::vector<double>& prev_best, int stage) {
   std::vector<std::string> header{"task", "variant", "params", "verdict"};
-  for (const auto& b : first_plan.bench) header.push_back("p50 µs " + short_shape(b.id));
+  for (const auto& b : plans.front().bench) header.push_back("p50 µs " + short_shape(b.id));
   header.push_back("TFLOPS (last)");
-  header.push_back(fmt::format("× stage {}", o.stage > 0 ? o.stage - 1 : 0));
+  header.push_back(fmt::format("× stage {}", stage > 0 ? stage - 1 : 0));
   TextTable table(header);
-  for (const auto& r : rows) table.add(r);
+  for (size_t k = 0; k < items.size(); ++k)
+    if (records[k].is_object())  // null: not run, every GPU had failed
+      table.add(result_row(work[items[k].task].chosen[items[k].candidate].candidate, records[k], plans[items[k].task],
+                           prev_best[items[k].task]));
   std::cout << table.render();
-  std::cout << fmt::format("{} candidates, {:.1f} GPU-seconds ({:.1f} per candidate); records: {}\n", total, gpu_seconds,
-                           total ? gpu_seconds / double(total) : 0.0, session.results_file().string());
+}
+
+void print_summary(const std::vector<json>& records, const std::vector<std::unique_ptr<Session>>& sessions,
+                   const PoolReport& pool, double wall_s) {
+  size_t evaluated = 0;
+  double gpu_seconds = 0;
+  for (const auto& rec : records)
+    if (rec.is_object()) ++evaluated, gpu_seconds += rec["gpu_seconds"].get<double>();
+  std::vector<std::string> per_gpu;
+  for (size_t s = 0; s < sessions.size(); ++s)
+    per_gpu.push_back(fmt::format("GPU {} {}: {}", sessions[s]->gpu().index, sessions[s]->gpu().uuid, pool.items_per_device[s]));
+  std::cout << fmt::format("{} candidates, {:.1f} GPU-seconds ({:.1f} per candidate); records: {}\n", evaluated, gpu_seconds,
+                           evaluated ? gpu_seconds / double(evaluated) : 0.0, sessions.front()->results_file().string());
+  std::cout << fmt::format("wall {:.1f} s on {} GPU(s): {:.2f} candidates per wall-minute ({})\n", wall_s, sessions.size(),
+                           wall_s > 0 ? double(evaluated) * 60.0 / wall_s : 0.0, fmt::join(per_gpu, "; "));
+  if (!pool.not_run.empty())
+    throw environment_error(fmt::format("every GPU failed ({}); {} candidate(s) were not evaluated and nothing else was "
+                                        "lost: run the same command again on working GPUs",
+                                        fmt::join(pool.failed_devices, "; "), pool.not_run.size()));
 }
 
 void run_stage(const RunOptions& o) {
@@ -224,25 +299,37 @@ void run_stage(const RunOptions& o) {
   const fs::path sanitizer = sanitizer_or_fail(o.sanitize);
   const std::vector<EvalPlan> plans = make_plans(ctx, tasks, o);
   Compiler compiler(ctx.root, cache, ctx.gates);
+  const Shard shard = resolve_shard(o.shard);
   std::string no_gpu;
-  std::unique_ptr<Session> session = open_session(ctx, compiler, o, cache, sanitizer, no_gpu);
+  const auto sessions = open_device_sessions(ctx, compiler, o, cache, sanitizer, shard, no_gpu);
+  Session* session = sessions.empty() ? nullptr : sessions.front().get();
   std::vector<TaskWork> work;
   for (size_t ti = 0; ti < tasks.size(); ++ti)
-    work.push_back(choose_and_compile(stage, tasks[ti], plans[ti], session.get(), compiler, o));
+    work.push_back(choose_and_compile(stage, tasks[ti], plans[ti], session, compiler, o));
   if (!session) {
     print_compile_table(work);
     throw environment_error(no_gpu);
   }
-  size_t total = 0;
-  for (const auto& w : work) total += w.chosen.size() * size_t(o.repeat);
-  Progress progress(total);
-  announce(progress, stage, *session, ctx, total, sanitizer);
-  size_t index = 0;
-  double gpu_seconds = 0;
-  std::vector<std::vector<std::string>> rows;
+  if (shard.active()) keep_shard(work, shard);
+  std::vector<WorkItem> items;
   for (size_t ti = 0; ti < tasks.size(); ++ti)
-    gpu_seconds += evaluate_task(*session, tasks[ti], plans[ti], work[ti], o, progress, index, rows);
-  print_results(rows, plans.front(), o, total, gpu_seconds, *session);
+    for (size_t i = 0; i < work[ti].chosen.size(); ++i)
+      for (int r = 0; r < o.repeat; ++r) items.push_back({ti, i});
+  Progress progress(items.size());
+  announce(progress, stage, *session, sessions.size(), shard, ctx, items.size(), sanitizer);
+  std::vector<double> prev_best(tasks.size(), 0.0);
+  for (size_t ti = 0; ti < tasks.size(); ++ti) {
+    // References are cached by content: prepared once here, every GPU's session reads them.
+    session->prepare_references(plans[ti], [&](const std::string& s) { progress.note(s); });
+    if (o.stage > 0) prev_best[ti] = best_fitness(session->population(tasks[ti], plans[ti].benchmark), o.stage - 1);
+  }
+  const auto wall_start = std::chrono::steady_clock::now();
+  std::vector<json> records;
+  const PoolReport pool = evaluate_on_devices(sessions, items, work, tasks, plans, o.stage, progress, records);
+  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  if (sessions.size() > 1) session->refresh_populations();  // once more, after every GPU thread's last append
+  print_results(items, work, plans, records, prev_best, o.stage);
+  print_summary(records, sessions, pool, wall_s);
 }
 
 }  // namespace
@@ -260,7 +347,13 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--populations-dir", o->populations_dir, "where populations are written")->capture_default_str();
   cmd->add_option("--cache-dir", o->cache_dir, "compile and reference cache (default: $XDG_CACHE_HOME/evo)");
   cmd->add_option("--rng-seed", o->rng_seed, "seed of the reproducible draw from the domain")->capture_default_str();
-  cmd->add_option("--device", o->device, "CUDA device index")->capture_default_str();
+  auto* device = cmd->add_option("--device", o->device, "CUDA device index")->capture_default_str();
+  cmd->add_option("--devices", o->devices,
+                  "GPUs to use at once, e.g. 0,1 or all: one worker per GPU from one queue (one GPU model only)")
+      ->excludes(device);
+  cmd->add_option("--shard", o->shard,
+                  "evaluate shard i/N of the candidate list (0-based; default inside a Slurm job array: "
+                  "SLURM_ARRAY_TASK_ID of SLURM_ARRAY_TASK_COUNT)");
   cmd->add_option("-j,--jobs", o->jobs, "parallel compiles (default: CPU count)");
   cmd->add_option("--repeat", o->repeat, "evaluate each candidate this many times in a row (measures the spread)")
       ->check(CLI::Range(1, 10))

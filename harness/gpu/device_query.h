@@ -7,10 +7,14 @@ namespace evo {
 
 struct GpuInfo {
   std::string name, key;  // "NVIDIA H200", "nvidia-h200"
+  std::string uuid;       // "GPU-8c3b…", as nvidia-smi prints it: which physical GPU measured
+  int index = 0;          // CUDA device index on this host
   int cc = 0, sms = 0, driver = 0;
 };
 
 // Throws an environment error (exit 2) that says plainly what is missing.
 GpuInfo query_gpu(int device);
+// How many CUDA devices this host has; throws the same environment error when there is no driver.
+int gpu_count();
 
 }  // namespace evo

@@ -1,11 +1,14 @@
 #include "run/remeasure.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include "compile/compile_set.h"
 #include "core/errors.h"
 #include "core/sha256.h"
+#include "gpu/device_select.h"
+#include "run/device_pool.h"
 #include "run/session.h"
 #include "store/population.h"
 
@@ -26,7 +29,10 @@ const Variant* find_variant(const Context& ctx, const std::string& id) {
 std::vector<json> remeasure_elites(const Context& ctx, const RemeasureOptions& o) {
   Compiler compiler(ctx.root, o.cache_dir, ctx.gates);
   const fs::path results_dir = o.results_file.parent_path().empty() ? fs::path(".") : o.results_file.parent_path();
-  Session session(ctx, compiler, SessionOptions{results_dir, ctx.root / "populations", o.cache_dir, 0, "gate", o.results_file, false, {}});
+  auto sessions = open_sessions(ctx, compiler,
+                                SessionOptions{results_dir, ctx.root / "populations", o.cache_dir, 0, "gate", o.results_file, false, {}, {}},
+                                query_devices(o.devices));
+  Session& session = *sessions.front();
   const fs::path pop_dir = ctx.root / "populations" / session.gpu().key;
   std::vector<Task> tasks;
   if (!o.tasks.empty()) {
@@ -40,7 +46,13 @@ std::vector<json> remeasure_elites(const Context& ctx, const RemeasureOptions& o
     throw usage_error(fmt::format("no populations for {} under {}: run `evo run` first", session.gpu().key, pop_dir.string()));
   std::sort(tasks.begin(), tasks.end(), [](const Task& a, const Task& b) { return a.name() < b.name(); });
 
-  std::vector<json> out;
+  struct Item {
+    Candidate candidate;
+    CompileResult compiled;
+    size_t plan;
+  };
+  std::vector<EvalPlan> plans;
+  std::vector<Item> items;
   for (const Task& task : tasks) {
     const json pop = session.population(task, "default");
     int stage = o.stage;
@@ -49,8 +61,8 @@ std::vector<json> remeasure_elites(const Context& ctx, const RemeasureOptions& o
         if (!v.empty()) stage = std::max(stage, std::stoi(k));
     auto elites = stage_elites(pop, stage);
     if (elites.empty()) continue;
-    EvalPlan plan = make_plan(ctx.gates, {task, ctx.gates.gate_sets, ctx.gates.benchmark_sets, ctx.gates.seeds});
-    session.prepare_references(plan, [](const std::string& s) { spdlog::info("{}", s); });
+    plans.push_back(make_plan(ctx.gates, {task, ctx.gates.gate_sets, ctx.gates.benchmark_sets, ctx.gates.seeds}));
+    session.prepare_references(plans.back(), [](const std::string& s) { spdlog::info("{}", s); });
     for (int i = 0; i < o.top && i < int(elites.size()); ++i) {
       const json& e = elites[size_t(i)];
       const Variant* v = find_variant(ctx, e["variant"]);
@@ -60,11 +72,27 @@ std::vector<json> remeasure_elites(const Context& ctx, const RemeasureOptions& o
       ParamSet params;
       for (auto& [k, val] : e["params"].items()) params.emplace_back(k, val.get<long>());
       Candidate c{v, params, task, session.gpu().cc >= 90 ? "sm_90a" : fmt::format("sm_{}", session.gpu().cc)};
-      CompileResult compiled = compiler.compile(c);
-      spdlog::info("re-measuring {} {} {}", task.name(), v->id, c.params_text());
-      out.push_back(session.evaluate(c, compiled, plan, EliteStanding{}, "gate", [](const std::string&) {}));
+      items.push_back({c, compiler.compile(c), plans.size() - 1});
     }
   }
+  // One GPU, or the elites shared out over several of one model (--devices).
+  std::vector<json> out(items.size());
+  const PoolReport pool = run_device_pool(
+      sessions.size(), items.size(),
+      [&](size_t slot, size_t k) {
+        const Item& it = items[k];
+        spdlog::info("re-measuring {} {} {} on GPU {}", it.candidate.task.name(), it.candidate.variant->id,
+                     it.candidate.params_text(), sessions[slot]->gpu().index);
+        out[k] = sessions[slot]->evaluate(it.candidate, it.compiled, plans[it.plan], EliteStanding{}, "gate",
+                                          [](const std::string&) {});
+      },
+      [&](size_t slot, size_t k, const std::string& why) {
+        const Item& it = items[k];
+        out[k] = sessions[slot]->record_device_failure(it.candidate, it.compiled, plans[it.plan], "gate", why);
+      });
+  if (!pool.not_run.empty())
+    throw environment_error(fmt::format("every GPU failed ({}); {} elite(s) were not measured", fmt::join(pool.failed_devices, "; "),
+                                        pool.not_run.size()));
   return out;
 }
 

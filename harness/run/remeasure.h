@@ -17,6 +17,7 @@ struct RemeasureOptions {
   int top = 1;                     // how many elites per (task, stage)
   std::filesystem::path results_file;
   std::filesystem::path cache_dir;
+  std::string devices = "0";  // --devices: elites are shared out over these GPUs (one model)
 };
 
 std::vector<nlohmann::json> remeasure_elites(const Context& ctx, const RemeasureOptions& options);

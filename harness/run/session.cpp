@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <mutex>
 #include <random>
 
 #include "core/paths.h"
+#include "compile/compile_record.h"
 #include "core/sha256.h"
 #include "gpu/support_source.h"
 #include "store/population.h"
@@ -51,12 +53,37 @@ void Session::prepare_references(const EvalPlan& plan, const ProgressFn& progres
 json Session::evaluate(const Candidate& c, const CompileResult& compiled, const EvalPlan& plan,
                        const EliteStanding& standing, const std::string& origin, const ProgressFn& progress) {
   json rec = evaluate_candidate(env_, c, compiled, plan, standing, origin, progress);
+  stamp(rec);
   append_record(results_file_, rec);
   if (options_.update_populations) refresh_populations();
   return rec;
 }
 
+json Session::record_device_failure(const Candidate& c, const CompileResult& compiled, const EvalPlan& plan,
+                                   const std::string& origin, const std::string& why) {
+  // The evaluator writes a complete record without touching the GPU for a candidate whose
+  // verdict is already decided: hand it the crash, then restore the resource gate it passed.
+  CompileResult decided = compiled;
+  decided.verdict = Verdict{Outcome::crash, fmt::format("GPU {} (device {}) failed while evaluating this candidate; it "
+                                                        "takes no more work: {}", env_.gpu.uuid, env_.device, why)};
+  json rec = evaluate_candidate(env_, c, decided, plan, EliteStanding{}, origin, [](const std::string&) {});
+  rec["gates"]["resources"] = resource_gate_json(compiled.verdict);
+  stamp(rec);
+  append_record(results_file_, rec);
+  return rec;
+}
+
+void Session::stamp(json& rec) const {
+  rec["env"]["gpu_uuid"] = env_.gpu.uuid;  // which physical GPU, when a run uses several (--devices)
+  rec["env"]["device"] = env_.device;
+  if (!options_.shard.empty()) rec["shard"] = options_.shard;
+}
+
 void Session::refresh_populations() const {
+  // Sessions on several GPUs of one run refresh in turn: each derivation then sees every record
+  // appended before it, and no older derivation overwrites a newer one.
+  static std::mutex refreshing;
+  std::lock_guard lock(refreshing);
   RecordSet all = read_records(options_.results_dir);
   for (const auto& [key, pop] : derive_populations(all.records))
     if (pop["gpu"].get<std::string>() == env_.gpu.key) write_population(options_.populations_dir, pop);
@@ -66,6 +93,17 @@ json Session::population(const Task& task, const std::string& benchmark) const {
   const fs::path file = population_path(options_.populations_dir, env_.gpu.key, task.name(), benchmark);
   if (!fs::exists(file)) return json{{"schema_version", kPopulationSchemaVersion}, {"gpu", env_.gpu.key}, {"task", task.name()}, {"stages", json::object()}};
   return read_population(file);
+}
+
+std::vector<std::unique_ptr<Session>> open_sessions(const Context& ctx, const Compiler& compiler, SessionOptions options,
+                                                    const std::vector<GpuInfo>& gpus) {
+  std::vector<std::unique_ptr<Session>> sessions;
+  for (const GpuInfo& g : gpus) {
+    options.device = g.index;
+    sessions.push_back(std::make_unique<Session>(ctx, compiler, options));
+    options.results_file = sessions.front()->results_file();
+  }
+  return sessions;
 }
 
 }  // namespace evo

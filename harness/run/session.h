@@ -5,6 +5,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "run/context.h"
 #include "compile/compiler.h"
@@ -21,6 +22,7 @@ struct SessionOptions {
   std::filesystem::path results_file;  // explicit file; default <results_dir>/<time>-<gpu>-<tag>.jsonl
   bool update_populations = true;      // the gate measures elites; it never changes them
   std::filesystem::path compute_sanitizer;  // `evo run --sanitize`: would-be elites run under it
+  std::string shard;  // "i/N" under `--shard`: written into each record
 };
 
 class Session {
@@ -33,16 +35,27 @@ class Session {
   // Evaluates, appends the record durably, refreshes this GPU's populations; returns the record.
   nlohmann::json evaluate(const Candidate& c, const CompileResult& compiled, const EvalPlan& plan,
                           const EliteStanding& standing, const std::string& origin, const ProgressFn& progress);
+  // The record of a candidate whose GPU failed under it (--devices): outcome crash, nothing
+  // measured; appended like any other so the loss is visible and counted.
+  nlohmann::json record_device_failure(const Candidate& c, const CompileResult& compiled, const EvalPlan& plan,
+                                       const std::string& origin, const std::string& why);
   nlohmann::json population(const Task& task, const std::string& benchmark) const;  // this GPU's, or empty
   const GpuInfo& gpu() const { return env_.gpu; }
   const std::filesystem::path& results_file() const { return results_file_; }
+  // Derives this GPU's populations from every record again (after parallel evaluations).
+  void refresh_populations() const;
 
  private:
-  void refresh_populations() const;
+  void stamp(nlohmann::json& record) const;  // the GPU's UUID and index, the shard
   SessionOptions options_;
   EvalEnv env_;
   std::unique_ptr<ReferenceStore> references_;
   std::filesystem::path results_file_;
 };
+
+// One session per GPU of `gpus` (one model, from query_devices), all appending to the first
+// session's results file: one run, one results file, one population, whatever the GPU count.
+std::vector<std::unique_ptr<Session>> open_sessions(const Context& ctx, const Compiler& compiler, SessionOptions options,
+                                                    const std::vector<GpuInfo>& gpus);
 
 }  // namespace evo

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The --devices measurement on a host with two H200s: one device call (≤ 5 min) that builds evo,
+# warms the compile cache and the reference outputs, then runs the same candidate list on one
+# GPU (--devices 0) and on both (--devices all), and shows the bad --devices/--shard inputs.
+#   OUT=… STAGE=3 TASKS=fp16-d64,fp16-d128 BUDGET=12 scripts/h200_devices.sh
+set -uo pipefail
+cd "$(dirname "$0")/.."
+: "${OUT:?set OUT to the folder that comes back}"
+export XDG_CACHE_HOME=${XDG_CACHE_HOME:-/tmp/evo-cache}
+evo=build/harness/evo
+work=${WORK:-/tmp/evo-devices}
+rm -rf "$work" && mkdir -p "$work"
+nvidia-smi --query-gpu=index,name,uuid,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpus.txt"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+if ! cmake --build build --target evo -j 32 >"$work/build.log" 2>&1; then
+  grep -E "error" -A3 "$work/build.log" | head -30
+  exit 1
+fi
+args=(--stage "${STAGE:-3}" --task "${TASKS:-fp16-d64,fp16-d128}" --budget "${BUDGET:-12}" --shapes small --bench mission)
+run() {  # name, extra flags...: one run into its own results and populations folders
+  local name=$1
+  shift
+  local start end
+  start=$(date +%s.%N)
+  $evo run "${args[@]}" "$@" --results-dir "$work/$name/results" --populations-dir "$work/$name/populations" 2>&1
+  echo "exit $?"
+  end=$(date +%s.%N)
+  echo "command wall $(echo "$end - $start" | bc) s"
+}
+# Not compared: fills the compile cache and the reference outputs both timed runs then read.
+run warm --budget 1 >"$work/warm.log"
+tail -3 "$work/warm.log"
+run one-gpu --devices 0 | tee "$OUT/one-gpu.log" | tail -4
+run two-gpus --devices all | tee "$OUT/two-gpus.log" | tail -4
+{
+  echo "\$ evo run --stage 3 --task fp16-d64 --devices 7"
+  $evo run --stage 3 --task fp16-d64 --devices 7 --results-dir "$work/bad" --populations-dir "$work/bad"; echo "exit $?"
+  echo "\$ evo run --stage 3 --task fp16-d64 --shard 3/2"
+  $evo run --stage 3 --task fp16-d64 --shard 3/2 --results-dir "$work/bad" --populations-dir "$work/bad"; echo "exit $?"
+  echo "\$ evo gate --baseline tests/fixtures/gate/baseline.json --devices 7"
+  $evo gate --baseline tests/fixtures/gate/baseline.json --devices 7 --record "$work/bad/gate.jsonl"; echo "exit $?"
+} 2>&1 | tee "$OUT/bad-input.log"
+tar -C "$work" -czf "$OUT/records.tar.gz" one-gpu two-gpus warm.log
