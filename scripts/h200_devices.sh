@@ -2,7 +2,7 @@
 # The --devices measurement on a host with two H200s: one device call (≤ 5 min) that builds evo,
 # warms the compile cache and the reference outputs, then runs the same candidate list on one
 # GPU (--devices 0) and on both (--devices all), and shows the bad --devices/--shard inputs.
-#   OUT=… STAGE=3 TASKS=fp16-d64,fp16-d128 BUDGET=12 scripts/h200_devices.sh
+#   OUT=… STAGE=3 TASKS=fp16-d64,fp16-d128,bf16-d64,bf16-d128 BUDGET=8 scripts/h200_devices.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 : "${OUT:?set OUT to the folder that comes back}"
@@ -25,13 +25,14 @@ run() {  # name, extra flags...: one run into its own results and populations fo
   $evo run "${args[@]}" "$@" --results-dir "$work/$name/results" --populations-dir "$work/$name/populations" 2>&1
   echo "exit $?"
   end=$(date +%s.%N)
-  echo "command wall $(echo "$end - $start" | bc) s"
+  awk -v a="$start" -v b="$end" 'BEGIN { printf "command wall %.1f s\n", b - a }'
 }
-# Not compared: fills the compile cache and the reference outputs both timed runs then read.
-run warm --budget 1 >"$work/warm.log"
-tail -3 "$work/warm.log"
-run one-gpu --devices 0 | tee "$OUT/one-gpu.log" | tail -4
+# Not compared: fills the compile cache both runs read. The reference outputs are computed by
+# the first run (both GPUs), before its timed window and inside its command wall time.
+$evo compile --stage "${STAGE:-3}" --task "${TASKS:-fp16-d64,fp16-d128}" >"$work/warm.log" 2>&1
+tail -1 "$work/warm.log"
 run two-gpus --devices all | tee "$OUT/two-gpus.log" | tail -4
+run one-gpu --devices 0 | tee "$OUT/one-gpu.log" | tail -4
 {
   echo "\$ evo run --stage 3 --task fp16-d64 --devices 7"
   $evo run --stage 3 --task fp16-d64 --devices 7 --results-dir "$work/bad" --populations-dir "$work/bad"; echo "exit $?"
@@ -40,4 +41,4 @@ run two-gpus --devices all | tee "$OUT/two-gpus.log" | tail -4
   echo "\$ evo gate --baseline tests/fixtures/gate/baseline.json --devices 7"
   $evo gate --baseline tests/fixtures/gate/baseline.json --devices 7 --record "$work/bad/gate.jsonl"; echo "exit $?"
 } 2>&1 | tee "$OUT/bad-input.log"
-tar -C "$work" -czf "$OUT/records.tar.gz" one-gpu two-gpus warm.log
+tar -C "$work" -czf "$OUT/records.tar.gz" one-gpu two-gpus warm.log build.log
