@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The --devices measurement on a host with two H200s: one device call (≤ 5 min) that builds evo,
-# warms the compile cache and the reference outputs, then runs the same candidate list on one
-# GPU (--devices 0) and on both (--devices all), and shows the bad --devices/--shard inputs.
-#   OUT=… STAGE=3 TASKS=fp16-d64,fp16-d128,bf16-d64,bf16-d128 BUDGET=8 scripts/h200_devices.sh
+# The --devices measurement on a host with two H200s: one device call that builds evo, warms the
+# compile cache, then runs the same candidate list on both GPUs (--devices all) and on one
+# (--devices 0), and shows the bad --devices/--shard inputs.
+#   OUT=… BENCH=long-smoke STAGE=3 BUDGET=8 \
+#     TASKS=fp16-d64,fp16-d128,bf16-d64,bf16-d128,fp16-d64-causal,fp16-d128-causal,bf16-d64-causal,bf16-d128-causal \
+#     scripts/h200_devices.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 : "${OUT:?set OUT to the folder that comes back}"
@@ -16,7 +18,7 @@ if ! cmake --build build --target evo -j 32 >"$work/build.log" 2>&1; then
   grep -E "error" -A3 "$work/build.log" | head -30
   exit 1
 fi
-args=(--stage "${STAGE:-3}" --task "${TASKS:-fp16-d64,fp16-d128}" --budget "${BUDGET:-12}" --shapes small --bench mission)
+args=(--stage "${STAGE:-3}" --task "${TASKS:-fp16-d64,fp16-d128}" --budget "${BUDGET:-12}" --shapes small --bench "${BENCH:-mission}")
 run() {  # name, extra flags...: one run into its own results and populations folders
   local name=$1
   shift
