@@ -15,6 +15,7 @@
 #include "report/table.h"
 #include "run/plan.h"
 #include "run/progress.h"
+#include "run/sampler.h"
 #include "run/sanitizer.h"
 #include "run/selection.h"
 #include "run/session.h"
@@ -39,6 +40,7 @@ struct RunOptions {
   unsigned jobs = 0;
   int repeat = 1;
   bool sanitize = false;
+  std::string gate_seed;  // empty: drawn now
 };
 
 std::string short_shape(const std::string& dims) {
@@ -72,13 +74,15 @@ fs::path sanitizer_or_fail(bool sanitize) {
   return *found;
 }
 
-// Plans first, so a bad --shapes fails before any work.
+// Plans first, so a bad --shapes or --gate-seed fails before any work. The gate seed is drawn
+// now, so no one knows the sampled cases before the run; the records keep it for replays.
 std::vector<EvalPlan> make_plans(const Context& ctx, const std::vector<Task>& tasks, const RunOptions& o) {
+  const uint32_t gate_seed = o.gate_seed.empty() ? draw_gate_seed() : parse_gate_seed(o.gate_seed);
   std::vector<EvalPlan> plans;
   for (const auto& t : tasks)
     plans.push_back(make_plan(ctx.gates, {t, o.shapes.empty() ? ctx.gates.gate_sets : o.shapes,
                                           o.bench.empty() ? ctx.gates.benchmark_sets : o.bench,
-                                          o.seeds.empty() ? ctx.gates.seeds : o.seeds, o.sanitize}));
+                                          o.seeds.empty() ? ctx.gates.seeds : o.seeds, o.sanitize, gate_seed}));
   return plans;
 }
 
@@ -141,6 +145,13 @@ void print_compile_table(const std::vector<TaskWork>& work) {
   std::cout << t.render() << std::flush;
 }
 
+// " — sampled 12/12 passed (seed S)" for a record whose gate drew sampled cases.
+std::string sampled_note(const json& rec) {
+  const json s = rec["gates"].value("sampled", json());
+  if (!s.is_object()) return "";
+  return fmt::format(" — sampled {}/{} passed (seed {})", s.value("passed", 0), s.value("cases", 0), s.value("seed", 0u));
+}
+
 std::string verdict_text(const json& rec) {
   std::string verdict = rec["outcome"];
   if (rec["outcome"] != "ok") verdict += ": " + rec["reason"].get<std::string>();
@@ -169,9 +180,13 @@ std::vector<std::string> result_row(const Candidate& c, const json& rec, const E
 }
 
 void announce(Progress& progress, const Stage& stage, const Session& session, const Context& ctx, size_t total,
-              const fs::path& sanitizer) {
+              const fs::path& sanitizer, const EvalPlan& plan) {
   progress.note(fmt::format("evo run: stage {} ({}) on {} [{}], {} candidates, records -> {}", stage.number, stage.slug,
                             session.gpu().name, session.gpu().key, total, session.results_file().string()));
+  if (plan.gate_seed && plan.sampled_cases)
+    progress.note(fmt::format("gate: {} fixed + {} sampled cases per candidate, gate seed {} (replay: --gate-seed {})",
+                              plan.gate_cases.size() - plan.sampled_cases, plan.sampled_cases, *plan.gate_seed,
+                              *plan.gate_seed));
   if (!sanitizer.empty())
     progress.note(fmt::format("--sanitize: would-be elites also run {} on the {} shapes under {}",
                               "memcheck, initcheck (+ racecheck, synccheck with shared memory/barriers)",
@@ -193,9 +208,11 @@ double evaluate_task(Session& session, const Task& task, const EvalPlan& plan, c
                                 [&](const std::string& ph) { progress.phase(ph); });
     gpu_seconds += rec["gpu_seconds"].get<double>();
     rows.push_back(result_row(c, rec, plan, prev_best));
-    progress.done(fmt::format("{} {} {}: {}{}", c.task.name(), c.variant->id, c.params_text(), verdict_text(rec).substr(0, 160),
+    progress.done(fmt::format("{} {} {}: {}{}{}", c.task.name(), c.variant->id, c.params_text(), verdict_text(rec).substr(0, 160),
+                              sampled_note(rec),
                               rec["fitness"].is_object() ? fmt::format(" — fitness {:.1f} µs", rec["fitness"]["geomean_median_us"].get<double>()) : ""));
   }
+  session.drop_sampled_references(plan);
   return gpu_seconds;
 }
 
@@ -236,7 +253,7 @@ void run_stage(const RunOptions& o) {
   size_t total = 0;
   for (const auto& w : work) total += w.chosen.size() * size_t(o.repeat);
   Progress progress(total);
-  announce(progress, stage, *session, ctx, total, sanitizer);
+  announce(progress, stage, *session, ctx, total, sanitizer, plans.front());
   size_t index = 0;
   double gpu_seconds = 0;
   std::vector<std::vector<std::string>> rows;
@@ -265,6 +282,8 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--repeat", o->repeat, "evaluate each candidate this many times in a row (measures the spread)")
       ->check(CLI::Range(1, 10))
       ->capture_default_str();
+  cmd->add_option("--gate-seed", o->gate_seed,
+                  "seed of the sampled gate cases (default: drawn per run; a record's gate_seed replays its cases)");
   cmd->add_flag("--sanitize", o->sanitize,
                 "run candidates about to enter the elite under compute-sanitizer (memcheck, initcheck; racecheck and "
                 "synccheck when they use shared memory or barriers); a report keeps them out");
