@@ -7,6 +7,7 @@
 #include <random>
 
 #include "core/errors.h"
+#include "gpu/case_layout.h"
 
 namespace evo {
 
@@ -50,14 +51,17 @@ int off_tile(Rng& rng, int v, int lo, int hi) {
 
 double case_flops(const Shape& s) { return 4.0 * s.batch * s.heads_q * double(s.seq_q) * s.seq_kv * s.head_dim; }
 
-bool fits(const Shape& s, const SampleSpace& sp) {
-  const int64_t biggest = std::max(s.elements(s.heads_q, s.seq_q), s.elements(s.heads_kv, s.seq_kv));
+// The element bound counts what is allocated: a packed QKV view's buffer holds Hq + 2·Hkv heads
+// (73× the K elements for 71/1), and all of it is filled, hashed and guarded.
+bool fits(const Shape& s, const SampleSpace& sp, const std::string& layout) {
+  const CaseLayout l = case_layout(s, layout);
+  const int64_t biggest = std::max({l.q.buffer_elements, l.k.buffer_elements, l.v.buffer_elements, l.o.buffer_elements});
   return biggest <= sp.max_tensor_elements && case_flops(s) <= sp.max_flops;
 }
 
 // Shrinks batch, then Sq, then Skv (never below their class's lower end) until the case fits.
-void bound(Shape& s, const SampleSpace& sp, const LengthClass& lc) {
-  while (!fits(s, sp)) {
+void bound(Shape& s, const SampleSpace& sp, const LengthClass& lc, const std::string& layout) {
+  while (!fits(s, sp, layout)) {
     if (s.batch > 1) {
       s.batch = (s.batch + 1) / 2;
     } else if (s.seq_q > lc.seq_q_lo) {
@@ -68,6 +72,36 @@ void bound(Shape& s, const SampleSpace& sp, const LengthClass& lc) {
       break;  // the class's smallest case: the space's bounds are documented against it
     }
   }
+}
+
+std::string layout_of(const std::string& name) { return name == "bhsd" || name == "bshd" ? "" : name; }
+
+// The smallest case of a head pair and length regime: what must fit for any draw to fit.
+Shape smallest(const SampleSpace& sp, size_t heads, size_t lengths, int head_dim) {
+  Shape s;
+  s.head_dim = head_dim;
+  s.heads_q = sp.heads[heads].heads_q;
+  s.heads_kv = sp.heads[heads].heads_kv;
+  s.seq_q = sp.lengths[lengths].seq_q_lo;
+  s.seq_kv = sp.lengths[lengths].seq_kv_lo;
+  return s;
+}
+
+// A padded layout (a fused QKV buffer holds Hq + 2·Hkv heads) can make even the smallest case
+// of a pair too big: trade its layout with a case that can take it, so every layout is still
+// drawn and every case fits.
+void trade_layouts(const SampleSpace& sp, const std::vector<size_t>& heads, const std::vector<size_t>& lengths,
+                   std::vector<size_t>& layouts, int head_dim) {
+  auto ok = [&](size_t i, size_t layout) {
+    return fits(smallest(sp, heads[i], lengths[i], head_dim), sp, layout_of(sp.layouts[layout]));
+  };
+  for (size_t i = 0; i < layouts.size(); ++i)
+    if (!ok(i, layouts[i]))
+      for (size_t j = 0; j < layouts.size(); ++j)
+        if (j != i && ok(i, layouts[j]) && ok(j, layouts[i])) {
+          std::swap(layouts[i], layouts[j]);
+          break;
+        }
 }
 
 }  // namespace
@@ -92,8 +126,10 @@ std::vector<CaseSpec> draw_sampled_cases(const GatesConfig& gates, const Task& t
   Rng rng{(uint64_t(seed) << 20) ^ fnv};
   const size_t n = size_t(sp.cases);
   const auto heads = covering(rng, sp.heads.size(), n), lengths = covering(rng, sp.lengths.size(), n);
-  const auto layouts = covering(rng, sp.layouts.size(), n), scales = covering(rng, sp.scales.size(), n);
+  auto layouts = covering(rng, sp.layouts.size(), n);
+  const auto scales = covering(rng, sp.scales.size(), n);
   const auto inputs = covering(rng, sp.inputs.size(), n);
+  trade_layouts(sp, heads, lengths, layouts, task.head_dim);
   for (size_t i = 0; i < n; ++i) {
     const LengthClass& lc = sp.lengths[lengths[i]];
     Shape s;
@@ -106,7 +142,7 @@ std::vector<CaseSpec> draw_sampled_cases(const GatesConfig& gates, const Task& t
     s.seq_kv = rng.log_uniform(lc.seq_kv_lo, lc.seq_kv_hi);
     const std::string& layout = sp.layouts[layouts[i]];
     s.layout = layout == "bshd" || layout == "packed_qkv" ? Layout::bshd : Layout::bhsd;
-    bound(s, sp, lc);
+    bound(s, sp, lc, layout_of(layout));
     s.seq_q = off_tile(rng, s.seq_q, lc.seq_q_lo, lc.seq_q_hi);
     s.seq_kv = off_tile(rng, s.seq_kv, lc.seq_kv_lo, lc.seq_kv_hi);
     const InputDistribution& in = gates.distributions.at(sp.inputs[inputs[i]]);

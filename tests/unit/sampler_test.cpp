@@ -39,8 +39,10 @@ TEST(Sampler, EveryRunCoversEveryDeclaredValueWithinTheBounds) {
   const GatesConfig g = repo_gates();
   const SampleSpace& sp = g.sampled;
   ASSERT_TRUE(sp.enabled);
-  for (const char* task : {"fp16-d64", "bf16-d128"})
-    for (uint32_t seed : {0u, 1u, 12345u, 4294967295u}) {
+  std::vector<uint32_t> seeds{12345u, 4294967295u};
+  for (uint32_t seed = 0; seed < 200; ++seed) seeds.push_back(seed * 2654435761u);
+  for (const char* task : {"fp16-d64", "bf16-d128", "fp16-d128-causal"})
+    for (uint32_t seed : seeds) {
       const Task t = parse_task(task);
       const auto cases = draw_sampled_cases(g, t, seed);
       ASSERT_EQ(cases.size(), size_t(sp.cases));
@@ -59,7 +61,8 @@ TEST(Sampler, EveryRunCoversEveryDeclaredValueWithinTheBounds) {
             EXPECT_DOUBLE_EQ(c.scale, sc.value(t.head_dim)) << c.id;
           }
         inputs.insert(c.inputs);
-        EXPECT_LE(std::max(s.elements(s.heads_q, s.seq_q), s.elements(s.heads_kv, s.seq_kv)), sp.max_tensor_elements) << c.id;
+        const CaseLayout l = case_layout(s, c.layout);  // packed views count their whole buffer
+        for (const auto* t : {&l.q, &l.k, &l.v, &l.o}) EXPECT_LE(t->buffer_elements, sp.max_tensor_elements) << c.id;
         EXPECT_LE(4.0 * s.batch * s.heads_q * double(s.seq_q) * s.seq_kv * s.head_dim, sp.max_flops) << c.id;
         EXPECT_TRUE(s.seq_q % 8 != 0 && s.seq_kv % 8 != 0) << c.id << ": lengths must not be tile multiples";
         EXPECT_GE(s.batch, sp.batch_lo);
