@@ -86,16 +86,42 @@ GatesConfig parse_gates_config(const std::string& text, const std::string& origi
   c.seeds = field<std::vector<int>>(d, "seeds", dw);
   c.post_timing_seed = field<long>(d, "post_timing_seed", dw);
   const json inputs = field<json>(j, "inputs", origin);
-  for (const auto& name : field<std::vector<std::string>>(d, "inputs", dw)) {
-    const json in = field<json>(inputs, name, origin + " inputs");
-    c.inputs.push_back({name, field<double>(in, "qk_std", origin + " inputs." + name),
-                        field<double>(in, "v_std", origin + " inputs." + name)});
+  for (auto& [name, in] : inputs.items()) {
+    const std::string iw = origin + " inputs." + name;
+    c.distributions[name] = {name,
+                             field<double>(in, "qk_std", iw),
+                             field<double>(in, "v_std", iw),
+                             field_or<double>(in, "q_mean", 0.0, iw),
+                             field_or<double>(in, "outlier_every", 0.0, iw),
+                             field_or<double>(in, "outlier_scale", 1.0, iw),
+                             field_or<double>(in, "k_sink", 0.0, iw)};
   }
+  for (const auto& name : field<std::vector<std::string>>(d, "inputs", dw)) {
+    if (!c.distributions.count(name)) throw usage_error(fmt::format("{}: missing field '{}'", origin + " inputs", name));
+    c.inputs.push_back(c.distributions.at(name));
+  }
+  c.post_timing_inputs = field_or<std::vector<std::string>>(d, "post_timing_inputs", c.post_timing_inputs, dw);
+  if (c.post_timing_inputs.empty()) throw usage_error(dw + ": post_timing_inputs must name at least one distribution");
+  for (const auto& name : c.post_timing_inputs)
+    if (!c.distributions.count(name))
+      throw usage_error(fmt::format("{}: post_timing_inputs names '{}', which is not in inputs", dw, name));
   const json tol = field<json>(j, "tolerances", origin);
   for (const char* dt : {"fp16", "bf16"}) {
     const json t = field<json>(tol, dt, origin + " tolerances");
     const std::string w = origin + " tolerances." + dt;
     c.tolerances[dt] = {field<double>(t, "atol", w), field<double>(t, "rtol", w), field<double>(t, "rel_l2", w)};
+    const json overrides = field_or<json>(t, "inputs", json::object(), w);
+    for (auto& [name, o] : overrides.items()) {
+      if (!c.distributions.count(name)) throw usage_error(fmt::format("{}.inputs: '{}' is not in inputs", w, name));
+      const std::string ow = w + ".inputs." + name;
+      c.input_tolerances[dt][name] = {field<double>(o, "atol", ow), field<double>(o, "rtol", ow), field<double>(o, "rel_l2", ow)};
+    }
+  }
+  if (j.contains("sampled")) {
+    c.sampled = parse_sample_space(j.at("sampled"), origin + " sampled");
+    for (const auto& name : c.sampled.inputs)
+      if (!c.distributions.count(name))
+        throw usage_error(fmt::format("{} sampled.inputs: '{}' is not in inputs", origin, name));
   }
   const json resources = field<json>(j, "resources", origin);
   for (auto& [arch, r] : resources.items()) {
@@ -174,6 +200,12 @@ std::vector<Shape> GatesConfig::shapes(const std::vector<std::string>& sets_or_d
 }
 
 const Tolerance& GatesConfig::tolerance(const Task& task) const { return tolerances.at(task.dtype_name()); }
+
+const Tolerance& GatesConfig::tolerance(const Task& task, const std::string& inputs) const {
+  if (auto d = input_tolerances.find(task.dtype_name()); d != input_tolerances.end())
+    if (auto t = d->second.find(inputs); t != d->second.end()) return t->second;
+  return tolerance(task);
+}
 
 const InputDistribution& GatesConfig::input(const std::string& name) const {
   std::string known;

@@ -8,6 +8,7 @@
 
 #include "core/shape.h"
 #include "core/task.h"
+#include "gates/sample_space.h"
 
 namespace evo {
 
@@ -23,9 +24,13 @@ struct ResourceCaps {
   long max_spill_bytes = 0;
 };
 
+// Inputs are mean + std·N(0,1) per element (Q gets q_mean; K and Q qk_std; V v_std). Real
+// activations also have outlier query rows (every `outlier_every`-th row, by hash, times
+// `outlier_scale`) and attention sinks (key 0 set to `k_sink` in every channel).
 struct InputDistribution {
   std::string name;
   double qk_std = 1.0, v_std = 1.0;
+  double q_mean = 0, outlier_every = 0, outlier_scale = 1, k_sink = 0;
 };
 
 struct TimingConfig {
@@ -72,9 +77,13 @@ struct GatesConfig {
   std::map<std::string, std::vector<std::string>> shape_sets;  // entries before D/H substitution
   std::vector<std::string> gate_sets, benchmark_sets;
   std::vector<int> seeds;
-  std::vector<InputDistribution> inputs;
+  std::vector<InputDistribution> inputs;  // defaults.inputs: the fixed sets' distributions
+  std::map<std::string, InputDistribution> distributions;  // every entry of "inputs"
+  SampleSpace sampled;  // "sampled": drawn per run with the run's gate seed
   long post_timing_seed = 1000003;
+  std::vector<std::string> post_timing_inputs{"normal"};  // fresh inputs of bench shape i: entry i mod n
   std::map<std::string, Tolerance> tolerances;  // by dtype name
+  std::map<std::string, std::map<std::string, Tolerance>> input_tolerances;  // dtype -> inputs -> override
   std::map<std::string, ResourceCaps> resources;  // by arch
   TimingConfig timing;
   Limits limits;
@@ -85,6 +94,8 @@ struct GatesConfig {
   // Expands set names or explicit BxHqxHkvxSqxSkvxD entries (comma separated) for a task.
   std::vector<Shape> shapes(const std::vector<std::string>& sets_or_dims, const Task& task) const;
   const Tolerance& tolerance(const Task& task) const;
+  // The dtype's tolerance for one input distribution (its calibrated override, if any).
+  const Tolerance& tolerance(const Task& task, const std::string& inputs) const;
   const ResourceCaps& caps(const std::string& arch) const;  // throws usage_error for unknown arch
   const InputDistribution& input(const std::string& name) const;  // throws usage_error naming it
 };

@@ -20,6 +20,7 @@
 #include "run/device_pool.h"
 #include "run/plan.h"
 #include "run/progress.h"
+#include "run/sampler.h"
 #include "run/sanitizer.h"
 #include "run/selection.h"
 #include "run/session.h"
@@ -45,6 +46,7 @@ struct RunOptions {
   unsigned jobs = 0;
   int repeat = 1;
   bool sanitize = false;
+  std::string gate_seed;  // empty: drawn now
 };
 
 std::string short_shape(const std::string& dims) {
@@ -78,13 +80,15 @@ fs::path sanitizer_or_fail(bool sanitize) {
   return *found;
 }
 
-// Plans first, so a bad --shapes fails before any work.
+// Plans first, so a bad --shapes or --gate-seed fails before any work. The gate seed is drawn
+// now, so no one knows the sampled cases before the run; the records keep it for replays.
 std::vector<EvalPlan> make_plans(const Context& ctx, const std::vector<Task>& tasks, const RunOptions& o) {
+  const uint32_t gate_seed = o.gate_seed.empty() ? draw_gate_seed() : parse_gate_seed(o.gate_seed);
   std::vector<EvalPlan> plans;
   for (const auto& t : tasks)
     plans.push_back(make_plan(ctx.gates, {t, o.shapes.empty() ? ctx.gates.gate_sets : o.shapes,
                                           o.bench.empty() ? ctx.gates.benchmark_sets : o.bench,
-                                          o.seeds.empty() ? ctx.gates.seeds : o.seeds, o.sanitize}));
+                                          o.seeds.empty() ? ctx.gates.seeds : o.seeds, o.sanitize, gate_seed}));
   return plans;
 }
 
@@ -169,6 +173,13 @@ void print_compile_table(const std::vector<TaskWork>& work) {
   std::cout << t.render() << std::flush;
 }
 
+// " — sampled 12/12 passed (seed S)" for a record whose gate drew sampled cases.
+std::string sampled_note(const json& rec) {
+  const json s = rec["gates"].value("sampled", json());
+  if (!s.is_object()) return "";
+  return fmt::format(" — sampled {}/{} passed (seed {})", s.value("passed", 0), s.value("cases", 0), s.value("seed", 0u));
+}
+
 std::string verdict_text(const json& rec) {
   std::string verdict = rec["outcome"];
   if (rec["outcome"] != "ok") verdict += ": " + rec["reason"].get<std::string>();
@@ -197,11 +208,15 @@ std::vector<std::string> result_row(const Candidate& c, const json& rec, const E
 }
 
 void announce(Progress& progress, const Stage& stage, const Session& session, size_t gpus, const Shard& shard,
-              const Context& ctx, size_t total, const fs::path& sanitizer) {
+              const Context& ctx, size_t total, const fs::path& sanitizer, const EvalPlan& plan) {
   progress.note(fmt::format("evo run: stage {} ({}) on {} [{}] x{}, {} candidates, records -> {}", stage.number, stage.slug,
                             session.gpu().name, session.gpu().key, gpus, total, session.results_file().string()));
   if (shard.active())
     progress.note(fmt::format("shard {} (from {}): {} of the stage's candidates", shard.text(), shard.source, total));
+  if (plan.gate_seed && plan.sampled_cases)
+    progress.note(fmt::format("gate: {} fixed + {} sampled cases per candidate, gate seed {} (replay: --gate-seed {})",
+                              plan.gate_cases.size() - plan.sampled_cases, plan.sampled_cases, *plan.gate_seed,
+                              *plan.gate_seed));
   if (!sanitizer.empty())
     progress.note(fmt::format("--sanitize: would-be elites also run {} on the {} shapes under {}",
                               "memcheck, initcheck (+ racecheck, synccheck with shared memory/barriers)",
@@ -239,7 +254,7 @@ PoolReport evaluate_on_devices(const std::vector<std::unique_ptr<Session>>& sess
           if (!several) progress.phase(ph);  // one live line cannot follow several GPUs
         });
         std::lock_guard lock(mu);
-        progress.done(fmt::format("{}: {}{}", label, verdict_text(rec).substr(0, 160), fitness_suffix(rec)));
+        progress.done(fmt::format("{}: {}{}{}", label, verdict_text(rec).substr(0, 160), sampled_note(rec), fitness_suffix(rec)));
         records[k] = std::move(rec);
       },
       [&](size_t slot, size_t k, const std::string& why) {
@@ -316,7 +331,7 @@ void run_stage(const RunOptions& o) {
     for (size_t i = 0; i < work[ti].chosen.size(); ++i)
       for (int r = 0; r < o.repeat; ++r) items.push_back({ti, i});
   Progress progress(items.size());
-  announce(progress, stage, *session, sessions.size(), shard, ctx, items.size(), sanitizer);
+  announce(progress, stage, *session, sessions.size(), shard, ctx, items.size(), sanitizer, plans.front());
   std::vector<double> prev_best(tasks.size(), 0.0);
   for (size_t ti = 0; ti < tasks.size(); ++ti) {
     // References are cached by content: prepared once here, every GPU's session reads them.
@@ -327,6 +342,7 @@ void run_stage(const RunOptions& o) {
   std::vector<json> records;
   const PoolReport pool = evaluate_on_devices(sessions, items, work, tasks, plans, o.stage, progress, records);
   const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  for (const auto& plan : plans) session->drop_sampled_references(plan);
   if (sessions.size() > 1) session->refresh_populations();  // once more, after every GPU thread's last append
   print_results(items, work, plans, records, prev_best, o.stage);
   print_summary(records, sessions, pool, wall_s);
@@ -358,6 +374,8 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--repeat", o->repeat, "evaluate each candidate this many times in a row (measures the spread)")
       ->check(CLI::Range(1, 10))
       ->capture_default_str();
+  cmd->add_option("--gate-seed", o->gate_seed,
+                  "seed of the sampled gate cases (default: drawn per run; a record's gate_seed replays its cases)");
   cmd->add_flag("--sanitize", o->sanitize,
                 "run candidates about to enter the elite under compute-sanitizer (memcheck, initcheck; racecheck and "
                 "synccheck when they use shared memory or barriers); a report keeps them out");

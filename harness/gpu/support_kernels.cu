@@ -38,8 +38,14 @@ __device__ __forceinline__ __nv_bfloat16 evo_cast<__nv_bfloat16>(float x) { retu
 __device__ __forceinline__ float evo_float(__half x) { return __half2float(x); }
 __device__ __forceinline__ float evo_float(__nv_bfloat16 x) { return __bfloat162float(x); }
 
+// Mirrors FillParams in gpu/input_fill.h.
+struct EvoFill {
+  float stddev, mean, outlier_scale, sink;
+  unsigned outlier_every;  // 0: none; else rows whose hash is 0 mod this are scaled (outliers)
+};
+
 template <typename T>
-__device__ void fill(EvoTensorDesc t, unsigned seed, unsigned tensor, float stddev) {
+__device__ void fill(EvoTensorDesc t, unsigned seed, unsigned tensor, EvoFill f) {
   const unsigned long long total = static_cast<unsigned long long>(t.batch) * t.heads * t.seq * t.dim;
   for (unsigned long long i = blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<unsigned long long>(gridDim.x) * blockDim.x) {
@@ -49,15 +55,19 @@ __device__ void fill(EvoTensorDesc t, unsigned seed, unsigned tensor, float stdd
     const int h = static_cast<int>(r % t.heads); r /= t.heads;
     const int b = static_cast<int>(r);
     T* p = static_cast<T*>(t.data) + b * t.stride[0] + h * t.stride[1] + s * t.stride[2] + d;
-    *p = evo_cast<T>(evo_normal(i, seed, tensor, stddev));
+    float x = f.mean + evo_normal(i, seed, tensor, f.stddev);
+    if (f.outlier_every && evo_mix64((i / t.dim) ^ (static_cast<unsigned long long>(seed) << 32)) % f.outlier_every == 0)
+      x *= f.outlier_scale;  // an outlier row: every element of this (b, h, s) row
+    if (f.sink != 0.f && s == 0) x = f.sink;  // the sink key: position 0 of every (b, h)
+    *p = evo_cast<T>(x);
   }
 }
 
-extern "C" __global__ void evo_fill_fp16(EvoTensorDesc t, unsigned seed, unsigned tensor, float stddev) {
-  fill<__half>(t, seed, tensor, stddev);
+extern "C" __global__ void evo_fill_fp16(EvoTensorDesc t, unsigned seed, unsigned tensor, EvoFill f) {
+  fill<__half>(t, seed, tensor, f);
 }
-extern "C" __global__ void evo_fill_bf16(EvoTensorDesc t, unsigned seed, unsigned tensor, float stddev) {
-  fill<__nv_bfloat16>(t, seed, tensor, stddev);
+extern "C" __global__ void evo_fill_bf16(EvoTensorDesc t, unsigned seed, unsigned tensor, EvoFill f) {
+  fill<__nv_bfloat16>(t, seed, tensor, f);
 }
 
 // One warp per query row; lane owns head-dim columns lane, lane+32, ...

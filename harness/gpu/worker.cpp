@@ -90,13 +90,13 @@ class Worker {
     for (const auto& c : job_.cases) {
       emit({{"event", "phase"}, {"phase", "reference"}, {"case", c.id}});
       Problem p;
-      p.allocate(c.shape);
+      p.allocate(c.shape, c.layout);
       p.fill(support_, c, stream_);
       const Shape& s = c.shape;
       const size_t n = size_t(s.elements(s.heads_q, s.seq_q));
       CUdeviceptr out = 0;
       check(cu().cuMemAlloc(&out, n * sizeof(float)), "cuMemAlloc(reference)", "runtime");
-      float scale = 1.0f / std::sqrt(float(s.head_dim));
+      float scale = p.scale;
       int causal = job_.task.causal ? 1 : 0;
       TensorDesc dq = p.dq, dk = p.dk, dv = p.dv;
       void* args[] = {&dq, &dk, &dv, &out, &scale, &causal};
@@ -110,9 +110,9 @@ class Worker {
       cu().cuMemFree(out);
       write_file_atomic(c.out_path, host);
       if (job_.dump_inputs) {
-        write_file_atomic(c.out_path + ".q", p.logical(p.q.read(), p.dq, 2));
-        write_file_atomic(c.out_path + ".k", p.logical(p.k.read(), p.dk, 2));
-        write_file_atomic(c.out_path + ".v", p.logical(p.v.read(), p.dv, 2));
+        write_file_atomic(c.out_path + ".q", p.logical(p.q.read(), p.dq, 2, p.offsets[0]));
+        write_file_atomic(c.out_path + ".k", p.logical(p.k.read(), p.dk, 2, p.offsets[1]));
+        write_file_atomic(c.out_path + ".v", p.logical(p.v.read(), p.dv, 2, p.offsets[2]));
       }
       emit({{"event", "case_done"}, {"case", c.id}, {"out", c.out_path}});
     }
@@ -182,7 +182,7 @@ class Worker {
       emit({{"event", "phase"}, {"phase", "gate"}, {"case", c.id}});
       Problem p;
       current_ = &p;
-      p.allocate(c.shape);
+      p.allocate(c.shape, c.layout);
       p.fill(support_, c, stream_);
       const std::string before = p.input_hash();
       std::string first = launch_once(p);
@@ -211,7 +211,7 @@ class Worker {
       emit({{"event", "phase"}, {"phase", "gate"}, {"case", c.id}});
       Problem p;
       current_ = &p;
-      p.allocate(c.shape, 0);
+      p.allocate(c.shape, c.layout, 0);
       p.fill(support_, c, stream_);
       const std::string before = p.input_hash();
       Params a = params_for(p, job_.task.causal);

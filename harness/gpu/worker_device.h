@@ -12,7 +12,9 @@
 #include <string>
 
 #include "core/sha256.h"
+#include "gpu/case_layout.h"
 #include "gpu/cuda_driver.h"
+#include "gpu/input_fill.h"
 #include "gpu/worker_protocol.h"
 
 namespace evo::worker_device {
@@ -90,34 +92,40 @@ struct Problem {
   int elem = 2;
   GuardedBuffer q, k, v, o;
   TensorDesc dq{}, dk{}, dv{}, dout{};
+  std::vector<int64_t> offsets;  // q, k, v, o: elements from the buffer start (packed layouts)
+  bool padded = false;
+  float scale = 0;  // the case's softmax scale
 
-  void allocate(const Shape& s, size_t guard = kGuardBytes) {
+  void allocate(const Shape& s, const std::string& layout = "", size_t guard = kGuardBytes) {
     shape = s;
-    q.allocate(size_t(s.elements(s.heads_q, s.seq_q)) * elem, guard);
-    k.allocate(size_t(s.elements(s.heads_kv, s.seq_kv)) * elem, guard);
-    v.allocate(size_t(s.elements(s.heads_kv, s.seq_kv)) * elem, guard);
-    o.allocate(size_t(s.elements(s.heads_q, s.seq_q)) * elem, guard);
-    auto desc = [&](const GuardedBuffer& b, int heads, int seq) {
-      TensorDesc d{b.data(), {}, s.batch, heads, seq, s.head_dim};
-      int64_t st[3];
-      s.strides(heads, seq, st);
-      for (int i = 0; i < 3; ++i) d.stride[i] = st[i];
+    padded = !layout.empty();
+    const CaseLayout lay = case_layout(s, layout);
+    auto place = [&](GuardedBuffer& b, const TensorPlacement& t, int heads, int seq) {
+      b.allocate(size_t(t.buffer_elements) * elem, guard);
+      TensorDesc d{b.data() + CUdeviceptr(t.offset * elem), {t.stride[0], t.stride[1], t.stride[2]}, s.batch, heads, seq,
+                   s.head_dim};
+      offsets.push_back(t.offset);
       return d;
     };
-    dq = desc(q, s.heads_q, s.seq_q);
-    dk = desc(k, s.heads_kv, s.seq_kv);
-    dv = desc(v, s.heads_kv, s.seq_kv);
-    dout = desc(o, s.heads_q, s.seq_q);
+    dq = place(q, lay.q, s.heads_q, s.seq_q);
+    dk = place(k, lay.k, s.heads_kv, s.seq_kv);
+    dv = place(v, lay.v, s.heads_kv, s.seq_kv);
+    dout = place(o, lay.o, s.heads_q, s.seq_q);
   }
 
+  // Inputs from the case's distribution (gpu/input_fill.h); its softmax scale travels with them.
   void fill(const Support& sup, const CaseSpec& c, CUstream stream) {
-    auto run = [&](TensorDesc d, unsigned tensor, float stddev) {
-      void* args[] = {&d, const_cast<unsigned*>(&c.seed), &tensor, &stddev};
+    scale = c.scale > 0 ? float(c.scale) : 1.0f / std::sqrt(float(shape.head_dim));
+    if (padded)
+      for (GuardedBuffer* b : {&q, &k, &v}) check(cu().cuMemsetD8(b->data(), kPaddingByte, b->bytes), "padding fill");
+    const TensorFills f = tensor_fills(c);
+    auto run = [&](TensorDesc d, unsigned tensor, const FillParams& fp) {
+      void* args[] = {&d, const_cast<unsigned*>(&c.seed), &tensor, const_cast<FillParams*>(&fp)};
       check(cu().cuLaunchKernel(sup.fill, 1024, 1, 1, 256, 1, 1, 0, stream, args, nullptr), "input fill", "runtime");
     };
-    run(dq, 0, float(c.qk_std));
-    run(dk, 1, float(c.qk_std));
-    run(dv, 2, float(c.v_std));
+    run(dq, 0, f.q);
+    run(dk, 1, f.k);
+    run(dv, 2, f.v);
     check(cu().cuStreamSynchronize(stream), "input fill");
   }
 
@@ -127,13 +135,13 @@ struct Problem {
   }
 
   // Host copy of a tensor in logical BHSD order (the layout-independent form both sides use).
-  std::string logical(const std::string& raw, const TensorDesc& d, int elem_size) const {
+  std::string logical(const std::string& raw, const TensorDesc& d, int elem_size, int64_t offset = 0) const {
     std::string out(size_t(d.batch) * d.heads * d.seq * d.dim * elem_size, '\0');
     size_t row = size_t(d.dim) * elem_size, pos = 0;
     for (int b = 0; b < d.batch; ++b)
       for (int h = 0; h < d.heads; ++h)
         for (int s = 0; s < d.seq; ++s, pos += row)
-          std::memcpy(out.data() + pos, raw.data() + (b * d.stride[0] + h * d.stride[1] + s * d.stride[2]) * elem_size, row);
+          std::memcpy(out.data() + pos, raw.data() + (offset + b * d.stride[0] + h * d.stride[1] + s * d.stride[2]) * elem_size, row);
     return out;
   }
 
@@ -161,10 +169,10 @@ static_assert(offsetof(Params, flags) == 176 && offsetof(Params, tma) == 192 && 
 inline Params params_for(const Problem& p, bool causal) {
   Params a{};
   const Shape& s = p.shape;
-  a.q = p.q.data();
-  a.k = p.k.data();
-  a.v = p.v.data();
-  a.o = p.o.data();
+  a.q = p.dq.data;
+  a.k = p.dk.data;
+  a.v = p.dv.data;
+  a.o = p.dout.data;
   for (int i = 0; i < 3; ++i) {
     a.q_stride[i] = p.dq.stride[i];
     a.k_stride[i] = p.dk.stride[i];
@@ -178,7 +186,7 @@ inline Params params_for(const Problem& p, bool causal) {
   a.seq_kv = s.seq_kv;
   a.head_dim = s.head_dim;
   a.causal = causal ? 1 : 0;
-  a.softmax_scale = 1.0f / std::sqrt(float(s.head_dim));
+  a.softmax_scale = p.scale;  // the case's (1/sqrt(D) unless it says otherwise), as the reference
   a.softmax_scale_log2 = a.softmax_scale * 1.4426950408889634f;
   a.q_descale = a.k_descale = a.v_descale = 1.0f;
   return a;

@@ -26,10 +26,26 @@ Shape shape_from_json(const json& j) {
 namespace {
 json case_json(const CaseSpec& c) {
   return {{"id", c.id},         {"shape", shape_json(c.shape)}, {"seed", c.seed}, {"inputs", c.inputs},
-          {"qk_std", c.qk_std}, {"v_std", c.v_std},             {"out", c.out_path}};
+          {"qk_std", c.qk_std}, {"v_std", c.v_std},             {"out", c.out_path},
+          {"q_mean", c.q_mean}, {"outlier_every", c.outlier_every}, {"outlier_scale", c.outlier_scale},
+          {"k_sink", c.k_sink}, {"scale", c.scale},             {"layout", c.layout}};
 }
 CaseSpec case_from_json(const json& j) {
-  return {j.at("id"), shape_from_json(j.at("shape")), j.at("seed"), j.at("inputs"), j.at("qk_std"), j.at("v_std"), j.at("out")};
+  CaseSpec c;
+  c.id = j.at("id");
+  c.shape = shape_from_json(j.at("shape"));
+  c.seed = j.at("seed");
+  c.inputs = j.at("inputs");
+  c.qk_std = j.at("qk_std");
+  c.v_std = j.at("v_std");
+  c.out_path = j.at("out");
+  c.q_mean = j.value("q_mean", 0.0);
+  c.outlier_every = j.value("outlier_every", 0.0);
+  c.outlier_scale = j.value("outlier_scale", 1.0);
+  c.k_sink = j.value("k_sink", 0.0);
+  c.scale = j.value("scale", 0.0);
+  c.layout = j.value("layout", "");
+  return c;
 }
 }  // namespace
 

@@ -101,6 +101,14 @@ int peer_rank(const std::string& name) {
   return 3;
 }
 
+// ", sampled 12/12 (seed S)" when the gate drew sampled cases (records before it did not).
+std::string sampled_summary_text(const json& gates) {
+  const json s = gates.value("sampled", json());
+  if (!s.is_object() || !s.contains("seed") || !s["seed"].is_number_unsigned()) return "";
+  auto count = [&](const char* key) { return s.contains(key) && s[key].is_number() ? long(s[key].get<double>()) : 0L; };
+  return fmt::format(", sampled {}/{} (seed {})", count("passed"), count("cases"), s["seed"].get<uint64_t>());
+}
+
 // `sanitized`: the latest record of the same candidate that ran under --sanitize, if `r` did
 // not (an `evo gate` re-measure, say): the verdict belongs to the compiled code, not the run.
 std::string gates_summary(const json& r, const json* sanitized) {
@@ -130,8 +138,8 @@ std::string gates_summary(const json& r, const json* sanitized) {
     const json earlier = sanitized->value("gates", json::object()).value("sanitizer", json::object());
     san = std::string(flag(earlier, "pass") ? "sanitizer ok" : "sanitizer FAIL") + " (run " + string_or(*sanitized, "run_id") + ")";
   }
-  return fmt::format("{}/{} + post {}/{}, {}, max rel L2 {:.1e}, {}", pass, total, post_pass, post_total, det, max_rel,
-                     san);
+  return fmt::format("{}/{} + post {}/{}{}, {}, max rel L2 {:.1e}, {}", pass, total, post_pass, post_total,
+                     sampled_summary_text(gates), det, max_rel, san);
 }
 
 std::optional<long> integer(const json& j, const char* key) {

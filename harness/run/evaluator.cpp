@@ -10,6 +10,7 @@
 #include "core/paths.h"
 #include "gates/correctness.h"
 #include "gates/verdict.h"
+#include "run/sampler.h"
 #include "run/sanitizer.h"
 #include "run/worker_client.h"
 #include "store/population.h"
@@ -121,7 +122,7 @@ GpuJob prepare_job(const EvalEnv& env, const Candidate& c, const CompileResult& 
 class GpuEvaluation {
  public:
   GpuEvaluation(const EvalEnv& env, const Candidate& c, const GpuJob& g, json& rec, const ProgressFn& progress)
-      : env_(env), c_(c), g_(g), rec_(rec), progress_(progress), tol_(env.gates->tolerance(c.task)) {}
+      : env_(env), c_(c), g_(g), rec_(rec), progress_(progress) {}
 
   void drive(WorkerClient& worker) {
     while (auto ev = worker.next_event()) {
@@ -132,6 +133,7 @@ class GpuEvaluation {
   std::optional<Verdict> verdict;
   json checks = json::array(), post = json::array();
   bool deterministic = true;
+  std::string nondeterministic_case;  // the first case whose two launches differed
 
  private:
   // false: stop reading (the gate failed and the worker was told to stop)
@@ -162,12 +164,18 @@ class GpuEvaluation {
     const auto& [spec, ref_path] = it->second;
     if (!expected_output(spec.id, ev.out)) return reject(worker, "case " + spec.id + ": output in a file it was not given");
     checks.push_back(check_case(ev, spec, ref_path, ""));
-    if (!ev.deterministic.value_or(true)) deterministic = false;
+    if (!ev.deterministic.value_or(true) && deterministic) {
+      deterministic = false;
+      nondeterministic_case = spec.id;
+    }
     return true;
   }
 
   bool on_await(WorkerClient& worker) {
-    if (!verdict) verdict = determinism_verdict(deterministic);
+    if (!verdict) {
+      verdict = determinism_verdict(deterministic);
+      if (verdict) verdict->reason = nondeterministic_case + ": " + verdict->reason;  // names the case (and its dimensions)
+    }
     worker.send(verdict ? "stop" : "continue");
     return !verdict;
   }
@@ -209,7 +217,8 @@ class GpuEvaluation {
   }
 
   json check_case(const WorkerEvent& ev, const CaseSpec& spec, const std::string& ref_path, const std::string& prefix) {
-    OutputCheck oc = check_output(read_file(ev.out), read_file(ref_path), c_.task.dtype, tol_);
+    const Tolerance& tol = env_.gates->tolerance(c_.task, spec.inputs);  // per input distribution
+    OutputCheck oc = check_output(read_file(ev.out), read_file(ref_path), c_.task.dtype, tol);
     json j = check_json(oc);
     j["case"] = spec.id;
     j["shape"] = spec.shape.dims();
@@ -244,7 +253,6 @@ class GpuEvaluation {
   const GpuJob& g_;
   json& rec_;
   const ProgressFn& progress_;
-  const Tolerance& tol_;
 };
 
 // The gates' entries in the record, and the verdict once the worker has ended.
@@ -270,6 +278,18 @@ void add_fitness(json& rec, size_t bench_shapes) {
   const double n = double(rec["timing"].size());
   rec["fitness"] = {{"geomean_median_us", std::exp(log_med / n)}, {"geomean_p90_us", std::exp(log_p90 / n)},
                     {"shapes", rec["timing"].size()}, {"complete", true}};
+}
+
+// The sampled gate cases of a record: the seed that drew them, how many, how many passed.
+json sampled_summary(const EvalPlan& plan, const json& checks) {
+  if (!plan.gate_seed) return nullptr;
+  size_t run = 0, passed = 0;
+  for (const auto& ch : checks)
+    if (is_sampled_case(ch.value("case", ""))) {
+      ++run;
+      if (ch.value("pass", false) && ch.value("deterministic", true)) ++passed;
+    }
+  return {{"seed", *plan.gate_seed}, {"cases", plan.sampled_cases}, {"run", run}, {"passed", passed}};
 }
 
 // A would-be elite under compute-sanitizer (evo run --sanitize): a report keeps it out.
@@ -309,6 +329,8 @@ json evaluate_candidate(const EvalEnv& env, const Candidate& c, const CompileRes
   fs::remove_all(work, ec);
   const double worker_s = worker.seconds();
   settle(rec, evaluation, worker.failure(), plan.bench.size());
+  rec["gates"]["sampled"] = sampled_summary(plan, evaluation.checks);
+  rec["gate_seed"] = plan.gate_seed ? json(*plan.gate_seed) : json(nullptr);
   add_fitness(rec, plan.bench.size());
   const double sanitizer_s = sanitize_would_be_elite(rec, env, c, compiled, plan, standing, progress);
   rec["gpu_seconds"] = worker_s + sanitizer_s;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/sha256.h"
+#include "run/sampler.h"
 
 namespace evo {
 
@@ -14,6 +15,10 @@ CaseSpec make_case(const Shape& s, unsigned seed, const InputDistribution& in) {
   c.inputs = in.name;
   c.qk_std = in.qk_std;
   c.v_std = in.v_std;
+  c.q_mean = in.q_mean;
+  c.outlier_every = in.outlier_every;
+  c.outlier_scale = in.outlier_scale;
+  c.k_sink = in.k_sink;
   c.id = fmt::format("{}{}/s{}/{}", s.set.empty() ? "" : s.set + "/", s.dims(), seed, in.name);
   return c;
 }
@@ -25,12 +30,20 @@ EvalPlan make_plan(const GatesConfig& gates, const PlanRequest& r) {
   for (const Shape& s : gates.shapes(r.gate_sets, r.task))
     for (int seed : r.seeds)
       for (const auto& in : gates.inputs) p.gate_cases.push_back(make_case(s, unsigned(seed), in));
+  if (r.gate_seed) {
+    auto sampled = draw_sampled_cases(gates, r.task, *r.gate_seed);
+    p.gate_seed = r.gate_seed;
+    p.sampled_cases = sampled.size();
+    p.gate_cases.insert(p.gate_cases.end(), sampled.begin(), sampled.end());
+  }
   const InputDistribution& normal = gates.inputs.front();
   unsigned i = 0;
   for (const Shape& s : gates.shapes(r.bench_sets, r.task)) {
     BenchSpec b;
     b.timed = make_case(s, unsigned(r.seeds.empty() ? 0 : r.seeds.front()), normal);
-    b.fresh = make_case(s, unsigned(gates.post_timing_seed + i++), normal);
+    // Fresh inputs rotate through the post-timing distributions (fixed seeds: cached references).
+    const auto& fresh_in = gates.distributions.at(gates.post_timing_inputs[i % gates.post_timing_inputs.size()]);
+    b.fresh = make_case(s, unsigned(gates.post_timing_seed + i++), fresh_in);
     b.id = b.timed.shape.dims();
     p.bench.push_back(b);
   }

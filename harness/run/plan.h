@@ -2,6 +2,7 @@
 // and the benchmark shapes (each with its timed inputs and its fresh post-timing inputs).
 #pragma once
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,9 @@ struct EvalPlan {
   // "default" for gates.json's benchmark sets, else "custom-<hash of the shapes>": fitness is
   // only ranked against fitness over the same shapes.
   std::string benchmark = "default";
+  // The sampled gate cases (gates.json "sampled") among gate_cases were drawn with this seed.
+  std::optional<uint32_t> gate_seed;
+  size_t sampled_cases = 0;
 };
 
 struct PlanRequest {
@@ -29,6 +33,7 @@ struct PlanRequest {
   std::vector<std::string> bench_sets;
   std::vector<int> seeds;
   bool sanitize = false;
+  std::optional<uint32_t> gate_seed;  // draws the sampled cases; none: fixed sets only
 };
 
 EvalPlan make_plan(const GatesConfig& gates, const PlanRequest& request);

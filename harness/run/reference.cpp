@@ -21,6 +21,8 @@ fs::path ReferenceStore::path_for(const Task& task, const CaseSpec& c) const {
                               .update(task.name())
                               .update(c.shape.dims())
                               .update(fmt::format("|{}|{}|{:.17g}|{:.17g}", c.seed, c.inputs, c.qk_std, c.v_std))
+                              .update(fmt::format("|{:.17g}|{:.17g}|{:.17g}|{:.17g}|{:.17g}", c.q_mean, c.outlier_every,
+                                                  c.outlier_scale, c.k_sink, c.scale))
                               .hex();
   return dir_ / key.substr(0, 2) / (key + ".f32");
 }

@@ -61,7 +61,7 @@ std::vector<json> remeasure_elites(const Context& ctx, const RemeasureOptions& o
         if (!v.empty()) stage = std::max(stage, std::stoi(k));
     auto elites = stage_elites(pop, stage);
     if (elites.empty()) continue;
-    plans.push_back(make_plan(ctx.gates, {task, ctx.gates.gate_sets, ctx.gates.benchmark_sets, ctx.gates.seeds}));
+    plans.push_back(make_plan(ctx.gates, {task, ctx.gates.gate_sets, ctx.gates.benchmark_sets, ctx.gates.seeds, false, std::nullopt}));
     session.prepare_references(plans.back(), [](const std::string& s) { spdlog::info("{}", s); });
     for (int i = 0; i < o.top && i < int(elites.size()); ++i) {
       const json& e = elites[size_t(i)];

@@ -9,6 +9,7 @@
 #include "core/paths.h"
 #include "compile/compile_record.h"
 #include "core/sha256.h"
+#include "run/sampler.h"
 #include "gpu/support_source.h"
 #include "store/population.h"
 #include "store/record.h"
@@ -48,6 +49,12 @@ Session::~Session() {
 void Session::prepare_references(const EvalPlan& plan, const ProgressFn& progress) {
   progress(fmt::format("reference outputs for {} ({} cases)", plan.task.name(), reference_cases(plan).size()));
   references_->prepare(plan.task, reference_cases(plan), env_.work_root / ("reference-" + plan.task.name()));
+}
+
+void Session::drop_sampled_references(const EvalPlan& plan) const {
+  std::error_code ec;
+  for (const auto& c : plan.gate_cases)
+    if (is_sampled_case(c.id)) std::filesystem::remove(references_->path_for(plan.task, c), ec);
 }
 
 json Session::evaluate(const Candidate& c, const CompileResult& compiled, const EvalPlan& plan,

@@ -32,6 +32,8 @@ class Session {
   ~Session();
 
   void prepare_references(const EvalPlan& plan, const ProgressFn& progress);
+  // Sampled cases are new every run: their references leave the cache when the run is done.
+  void drop_sampled_references(const EvalPlan& plan) const;
   // Evaluates, appends the record durably, refreshes this GPU's populations; returns the record.
   nlohmann::json evaluate(const Candidate& c, const CompileResult& compiled, const EvalPlan& plan,
                           const EliteStanding& standing, const std::string& origin, const ProgressFn& progress);

@@ -64,7 +64,7 @@ TEST(GpuReference, MatchesCpuDoublePrecision) {
   ReferenceStore store(cache, support, "test", ctx.gates.limits, 0);
   for (const std::string task_name : {"fp16-d64", "bf16-d128-causal", "fp16-d128-causal"}) {
     const Task task = parse_task(task_name);
-    EvalPlan plan = make_plan(ctx.gates, {task, {"small", "1x4x2x100x77xD:bshd"}, {}, {0, 1}});
+    EvalPlan plan = make_plan(ctx.gates, {task, {"small", "1x4x2x100x77xD:bshd"}, {}, {0, 1}, false, std::nullopt});
     ASSERT_FALSE(plan.gate_cases.empty());
     // Dump inputs beside each reference through a dedicated worker job.
     WorkerJob job;

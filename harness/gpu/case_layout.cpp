@@ -1,0 +1,67 @@
+#include "gpu/case_layout.h"
+
+#include "core/errors.h"
+
+namespace evo {
+
+namespace {
+
+TensorPlacement dense(const Shape& s, Layout layout, int heads, int seq) {
+  Shape t = s;
+  t.layout = layout;
+  TensorPlacement p;
+  t.strides(heads, seq, p.stride);
+  p.buffer_elements = t.elements(heads, seq);
+  return p;
+}
+
+// One tensor's view of a fused [B, S, Hq + 2·Hkv, D] projection, starting at head `first`.
+TensorPlacement packed(const Shape& s, int seq, int first) {
+  const int64_t row = int64_t(s.heads_q + 2 * s.heads_kv) * s.head_dim;
+  TensorPlacement p;
+  p.stride[0] = row * seq;
+  p.stride[1] = s.head_dim;
+  p.stride[2] = row;
+  p.offset = int64_t(first) * s.head_dim;
+  p.buffer_elements = row * seq * s.batch;
+  return p;
+}
+
+// A BHSD slice of a KV cache with capacity for `capacity` keys per head.
+TensorPlacement cache(const Shape& s, int capacity) {
+  TensorPlacement p;
+  p.stride[2] = s.head_dim;
+  p.stride[1] = int64_t(capacity) * s.head_dim;
+  p.stride[0] = p.stride[1] * s.heads_kv;
+  p.buffer_elements = p.stride[0] * s.batch;
+  return p;
+}
+
+}  // namespace
+
+CaseLayout case_layout(const Shape& s, const std::string& layout) {
+  CaseLayout c;
+  if (layout.empty() || layout == "bhsd" || layout == "bshd") {
+    const Layout l = layout.empty() ? s.layout : (layout == "bshd" ? Layout::bshd : Layout::bhsd);
+    c.q = c.o = dense(s, l, s.heads_q, s.seq_q);
+    c.k = c.v = dense(s, l, s.heads_kv, s.seq_kv);
+  } else if (layout == "packed_qkv") {
+    c.q = packed(s, s.seq_q, 0);
+    c.k = packed(s, s.seq_kv, s.heads_q);
+    c.v = packed(s, s.seq_kv, s.heads_q + s.heads_kv);
+    c.o = dense(s, Layout::bshd, s.heads_q, s.seq_q);
+  } else if (layout == "mixed") {
+    c.q = dense(s, Layout::bshd, s.heads_q, s.seq_q);
+    c.k = dense(s, Layout::bhsd, s.heads_kv, s.seq_kv);
+    c.v = dense(s, Layout::bshd, s.heads_kv, s.seq_kv);
+    c.o = dense(s, Layout::bhsd, s.heads_q, s.seq_q);
+  } else if (layout == "kv_cache") {
+    c.q = c.o = dense(s, Layout::bhsd, s.heads_q, s.seq_q);
+    c.k = c.v = cache(s, s.seq_kv + 37);  // 37: room that no tile size divides
+  } else {
+    throw usage_error("unknown case layout '" + layout + "': use packed_qkv, mixed or kv_cache");
+  }
+  return c;
+}
+
+}  // namespace evo

@@ -1,0 +1,35 @@
+// What evo_fill (support_kernels.cu) writes into each of Q, K and V for a case: its input
+// distribution split per tensor. Q carries the mean and the outlier rows, K the sink key,
+// V its own spread.
+#pragma once
+#include "gpu/worker_protocol.h"
+
+namespace evo {
+
+// Mirrors EvoFill in support_kernels.cu (passed by value as a kernel argument).
+struct FillParams {
+  float stddev = 1, mean = 0, outlier_scale = 1, sink = 0;
+  unsigned outlier_every = 0;  // 0: no outlier rows
+};
+static_assert(sizeof(FillParams) == 20, "FillParams must mirror EvoFill");
+
+struct TensorFills {
+  FillParams q, k, v;
+};
+
+inline TensorFills tensor_fills(const CaseSpec& c) {
+  TensorFills f;
+  f.q.stddev = float(c.qk_std);
+  f.q.mean = float(c.q_mean);
+  f.q.outlier_scale = float(c.outlier_scale);
+  f.q.outlier_every = unsigned(c.outlier_every);
+  f.k.stddev = float(c.qk_std);
+  f.k.sink = float(c.k_sink);
+  f.v.stddev = float(c.v_std);
+  return f;
+}
+
+// Fills bytes of a padded buffer (packed and cached layouts) that hold no tensor element.
+inline constexpr unsigned char kPaddingByte = 0x7E;
+
+}  // namespace evo
