@@ -51,6 +51,7 @@ void Session::prepare_references(const EvalPlan& plan, const ProgressFn& progres
 json Session::evaluate(const Candidate& c, const CompileResult& compiled, const EvalPlan& plan,
                        const EliteStanding& standing, const std::string& origin, const ProgressFn& progress) {
   json rec = evaluate_candidate(env_, c, compiled, plan, standing, origin, progress);
+  if (annotate_) annotate_(rec);
   append_record(results_file_, rec);
   if (options_.update_populations) refresh_populations();
   return rec;

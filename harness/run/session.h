@@ -2,6 +2,7 @@
 // scratch space, and where records and populations go. `evo run` and `evo gate` share it.
 #pragma once
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -35,6 +36,8 @@ class Session {
                           const EliteStanding& standing, const std::string& origin, const ProgressFn& progress);
   nlohmann::json population(const Task& task, const std::string& benchmark) const;  // this GPU's, or empty
   const GpuInfo& gpu() const { return env_.gpu; }
+  // `evo evolve` and `evo eval`: adds their fields to each record before it is written.
+  void set_annotate(std::function<void(nlohmann::json&)> annotate) { annotate_ = std::move(annotate); }
   const std::filesystem::path& results_file() const { return results_file_; }
 
  private:
@@ -43,6 +46,7 @@ class Session {
   EvalEnv env_;
   std::unique_ptr<ReferenceStore> references_;
   std::filesystem::path results_file_;
+  std::function<void(nlohmann::json&)> annotate_;
 };
 
 }  // namespace evo
