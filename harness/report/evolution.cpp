@@ -167,11 +167,10 @@ void lineage_section(std::string& md, const std::vector<json>& records, const st
 
 std::string render_evolution_markdown(const std::vector<json>& records, const std::string& gpu, const std::string& task) {
   const auto runs = summarize(records, gpu, task);
+  if (runs.empty()) return "";  // reports of records without evolution stay as they were
   std::string md = "\n## Evolution (`evo evolve`)\n\n";
-  if (runs.empty())
-    md += "No `evo evolve` run recorded yet.\n\n";
-  else
-    runs_table(md, runs, records), curves(md, runs);
+  runs_table(md, runs, records);
+  curves(md, runs);
   lineage_section(md, records, gpu, task);
   return md;
 }

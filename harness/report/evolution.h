@@ -8,7 +8,7 @@
 
 namespace evo {
 
-// Empty when no record came from evo evolve and no elite has a parent to show.
+// Empty when no record came from evo evolve.
 std::string render_evolution_markdown(const std::vector<nlohmann::json>& records, const std::string& gpu_filter,
                                       const std::string& task_filter);
 
