@@ -46,7 +46,7 @@ json standing_json(const json& rec, const json& population, int stage, const fs:
   for (const auto& t : rec["timing"]) {
     json best;
     for (const auto& p : peers.is_array() ? peers : json::array())
-      if (string_or(p, "task") == rec["task"] && string_or(p, "shape") == string_or(t, "shape") && p.contains("timing") &&
+      if (string_or(p, "task") == string_or(rec, "task") && string_or(p, "shape") == string_or(t, "shape") && p.contains("timing") &&
           !p["timing"].empty() && (best.is_null() || p["timing"][0]["median_us"] < best["timing"][0]["median_us"]))
         best = p;
     if (!best.is_null())
