@@ -253,8 +253,9 @@ json Loop::one(const Proposal& p, const Candidate* c, const CompileResult& compi
     if (f > 0 && (best_quick == 0 || f < best_quick)) best_quick = f;
     if (!promote) {
       verdict["outcome"] = rec["outcome"];
-      verdict["reason"] = rec["outcome"] == "ok" ? fmt::format("screened out: {:.2f} µs on the quick shape, best {:.2f}", f, best_quick)
-                                                 : rec["reason"].get<std::string>();
+      verdict["reason"] = rec["outcome"] != "ok" ? rec["reason"].get<std::string>()
+                          : f > 0 ? fmt::format("screened out: {:.2f} µs on the quick shape, best {:.2f}", f, best_quick)
+                                  : "screened out: timing pruned, clearly slower than the elite on the quick shape";
       verdict["gpu_seconds"] = rec["gpu_seconds"];
       return verdict;
     }

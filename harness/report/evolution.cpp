@@ -22,6 +22,7 @@ struct RunSummary {
   double gpu_s = 0, best = 0;
   std::map<std::string, int> admissions;
   std::vector<std::pair<double, double>> curve;  // (GPU-s so far, best full fitness so far)
+  std::string best_id;
 };
 
 std::string params_of(const json& r) {
@@ -66,6 +67,7 @@ std::map<std::string, RunSummary> summarize(const std::vector<json>& records, co
       const double f = number_or(object_or_null(*r, "fitness"), "geomean_median_us", 0);
       if (full && f > 0 && (s.best == 0 || f < s.best)) {
         s.best = f;
+        s.best_id = string_or(*r, "candidate_id");
         s.curve.emplace_back(s.gpu_s, f);
       }
     }
@@ -115,7 +117,10 @@ void runs_table(std::string& md, const std::map<std::string, RunSummary>& runs, 
 // Runs of one GPU, task and stage side by side: best fitness so far at equal GPU-seconds.
 void curves(std::string& md, const std::map<std::string, RunSummary>& runs) {
   std::map<std::string, std::vector<const RunSummary*>> groups;
-  for (const auto& [id, s] : runs) groups[fmt::format("{} {} stage {}", s.gpu, s.task, s.stage)].push_back(&s);
+  // The ablation: the tunable generators (builtin, random) of one GPU, task and stage.
+  for (const auto& [id, s] : runs)
+    if (s.generator == "builtin" || s.generator == "random")
+      groups[fmt::format("{} {} stage {}", s.gpu, s.task, s.stage)].push_back(&s);
   for (const auto& [key, list] : groups) {
     if (list.size() < 2) continue;
     double common = 1e300;
@@ -138,6 +143,24 @@ void curves(std::string& md, const std::map<std::string, RunSummary>& runs) {
   }
 }
 
+// Where each run's best came from: its parents back to the elite it was bred from.
+void best_lineage(std::string& md, const std::map<std::string, RunSummary>& runs, const std::vector<json>& records) {
+  const auto by_id = index_by_candidate(records);
+  std::string rows;
+  for (const auto& [id, s] : runs) {
+    if (s.best_id.empty()) continue;
+    std::string chain;
+    for (const auto& c : lineage(by_id, s.best_id)) {
+      auto it = by_id.find(c);
+      if (it == by_id.end()) break;
+      chain += (chain.empty() ? "" : " ← ") + fmt::format("`{}` {} {}", c.substr(0, 8), string_or(it->second, "variant"), params_of(it->second));
+    }
+    rows += fmt::format("| {} | `{}` | {:.2f} | {} |\n", id, s.generator.substr(0, 40), s.best, chain);
+  }
+  if (!rows.empty())
+    md += "### Lineage of each run's best\n\n| run | generator | best µs | lineage (child ← parent) |\n|---|---|---:|---|\n" + rows + "\n";
+}
+
 void lineage_section(std::string& md, const std::vector<json>& records, const std::string& gpu, const std::string& task) {
   const auto by_id = index_by_candidate(records);
   std::string rows;
@@ -145,14 +168,18 @@ void lineage_section(std::string& md, const std::vector<json>& records, const st
     if ((!gpu.empty() && pop["gpu"] != gpu) || (!task.empty() && pop["task"] != task) || pop["benchmark"] != "default") continue;
     for (auto& [stage, elites] : pop["stages"].items())
       for (const auto& e : elites) {
-        std::string chain;
-        for (const auto& id : lineage(by_id, string_or(e, "candidate_id"))) {
-          auto it = by_id.find(id);
-          const double f = it == by_id.end() ? 0 : number_or(object_or_null(it->second, "fitness"), "geomean_median_us", 0);
-          chain += (chain.empty() ? "" : " ← ") + fmt::format("`{}`", id.substr(0, 8)) +
-                   (it == by_id.end() ? "" : fmt::format(" {}{}", params_of(it->second), f > 0 ? fmt::format(" {:.2f} µs", f) : ""));
+        // The elite with its own fitness, then its ancestors (params only: their records may be
+        // screens or other benchmarks).
+        std::string chain = fmt::format("`{}` {} {:.2f} µs", string_or(e, "candidate_id").substr(0, 8), params_of(e),
+                                        number_or(object_or_null(e, "fitness"), "geomean_median_us", 0));
+        const auto ids = lineage(by_id, string_or(e, "candidate_id"));
+        for (size_t i = 1; i < ids.size(); ++i) {
+          auto it = by_id.find(ids[i]);
+          if (it == by_id.end()) break;
+          chain += fmt::format(" ← `{}` {}", ids[i].substr(0, 8), params_of(it->second));
         }
-        const std::string vparent = string_or(e, "parent");
+        std::string vparent = string_or(e, "parent");
+        if (vparent == "none" || vparent == "null") vparent.clear();
         rows += fmt::format("| {} | {} | {} | {} | {} | {}{} |\n", pop["gpu"].get<std::string>(), pop["task"].get<std::string>(),
                             stage, e.value("rank", 0), string_or(e, "variant"), chain,
                             vparent.empty() ? "" : " ← variant " + vparent);
@@ -171,6 +198,7 @@ std::string render_evolution_markdown(const std::vector<json>& records, const st
   std::string md = "\n## Evolution (`evo evolve`)\n\n";
   runs_table(md, runs, records);
   curves(md, runs);
+  best_lineage(md, runs, records);
   lineage_section(md, records, gpu, task);
   return md;
 }

@@ -86,6 +86,8 @@ def answer(reply_text, req):
     if not m:
         return {"candidates": [], "notes": "the model's reply had no ```cuda code block: " + (reply_text or "")[:200]}
     parent = re.search(r"^Parent:\s*(\S+)", reply_text, re.M)
+    if parent and parent.group(1).lower() in ("none", "null", "-"):
+        parent = None
     why = re.search(r"^Rationale:\s*(.+)$", reply_text, re.M)
     elites = req.get("i2", {}).get("elites", [])
     return {"candidates": [{
