@@ -6,7 +6,7 @@
 #include "core/errors.h"
 #include "core/paths.h"
 #include "report/compare.h"
-#include "report/evolution.h"
+#include "evolve/report.h"
 #include "store/atomic_file.h"
 
 namespace evo {

@@ -14,6 +14,7 @@
 #include "run/session.h"
 #include "store/json_fields.h"
 #include "store/population.h"
+#include "compile/compile_record.h"
 #include "store/record.h"
 
 namespace evo {

@@ -20,6 +20,7 @@
 #include "store/atomic_file.h"
 #include "store/json_fields.h"
 #include "store/population.h"
+#include "compile/compile_record.h"
 #include "store/record.h"
 #include "store/records.h"
 

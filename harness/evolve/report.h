@@ -1,4 +1,4 @@
-// The evolution part of COMPARE.md: every `evo evolve` run (generator, evaluations,
+// The evolution part of COMPARE.md (appended by evo compare): every `evo evolve` run (generator, evaluations,
 // GPU-seconds per evaluation, admissions), best fitness against GPU-seconds for runs of the
 // same stage and task side by side (builtin against random sampling), and each elite's lineage.
 #pragma once

@@ -1,4 +1,4 @@
-#include "report/evolution.h"
+#include "evolve/report.h"
 
 #include <fmt/format.h>
 
