@@ -124,7 +124,7 @@ TEST(Admission, DisplacesOnlyBeyondTheSpread) {
 
 TEST(Admission, ATieRecordTakesNoPlaceInThePopulation) {
   auto rec = [](const std::string& id, double f, const char* admission) {
-    json r = {{"kind", "run"}, {"candidate_id", id}, {"variant", "5-s/" + id}, {"params", json::object()}, {"task", "fp16-d64"},
+    json r = {{"schema_version", "1.0"}, {"kind", "run"}, {"candidate_id", id}, {"variant", "5-s/" + id}, {"params", json::object()}, {"task", "fp16-d64"},
               {"source_sha256", id}, {"stage", 5}, {"outcome", "ok"}, {"time", "2026-01-01T00:00:00Z"},
               {"env", {{"gpu_key", "gpu"}}}, {"fitness", {{"geomean_median_us", f}, {"complete", true}}}};
     if (admission) r["evolve"] = {{"admission", admission}};
