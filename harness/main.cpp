@@ -24,6 +24,9 @@ int main(int argc, char** argv) {
   evo::add_compare_command(app);
   evo::add_gate_command(app);
   evo::add_merge_command(app);
+  evo::add_eval_command(app);
+  evo::add_request_command(app);
+  evo::add_evolve_command(app);
   evo::add_internal_commands(app);
 
   try {

@@ -3,7 +3,7 @@
 # NVRTC and headers under $CUDA_HOME or /usr/local/cuda).
 set -euo pipefail
 packages=(cmake ninja-build g++ libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libgtest-dev
-          clang libclang-rt-14-dev)
+          clang libclang-rt-14-dev python3)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

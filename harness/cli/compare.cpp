@@ -6,6 +6,7 @@
 #include "core/errors.h"
 #include "core/paths.h"
 #include "report/compare.h"
+#include "evolve/report.h"
 #include "store/atomic_file.h"
 
 namespace evo {
@@ -23,7 +24,8 @@ void run_compare(const CompareOptions& o) {
   const Comparison comparison = build_comparison(input, {o.gpu, o.task});
   const std::string text = o.format == "json"  ? render_json(comparison)
                            : o.format == "csv" ? render_csv(comparison)
-                                               : render_markdown(comparison);
+                                               : render_markdown(comparison) +
+                                                     render_evolution_markdown(input.records, o.gpu, o.task);
   if (o.out == "-") {
     std::cout << text;
     return;

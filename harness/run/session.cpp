@@ -61,6 +61,7 @@ json Session::evaluate(const Candidate& c, const CompileResult& compiled, const 
                        const EliteStanding& standing, const std::string& origin, const ProgressFn& progress) {
   json rec = evaluate_candidate(env_, c, compiled, plan, standing, origin, progress);
   stamp(rec);
+  if (annotate_) annotate_(rec);
   append_record(results_file_, rec);
   if (options_.update_populations) refresh_populations();
   return rec;

@@ -2,6 +2,7 @@
 // scratch space, and where records and populations go. `evo run` and `evo gate` share it.
 #pragma once
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -43,6 +44,8 @@ class Session {
                                        const std::string& origin, const std::string& why);
   nlohmann::json population(const Task& task, const std::string& benchmark) const;  // this GPU's, or empty
   const GpuInfo& gpu() const { return env_.gpu; }
+  // `evo evolve` and `evo eval`: adds their fields to each record before it is written.
+  void set_annotate(std::function<void(nlohmann::json&)> annotate) { annotate_ = std::move(annotate); }
   const std::filesystem::path& results_file() const { return results_file_; }
   // Derives this GPU's populations from every record again (after parallel evaluations).
   void refresh_populations() const;
@@ -53,6 +56,7 @@ class Session {
   EvalEnv env_;
   std::unique_ptr<ReferenceStore> references_;
   std::filesystem::path results_file_;
+  std::function<void(nlohmann::json&)> annotate_;
 };
 
 // One session per GPU of `gpus` (one model, from query_devices), all appending to the first

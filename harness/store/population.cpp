@@ -112,6 +112,8 @@ std::map<std::string, json> derive_populations(const std::vector<json>& records)
   std::map<std::string, std::map<int, std::vector<const ReadRecord*>>> groups;
   for (const auto& [key, r] : latest) {
     if (r.rec.outcome != Outcome::ok || !complete_fitness(r.rec)) continue;
+    // evo evolve: faster than an elite only within the measured spread is a tie, not a place.
+    if (string_or(object_or_null(*r.raw, "evolve"), "admission") == "tie") continue;
     // Fitness is a geomean over one benchmark set: rank only against the same set.
     const std::string bench = r.rec.benchmark.value_or("default");
     if (!plain_name(bench)) continue;

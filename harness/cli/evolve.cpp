@@ -1,0 +1,32 @@
+// evo evolve: the generator loop (evolve/loop.h).
+#include "cli/commands.h"
+#include "evolve/loop.h"
+
+namespace evo {
+
+void add_evolve_command(CLI::App& app) {
+  auto o = std::make_shared<EvolveOptions>();
+  auto* cmd = app.add_subcommand("evolve", "Generations of proposals from a generator, gated, timed and admitted");
+  cmd->add_option("--task", o->task, "task")->capture_default_str();
+  cmd->add_option("--stage", o->stage, "stage number")->required();
+  cmd->add_option("--generator", o->generator,
+                  "builtin (mutation + crossover of tunables), random (uniform draws: the baseline) or exec:COMMAND "
+                  "(request JSON on stdin, {\"candidates\": [...]} on stdout)")
+      ->capture_default_str();
+  cmd->add_option("--generations", o->generations, "generations")->capture_default_str();
+  cmd->add_option("--population", o->population, "proposals per generation")->capture_default_str();
+  cmd->add_option("--budget-gpu-s", o->budget_gpu_s, "stop once this many GPU-seconds are spent (0: no limit)")->capture_default_str();
+  cmd->add_option("--operator", o->op, "request parts for exec generators: free, insight or full")->capture_default_str();
+  cmd->add_option("--resume", o->resume, "continue the run with this id (from its records)");
+  cmd->add_option("--rng-seed", o->rng_seed, "seed of the builtin generator")->capture_default_str();
+  cmd->add_flag("--quick", o->quick, "screen each candidate on the small gate and one shape; only the promising get the full run");
+  cmd->add_option("--promote", o->promote, "with --quick: go on when within this factor of the best screen")->capture_default_str();
+  cmd->add_option("--generator-timeout", o->generator_timeout_s, "seconds an exec generator may take per request")->capture_default_str();
+  cmd->add_option("--results-dir", o->results_dir, "where records and traces go")->capture_default_str();
+  cmd->add_option("--populations-dir", o->populations_dir, "where populations are written")->capture_default_str();
+  cmd->add_option("--cache-dir", o->cache_dir, "compile and reference cache (default: $XDG_CACHE_HOME/evo)");
+  cmd->add_option("--device", o->device, "CUDA device index")->capture_default_str();
+  cmd->callback([o] { run_evolve(*o); });
+}
+
+}  // namespace evo

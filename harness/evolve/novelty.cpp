@@ -1,0 +1,76 @@
+#include "evolve/novelty.h"
+
+#include <cctype>
+
+#include "core/paths.h"
+#include "core/sha256.h"
+#include "store/json_fields.h"
+
+namespace evo {
+
+using nlohmann::json;
+
+std::string normalized_source(const std::string& s) {
+  std::string out;
+  bool space = false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s.compare(i, 2, "//") == 0) {
+      i = s.find('\n', i);
+      if (i == std::string::npos) break;
+      space = true;
+      continue;
+    }
+    if (s.compare(i, 2, "/*") == 0) {
+      const size_t end = s.find("*/", i + 2);
+      if (end == std::string::npos) break;
+      i = end + 1;
+      space = true;
+      continue;
+    }
+    if (std::isspace(static_cast<unsigned char>(s[i]))) {
+      space = true;
+      continue;
+    }
+    if (space && !out.empty()) out += ' ';
+    space = false;
+    out += s[i];
+  }
+  return out;
+}
+
+std::string NoveltyFilter::normalized_hash(const std::string& sha, const std::string& source) const {
+  auto it = by_sha_.find(sha);
+  if (it != by_sha_.end()) return it->second;
+  return by_sha_[sha] = sha256_hex(normalized_source(source));
+}
+
+std::string NoveltyFilter::key(const Candidate& c) const {
+  // Records keep params as a JSON object (sorted by name): sort here too.
+  std::map<std::string, long> sorted(c.params.begin(), c.params.end());
+  std::string params;
+  for (const auto& [k, v] : sorted) params += (params.empty() ? "" : " ") + k + "=" + std::to_string(v);
+  return normalized_hash(sha256_hex(c.variant->source), c.variant->source) + "|" + (params.empty() ? "(defaults)" : params) +
+         "|" + c.task.name();
+}
+
+void NoveltyFilter::add_records(const std::vector<json>& records) {
+  for (const auto& r : records) {
+    if (string_or(r, "task") != task_ || string_or(r, "kind") != "run") continue;
+    const std::string sha = string_or(r, "source_sha256"), path = string_or(r, "source_path");
+    std::string norm;
+    if (auto it = by_sha_.find(sha); it != by_sha_.end()) {
+      norm = it->second;
+    } else {
+      if (path.empty() || !std::filesystem::exists(root_ / path)) continue;
+      const std::string src = read_file(root_ / path);
+      if (sha256_hex(src) != sha) continue;  // the file changed since: that record is another source
+      norm = normalized_hash(sha, src);
+    }
+    std::string params;
+    if (r.contains("params") && r["params"].is_object())
+      for (auto& [k, v] : r["params"].items()) params += (params.empty() ? "" : " ") + k + "=" + v.dump();
+    keys_.insert(norm + "|" + (params.empty() ? "(defaults)" : params) + "|" + task_);
+  }
+}
+
+}  // namespace evo

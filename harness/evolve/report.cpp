@@ -1,0 +1,206 @@
+#include "evolve/report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "evolve/request.h"
+#include "store/json_fields.h"
+#include "store/population.h"
+
+namespace evo {
+
+using nlohmann::json;
+
+namespace {
+
+struct RunSummary {
+  std::string id, generator, task, gpu;
+  int stage = 0, generations = 0;
+  size_t evaluations = 0, records = 0;
+  double gpu_s = 0, best = 0;
+  std::map<std::string, int> admissions;
+  std::vector<std::pair<double, double>> curve;  // (GPU-s so far, best full fitness so far)
+  std::string best_id;
+};
+
+std::string params_of(const json& r) {
+  std::string s;
+  if (r.contains("params") && r["params"].is_object())
+    for (auto& [k, v] : r["params"].items()) s += (s.empty() ? "" : " ") + k + "=" + v.dump();
+  return s.empty() ? "(defaults)" : s;
+}
+
+bool reached_gpu(const json& r) {
+  const std::string o = string_or(r, "outcome");
+  return o != "constraints" && o != "compile" && o != "resources" && o != "unsupported";
+}
+
+std::map<std::string, RunSummary> summarize(const std::vector<json>& records, const std::string& gpu, const std::string& task) {
+  std::map<std::string, RunSummary> runs;
+  std::map<std::string, std::vector<const json*>> by_run;
+  for (const auto& r : records) {
+    const json ev = object_or_null(r, "evolve");
+    if (!ev.is_object() || string_or(r, "kind") != "run") continue;
+    if ((!gpu.empty() && string_or(object_or_null(r, "env"), "gpu_key") != gpu) || (!task.empty() && string_or(r, "task") != task)) continue;
+    by_run[string_or(ev, "run")].push_back(&r);
+  }
+  for (auto& [id, list] : by_run) {
+    std::stable_sort(list.begin(), list.end(), [](const json* a, const json* b) { return string_or(*a, "time") < string_or(*b, "time"); });
+    RunSummary s;
+    s.id = id;
+    bool screened = false;
+    for (const json* r : list) screened |= string_or((*r)["evolve"], "phase") == "screen";
+    for (const json* r : list) {
+      const json& ev = (*r)["evolve"];
+      s.generator = string_or(ev, "generator");
+      s.task = string_or(*r, "task");
+      s.gpu = string_or(object_or_null(*r, "env"), "gpu_key");
+      s.stage = r->value("stage", 0);
+      s.generations = std::max(s.generations, ev.value("generation", 0) + 1);
+      ++s.records;
+      s.gpu_s += number_or(*r, "gpu_seconds", 0);
+      const bool full = string_or(ev, "phase") == "full";
+      if (reached_gpu(*r) && (screened ? !full : true)) ++s.evaluations;
+      if (ev.contains("admission")) ++s.admissions[string_or(ev, "admission")];
+      const double f = number_or(object_or_null(*r, "fitness"), "geomean_median_us", 0);
+      if (full && f > 0 && (s.best == 0 || f < s.best)) {
+        s.best = f;
+        s.best_id = string_or(*r, "candidate_id");
+        s.curve.emplace_back(s.gpu_s, f);
+      }
+    }
+    runs[id] = s;
+  }
+  return runs;
+}
+
+double best_at(const RunSummary& s, double gpu_s) {
+  double b = 0;
+  for (const auto& [g, f] : s.curve)
+    if (g <= gpu_s) b = f;
+  return b;
+}
+
+// GPU-seconds per candidate of `evo run` (records with origin elite/domain) for a stage and task.
+std::string run_cost(const std::vector<json>& records, const RunSummary& s) {
+  double sum = 0;
+  size_t n = 0;
+  for (const auto& r : records) {
+    const std::string origin = string_or(r, "origin");
+    if ((origin == "elite" || origin == "domain") && string_or(r, "task") == s.task && r.value("stage", -1) == s.stage &&
+        string_or(object_or_null(r, "env"), "gpu_key") == s.gpu && reached_gpu(r)) {
+      sum += number_or(r, "gpu_seconds", 0);
+      ++n;
+    }
+  }
+  return n ? fmt::format("{:.2f} ({} candidates)", sum / double(n), n) : "-";
+}
+
+void runs_table(std::string& md, const std::map<std::string, RunSummary>& runs, const std::vector<json>& records) {
+  md += "GPU evaluations count each candidate that reached the GPU once (its quick screen when the run screened). "
+        "The last column is what `evo run` spent per candidate on the same GPU, task and stage.\n\n";
+  md += "| run | generator | GPU | task | stage | generations | records | GPU evaluations | GPU-s | GPU-s / evaluation | best µs | admissions | evo run GPU-s / candidate |\n";
+  md += "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|\n";
+  for (const auto& [id, s] : runs) {
+    std::string adm;
+    for (const auto& [k, n] : s.admissions) adm += (adm.empty() ? "" : ", ") + fmt::format("{} {}", n, k);
+    md += fmt::format("| {} | `{}` | {} | {} | {} | {} | {} | {} | {:.1f} | {:.2f} | {} | {} | {} |\n", id, s.generator.substr(0, 60),
+                      s.gpu, s.task, s.stage, s.generations, s.records, s.evaluations, s.gpu_s,
+                      s.evaluations ? s.gpu_s / double(s.evaluations) : 0.0, s.best > 0 ? fmt::format("{:.2f}", s.best) : "-",
+                      adm.empty() ? "-" : adm, run_cost(records, s));
+  }
+  md += "\n";
+}
+
+// Runs of one GPU, task and stage side by side: best fitness so far at equal GPU-seconds.
+void curves(std::string& md, const std::map<std::string, RunSummary>& runs) {
+  std::map<std::string, std::vector<const RunSummary*>> groups;
+  // The ablation: the tunable generators (builtin, random) of one GPU, task and stage.
+  for (const auto& [id, s] : runs)
+    if (s.generator == "builtin" || s.generator == "random")
+      groups[fmt::format("{} {} stage {}", s.gpu, s.task, s.stage)].push_back(&s);
+  for (const auto& [key, list] : groups) {
+    if (list.size() < 2) continue;
+    double common = 1e300;
+    for (const auto* s : list) common = std::min(common, s->gpu_s);
+    md += fmt::format("### Best fitness (µs, lower wins) against GPU-seconds: {}\n\n| GPU-s |", key);
+    for (const auto* s : list) md += fmt::format(" {} (`{}`) |", s->id, s->generator.substr(0, 30));
+    md += "\n|---:|";
+    for (size_t i = 0; i < list.size(); ++i) md += "---:|";
+    md += "\n";
+    for (int k = 1; k <= 10; ++k) {
+      const double at = common * k / 10.0;
+      md += fmt::format("| {:.1f} |", at);
+      for (const auto* s : list) {
+        const double b = best_at(*s, at);
+        md += b > 0 ? fmt::format(" {:.2f} |", b) : " - |";
+      }
+      md += "\n";
+    }
+    md += fmt::format("\nAt the common budget of {:.1f} GPU-s each.\n\n", common);
+  }
+}
+
+// Where each run's best came from: its parents back to the elite it was bred from.
+void best_lineage(std::string& md, const std::map<std::string, RunSummary>& runs, const std::vector<json>& records) {
+  const auto by_id = index_by_candidate(records);
+  std::string rows;
+  for (const auto& [id, s] : runs) {
+    if (s.best_id.empty()) continue;
+    std::string chain;
+    for (const auto& c : lineage(by_id, s.best_id)) {
+      auto it = by_id.find(c);
+      if (it == by_id.end()) break;
+      chain += (chain.empty() ? "" : " ← ") + fmt::format("`{}` {} {}", c.substr(0, 8), string_or(it->second, "variant"), params_of(it->second));
+    }
+    rows += fmt::format("| {} | `{}` | {:.2f} | {} |\n", id, s.generator.substr(0, 40), s.best, chain);
+  }
+  if (!rows.empty())
+    md += "### Lineage of each run's best\n\n| run | generator | best µs | lineage (child ← parent) |\n|---|---|---:|---|\n" + rows + "\n";
+}
+
+void lineage_section(std::string& md, const std::vector<json>& records, const std::string& gpu, const std::string& task) {
+  const auto by_id = index_by_candidate(records);
+  std::string rows;
+  for (const auto& [key, pop] : derive_populations(records)) {
+    if ((!gpu.empty() && pop["gpu"] != gpu) || (!task.empty() && pop["task"] != task) || pop["benchmark"] != "default") continue;
+    for (auto& [stage, elites] : pop["stages"].items())
+      for (const auto& e : elites) {
+        // The elite with its own fitness, then its ancestors (params only: their records may be
+        // screens or other benchmarks).
+        std::string chain = fmt::format("`{}` {} {:.2f} µs", string_or(e, "candidate_id").substr(0, 8), params_of(e),
+                                        number_or(object_or_null(e, "fitness"), "geomean_median_us", 0));
+        const auto ids = lineage(by_id, string_or(e, "candidate_id"));
+        for (size_t i = 1; i < ids.size(); ++i) {
+          auto it = by_id.find(ids[i]);
+          if (it == by_id.end()) break;
+          chain += fmt::format(" ← `{}` {}", ids[i].substr(0, 8), params_of(it->second));
+        }
+        std::string vparent = string_or(e, "parent");
+        if (vparent == "none" || vparent == "null") vparent.clear();
+        rows += fmt::format("| {} | {} | {} | {} | {} | {}{} |\n", pop["gpu"].get<std::string>(), pop["task"].get<std::string>(),
+                            stage, e.value("rank", 0), string_or(e, "variant"), chain,
+                            vparent.empty() ? "" : " ← variant " + vparent);
+      }
+  }
+  if (rows.empty()) return;
+  md += "### Lineage of the elites\n\nEach elite back through the candidates it was bred from (`evo evolve` records), then the "
+        "variant its file names as parent.\n\n| GPU | task | stage | rank | variant | lineage |\n|---|---|---:|---:|---|---|\n" + rows + "\n";
+}
+
+}  // namespace
+
+std::string render_evolution_markdown(const std::vector<json>& records, const std::string& gpu, const std::string& task) {
+  const auto runs = summarize(records, gpu, task);
+  if (runs.empty()) return "";  // reports of records without evolution stay as they were
+  std::string md = "\n## Evolution (`evo evolve`)\n\n";
+  runs_table(md, runs, records);
+  curves(md, runs);
+  best_lineage(md, runs, records);
+  lineage_section(md, records, gpu, task);
+  return md;
+}
+
+}  // namespace evo

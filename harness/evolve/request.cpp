@@ -1,0 +1,172 @@
+#include "evolve/request.h"
+
+#include <fmt/format.h>
+
+#include "core/paths.h"
+#include "evolve/search_space.h"
+#include "store/json_fields.h"
+#include "store/population.h"
+
+namespace evo {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kSemantics =
+    "Scaled dot-product attention forward: O = softmax(Q·Kᵀ·scale [+ causal mask, top-left aligned]) · V, "
+    "per batch and query head; K/V heads are shared by Hq/Hkv query heads (GQA/MQA). Any Sq, Skv (ragged tails, "
+    "Sq != Skv), strides with a contiguous last dim (BHSD or BSHD). FP32 softmax and accumulation; output in the "
+    "input dtype, every element written, inputs untouched. The file starts with a /*evo {json} */ front matter "
+    "(summary, parent, params with domains, dtypes, head_dims, min_sm, notes; docs/variants.md) and exports "
+    "extern \"C\" __global__ void evo_attn_fwd(const __grid_constant__ EvoAttnParams p) plus EVO_EXPORT_LAUNCH(...).";
+
+std::string source_text(const std::filesystem::path& root, const json& elite) {
+  const std::string path = string_or(elite, "source_path");
+  if (path.empty() || !std::filesystem::exists(root / path)) return "";
+  return read_file(root / path);
+}
+
+std::string newest_gpu(const std::vector<json>& records, const std::string& task) {
+  std::string gpu, time;
+  for (const auto& r : records)
+    if (string_or(r, "task") == task && string_or(r, "kind") == "run" && string_or(r, "time") >= time) {
+      gpu = string_or(object_or_null(r, "env"), "gpu_key", gpu);
+      time = string_or(r, "time");
+    }
+  return gpu;
+}
+
+json task_context(const RequestInputs& in, const std::string& gpu) {
+  const auto& g = in.ctx->gates;
+  json shapes = {{"gate", json::array()}, {"benchmark", json::array()}};
+  for (const auto& s : g.shapes(g.gate_sets, in.task)) shapes["gate"].push_back(s.dims());
+  for (const auto& s : g.shapes(g.benchmark_sets, in.task)) shapes["benchmark"].push_back(s.dims());
+  json caps = json::object();
+  for (const auto& [arch, c] : g.resources)
+    caps[arch] = {{"max_registers", c.max_registers}, {"max_smem_bytes", c.max_smem_bytes}, {"max_threads", c.max_threads}};
+  json space = json::array();
+  for (const auto& sv : search_space(in.ctx->root, *in.stage, in.task)) {
+    json t = json::object();
+    for (const auto& tn : sv.tunables) t[tn.name] = tn.values;
+    space.push_back({{"variant", sv.variant->id}, {"tunables", t}, {"configs", sv.configs()}});
+  }
+  return {{"semantics", kSemantics},
+          {"abi_header", read_file(in.ctx->root / "variants" / "common" / "evo_attn.cuh")},
+          {"shapes", shapes},
+          {"resource_caps", caps},
+          {"gpu", gpu.empty() ? "unknown (no record yet)" : gpu},
+          {"fitness", "geometric mean over the benchmark shapes of the median time (lower wins)"},
+          {"search_space", space}};
+}
+
+json elites_of(const RequestInputs& in, const json& pop, const std::map<std::string, json>& by_id) {
+  json out = json::array();
+  for (const auto& e : stage_elites(pop, in.stage->number)) {
+    json x = {{"candidate_id", e["candidate_id"]}, {"variant", e["variant"]}, {"params", e["params"]},
+              {"fitness", e["fitness"]}, {"timing", e["timing"]}, {"resources", e["resources"]},
+              {"lineage", lineage(by_id, string_or(e, "candidate_id"))}, {"source", source_text(in.ctx->root, e)}};
+    out.push_back(x);
+  }
+  return out;
+}
+
+json insights(const RequestInputs& in, const json& pop, const std::map<std::string, json>& by_id) {
+  json notes = json::object();
+  const auto sj = in.ctx->root / in.stage->dir / "stage.json";
+  if (std::filesystem::exists(sj)) {
+    const json j = json::parse(read_file(sj), nullptr, false);
+    for (const char* k : {"title", "technique", "prediction", "notes"})
+      if (j.is_object() && j.contains(k) && j[k].is_string()) notes[k] = j[k];
+    if (j.is_object() && j.contains("profile")) notes["profile"] = j["profile"];
+  }
+  // Measured deltas: each elite against the record it was bred from.
+  json deltas = json::array();
+  for (const auto& e : stage_elites(pop, in.stage->number)) {
+    const auto chain = lineage(by_id, string_or(e, "candidate_id"), 1);
+    if (chain.size() < 2 || !by_id.count(chain[1])) continue;
+    const json& parent = by_id.at(chain[1]);
+    const double pf = number_or(object_or_null(parent, "fitness"), "geomean_median_us", 0);
+    const double cf = number_or(object_or_null(e, "fitness"), "geomean_median_us", 0);
+    if (pf > 0 && cf > 0)
+      deltas.push_back({{"parent", chain[1]}, {"child", chain[0]}, {"parent_params", parent["params"]},
+                        {"child_params", e["params"]}, {"parent_us", pf}, {"child_us", cf},
+                        {"change", fmt::format("{:+.1f} %", 100.0 * (cf / pf - 1.0))}});
+  }
+  return {{"stage_notes", notes}, {"deltas", deltas},
+          {"profiles", notes.contains("profile") ? notes["profile"] : json("none recorded for this stage")}};
+}
+
+}  // namespace
+
+bool valid_operator(const std::string& op) { return op == "free" || op == "insight" || op == "full"; }
+
+std::map<std::string, json> index_by_candidate(const std::vector<json>& records) {
+  std::map<std::string, json> by;
+  for (const auto& r : records)
+    if (string_or(r, "kind") == "run") {
+      auto& slot = by[string_or(r, "candidate_id")];
+      if (slot.is_null() || (!object_or_null(r, "fitness").is_null()) || newer_record(r, slot)) slot = r;
+    }
+  return by;
+}
+
+std::vector<std::string> lineage(const std::map<std::string, json>& by, const std::string& id, size_t depth) {
+  std::vector<std::string> chain{id};
+  std::string at = id;
+  for (size_t i = 0; i < depth; ++i) {
+    auto it = by.find(at);
+    if (it == by.end()) break;
+    std::string parent = string_or(object_or_null(it->second, "evolve"), "parent");
+    parent = parent.substr(0, parent.find('+'));
+    if (parent.empty() || parent == at) break;
+    chain.push_back(parent);
+    at = parent;
+  }
+  return chain;
+}
+
+json failure_feedback(const json& r) {
+  json f = {{"candidate_id", r.value("candidate_id", "")}, {"variant", r.value("variant", "")},
+            {"params", r.value("params", json::object())}, {"outcome", r.value("outcome", "")},
+            {"reason", r.value("reason", "")}};
+  const json compile = object_or_null(r, "compile");
+  if (compile.is_object() && compile.contains("log") && compile["log"].is_string())
+    f["compile_log"] = compile["log"].get<std::string>().substr(0, 4096);
+  const json gate = object_or_null(object_or_null(r, "gates"), "correctness");
+  if (gate.is_object() && gate.contains("checks") && gate["checks"].is_array())
+    for (const auto& c : gate["checks"])
+      if (c.is_object() && c.contains("pass") && c["pass"] == false) {
+        f["failing_case"] = c;
+        break;
+      }
+  const json ev = object_or_null(r, "evolve");
+  if (ev.is_object() && ev.contains("rationale")) f["rationale"] = ev["rationale"];
+  return f;
+}
+
+json build_request(const RequestInputs& in) {
+  const std::vector<json> none;
+  const auto& records = in.records ? *in.records : none;
+  const std::string gpu = in.gpu_key.empty() ? newest_gpu(records, in.task.name()) : in.gpu_key;
+  const auto by_id = index_by_candidate(records);
+  json pop = json::object();
+  for (const auto& [key, p] : derive_populations(records))
+    if (key == gpu + "/" + in.task.name()) pop = p;
+  json req = {{"schema_version", "1.0"},   {"kind", "evo-request"}, {"operator", in.op},
+              {"task", in.task.name()},    {"stage", {{"number", in.stage->number}, {"title", in.stage->title}}},
+              {"i1", task_context(in, gpu)}};
+  if (in.op == "full") req["i2"] = {{"elites", elites_of(in, pop, by_id)}};
+  if (in.op != "free") req["i3"] = insights(in, pop, by_id);
+  json failures = json::array();
+  for (const auto& f : in.feedback) failures.push_back(f);
+  for (auto it = records.rbegin(); it != records.rend() && failures.size() < in.max_failures; ++it)
+    if (string_or(*it, "kind") == "run" && string_or(*it, "task") == in.task.name() &&
+        it->value("stage", -1) == in.stage->number && string_or(*it, "outcome") != "ok")
+      failures.push_back(failure_feedback(*it));
+  req["failures"] = failures;
+  req["answer_with"] = R"({"candidates": [{"source": "<whole .cu file, front matter first>", "parent": "<candidate id>", "rationale": "<why>"}]})";
+  return req;
+}
+
+}  // namespace evo

@@ -1,0 +1,41 @@
+// The request a generator gets (`evo context`, and each generation of `evo evolve`), after
+// EvoEngineer: I1 task context (semantics, ABI header, shapes, resource caps, GPU), I2 the
+// elites (source, params, timing, resources, lineage), I3 insights (stage notes, measured
+// parent -> child deltas, profiler readings) and feedback on recent failures. The operator
+// picks the parts: free = I1; insight = I1 + I3; full = I1 + I2 + I3 (failures always).
+#pragma once
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "run/context.h"
+
+namespace evo {
+
+struct RequestInputs {
+  const Context* ctx = nullptr;
+  const Stage* stage = nullptr;
+  Task task;
+  std::string gpu_key;         // whose elites; empty: the newest record's GPU for this task
+  std::string op = "full";     // free | insight | full
+  const std::vector<nlohmann::json>* records = nullptr;  // every record under results/
+  std::vector<nlohmann::json> feedback;                  // this run's failures, newest last
+  size_t max_failures = 8;
+};
+
+bool valid_operator(const std::string& op);
+nlohmann::json build_request(const RequestInputs& in);
+std::string request_markdown(const nlohmann::json& request);
+
+// Candidate ids from a record back through its parents (its own id first), using the records'
+// evolve.parent (first parent of a crossover) links; at most `depth` steps.
+std::vector<std::string> lineage(const std::map<std::string, nlohmann::json>& by_candidate, const std::string& id,
+                                 size_t depth = 12);
+std::map<std::string, nlohmann::json> index_by_candidate(const std::vector<nlohmann::json>& records);
+
+// What a failing record tells a generator: outcome, reason, the first failing case with its
+// error figures, and the compile log when there is one (capped).
+nlohmann::json failure_feedback(const nlohmann::json& record);
+
+}  // namespace evo

@@ -1,0 +1,23 @@
+// Kernel sources from outside variants/ (evo eval, external generators): stored once under
+// results/sources/<sha256>.cu so records and populations can point at them, and read back as
+// a Variant of the stage they are evaluated in.
+#pragma once
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "core/variant.h"
+
+namespace evo {
+
+// Writes the source (if new) and returns its path relative to the repo root.
+std::filesystem::path store_source(const std::filesystem::path& root, const std::filesystem::path& results_dir,
+                                   const std::string& source);
+
+// The source as a variant of `stage`: id "<stage dir>/x-<sha256 prefix>", the front matter
+// parsed as for variants/ files (throws a usage error naming `origin`). `parent` (a candidate or
+// variant id) overrides the front matter's when given.
+Variant external_variant(const std::string& source, const Stage& stage, const std::filesystem::path& stored_path,
+                         const std::string& origin, const std::optional<std::string>& parent);
+
+}  // namespace evo

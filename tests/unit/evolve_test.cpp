@@ -1,0 +1,161 @@
+// The evolve layer without a GPU or NVRTC: the builtin generator's determinism, the external
+// generator's failure modes (hang, crash, garbage, oversize), admission, the novelty key, the
+// tie rule in populations, and `evo context`.
+#include <gtest/gtest.h>
+
+#include "evolve/admission.h"
+#include "evolve/generator.h"
+#include "evolve/novelty.h"
+#include "store/population.h"
+#include "support/test_support.h"
+
+namespace evo::test {
+namespace {
+
+using nlohmann::json;
+
+Variant tunable_variant() {
+  Variant v;
+  v.id = "9-test/t";
+  v.stage = 9;
+  v.source = "/*evo {} */ kernel";
+  v.params = {{"A", {1, 2, 4, 8}}, {"B", {16, 32, 64}}, {"C", {0, 1}}};
+  v.dtypes = {"fp16"};
+  v.head_dims = {64};
+  return v;
+}
+
+std::vector<Proposal> draw(const Variant& v, bool random_only, uint64_t seed, const std::vector<Individual>& parents, int gen = 0) {
+  TunableGenerator g({SearchVariant{&v, v.params}}, random_only, seed);
+  return g.propose(parents, 6, gen, [](const Variant&, const ParamSet&) { return false; });
+}
+
+std::string text(const std::vector<Proposal>& ps) {
+  std::string s;
+  for (const auto& p : ps) s += Candidate{p.variant, p.params, Task{}, "sm_90a"}.params_text() + " <" + p.parent + ">;";
+  return s;
+}
+
+TEST(TunableGenerator, SameSeedSameProposalsOtherSeedOthers) {
+  const Variant v = tunable_variant();
+  const std::vector<Individual> parents{{&v, {{"A", 2}, {"B", 32}, {"C", 0}}, "aaaa", 10.0},
+                                        {&v, {{"A", 4}, {"B", 64}, {"C", 1}}, "bbbb", 11.0}};
+  EXPECT_EQ(text(draw(v, false, 7, parents)), text(draw(v, false, 7, parents)));
+  EXPECT_NE(text(draw(v, false, 7, parents)), text(draw(v, false, 8, parents)));
+  EXPECT_NE(text(draw(v, false, 7, parents, 0)), text(draw(v, false, 7, parents, 1)));
+  for (const auto& p : draw(v, false, 7, parents)) {
+    EXPECT_FALSE(p.parent.empty()) << "builtin children name their parents";
+    EXPECT_EQ(p.params.size(), 3u);
+  }
+  for (const auto& p : draw(v, true, 7, parents)) EXPECT_TRUE(p.parent.empty()) << "random draws have no parent";
+}
+
+TEST(TunableGenerator, NeverProposesWhatIsKnownAndStopsWhenTheDomainIsSpent) {
+  const Variant v = tunable_variant();
+  TunableGenerator g({SearchVariant{&v, v.params}}, true, 1);
+  std::set<std::string> known;
+  size_t total = 0;
+  for (int gen = 0; gen < 40; ++gen) {
+    auto ps = g.propose({}, 5, gen, [&](const Variant&, const ParamSet& p) {
+      return known.count(Candidate{&v, p, Task{}, "sm_90a"}.params_text()) > 0;
+    });
+    for (const auto& p : ps) EXPECT_TRUE(known.insert(Candidate{&v, p.params, Task{}, "sm_90a"}.params_text()).second);
+    total += ps.size();
+  }
+  EXPECT_EQ(total, g.domain_size()) << "every config once, then nothing";
+  EXPECT_EQ(g.domain_size(), 24u);
+}
+
+TEST(ExternalGenerator, HangIsKilledWithAClearMessage) {
+  ExternalLimits lim;
+  lim.timeout = std::chrono::milliseconds(800);
+  const auto r = ask_external("sleep 30", json{{"kind", "evo-request"}}, lim);
+  EXPECT_TRUE(r.proposals.empty());
+  EXPECT_NE(r.error.find("did not answer within 1 s"), std::string::npos) << r.error;
+  EXPECT_LT(r.seconds, 10.0);
+}
+
+TEST(ExternalGenerator, CrashAndExitCodeAreReportedWithItsStderr) {
+  const auto crash = ask_external("sh -c 'kill -SEGV $$'", json::object(), {});
+  EXPECT_NE(crash.error.find("SIGSEGV"), std::string::npos) << crash.error;
+  const auto fail = ask_external("echo 'no API key set' >&2; exit 3", json::object(), {});
+  EXPECT_NE(fail.error.find("exit 3"), std::string::npos) << fail.error;
+  EXPECT_NE(fail.error.find("no API key set"), std::string::npos) << fail.error;
+}
+
+TEST(ExternalGenerator, GarbageAndOversizeAreRefused) {
+  const auto garbage = ask_external("echo 'Sure! Here is your kernel'", json::object(), {});
+  EXPECT_NE(garbage.error.find("not JSON"), std::string::npos) << garbage.error;
+  const auto shape = ask_external("echo '{\"kernels\": []}'", json::object(), {});
+  EXPECT_NE(shape.error.find("no \"candidates\" list"), std::string::npos) << shape.error;
+  ExternalLimits lim;
+  lim.max_output_bytes = 1000;
+  const auto big = ask_external("head -c 100000 /dev/zero | tr '\\0' 'a'", json::object(), lim);
+  EXPECT_NE(big.error.find("more than 1000 bytes"), std::string::npos) << big.error;
+  const auto mixed = parse_generator_output(R"({"candidates": [{"source": "k1", "parent": "p", "rationale": "r"}, {"parent": "x"}, 7]})", 100);
+  ASSERT_EQ(mixed.proposals.size(), 1u);
+  EXPECT_EQ(mixed.proposals[0].parent, "p");
+  EXPECT_EQ(mixed.rejected.size(), 2u);
+}
+
+TEST(ExternalGenerator, ReadsTheRequestOnStdin) {
+  const auto r = ask_external(
+      "grep -q '\"kind\": \"evo-request\"' && echo '{\"candidates\": [{\"source\": \"K\", \"parent\": \"abc\", \"rationale\": \"why\"}]}'",
+      json{{"kind", "evo-request"}}, {});
+  ASSERT_EQ(r.proposals.size(), 1u) << r.error << r.raw;
+  EXPECT_EQ(r.proposals[0].source, "K");
+  EXPECT_EQ(r.proposals[0].rationale, "why");
+}
+
+json fit(double med, double p90) { return {{"geomean_median_us", med}, {"geomean_p90_us", p90}}; }
+
+TEST(Admission, DisplacesOnlyBeyondTheSpread) {
+  const std::vector<json> elites{{{"candidate_id", "e1"}, {"fitness", fit(90, 91)}},
+                                 {{"candidate_id", "e2"}, {"fitness", fit(95, 96)}},
+                                 {{"candidate_id", "e3"}, {"fitness", fit(100, 102)}}};  // 2 % spread
+  EXPECT_EQ(admit(fit(97, 97.5), elites, 3).decision, "displace");
+  EXPECT_EQ(admit(fit(99, 99.5), elites, 3).decision, "tie");
+  EXPECT_EQ(admit(fit(99, 99.5), elites, 3).against, "e3");
+  EXPECT_EQ(admit(fit(101, 102), elites, 3).decision, "below");
+  EXPECT_EQ(admit(fit(97, 104), elites, 3).decision, "tie") << "the candidate's own 7 % spread covers a 3 % lead";
+  EXPECT_EQ(admit(fit(500, 600), {elites[0]}, 3).decision, "enter");
+  EXPECT_EQ(admit(json(nullptr), elites, 3).decision, "none");
+}
+
+TEST(Admission, ATieRecordTakesNoPlaceInThePopulation) {
+  auto rec = [](const std::string& id, double f, const char* admission) {
+    json r = {{"schema_version", "1.0"}, {"kind", "run"}, {"candidate_id", id}, {"variant", "5-s/" + id}, {"params", json::object()}, {"task", "fp16-d64"},
+              {"source_sha256", id}, {"stage", 5}, {"outcome", "ok"}, {"time", "2026-01-01T00:00:00Z"},
+              {"env", {{"gpu_key", "gpu"}}}, {"fitness", {{"geomean_median_us", f}, {"complete", true}}}};
+    if (admission) r["evolve"] = {{"admission", admission}};
+    return r;
+  };
+  const auto pops = derive_populations({rec("a", 10, nullptr), rec("b", 9.99, "tie"), rec("c", 8, "displace")});
+  const auto elites = stage_elites(pops.at("gpu/fp16-d64"), 5);
+  ASSERT_EQ(elites.size(), 2u);
+  EXPECT_EQ(elites[0]["candidate_id"], "c");
+  EXPECT_EQ(elites[1]["candidate_id"], "a");
+}
+
+TEST(Novelty, CommentsAndWhitespaceDoNotMakeAKernelNew) {
+  EXPECT_EQ(normalized_source("/*evo {\"a\":1} */\nint  x; // one\n\tint y;"), normalized_source("int x;\n/* two */ int y;"));
+  EXPECT_NE(normalized_source("int x; int y;"), normalized_source("int x; int z;"));
+}
+
+TEST(ContextCli, MarkdownRequestForAStage) {
+  const auto r = run_evo("context --stage 5 --task fp16-d64 --md --results-dir '" + (source_root() / "results").string() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  for (const char* part : {"# evo request: fp16-d64 stage 5", "## I1 — the task", "evo_attn_fwd", "## I2 — the elites",
+                           "## I3 — insights", "## Recent failures", "search space of 5-swizzle/swizzle", "lineage:"})
+    EXPECT_NE(r.out.find(part), std::string::npos) << part << "\n" << r.out.substr(0, 3000);
+  const auto free = run_evo("context --stage 5 --task fp16-d64 --operator free --results-dir '" + (source_root() / "results").string() + "'");
+  ASSERT_EQ(free.exit_code, 0) << free.out;
+  const json j = json::parse(free.out);
+  EXPECT_TRUE(j.contains("i1"));
+  EXPECT_FALSE(j.contains("i2")) << "EvoEngineer-Free sees no elites";
+  EXPECT_FALSE(j.contains("i3"));
+  EXPECT_EQ(run_evo("context --stage 5 --operator best").exit_code, 1);
+}
+
+}  // namespace
+}  // namespace evo::test
