@@ -3,29 +3,33 @@
   "summary": "TMA + mbarrier ring fed by a producer warp (setmaxnreg.dec), consumer warpgroups (setmaxnreg.inc) in ping-pong, next Q·Kᵀ issued before this tile's softmax, O stored by TMA",
   "parent": "6-wgmma/wgmma",
   "params": {
-    "BLOCK_N": [128, 64],
+    "BLOCK_N": [64, 128],
     "NCONS": [2, 3],
-    "STAGES": [2, 3, 4],
+    "STAGES": [4, 3, 2],
     "PINGPONG": [1, 0],
     "CONS_REGS": [240, 232, 224, 216, 208, 160],
-    "PROD_REGS": [24, 32, 40]
+    "PROD_REGS": [24, 32, 40],
+    "TMA_STORE": [0, 1]
   },
   "dtypes": ["fp16", "bf16"],
   "head_dims": [64, 128],
   "min_sm": 90,
-  "notes": "Warpgroup 0 is the producer: it lowers its registers to PROD_REGS and one thread issues every copy as a TMA box (cp.async.bulk.tensor.4d over (d, s, h, b), 64-column boxes with the hardware's 128-byte swizzle, rows past the sequence zero-filled by the copy engine): Q once, then K and V of each KV tile into a STAGES-deep ring whose full barriers count the transaction bytes and whose empty barriers count one arrival per consumer warp. Warpgroups 1..NCONS are consumers of 64 query rows each (BLOCK_M = 64 NCONS) with CONS_REGS registers. Per KV tile a consumer issues S(j+1) = Q·K(j+1)ᵀ and O += P(j)·V(j) back to back, waits only for S(j+1) (wgmma.wait_group 1), does the softmax of tile j+1 while P·V(j) is still running, then waits for it, releases the stage and rescales O. PINGPONG=1 orders the two consumers' GEMM issue with two named barriers so one's softmax overlaps the other's GEMMs. Epilogue: O/l in the consumer's own Q rows of shared memory (swizzled), fence.proxy.async, one TMA store per 64-column block (rows past seq_q are not written). Causal: longest row tiles first, tiles past the diagonal never loaded, the diagonal masked in registers. The tensor maps are exported with EVO_EXPORT_TMA and encoded by the worker for the actual strides (BHSD, BSHD, GQA)."
+  "notes": "Warpgroup 0 is the producer: it lowers its registers to PROD_REGS and one thread issues every copy as a TMA box (cp.async.bulk.tensor.4d over (d, s, h, b), 64-column boxes with the hardware's 128-byte swizzle, rows past the sequence zero-filled by the copy engine): Q once, then K and V of each KV tile into a STAGES-deep ring whose full barriers count the transaction bytes and whose empty barriers count one arrival per consumer warp. Warpgroups 1..NCONS are consumers of 64 query rows each (BLOCK_M = 64 NCONS) with CONS_REGS registers. Per KV tile a consumer issues S(j+1) = Q·K(j+1)ᵀ and O += P(j)·V(j) back to back, waits only for S(j+1) (wgmma.wait_group 1), does the softmax of tile j+1 while P·V(j) is still running, then waits for it, releases the stage and rescales O. PINGPONG=1 orders the two consumers' GEMM issue with two named barriers so one's softmax overlaps the other's GEMMs. Epilogue: O/l in the consumer's own Q rows of shared memory (swizzled), fence.proxy.async, one TMA store per 64-column block (rows past seq_q are not written) when TMA_STORE=1; TMA_STORE=0 writes O from the fragments as stage 6 does (compute-sanitizer's initcheck does not see TMA stores: it reports the whole output as uninitialized on read-back although the gate saw every element written, so TMA_STORE=1 configs cannot pass --sanitize). Causal: longest row tiles first, tiles past the diagonal never loaded, the diagonal masked in registers. The tensor maps are exported with EVO_EXPORT_TMA and encoded by the worker for the actual strides (BHSD, BSHD, GQA)."
 }
 */
 #include "evo_attn.cuh"
 
 #ifndef BLOCK_N
-#define BLOCK_N 128
+#define BLOCK_N 64
 #endif
 #ifndef NCONS
 #define NCONS 2
 #endif
 #ifndef STAGES
-#define STAGES 2
+#define STAGES 4
+#endif
+#ifndef TMA_STORE
+#define TMA_STORE 0  // 1: O through shared memory and a TMA store; 0: straight from the fragments
 #endif
 #ifndef PINGPONG
 #define PINGPONG 1
@@ -45,6 +49,7 @@
 EVO_CONSTRAINT(BLOCK_N == 64 || BLOCK_N == 128, "BLOCK_N must be 64 or 128 (wgmma n64 / n128)");
 EVO_CONSTRAINT(NCONS == 2 || NCONS == 3, "NCONS must be 2 or 3 consumer warpgroups");
 EVO_CONSTRAINT(STAGES >= 2 && STAGES <= 4, "STAGES must be 2..4");
+EVO_CONSTRAINT(TMA_STORE == 0 || TMA_STORE == 1, "TMA_STORE is 0 or 1");
 EVO_CONSTRAINT(PINGPONG == 0 || NCONS == 2, "PINGPONG alternates exactly two consumer warpgroups");
 EVO_CONSTRAINT(CONS_REGS % 8 == 0 && PROD_REGS % 8 == 0 && PROD_REGS >= 24 && CONS_REGS <= 256,
                "setmaxnreg takes multiples of 8 in 24..256");
@@ -411,7 +416,12 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1) evo_attn_fwd(const __g
 #pragma unroll
   for (int i = 0; i < HD / 2; ++i) fence_operand(o[i]);
 
-  // ---- epilogue: O / l into this consumer's own Q rows (its last Q·Kᵀ has completed), then TMA.
+  // ---- epilogue: O / l, either into this consumer's own Q rows (its last Q·Kᵀ has completed)
+  // and out by TMA, or straight from the fragments (rows r0, r0 + 8).
+#if !TMA_STORE
+  evo_t* Og = evo_o_ptr(p, b, h);
+  const long long os = p.o_stride[2];
+#endif
 #pragma unroll
   for (int hi = 0; hi < 2; ++hi) {
     float l = l_run[hi];
@@ -419,13 +429,23 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1) evo_attn_fwd(const __g
     l += __shfl_xor_sync(0xffffffffu, l, 2);
     const float inv = l > 0.f ? fast_rcp(l) : 0.f;
     const int r = r0 + hi * 8;
+#if TMA_STORE
 #pragma unroll
     for (int d = 0; d < HD / 8; ++d) {
       const unsigned addr = qa + (d >> 3) * (BLOCK_M * 128) + r * 128 + ((((d & 7) ^ (r & 7))) << 4) + t * 4;
       const unsigned v = pack2(o[d * 4 + 2 * hi] * inv, o[d * 4 + 2 * hi + 1] * inv);
       asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
     }
+#else
+    if (row_base + r < p.seq_q) {
+      evo_t* orow = Og + (long long)(row_base + r) * os;
+#pragma unroll
+      for (int d = 0; d < HD / 8; ++d)
+        *reinterpret_cast<evo_t2*>(orow + d * 8 + 2 * t) = evo2_from_float2(o[d * 4 + 2 * hi] * inv, o[d * 4 + 2 * hi + 1] * inv);
+    }
+#endif
   }
+#if TMA_STORE
   fence_proxy_async();
   named_sync(3 + c, 128);
   if ((ctid & 127) == 0) {
@@ -433,4 +453,5 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1) evo_attn_fwd(const __g
     for (int blk = 0; blk < DB; ++blk) tma_store(&p.tma[TMA_O][0], qa + blk * (BLOCK_M * 128), blk * 64, row_base, h, b);
     tma_store_commit_and_drain();
   }
+#endif
 }
