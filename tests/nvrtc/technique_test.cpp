@@ -44,7 +44,7 @@ TEST(Technique, Stage7CandidateWithoutTmaIsRejected) {
   auto recs = records(r.out);
   ASSERT_EQ(recs.size(), 1u) << r.out;
   EXPECT_EQ(recs[0]["outcome"], "technique") << recs[0].dump();
-  EXPECT_NE(recs[0]["reason"].get<std::string>().find("UTMALDG >= 1, found 0"), std::string::npos) << recs[0]["reason"];
+  EXPECT_NE(recs[0]["reason"].get<std::string>().find("requires UTMALDG >= 1 in the SASS, found 0"), std::string::npos) << recs[0]["reason"];
   // The counts that were found are in the record: wgmma yes, TMA no.
   EXPECT_GT(recs[0]["compile"]["technique"]["HGMMA"].get<long>(), 0);
   EXPECT_EQ(recs[0]["compile"]["technique"]["UTMALDG"].get<long>(), 0);
