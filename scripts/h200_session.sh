@@ -7,6 +7,7 @@
 #   scripts/h200_session.sh sanitize    # build, ctest -L gpu, every stage's kernel under --sanitize
 #   scripts/h200_session.sh resanitize  # ctest -L gpu -V (figures), stages 3 and 5 again with --sanitize
 #   scripts/h200_session.sh stage6      # stage 6 (wgmma) on every task with --sanitize, ncu
+#   scripts/h200_session.sh stage7      # stage 7 (TMA + warp specialization): smoke, every task --sanitize, peers
 #   scripts/h200_session.sh final       # ctest -L gpu -V; a gate baseline of the stage-6 elites, gated
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -127,5 +128,43 @@ PY
     } 2>&1 | tee "$OUT/gate.log" | tail -14
     find results -maxdepth 1 -name 'gate-*.jsonl' -newer "$OUT/ctest-gpu.log" | tar czf "$OUT/gate-results.tar.gz" -T -
     ;;
-  *) echo "usage: $0 calibrate|stages-a|stages-b|sanitize|resanitize|stage6|final" >&2; exit 1 ;;
+  stage7)
+    # Stage 7 (TMA, warp specialization): a one-task smoke first (stop there if it fails), then
+    # every task with --sanitize and the SDPA peers in the same call.
+    build
+    touch /tmp/evo-start
+    which nvdisasm > "$OUT/stage7.log" 2>&1
+    if [ "${SMOKE:-1}" = 1 ]; then
+      timeout 120 $evo run --stage 7 --task fp16-d128 --budget 1 --results-dir /tmp/smoke/results \
+        --populations-dir /tmp/smoke/populations >> "$OUT/stage7.log" 2>&1
+      echo "smoke exit $?" >> "$OUT/stage7.log"
+    else
+      echo "smoke exit 0 (skipped)" >> "$OUT/stage7.log"
+    fi
+    tail -8 "$OUT/stage7.log"
+    if grep -q "smoke exit 0" "$OUT/stage7.log"; then
+      # Stage 6 on the mission task in the same run: the regression check at (1,8,512,64).
+      [ "${STAGE6:-0}" = 1 ] && timeout 60 $evo run --stage 6 --task fp16-d64 --budget 1 2>&1 | tee -a "$OUT/stage7.log" | tail -4
+      timeout "${STAGE7_S:-300}" $evo run --stage 7 --task "$TASKS" --budget "${BUDGET:-2}" --sanitize 2>&1 | tee -a "$OUT/stage7.log" | tail -16
+      PYTHONUNBUFFERED=1 timeout 200 python3 scripts/peers_sdpa.py --tasks "$TASKS" --backends flash,cudnn > "$OUT/peers.log" 2>&1
+      tail -3 "$OUT/peers.log"
+      # Nsight Compute on the stage-7 default, one launch of the long D=128 shape inside the
+      # worker (launch-skip passes the gate's small cases).
+      if [ "$SECONDS" -lt "${NCU_UNTIL_S:-470}" ]; then
+        echo "ncu: the stage-7 default config (first value of each tunable), fp16-d128, 4x16x16x2048x2048x128" > "$OUT/ncu-stage7.txt"
+        timeout 90 ncu --clock-control none --target-processes all --kernel-name evo_attn_fwd --launch-skip 6 --launch-count 1 \
+          --metrics gpu__time_duration.sum,sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_tensor_op_gmma.sum,smsp__warp_issue_stalled_barrier_per_warp_active.pct,smsp__warp_issue_stalled_long_scoreboard_per_warp_active.pct,smsp__warp_issue_stalled_wait_per_warp_active.pct,smsp__warp_issue_stalled_math_pipe_throttle_per_warp_active.pct,smsp__warp_issue_stalled_membar_per_warp_active.pct,smsp__warp_issue_stalled_sleeping_per_warp_active.pct,smsp__warp_issue_stalled_dispatch_stall_per_warp_active.pct,dram__bytes_read.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed,sm__inst_executed_pipe_tensor_op_gmma.avg.pct_of_peak_sustained_active,sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_elapsed \
+          $evo run --stage 7 --task fp16-d128 --budget 1 --shapes 1x2x2x64x64x128 --bench 4x16x16x2048x2048x128 --seeds 0 \
+          --results-dir /tmp/ncu/results --populations-dir /tmp/ncu/populations >> "$OUT/ncu-stage7.txt" 2>&1
+        grep -E "evo_attn_fwd|duration|pct|sum" "$OUT/ncu-stage7.txt" | tail -16
+      fi
+      if [ "${CTEST:-1}" = 1 ]; then
+        EVO_TEST_ARTIFACTS="$OUT" timeout 100 ctest --test-dir build -L gpu > "$OUT/ctest-gpu.log" 2>&1
+        echo "ctest exit $?" >> "$OUT/ctest-gpu.log"; tail -4 "$OUT/ctest-gpu.log"
+      fi
+    fi
+    cat /tmp/smoke/results/*.jsonl > "$OUT/smoke.jsonl" 2>/dev/null
+    find results -newer /tmp/evo-start -type f \( -name '*.jsonl' -o -name '*.json' \) | tar czf "$OUT/new-results.tar.gz" -T - populations
+    ;;
+  *) echo "usage: $0 calibrate|stages-a|stages-b|sanitize|resanitize|stage6|stage7|final" >&2; exit 1 ;;
 esac

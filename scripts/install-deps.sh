@@ -32,3 +32,10 @@ if ! ls "${CUDA_HOME:-/usr/local/cuda}"/include/cuda_fp16.h >/dev/null 2>&1; the
   echo "install-deps: the CUDA toolkit was not found (set CUDA_HOME); evo needs its NVRTC and headers" >&2
   exit 2
 fi
+# nvdisasm reads the SASS of evo's cubins for the technique gate (HGMMA, UTMALDG, ...); CUDA
+# toolkits without it (this CI image) get NVIDIA's wheel, which evo finds through python3.
+if ! command -v nvdisasm >/dev/null 2>&1 && ! [ -x "${CUDA_HOME:-/usr/local/cuda}/bin/nvdisasm" ] &&
+   ! python3 -c "import nvidia, os, sys; sys.exit(0 if any(os.path.exists(p + '/cu13/bin/nvdisasm') for p in nvidia.__path__) else 1)" 2>/dev/null; then
+  python3 -m pip install --quiet --disable-pip-version-check nvidia-cuda-nvdisasm==13.2.86 ||
+    { echo "install-deps: could not install nvidia-cuda-nvdisasm (pip); set EVO_NVDISASM to an nvdisasm" >&2; exit 2; }
+fi

@@ -28,6 +28,7 @@ struct CompileOptions {
   bool json = false;
   unsigned jobs = 0;
   std::string shard;  // i/N; default inside a Slurm job array: its task
+  size_t sample = 0;  // 0: every config; N: N configs spread evenly over each variant's expansion
 };
 
 // One line of the table: outcome, registers, spills, shared memory, threads, time, reason.
@@ -45,6 +46,15 @@ std::vector<std::string> compile_row(const Candidate& c, const CompileResult& r)
           smem, threads, r.cached ? "cached" : fmt::format("{:.2f}s", r.seconds), r.verdict.reason};
 }
 
+// N of the configs, evenly spaced over the expansion (first one included), or all of them.
+std::vector<ParamSet> sampled_params(const Variant& v, size_t n) {
+  std::vector<ParamSet> all = expand_params(v);
+  if (n == 0 || all.size() <= n) return all;
+  std::vector<ParamSet> out;
+  for (size_t i = 0; i < n; ++i) out.push_back(all[i * all.size() / n]);
+  return out;
+}
+
 void run_compile(const CompileOptions& o) {
   Context ctx = Context::load();
   ctx.gates.caps(o.arch);  // unknown arch -> usage error naming the known ones
@@ -58,7 +68,7 @@ void run_compile(const CompileOptions& o) {
   for (const Stage* s : stages)
     for (const auto& v : s->variants)
       for (const auto& t : tasks)
-        for (const auto& p : expand_params(v)) candidates.push_back(Candidate{&v, p, t, o.arch});
+        for (const auto& p : sampled_params(v, o.sample)) candidates.push_back(Candidate{&v, p, t, o.arch});
   const Shard shard = resolve_shard(o.shard);
   if (shard.active()) {
     const size_t all = candidates.size();
@@ -70,7 +80,7 @@ void run_compile(const CompileOptions& o) {
   auto results = compile_all(compiler, candidates, o.jobs);
 
   TextTable table({"variant", "task", "params", "outcome", "regs", "spill", "smem", "threads", "time", "reason"});
-  size_t counts[11] = {};
+  size_t counts[16] = {};
   const CompileResult* first_broken = nullptr;
   const Candidate* first_broken_c = nullptr;
   double total = 0;
@@ -96,7 +106,7 @@ void run_compile(const CompileOptions& o) {
   if (!o.json) {
     std::cout << table.render();
     std::string summary;
-    for (int k = 0; k < 11; ++k)
+    for (int k = 0; k < 16; ++k)
       if (counts[k]) summary += fmt::format("{}{} {}", summary.empty() ? "" : ", ", counts[k], to_string(Outcome(k)));
     std::cout << fmt::format("{} configs for {}: {} ({} from cache, {:.1f} s compile time)\n", candidates.size(), o.arch,
                              summary.empty() ? "none" : summary, cached, total);
@@ -119,6 +129,7 @@ void add_compile_command(CLI::App& app) {
   cmd->add_option("--task", o->tasks, "task(s), e.g. fp16-d64, bf16-d128-causal (default: all)")->delimiter(',');
   cmd->add_option("--cache-dir", o->cache_dir, "compile cache (default: $XDG_CACHE_HOME/evo)");
   cmd->add_option("-j,--jobs", o->jobs, "parallel compiles (default: CPU count)");
+  cmd->add_option("--sample", o->sample, "compile N configs per variant and task, evenly spread (default: all)");
   cmd->add_flag("--json", o->json, "one JSON record per config (schema: docs/records.md)");
   cmd->add_option("--shard", o->shard,
                   "compile shard i/N of the configs (0-based; default inside a Slurm job array: SLURM_ARRAY_TASK_ID of "

@@ -146,6 +146,10 @@ TaskWork choose_and_compile(const Stage& stage, const Task& task, const EvalPlan
   }
   TaskWork w;
   w.chosen = select_candidates(stage, task, arch, prev, o.rng_seed);
+  // Large tunable spaces (stage 7: hundreds of configs): compile only enough to fill the
+  // budget after constraint rejections, in selection order (elites first).
+  const size_t cap = std::max<size_t>(o.budget * 4, 16);
+  if (w.chosen.size() > cap) w.chosen.erase(w.chosen.begin() + long(cap), w.chosen.end());
   std::vector<Candidate> cands;
   for (const auto& s : w.chosen) cands.push_back(s.candidate);
   w.compiled = compile_all(compiler, cands, o.jobs);

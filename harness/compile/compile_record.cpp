@@ -23,12 +23,14 @@ json compile_json(const CompileResult& r) {
           {"seconds", r.seconds},
           {"options", r.options},
           {"resources", r.resources ? resources_json(*r.resources) : json(nullptr)},
-          {"launch", r.launch ? launch_json(*r.launch) : json(nullptr)}};
+          {"launch", r.launch ? launch_json(*r.launch) : json(nullptr)},
+          {"technique", r.technique ? json(*r.technique) : json(nullptr)},
+          {"technique_error", r.technique_error.empty() ? json(nullptr) : json(r.technique_error)}};
 }
 
 json resource_gate_json(const Verdict& v) {
   // The gate runs only on a cubin: before that (constraints, compile, ...) it was not reached.
-  if (v.outcome != Outcome::ok && v.outcome != Outcome::resources)
+  if (v.outcome != Outcome::ok && v.outcome != Outcome::resources && v.outcome != Outcome::technique)
     return {{"pass", nullptr}, {"reason", "not reached"}};
   const bool failed = v.outcome == Outcome::resources;
   return {{"pass", !failed}, {"reason", failed ? v.reason : ""}};

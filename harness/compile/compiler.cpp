@@ -88,6 +88,19 @@ std::string Compiler::final_source(const Candidate& c) {
   return s + c.variant->source;
 }
 
+// SASS technique counts for every cubin that passed the resource gate (when nvdisasm exists);
+// a stage that requires counts rejects a candidate without them as `technique`, and one whose
+// SASS cannot be read at all stops the run (environment): it never passes unchecked.
+void Compiler::check_technique(const Candidate& c, CompileResult& r) const {
+  if (auto sass = disassemble(r.cubin_path, &r.technique_error)) {
+    r.technique = count_techniques(*sass);
+    r.technique_error.clear();
+  }
+  if (c.variant->requires_sass.empty()) return;
+  if (!r.technique) throw environment_error(fmt::format("{}: {}", c.variant->id, r.technique_error));
+  if (auto why = unmet_requirement(*r.technique, c.variant->requires_sass)) r.verdict = {Outcome::technique, *why};
+}
+
 CompileResult Compiler::compile(const Candidate& c) const {
   const auto t0 = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
@@ -138,6 +151,7 @@ CompileResult Compiler::compile(const Candidate& c) const {
       r.verdict = {Outcome::resources, *bad};
     }
   }
+  if (r.verdict.ok()) check_technique(c, r);
   r.seconds = elapsed();
   return r;
 }

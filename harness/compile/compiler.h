@@ -9,6 +9,7 @@
 
 #include "compile/cubin.h"
 #include "compile/ptxas_report.h"
+#include "compile/sass_technique.h"
 #include "core/candidate.h"
 #include "core/outcome.h"
 #include "gates/config.h"
@@ -24,6 +25,8 @@ struct CompileResult {
   std::string log;  // sanitized, capped
   std::optional<PtxasResources> resources;
   std::optional<LaunchGeometry> launch;
+  std::optional<TechniqueCounts> technique;  // SASS counts; set when the cubin could be disassembled
+  std::string technique_error;               // why there are no counts (nvdisasm missing or failed)
   std::filesystem::path cubin_path;  // set when the cubin exists (outcome ok or resources)
 };
 
@@ -46,6 +49,7 @@ class Compiler {
   };
   RawCompile compile_cached(const std::string& source, const std::string& name, const std::vector<std::string>& options) const;
   std::vector<std::string> options(const std::string& arch) const;
+  void check_technique(const Candidate& c, CompileResult& r) const;
   std::filesystem::path root_, cache_dir_;
   const GatesConfig& gates_;
   std::string nvrtc_version_, common_hash_;

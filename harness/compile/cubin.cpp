@@ -13,12 +13,14 @@ bool read_at(const std::string& data, uint64_t off, T* out) {
   std::memcpy(out, data.data() + off, sizeof(T));
   return true;
 }
-}  // namespace
 
-std::optional<LaunchGeometry> read_launch_geometry(const std::string& cubin, std::string* error) {
-  auto fail = [&](const char* why) -> std::optional<LaunchGeometry> {
+enum class Lookup { found, absent, malformed };
+
+// The initialized bytes of global symbol `name` (at least `min_size` of them) in `out`.
+Lookup symbol_bytes(const std::string& cubin, const std::string& name, size_t min_size, std::string* out, std::string* error) {
+  auto fail = [&](const char* why) {
     if (error) *error = why;
-    return std::nullopt;
+    return Lookup::malformed;
   };
   Elf64_Ehdr eh;
   if (!read_at(cubin, 0, &eh) || std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64)
@@ -37,18 +39,55 @@ std::optional<LaunchGeometry> read_launch_geometry(const std::string& cubin, std
       Elf64_Sym sym;
       if (!read_at(cubin, symtab.sh_offset + k * sizeof(Elf64_Sym), &sym)) return fail("truncated ELF symbols");
       uint64_t name_off = strtab.sh_offset + sym.st_name;
-      if (name_off >= cubin.size() || cubin.size() - name_off < 11 || cubin.compare(name_off, 10, "evo_launch") != 0 ||
-          cubin[name_off + 10] != '\0')
+      if (name_off >= cubin.size() || cubin.size() - name_off < name.size() + 1 ||
+          cubin.compare(name_off, name.size(), name) != 0 || cubin[name_off + name.size()] != '\0')
         continue;
       Elf64_Shdr data;
-      if (!section(sym.st_shndx, &data) || sym.st_size < 24 || data.sh_type == SHT_NOBITS)
-        return fail("evo_launch has no initialized data");
-      uint32_t words[6];
-      if (!read_at(cubin, data.sh_offset + sym.st_value, &words)) return fail("evo_launch lies outside the cubin");
-      return LaunchGeometry{words[0], words[1], words[2], words[3], words[4], words[5]};
+      if (!section(sym.st_shndx, &data) || sym.st_size < min_size || data.sh_type == SHT_NOBITS) {
+        if (error) *error = name + " has no initialized data";
+        return Lookup::malformed;
+      }
+      const uint64_t off = data.sh_offset + sym.st_value;
+      if (off > cubin.size() || sym.st_size > cubin.size() - off) {
+        if (error) *error = name + " lies outside the cubin";
+        return Lookup::malformed;
+      }
+      *out = cubin.substr(off, sym.st_size);
+      return Lookup::found;
     }
   }
-  return fail("no evo_launch symbol: the variant must use EVO_EXPORT_LAUNCH(...)");
+  return Lookup::absent;
+}
+}  // namespace
+
+std::optional<LaunchGeometry> read_launch_geometry(const std::string& cubin, std::string* error) {
+  std::string bytes;
+  switch (symbol_bytes(cubin, "evo_launch", 24, &bytes, error)) {
+    case Lookup::found: break;
+    case Lookup::absent:
+      if (error) *error = "no evo_launch symbol: the variant must use EVO_EXPORT_LAUNCH(...)";
+      return std::nullopt;
+    case Lookup::malformed: return std::nullopt;
+  }
+  uint32_t words[6];
+  std::memcpy(words, bytes.data(), sizeof(words));
+  return LaunchGeometry{words[0], words[1], words[2], words[3], words[4], words[5]};
+}
+
+std::optional<std::vector<TmaSpec>> read_tma_specs(const std::string& cubin, std::string* error) {
+  std::string bytes;
+  switch (symbol_bytes(cubin, "evo_tma", kTmaSlots * 24, &bytes, error)) {
+    case Lookup::found: break;
+    case Lookup::absent: return std::vector<TmaSpec>{};
+    case Lookup::malformed: return std::nullopt;
+  }
+  std::vector<TmaSpec> specs;
+  for (int i = 0; i < kTmaSlots; ++i) {
+    uint32_t w[6];
+    std::memcpy(w, bytes.data() + i * sizeof(w), sizeof(w));
+    specs.push_back(TmaSpec{w[0], w[1], w[2], w[3], w[4]});
+  }
+  return specs;
 }
 
 }  // namespace evo

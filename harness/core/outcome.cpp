@@ -5,7 +5,7 @@
 
 namespace evo {
 namespace {
-constexpr std::array<std::pair<Outcome, std::string_view>, 12> kNames{{
+constexpr std::array<std::pair<Outcome, std::string_view>, 13> kNames{{
     {Outcome::ok, "ok"},
     {Outcome::constraints, "constraints"},
     {Outcome::compile, "compile"},
@@ -18,6 +18,7 @@ constexpr std::array<std::pair<Outcome, std::string_view>, 12> kNames{{
     {Outcome::nondeterministic, "nondeterministic"},
     {Outcome::unsupported, "unsupported"},
     {Outcome::sanitizer, "sanitizer"},
+    {Outcome::technique, "technique"},
 }};
 }  // namespace
 

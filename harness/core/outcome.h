@@ -19,6 +19,7 @@ enum class Outcome {
   nondeterministic,  // two runs on the same inputs differ bitwise
   unsupported,       // the variant does not support the task or the device
   sanitizer,         // compute-sanitizer reported an error (evo run --sanitize, would-be elites)
+  technique,         // the SASS lacks an instruction the stage requires (stage.json requires_sass)
 };
 
 std::string_view to_string(Outcome o);

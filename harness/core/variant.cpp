@@ -44,6 +44,18 @@ std::string sanitized_name(std::string s) {
   throw usage_error(fmt::format("{}: front matter: {}", origin, what));
 }
 
+// stage.json "requires_sass": {"UTMALDG": 1, ...}, SASS mnemonic keys to minimum counts.
+std::map<std::string, long> parse_requires_sass(const json& j, const std::string& origin) {
+  std::map<std::string, long> out;
+  if (!j.is_object()) throw usage_error(origin + ": 'requires_sass' must be an object of instruction -> minimum count");
+  for (const auto& [key, value] : j.items()) {
+    if (!value.is_number_integer() || value.get<long>() < 1)
+      throw usage_error(fmt::format("{}: requires_sass.{} must be an integer >= 1", origin, key));
+    out[key] = value.get<long>();
+  }
+  return out;
+}
+
 }  // namespace
 
 Variant parse_variant(const std::string& source, const std::string& origin) {
@@ -139,6 +151,7 @@ std::vector<Stage> discover_stages(const std::filesystem::path& root) {
         json j = json::parse(read_file(sj));
         if (j.contains("title") && j["title"].is_string()) s.title = j["title"];
         if (j.contains("min_sm") && j["min_sm"].is_number_integer()) s.min_sm = j["min_sm"];
+        if (j.contains("requires_sass")) s.requires_sass = parse_requires_sass(j["requires_sass"], (s.dir / "stage.json").string());
       } catch (const json::exception& e) {
         throw usage_error(fmt::format("{}: not valid JSON ({})", (s.dir / "stage.json").string(), e.what()));
       }
@@ -157,6 +170,7 @@ std::vector<Stage> discover_stages(const std::filesystem::path& root) {
       v.id = name + "/" + f.path().stem().string();
       v.stage = s.number;
       v.path = rel;
+      v.requires_sass = s.requires_sass;
       s.variants.push_back(std::move(v));
     }
     std::sort(s.variants.begin(), s.variants.end(), [](const Variant& a, const Variant& b) { return a.id < b.id; });

@@ -28,6 +28,8 @@ struct Variant {
   std::vector<int> head_dims;
   int min_sm = 80;
   std::string notes;
+  // SASS instruction counts the stage requires (stage.json "requires_sass"), e.g. UTMALDG >= 1.
+  std::map<std::string, long> requires_sass;
 
   bool supports(const Task& t) const;
 };
@@ -38,6 +40,7 @@ struct Stage {
   std::string title;
   std::filesystem::path dir;  // relative to the repo root
   int min_sm = 80;
+  std::map<std::string, long> requires_sass;
   std::vector<Variant> variants;
   std::string dir_name() const { return std::to_string(number) + "-" + slug; }
 };

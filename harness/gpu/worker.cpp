@@ -19,6 +19,7 @@
 #include "core/stats.h"
 #include "gpu/cuda_driver.h"
 #include "gpu/nvml.h"
+#include "gpu/tma_maps.h"
 #include "gpu/worker_device.h"
 #include "gpu/worker_protocol.h"
 #include "store/atomic_file.h"
@@ -123,6 +124,10 @@ class Worker {
     std::string image = read_file(job_.cubin);
     check(cu().cuModuleLoadData(&module_, image.data()), "cuModuleLoadData", "load");
     check(cu().cuModuleGetFunction(&fn_, module_, "evo_attn_fwd"), "cuModuleGetFunction(evo_attn_fwd)", "load");
+    std::string why;
+    auto specs = read_tma_specs(image, &why);
+    if (!specs) throw CudaFailure{"load", "evo_tma: " + why};
+    tma_specs_ = std::move(*specs);
     if (job_.launch.smem_bytes > 48 * 1024)
       check(cu().cuFuncSetAttribute(fn_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(job_.launch.smem_bytes)),
             "raising the dynamic shared memory limit", "runtime");
@@ -171,7 +176,7 @@ class Worker {
   // Poison, launch, wait, read back: the output bytes in logical BHSD order.
   std::string launch_once(Problem& p) {
     p.poison(stream_);
-    Params a = params_for(p, job_.task.causal);
+    Params a = params(p);
     launch(a);
     sync("evo_attn_fwd");
     return p.logical(p.o.read(), p.dout, p.elem);
@@ -214,7 +219,7 @@ class Worker {
       p.allocate(c.shape, c.layout, 0);
       p.fill(support_, c, stream_);
       const std::string before = p.input_hash();
-      Params a = params_for(p, job_.task.causal);
+      Params a = params(p);
       launch(a);
       sync("evo_attn_fwd");
       write_file_atomic(c.out_path, p.logical(p.o.read(), p.dout, p.elem));
@@ -245,7 +250,7 @@ class Worker {
       current_ = &p;
       p.allocate(b.timed.shape);
       p.fill(support_, b.timed, stream_);
-      Params a = params_for(p, job_.task.causal);
+      Params a = params(p);
       json timing = {{"event", "timing"}, {"bench", b.id}};
       if (!pruned) {
         const SampleStats st = time_shape(a, timing);
@@ -306,7 +311,7 @@ class Worker {
     p.fill(support_, b.fresh, stream_);
     const std::string before = p.input_hash();
     p.poison(stream_);
-    Params f = params_for(p, job_.task.causal);
+    Params f = params(p);
     const double us = timed_launch(f, true);
     std::string out = p.logical(p.o.read(), p.dout, p.elem);
     const bool inputs_intact = p.input_hash() == before;
@@ -338,6 +343,20 @@ class Worker {
     return summarize(reps).median;
   }
 
+  // EvoAttnParams for a problem, with the tensor maps the variant exports (evo_tma) encoded
+  // for this problem's tensors; an encoding error is the candidate's `load` verdict.
+  Params params(const Problem& p) const {
+    Params a = params_for(p, job_.task.causal);
+    if (tma_specs_.empty()) return a;
+    TmaTensors t;
+    const TensorDesc* d[4] = {&p.dq, &p.dk, &p.dv, &p.dout};
+    for (int i = 0; i < 4; ++i)
+      t.t[i] = TmaTensor{d[i]->data, {d[i]->stride[0], d[i]->stride[1], d[i]->stride[2]}, d[i]->batch, d[i]->heads,
+                         d[i]->seq, d[i]->dim};
+    if (auto err = encode_tma_maps(tma_specs_, t, job_.task.dtype == DType::bf16, a.tma)) throw CudaFailure{"load", *err};
+    return a;
+  }
+
   WorkerJob job_;
   CUdevice dev_ = 0;
   CUcontext ctx_ = nullptr;
@@ -350,6 +369,7 @@ class Worker {
   size_t flush_bytes_ = 0;
   int sms_ = 0, l2_bytes_ = 0;
   Problem* current_ = nullptr;
+  std::vector<TmaSpec> tma_specs_;
 };
 
 }  // namespace

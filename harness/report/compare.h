@@ -80,6 +80,7 @@ struct StageRow {
   std::optional<RatioInterval> time_vs_prev, speedup_vs_base;  // geomeans over common shapes
   std::map<std::string, RatioInterval> speedup_vs_peer;
   std::optional<long> registers, smem_bytes, spill_bytes;
+  std::string technique;  // nonzero SASS technique counts, "HGMMA 48, UTMALDG 6"; "" when not recorded
   std::string gates;  // "30/30 + post 5/5, det ok, max rel L2 3.1e-04"
 };
 

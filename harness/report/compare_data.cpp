@@ -88,6 +88,7 @@ json stage_json(const StageRow& s) {
           {"registers", opt_json(s.registers)},
           {"smem_bytes", opt_json(s.smem_bytes)},
           {"spill_bytes", opt_json(s.spill_bytes)},
+          {"technique", s.technique},
           {"gates", s.gates},
           {"shapes", shapes}};
 }

@@ -154,6 +154,10 @@ void fill_resources(const json& r, StageRow& row) {
   row.registers = integer(res, "registers");
   const auto stores = integer(res, "spill_stores"), loads = integer(res, "spill_loads");
   if (stores || loads) row.spill_bytes = stores.value_or(0) + loads.value_or(0);
+  if (const json t = compile.is_object() ? compile.value("technique", json()) : json(); t.is_object())
+    for (const auto& [key, count] : t.items())
+      if (count.is_number_integer() && count.get<long>() > 0)
+        row.technique += fmt::format("{}{} {}", row.technique.empty() ? "" : ", ", key, count.get<long>());
   const auto static_smem = integer(res, "static_smem"), dynamic_smem = integer(launch, "smem_bytes");
   if (static_smem || dynamic_smem) row.smem_bytes = static_smem.value_or(0) + dynamic_smem.value_or(0);
 }

@@ -173,8 +173,8 @@ std::string stages_md(const CompareSection& sec) {
                                    "Δ time vs prev", fmt::format("× vs stage {}", base)};
   std::string align = "rllrrrr";
   add_peer_columns(sec, head, align);
-  for (const char* h : {"regs", "smem", "spills", "gates"}) head.push_back(h);
-  align += "rrrl";
+  for (const char* h : {"regs", "smem", "spills", "SASS technique", "gates"}) head.push_back(h);
+  align += "rrrll";
   out += row_md(head) + rule_md(align);
   for (const auto& s : sec.stages) {
     std::vector<std::string> r = {std::to_string(s.stage), cell(s.variant), cell(params_text(s.params)),
@@ -184,6 +184,7 @@ std::string stages_md(const CompareSection& sec) {
     r.push_back(s.registers ? std::to_string(*s.registers) : "-");
     r.push_back(kib_text(s.smem_bytes));
     r.push_back(s.spill_bytes ? fmt::format("{} B", *s.spill_bytes) : "-");
+    r.push_back(s.technique.empty() ? "-" : cell(s.technique));
     r.push_back(cell(s.gates));
     out += row_md(r);
   }

@@ -58,6 +58,7 @@ json elite_entry(const json& r, int rank) {
   const json compile = object_or_null(r, "compile");
   e["resources"] = object_or_null(compile, "resources");
   e["launch"] = object_or_null(compile, "launch");
+  e["technique"] = object_or_null(compile, "technique");
   double max_rel = 0;
   size_t checks = 0, post = 0;
   const json gates = object_or_null(r, "gates");
