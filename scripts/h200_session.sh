@@ -9,6 +9,7 @@
 #   scripts/h200_session.sh stage6      # stage 6 (wgmma) on every task with --sanitize, ncu
 #   scripts/h200_session.sh stage7      # stage 7 (TMA + warp specialization): smoke, every task --sanitize, peers
 #   scripts/h200_session.sh final       # ctest -L gpu -V; a gate baseline of the stage-6 elites, gated
+#   scripts/h200_session.sh merged      # after merging: gpu tests but adversarial, stage 7 sampled, evolve stage 7
 set -uo pipefail
 cd "$(dirname "$0")/.."
 : "${OUT:?set OUT to the folder that comes back}"
@@ -166,5 +167,21 @@ PY
     cat /tmp/smoke/results/*.jsonl > "$OUT/smoke.jsonl" 2>/dev/null
     find results -newer /tmp/evo-start -type f \( -name '*.jsonl' -o -name '*.json' \) | tar czf "$OUT/new-results.tar.gz" -T - populations
     ;;
-  *) echo "usage: $0 calibrate|stages-a|stages-b|sanitize|resanitize|stage6|stage7|final" >&2; exit 1 ;;
+  merged)
+    # The merged branches on one GPU: the GPU tests except the adversarial suite (with the
+    # sampled gate it runs longer than one call), the stage-7 elite under the sampled gate, then
+    # builtin evolution vs random sampling of stage 7 at the same GPU-second budget.
+    build
+    touch /tmp/evo-start
+    mkdir -p /tmp/logs
+    EVO_TEST_ARTIFACTS=/tmp/logs timeout 150 ctest --test-dir build -L gpu -E Adversarial -V > /tmp/logs/ctest-gpu.log 2>&1
+    echo "ctest exit $?" >> /tmp/logs/ctest-gpu.log; grep -E "tests passed|tests failed|--sanitize:" /tmp/logs/ctest-gpu.log
+    timeout 120 $evo run --stage 7 --task fp16-d128 --budget 1 > /tmp/logs/stage7-sampled.log 2>&1
+    echo "run exit $?" >> /tmp/logs/stage7-sampled.log; tail -5 /tmp/logs/stage7-sampled.log
+    find results -newer /tmp/evo-start -type f -name '*.jsonl' | tar czf "$OUT/merged-results.tar.gz" -T - populations
+    STAGE=7 TASK=fp16-d128 MOCK=0 BUDGET="${BUDGET:-40}" scripts/evolve_h200.sh
+    mv "$OUT"/*.log "$OUT"/gpu.txt /tmp/logs/ 2>/dev/null
+    tar czf "$OUT/logs.tgz" -C /tmp logs
+    ;;
+  *) echo "usage: $0 calibrate|stages-a|stages-b|sanitize|resanitize|stage6|stage7|final|merged" >&2; exit 1 ;;
 esac
