@@ -63,19 +63,8 @@ T field_or(const json& j, const std::string& key, T fallback, const std::string&
   return field<T>(j, key, where);
 }
 
-}  // namespace
-
-GatesConfig parse_gates_config(const std::string& text, const std::string& origin) {
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::exception& e) {  // parse_error, and out_of_range for numbers like 1e400
-    throw usage_error(fmt::format("{}: not valid JSON ({})", origin, e.what()));
-  }
-  GatesConfig c;
-  auto version = field<std::string>(j, "schema_version", origin);
-  if (version.rfind("1.", 0) != 0)
-    throw usage_error(fmt::format("{}: schema_version {} is not supported (this evo reads 1.x)", origin, version));
+// "shape_sets" and "defaults": which sets gate and time, the seeds.
+void parse_sets_and_defaults(const json& j, const std::string& origin, GatesConfig& c) {
   const json sets = field<json>(j, "shape_sets", origin);
   for (auto& [name, list] : sets.items())
     c.shape_sets[name] = field<std::vector<std::string>>(sets, name, origin + " shape_sets");
@@ -85,6 +74,10 @@ GatesConfig parse_gates_config(const std::string& text, const std::string& origi
   c.benchmark_sets = field<std::vector<std::string>>(d, "benchmark_sets", dw);
   c.seeds = field<std::vector<int>>(d, "seeds", dw);
   c.post_timing_seed = field<long>(d, "post_timing_seed", dw);
+}
+
+// "inputs" (the distributions by name) and the defaults that name them.
+void parse_inputs(const json& j, const std::string& origin, GatesConfig& c) {
   const json inputs = field<json>(j, "inputs", origin);
   for (auto& [name, in] : inputs.items()) {
     const std::string iw = origin + " inputs." + name;
@@ -96,6 +89,8 @@ GatesConfig parse_gates_config(const std::string& text, const std::string& origi
                              field_or<double>(in, "outlier_scale", 1.0, iw),
                              field_or<double>(in, "k_sink", 0.0, iw)};
   }
+  const json d = field<json>(j, "defaults", origin);
+  const std::string dw = origin + " defaults";
   for (const auto& name : field<std::vector<std::string>>(d, "inputs", dw)) {
     if (!c.distributions.count(name)) throw usage_error(fmt::format("{}: missing field '{}'", origin + " inputs", name));
     c.inputs.push_back(c.distributions.at(name));
@@ -105,6 +100,10 @@ GatesConfig parse_gates_config(const std::string& text, const std::string& origi
   for (const auto& name : c.post_timing_inputs)
     if (!c.distributions.count(name))
       throw usage_error(fmt::format("{}: post_timing_inputs names '{}', which is not in inputs", dw, name));
+}
+
+// "tolerances" per dtype, with per-distribution overrides.
+void parse_tolerances(const json& j, const std::string& origin, GatesConfig& c) {
   const json tol = field<json>(j, "tolerances", origin);
   for (const char* dt : {"fp16", "bf16"}) {
     const json t = field<json>(tol, dt, origin + " tolerances");
@@ -123,6 +122,10 @@ GatesConfig parse_gates_config(const std::string& text, const std::string& origi
       if (!c.distributions.count(name))
         throw usage_error(fmt::format("{} sampled.inputs: '{}' is not in inputs", origin, name));
   }
+}
+
+// "resources" per architecture, "timing" and "limits".
+void parse_caps_timing_limits(const json& j, const std::string& origin, GatesConfig& c) {
   const json resources = field<json>(j, "resources", origin);
   for (auto& [arch, r] : resources.items()) {
     const std::string w = origin + " resources." + arch;
@@ -150,6 +153,10 @@ GatesConfig parse_gates_config(const std::string& text, const std::string& origi
   c.limits.load_s = field<double>(l, "load_s", lw);
   c.limits.gate_case_s = field<double>(l, "gate_case_s", lw);
   c.limits.timing_shape_s = field<double>(l, "timing_shape_s", lw);
+}
+
+// "regression" and "verdict": the thresholds of the regression gate and the verdict rules.
+void parse_thresholds(const json& j, const std::string& origin, GatesConfig& c) {
   const json rg = field_or<json>(j, "regression", json::object(), origin);
   c.regression.confidence = field_or<double>(rg, "confidence", 0.99, origin + " regression");
   c.regression.min_effect = field_or<double>(rg, "min_effect", 0.03, origin + " regression");
@@ -159,6 +166,10 @@ GatesConfig parse_gates_config(const std::string& text, const std::string& origi
   c.verdict.replay_slack_us = field_or<double>(vp, "replay_slack_us", 20.0, vw);
   c.verdict.clock_drop_ratio = field_or<double>(vp, "clock_drop_ratio", 0.9, vw);
   c.verdict.noisy_rse = field_or<double>(vp, "noisy_rse", 0.02, vw);
+}
+
+// "sanitizer": the compute-sanitizer pass over would-be elites.
+void parse_sanitizer(const json& j, const std::string& origin, GatesConfig& c) {
   const json sz = field_or<json>(j, "sanitizer", json::object(), origin);
   const std::string sw = origin + " sanitizer";
   c.sanitizer.shape_sets = field_or<std::vector<std::string>>(sz, "shape_sets", c.sanitizer.shape_sets, sw);
@@ -170,6 +181,27 @@ GatesConfig parse_gates_config(const std::string& text, const std::string& origi
   if (c.sanitizer.seeds.empty()) throw usage_error(sw + ": seeds must name at least one seed");
   if (!(c.sanitizer.tool_s > 0)) throw usage_error(sw + ": tool_s must be positive");
   c.input(c.sanitizer.inputs);  // names it if it is not one of defaults.inputs
+}
+
+}  // namespace
+
+GatesConfig parse_gates_config(const std::string& text, const std::string& origin) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for numbers like 1e400
+    throw usage_error(fmt::format("{}: not valid JSON ({})", origin, e.what()));
+  }
+  GatesConfig c;
+  auto version = field<std::string>(j, "schema_version", origin);
+  if (version.rfind("1.", 0) != 0)
+    throw usage_error(fmt::format("{}: schema_version {} is not supported (this evo reads 1.x)", origin, version));
+  parse_sets_and_defaults(j, origin, c);
+  parse_inputs(j, origin, c);
+  parse_tolerances(j, origin, c);
+  parse_caps_timing_limits(j, origin, c);
+  parse_thresholds(j, origin, c);
+  parse_sanitizer(j, origin, c);
   return c;
 }
 

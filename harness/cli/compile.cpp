@@ -55,27 +55,37 @@ std::vector<ParamSet> sampled_params(const Variant& v, size_t n) {
   return out;
 }
 
-void run_compile(const CompileOptions& o) {
-  Context ctx = Context::load();
-  ctx.gates.caps(o.arch);  // unknown arch -> usage error naming the known ones
+// Every (variant, params, task) of the selected stages.
+std::vector<Candidate> compile_candidates(const Context& ctx, const CompileOptions& o) {
   auto stages = ctx.select_stages(o.stage);
   auto tasks = ctx.select_tasks(o.tasks);
-  const std::filesystem::path cache = o.cache_dir.empty() ? default_cache_dir() : std::filesystem::path(o.cache_dir);
-  ensure_writable_dir(cache, "cache dir");
-  Compiler compiler(ctx.root, cache, ctx.gates);
-
   std::vector<Candidate> candidates;
   for (const Stage* s : stages)
     for (const auto& v : s->variants)
       for (const auto& t : tasks)
         for (const auto& p : sampled_params(v, o.sample)) candidates.push_back(Candidate{&v, p, t, o.arch});
+  return candidates;
+}
+
+// This shard's part of the candidates (all of them outside a shard), said on stderr.
+std::vector<Candidate> shard_part(std::vector<Candidate> candidates, const Shard& shard) {
+  if (!shard.active()) return candidates;
+  const size_t all = candidates.size();
+  candidates = take_shard(candidates, shard);
+  std::cerr << fmt::format("evo compile: shard {} (from {}): {} of {} configs\n", shard.text(), shard.source,
+                           candidates.size(), all);
+  return candidates;
+}
+
+void run_compile(const CompileOptions& o) {
+  Context ctx = Context::load();
+  ctx.gates.caps(o.arch);  // unknown arch -> usage error naming the known ones
+  std::vector<Candidate> candidates = compile_candidates(ctx, o);
+  const std::filesystem::path cache = o.cache_dir.empty() ? default_cache_dir() : std::filesystem::path(o.cache_dir);
+  ensure_writable_dir(cache, "cache dir");
+  Compiler compiler(ctx.root, cache, ctx.gates);
   const Shard shard = resolve_shard(o.shard);
-  if (shard.active()) {
-    const size_t all = candidates.size();
-    candidates = take_shard(candidates, shard);
-    std::cerr << fmt::format("evo compile: shard {} (from {}): {} of {} configs\n", shard.text(), shard.source,
-                             candidates.size(), all);
-  }
+  candidates = shard_part(std::move(candidates), shard);
 
   auto results = compile_all(compiler, candidates, o.jobs);
 

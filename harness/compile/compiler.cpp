@@ -156,35 +156,27 @@ CompileResult Compiler::compile(const Candidate& c) const {
   return r;
 }
 
-Compiler::RawCompile Compiler::compile_cached(const std::string& source, const std::string& name,
-                                             const std::vector<std::string>& options) const {
-  RawCompile r;
-  Sha256 key;
-  key.update(kCacheFormat).update("\0", 1).update(source).update("\0", 1).update(nvrtc_version_).update(common_hash_);
-  for (const auto& o : options) key.update("\0", 1).update(o);
-  r.key = key.hex();
-  const fs::path dir = cache_dir_ / "nvrtc" / r.key.substr(0, 2);
-  const fs::path meta_path = dir / (r.key + ".json"), cubin_path = dir / (r.key + ".cubin");
-
-  if (fs::exists(meta_path)) {
-    try {
-      json meta = json::parse(read_file(meta_path));
-      r.log = meta.at("log");
-      if (meta.at("nvrtc_ok").get<bool>()) {
-        r.cubin = read_file(cubin_path);
-        if (sha256_hex(r.cubin) != meta.at("cubin_sha256").get<std::string>()) throw std::runtime_error("cubin hash mismatch");
-        r.cubin_path = cubin_path;
-      } else {
-        r.verdict = classify_nvrtc_failure(r.log);
-      }
-      r.cached = true;
-      return r;
-    } catch (const std::exception&) {
-      r = RawCompile{};  // a damaged entry is simply rebuilt
-      r.key = key.hex();
+bool Compiler::read_cache_entry(const fs::path& meta_path, const fs::path& cubin_path, RawCompile& r) {
+  if (!fs::exists(meta_path)) return false;
+  try {
+    json meta = json::parse(read_file(meta_path));
+    r.log = meta.at("log");
+    if (meta.at("nvrtc_ok").get<bool>()) {
+      r.cubin = read_file(cubin_path);
+      if (sha256_hex(r.cubin) != meta.at("cubin_sha256").get<std::string>()) throw std::runtime_error("cubin hash mismatch");
+      r.cubin_path = cubin_path;
+    } else {
+      r.verdict = classify_nvrtc_failure(r.log);
     }
+    r.cached = true;
+    return true;
+  } catch (const std::exception&) {
+    return false;  // a damaged entry is simply rebuilt
   }
+}
 
+bool Compiler::compile_in_child(const std::string& source, const std::string& name, const std::vector<std::string>& options,
+                                const fs::path& dir, RawCompile& r) const {
   const std::string tag = fmt::format("{}.{}.{}", r.key.substr(0, 16), ::getpid(),
                                       std::hash<std::thread::id>{}(std::this_thread::get_id()) % 1000003);
   const fs::path req = dir / (tag + ".req.json"), out_prefix = dir / tag;
@@ -201,22 +193,41 @@ Compiler::RawCompile Compiler::compile_cached(const std::string& source, const s
   if (run.status.timed_out || run.status.signal == SIGXCPU) {
     fs::remove(out_cubin, ec);
     r.verdict = {Outcome::timeout, fmt::format("NVRTC ran past {} s (gates.json limits.compile_s)", gates_.limits.compile_s)};
-    return r;  // not cached: a timeout may depend on machine load
+    return false;  // a timeout may depend on machine load
   }
   if (!run.status.exited || (run.status.code != 0 && run.status.code != 10)) {
     fs::remove(out_cubin, ec);
     r.verdict = {Outcome::compile, fmt::format("NVRTC process failed ({}; memory limit {} MB)", run.status.describe(),
                                                gates_.limits.compile_memory_mb)};
-    return r;  // not cached: may be the machine (memory pressure)
+    return false;  // may be the machine (memory pressure)
   }
-  const bool ok = run.status.code == 0;
-  if (ok) {
+  if (run.status.code == 0) {
     r.cubin = read_file(out_cubin);
     fs::remove(out_cubin, ec);
-    write_file_atomic(cubin_path, r.cubin);
-    r.cubin_path = cubin_path;
   } else {
     r.verdict = classify_nvrtc_failure(r.log);
+  }
+  return true;
+}
+
+Compiler::RawCompile Compiler::compile_cached(const std::string& source, const std::string& name,
+                                             const std::vector<std::string>& options) const {
+  RawCompile r;
+  Sha256 key;
+  key.update(kCacheFormat).update("\0", 1).update(source).update("\0", 1).update(nvrtc_version_).update(common_hash_);
+  for (const auto& o : options) key.update("\0", 1).update(o);
+  const std::string hex = key.hex();  // once: hex() finishes the hash
+  r.key = hex;
+  const fs::path dir = cache_dir_ / "nvrtc" / r.key.substr(0, 2);
+  const fs::path meta_path = dir / (r.key + ".json"), cubin_path = dir / (r.key + ".cubin");
+  if (read_cache_entry(meta_path, cubin_path, r)) return r;
+  r = RawCompile{};  // a damaged entry is simply rebuilt
+  r.key = hex;
+  if (!compile_in_child(source, name, options, dir, r)) return r;  // not cached
+  const bool ok = r.verdict.ok();
+  if (ok) {
+    write_file_atomic(cubin_path, r.cubin);
+    r.cubin_path = cubin_path;
   }
   json meta{{"format", kCacheFormat}, {"nvrtc_ok", ok}, {"log", r.log}, {"name", name},
             {"cubin_sha256", ok ? sha256_hex(r.cubin) : ""}};

@@ -48,6 +48,12 @@ class Compiler {
     std::filesystem::path cubin_path;
   };
   RawCompile compile_cached(const std::string& source, const std::string& name, const std::vector<std::string>& options) const;
+  // The cache entry's verdict, log and cubin, or false when it is missing or damaged.
+  static bool read_cache_entry(const std::filesystem::path& meta_path, const std::filesystem::path& cubin_path, RawCompile& r);
+  // NVRTC in its child process under the limits; fills log and verdict, the cubin on success.
+  // False when the failure may be the machine's (timeout, memory): such results are not cached.
+  bool compile_in_child(const std::string& source, const std::string& name, const std::vector<std::string>& options,
+                        const std::filesystem::path& dir, RawCompile& r) const;
   std::vector<std::string> options(const std::string& arch) const;
   void check_technique(const Candidate& c, CompileResult& r) const;
   std::filesystem::path root_, cache_dir_;

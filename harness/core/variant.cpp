@@ -56,9 +56,8 @@ std::map<std::string, long> parse_requires_sass(const json& j, const std::string
   return out;
 }
 
-}  // namespace
-
-Variant parse_variant(const std::string& source, const std::string& origin) {
+// The JSON between "/*evo" and "*/" at the top of the file, as an object with known fields only.
+json front_matter(const std::string& source, const std::string& origin) {
   size_t start = source.find_first_not_of(" \t\r\n");
   if (start == std::string::npos || source.compare(start, 5, "/*evo") != 0)
     bad(origin, "the file must start with a /*evo { ... } */ comment (see docs/variants.md)");
@@ -75,37 +74,36 @@ Variant parse_variant(const std::string& source, const std::string& origin) {
   for (auto& [key, _] : j.items())
     if (std::find(known.begin(), known.end(), key) == known.end())
       bad(origin, fmt::format("unknown field '{}' (known: summary, parent, params, dtypes, head_dims, min_sm, notes)", key));
+  return j;
+}
 
-  Variant v;
-  v.source = source;
-  if (!j.contains("summary") || !j["summary"].is_string() || j["summary"].get<std::string>().empty())
-    bad(origin, "field 'summary' must be a non-empty string");
-  v.summary = j["summary"];
-  if (j.contains("parent") && !j["parent"].is_null()) {
-    if (!j["parent"].is_string()) bad(origin, "field 'parent' must be a variant id string or null");
-    v.parent = j["parent"].get<std::string>();
-  }
-  if (j.contains("params")) {
-    if (!j["params"].is_object()) bad(origin, "field 'params' must be an object of NAME: [values]");
-    for (auto& [name, values] : j["params"].items()) {
-      if (!is_param_name(name))
-        bad(origin, fmt::format("param name '{}' must be UPPER_CASE letters, digits and _ (at most 64)", name.substr(0, 64)));
-      if (name.rfind("EVO_", 0) == 0) bad(origin, fmt::format("param name '{}': the EVO_ prefix is reserved", name));
-      if (!values.is_array() || values.empty()) bad(origin, fmt::format("param '{}' must be a non-empty list", name));
-      Tunable t{name, {}};
-      for (const auto& x : values) {
-        if (!x.is_number_integer()) bad(origin, fmt::format("param '{}' values must be integers", name));
-        t.values.push_back(x.get<long>());
-      }
-      v.params.push_back(std::move(t));
+// "params": NAME -> non-empty list of integers, spanning at most kMaxConfigs configurations.
+std::vector<Tunable> parse_params(const json& params, const std::string& origin) {
+  if (!params.is_object()) bad(origin, "field 'params' must be an object of NAME: [values]");
+  std::vector<Tunable> out;
+  for (auto& [name, values] : params.items()) {
+    if (!is_param_name(name))
+      bad(origin, fmt::format("param name '{}' must be UPPER_CASE letters, digits and _ (at most 64)", name.substr(0, 64)));
+    if (name.rfind("EVO_", 0) == 0) bad(origin, fmt::format("param name '{}': the EVO_ prefix is reserved", name));
+    if (!values.is_array() || values.empty()) bad(origin, fmt::format("param '{}' must be a non-empty list", name));
+    Tunable t{name, {}};
+    for (const auto& x : values) {
+      if (!x.is_number_integer()) bad(origin, fmt::format("param '{}' values must be integers", name));
+      t.values.push_back(x.get<long>());
     }
-    size_t configs = 1;
-    for (const auto& t : v.params) {
-      configs *= t.values.size();
-      if (configs > kMaxConfigs)
-        bad(origin, fmt::format("params span more than {} configs; split the variant or narrow the domains", kMaxConfigs));
-    }
+    out.push_back(std::move(t));
   }
+  size_t configs = 1;
+  for (const auto& t : out) {
+    configs *= t.values.size();
+    if (configs > kMaxConfigs)
+      bad(origin, fmt::format("params span more than {} configs; split the variant or narrow the domains", kMaxConfigs));
+  }
+  return out;
+}
+
+// "dtypes" and "head_dims": the non-empty lists of what the variant supports.
+void parse_supported(const json& j, const std::string& origin, Variant& v) {
   if (!j.contains("dtypes") || !j["dtypes"].is_array() || j["dtypes"].empty())
     bad(origin, "field 'dtypes' must be a non-empty list of \"fp16\"/\"bf16\"");
   for (const auto& d : j["dtypes"]) {
@@ -118,6 +116,23 @@ Variant parse_variant(const std::string& source, const std::string& origin) {
     if (!d.is_number_integer() || (d != 64 && d != 128)) bad(origin, "field 'head_dims' entries must be 64 or 128");
     v.head_dims.push_back(d);
   }
+}
+
+}  // namespace
+
+Variant parse_variant(const std::string& source, const std::string& origin) {
+  const json j = front_matter(source, origin);
+  Variant v;
+  v.source = source;
+  if (!j.contains("summary") || !j["summary"].is_string() || j["summary"].get<std::string>().empty())
+    bad(origin, "field 'summary' must be a non-empty string");
+  v.summary = j["summary"];
+  if (j.contains("parent") && !j["parent"].is_null()) {
+    if (!j["parent"].is_string()) bad(origin, "field 'parent' must be a variant id string or null");
+    v.parent = j["parent"].get<std::string>();
+  }
+  if (j.contains("params")) v.params = parse_params(j["params"], origin);
+  parse_supported(j, origin, v);
   if (j.contains("min_sm")) {
     if (!j["min_sm"].is_number_integer() || j["min_sm"] < 80 || j["min_sm"] > 120)
       bad(origin, "field 'min_sm' must be an integer like 80, 89 or 90");

@@ -24,15 +24,9 @@ const Variant* find_variant(const Context& ctx, const std::string& id) {
       if (v.id == id) return &v;
   return nullptr;
 }
-}  // namespace
 
-std::vector<json> remeasure_elites(const Context& ctx, const RemeasureOptions& o) {
-  Compiler compiler(ctx.root, o.cache_dir, ctx.gates);
-  const fs::path results_dir = o.results_file.parent_path().empty() ? fs::path(".") : o.results_file.parent_path();
-  auto sessions = open_sessions(ctx, compiler,
-                                SessionOptions{results_dir, ctx.root / "populations", o.cache_dir, 0, "gate", o.results_file, false, {}, {}},
-                                query_devices(o.devices));
-  Session& session = *sessions.front();
+// The tasks asked for, or every task with a population on this GPU, by name.
+std::vector<Task> remeasure_tasks(const Context& ctx, const RemeasureOptions& o, const Session& session) {
   const fs::path pop_dir = ctx.root / "populations" / session.gpu().key;
   std::vector<Task> tasks;
   if (!o.tasks.empty()) {
@@ -45,15 +39,30 @@ std::vector<json> remeasure_elites(const Context& ctx, const RemeasureOptions& o
   if (tasks.empty())
     throw usage_error(fmt::format("no populations for {} under {}: run `evo run` first", session.gpu().key, pop_dir.string()));
   std::sort(tasks.begin(), tasks.end(), [](const Task& a, const Task& b) { return a.name() < b.name(); });
+  return tasks;
+}
 
-  struct Item {
-    Candidate candidate;
-    CompileResult compiled;
-    size_t plan;
-  };
-  std::vector<EvalPlan> plans;
-  std::vector<Item> items;
-  for (const Task& task : tasks) {
+struct Item {
+  Candidate candidate;
+  CompileResult compiled;
+  size_t plan;
+};
+
+// An elite's candidate as the variant file is now (warning when it changed since).
+Candidate elite_candidate(const Context& ctx, const json& e, const Task& task, const Session& session) {
+  const Variant* v = find_variant(ctx, e["variant"]);
+  if (!v) throw usage_error(fmt::format("elite {} of {} is no longer in variants/", e["variant"].get<std::string>(), task.name()));
+  if (sha256_hex(v->source) != e["source_sha256"].get<std::string>())
+    spdlog::warn("{} changed since it became an elite; measuring the file as it is now", v->id);
+  ParamSet params;
+  for (auto& [k, val] : e["params"].items()) params.emplace_back(k, val.get<long>());
+  return Candidate{v, params, task, session.gpu().cc >= 90 ? "sm_90a" : fmt::format("sm_{}", session.gpu().cc)};
+}
+
+// Per task, the plan and the top elites of the asked (or highest) stage, compiled.
+void plan_elites(const Context& ctx, const RemeasureOptions& o, Session& session, Compiler& compiler,
+                 std::vector<EvalPlan>& plans, std::vector<Item>& items) {
+  for (const Task& task : remeasure_tasks(ctx, o, session)) {
     const json pop = session.population(task, "default");
     int stage = o.stage;
     if (stage < 0)
@@ -64,17 +73,22 @@ std::vector<json> remeasure_elites(const Context& ctx, const RemeasureOptions& o
     plans.push_back(make_plan(ctx.gates, {task, ctx.gates.gate_sets, ctx.gates.benchmark_sets, ctx.gates.seeds, false, std::nullopt}));
     session.prepare_references(plans.back(), [](const std::string& s) { spdlog::info("{}", s); });
     for (int i = 0; i < o.top && i < int(elites.size()); ++i) {
-      const json& e = elites[size_t(i)];
-      const Variant* v = find_variant(ctx, e["variant"]);
-      if (!v) throw usage_error(fmt::format("elite {} of {} is no longer in variants/", e["variant"].get<std::string>(), task.name()));
-      if (sha256_hex(v->source) != e["source_sha256"].get<std::string>())
-        spdlog::warn("{} changed since it became an elite; measuring the file as it is now", v->id);
-      ParamSet params;
-      for (auto& [k, val] : e["params"].items()) params.emplace_back(k, val.get<long>());
-      Candidate c{v, params, task, session.gpu().cc >= 90 ? "sm_90a" : fmt::format("sm_{}", session.gpu().cc)};
+      Candidate c = elite_candidate(ctx, elites[size_t(i)], task, session);
       items.push_back({c, compiler.compile(c), plans.size() - 1});
     }
   }
+}
+}  // namespace
+
+std::vector<json> remeasure_elites(const Context& ctx, const RemeasureOptions& o) {
+  Compiler compiler(ctx.root, o.cache_dir, ctx.gates);
+  const fs::path results_dir = o.results_file.parent_path().empty() ? fs::path(".") : o.results_file.parent_path();
+  auto sessions = open_sessions(ctx, compiler,
+                                SessionOptions{results_dir, ctx.root / "populations", o.cache_dir, 0, "gate", o.results_file, false, {}, {}},
+                                query_devices(o.devices));
+  std::vector<EvalPlan> plans;
+  std::vector<Item> items;
+  plan_elites(ctx, o, *sessions.front(), compiler, plans, items);
   // One GPU, or the elites shared out over several of one model (--devices).
   std::vector<json> out(items.size());
   const PoolReport pool = run_device_pool(
