@@ -10,6 +10,7 @@
 #include "core/paths.h"
 #include "gates/correctness.h"
 #include "gates/verdict.h"
+#include "run/job_events.h"
 #include "run/sampler.h"
 #include "run/sanitizer.h"
 #include "run/worker_client.h"
@@ -159,10 +160,8 @@ class GpuEvaluation {
   }
 
   bool on_case_done(const WorkerEvent& ev, WorkerClient& worker) {
-    auto it = g_.refs.find(ev.case_id);
-    if (it == g_.refs.end()) return reject(worker, "case_done for unknown case '" + ev.case_id.substr(0, 64) + "'");
-    const auto& [spec, ref_path] = it->second;
-    if (!expected_output(spec.id, ev.out)) return reject(worker, "case " + spec.id + ": output in a file it was not given");
+    if (auto why = foreign_event(g_.job, ev)) return reject(worker, *why);
+    const auto& [spec, ref_path] = g_.refs.at(ev.case_id);
     checks.push_back(check_case(ev, spec, ref_path, ""));
     if (!ev.deterministic.value_or(true) && deterministic) {
       deterministic = false;
@@ -181,9 +180,8 @@ class GpuEvaluation {
   }
 
   bool on_timing(const WorkerEvent& ev, WorkerClient& worker) {
-    auto it = g_.bench_by_id.find(ev.bench);
-    if (it == g_.bench_by_id.end()) return reject(worker, "timing for unknown benchmark '" + ev.bench.substr(0, 64) + "'");
-    const BenchSpec& b = it->second;
+    if (auto why = foreign_event(g_.job, ev)) return reject(worker, *why);
+    const BenchSpec& b = g_.bench_by_id.at(ev.bench);
     if (ev.fields.contains("stats")) {
       json t = timing_entry(ev.fields, b.timed.shape, c_.task);
       const VerdictPolicy& policy = env_.gates->verdict;
@@ -199,10 +197,8 @@ class GpuEvaluation {
   }
 
   bool on_post_done(const WorkerEvent& ev, WorkerClient& worker) {
-    auto it = g_.bench_by_id.find(ev.bench);
-    if (it == g_.bench_by_id.end()) return reject(worker, "post_done for unknown benchmark '" + ev.bench.substr(0, 64) + "'");
-    const BenchSpec& b = it->second;
-    if (ev.out != b.fresh.out_path) return reject(worker, "benchmark " + b.id + ": output in a file it was not given");
+    if (auto why = foreign_event(g_.job, ev)) return reject(worker, *why);
+    const BenchSpec& b = g_.bench_by_id.at(ev.bench);
     json j = check_case(ev, b.fresh, g_.refs.at(b.fresh.id).second, "after timing, fresh inputs ");
     j["us"] = ev.fields["us"];
     for (const auto& t : rec_["timing"])
@@ -234,13 +230,6 @@ class GpuEvaluation {
     }
     fs::remove(ev.out);
     return j;
-  }
-
-  // Gate cases write where the job said; a worker naming another file is not believed.
-  bool expected_output(const std::string& case_id, const std::string& out) const {
-    for (const auto& cs : g_.job.cases)
-      if (cs.id == case_id) return cs.out_path == out;
-    return false;
   }
 
   bool reject(WorkerClient& worker, const std::string& why) {

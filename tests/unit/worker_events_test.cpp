@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "gpu/worker_events.h"
+#include "run/job_events.h"
 #include "run/worker_client.h"
 #include "support/test_support.h"
 
@@ -100,6 +101,48 @@ TEST(WorkerClient, MalformedReplyIsACleanCrashVerdict) {
     EXPECT_EQ(worker.failure()->outcome, Outcome::crash) << line;
     EXPECT_NE(worker.failure()->reason.find("broke the protocol"), std::string::npos) << worker.failure()->reason;
     EXPECT_LT(worker.seconds(), 9.0) << "the worker was killed, not waited out";
+    EXPECT_FALSE(worker.next_event()) << "a rejected worker says nothing more";
+  }
+  ::setenv("EVO_EXECUTABLE", saved.c_str(), 1);
+}
+
+// Well-formed events that are not about the job: the parent's check (run/job_events.h) rejects
+// them, and the worker ends with a crash verdict at once, as for a line that does not decode.
+TEST(WorkerClient, WellFormedButForeignEventIsACleanCrashVerdict) {
+  const std::string saved = std::getenv("EVO_EXECUTABLE") ? std::getenv("EVO_EXECUTABLE") : "";
+  const auto base = test::scratch_dir("fake-worker-foreign");
+  const std::pair<std::string, std::string> cases[] = {
+      {R"({"event":"case_done","case":"huge/9","out":"OUT"})", "case_done for unknown case 'huge/9'"},
+      {R"({"event":"case_done","case":"small/0","out":"/tmp/elsewhere.out"})", "case small/0: output in a file it was not given"},
+  };
+  int n = 0;
+  for (const auto& [line_template, reason] : cases) {
+    const auto dir = base / std::to_string(n++);
+    std::filesystem::create_directories(dir);
+    WorkerJob job;
+    job.mode = "candidate";
+    CaseSpec cs;
+    cs.id = "small/0";
+    cs.out_path = (dir / "gate0.out").string();
+    job.cases.push_back(cs);
+    std::string line = line_template;
+    if (auto at = line.find("OUT"); at != std::string::npos) line.replace(at, 3, cs.out_path);
+    ::setenv("EVO_EXECUTABLE", fake_worker(dir, line).c_str(), 1);
+    Limits limits;
+    limits.load_s = 10;
+    WorkerClient worker(job, dir, limits);
+    auto ev = worker.next_event();
+    ASSERT_TRUE(ev) << "the line is well-formed: " << line;
+    EXPECT_FALSE(worker.failure());
+    auto why = foreign_event(job, *ev);
+    ASSERT_TRUE(why) << line;
+    EXPECT_EQ(*why, reason);
+    worker.reject(*why);
+    ASSERT_TRUE(worker.failure());
+    EXPECT_EQ(worker.failure()->outcome, Outcome::crash);
+    EXPECT_EQ(worker.failure()->reason, "worker broke the protocol: " + reason);
+    EXPECT_LT(worker.seconds(), 9.0) << "the worker was killed, not waited out";
+    ASSERT_TRUE(worker.exit_status());
     EXPECT_FALSE(worker.next_event()) << "a rejected worker says nothing more";
   }
   ::setenv("EVO_EXECUTABLE", saved.c_str(), 1);
