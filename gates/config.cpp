@@ -155,7 +155,8 @@ void parse_caps_timing_limits(const json& j, const std::string& origin, GatesCon
   c.limits.timing_shape_s = field<double>(l, "timing_shape_s", lw);
 }
 
-// "regression" and "verdict": the thresholds of the regression gate and the verdict rules.
+// "regression", "verdict" and "compare": the thresholds of the regression gate, the verdict
+// rules and evo compare's report.
 void parse_thresholds(const json& j, const std::string& origin, GatesConfig& c) {
   const json rg = field_or<json>(j, "regression", json::object(), origin);
   c.regression.confidence = field_or<double>(rg, "confidence", 0.99, origin + " regression");
@@ -166,6 +167,12 @@ void parse_thresholds(const json& j, const std::string& origin, GatesConfig& c) 
   c.verdict.replay_slack_us = field_or<double>(vp, "replay_slack_us", 20.0, vw);
   c.verdict.clock_drop_ratio = field_or<double>(vp, "clock_drop_ratio", 0.9, vw);
   c.verdict.noisy_rse = field_or<double>(vp, "noisy_rse", 0.02, vw);
+  const json cp = field_or<json>(j, "compare", json::object(), origin);
+  const std::string cw = origin + " compare";
+  c.compare.confidence = field_or<double>(cp, "confidence", c.compare.confidence, cw);
+  c.compare.suspicious_speedup = field_or<double>(cp, "suspicious_speedup", c.compare.suspicious_speedup, cw);
+  if (!(c.compare.confidence > 0 && c.compare.confidence < 1)) throw usage_error(cw + ": confidence must be between 0 and 1");
+  if (!(c.compare.suspicious_speedup > 1)) throw usage_error(cw + ": suspicious_speedup must be above 1");
 }
 
 // "sanitizer": the compute-sanitizer pass over would-be elites.

@@ -73,6 +73,14 @@ struct VerdictPolicy {
   double noisy_rse = 0.02;        // a shape's relative standard error above this: a warning
 };
 
+// How `evo compare` reads the records (COMPARE.md): the confidence of the ± shown next to ratios
+// (two-sided), and the speedup over the previous stage above which a stage is called suspicious.
+// Its noisy-timing and clock-drop warnings use VerdictPolicy's thresholds, the same as a run's.
+struct ComparePolicy {
+  double confidence = 0.95;
+  double suspicious_speedup = 10.0;
+};
+
 struct GatesConfig {
   std::map<std::string, std::vector<std::string>> shape_sets;  // entries before D/H substitution
   std::vector<std::string> gate_sets, benchmark_sets;
@@ -90,6 +98,7 @@ struct GatesConfig {
   RegressionConfig regression;
   SanitizerConfig sanitizer;
   VerdictPolicy verdict;
+  ComparePolicy compare;
 
   // Expands set names or explicit BxHqxHkvxSqxSkvxD entries (comma separated) for a task.
   std::vector<Shape> shapes(const std::vector<std::string>& sets_or_dims, const Task& task) const;

@@ -14,14 +14,28 @@ namespace evo {
 namespace {
 
 struct CompareOptions {
-  std::string gpu, task, out, format = "md", results;
+  std::string gpu, task, out, format = "md", results, gates;
 };
+
+// The thresholds of gates/gates.json ("compare", "verdict"): the one given with --gates, else the
+// repository's. Outside a repository (--results and --out given) the defaults, which are the
+// committed gates.json's values.
+CompareThresholds compare_thresholds(const CompareOptions& o) {
+  if (!o.gates.empty()) return CompareThresholds::from(load_gates_config(o.gates));
+  std::filesystem::path root;
+  try {
+    root = repo_root();
+  } catch (const EvoError&) {
+    return {};
+  }
+  return CompareThresholds::from(load_gates_config(root / "gates" / "gates.json"));
+}
 
 void run_compare(const CompareOptions& o) {
   // The repo root only for the default paths: with --results and --out given, none is needed.
   const std::filesystem::path results = o.results.empty() ? repo_root() / "results" : std::filesystem::path(o.results);
   const CompareInput input = load_compare_input(results);
-  const Comparison comparison = build_comparison(input, {o.gpu, o.task});
+  const Comparison comparison = build_comparison(input, {o.gpu, o.task}, compare_thresholds(o));
   const std::string text = o.format == "json"  ? render_json(comparison)
                            : o.format == "csv" ? render_csv(comparison)
                                                : render_markdown(comparison) +
@@ -46,6 +60,7 @@ void add_compare_command(CLI::App& app) {
   cmd->add_option("--out", o->out, "output file, - for stdout (default: <results>/COMPARE.<format>)");
   cmd->add_option("--format", o->format, "md, json or csv")->check(CLI::IsMember({"md", "json", "csv"}))->capture_default_str();
   cmd->add_option("--results", o->results, "results directory with *.jsonl and peers/*.json (default: <repo>/results)");
+  cmd->add_option("--gates", o->gates, "gates.json whose \"compare\" and \"verdict\" thresholds to apply (default: the repo's)");
   cmd->callback([o] { run_compare(*o); });
 }
 

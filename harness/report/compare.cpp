@@ -18,6 +18,7 @@
 #include "store/population.h"
 #include "store/record.h"
 #include "store/records.h"
+#include "store/typed_record.h"
 
 namespace evo {
 
@@ -26,14 +27,15 @@ using namespace compare_parts;
 
 namespace {
 
-void add_warnings(CompareSection& sec) {
+void add_warnings(CompareSection& sec, const CompareThresholds& th) {
+  const double noisy_rse = th.verdict.noisy_rse, suspicious = th.compare.suspicious_speedup;
   auto check_figures = [&](const std::string& name, const ShapeFigures& f) {
-    if (f.clock_before_mhz && f.clock_after_mhz && *f.clock_after_mhz < *f.clock_before_mhz * (1 - kClockDropFraction))
+    if (f.clock_before_mhz && f.clock_after_mhz && *f.clock_after_mhz < *f.clock_before_mhz * th.verdict.clock_drop_ratio)
       sec.warnings.push_back(fmt::format("{}, {}: SM clock fell from {:.0f} to {:.0f} MHz while timing", name, f.shape,
                                          *f.clock_before_mhz, *f.clock_after_mhz));
-    if (f.rse && *f.rse > kNoisyRse)
+    if (f.rse && *f.rse > noisy_rse)
       sec.warnings.push_back(fmt::format("{}, {}: noisy timing, rse {:.1f} % (n {}), above {:.0f} %", name, f.shape,
-                                         *f.rse * 100, f.sample.n, kNoisyRse * 100));
+                                         *f.rse * 100, f.sample.n, noisy_rse * 100));
     if (f.ceiling_share && *f.ceiling_share > 1)
       sec.warnings.push_back(fmt::format("{}, {}: {:.1f} TFLOPS is above the {:.0f} TFLOPS ceiling: check the FLOP count "
                                          "and that the kernel does all the work",
@@ -43,13 +45,13 @@ void add_warnings(CompareSection& sec) {
     for (const auto& row : s.shapes) check_figures(who(s), row.figures);
     std::string fast;
     for (const auto& row : s.shapes)
-      if (row.time_vs_prev && row.time_vs_prev->ratio * kSuspiciousSpeedup < 1)
+      if (row.time_vs_prev && row.time_vs_prev->ratio * suspicious < 1)
         fast += fmt::format("{}{} ({}×)", fast.empty() ? "" : ", ", row.figures.shape,
                             ratio_text(1 / row.time_vs_prev->ratio));
     if (!fast.empty())
       sec.warnings.push_back(fmt::format("{} is over {:.0f}× faster than stage {} on {}: suspicious; check that it does "
                                          "all the work",
-                                         who(s), kSuspiciousSpeedup, *s.prev_stage, fast));
+                                         who(s), suspicious, *s.prev_stage, fast));
   }
   for (const auto& p : sec.peers)
     for (const auto& f : p.shapes) check_figures(p.label, f);
@@ -93,34 +95,33 @@ void add_summary(CompareSection& sec) {
 }
 
 // The record behind a stage's rank-1 elite: the last of equal ones, as derive_populations keeps.
-const json* elite_record(const json& elite, const std::vector<const json*>& runs) {
-  const json* record = nullptr;
-  for (const json* r : runs)
-    if (string_or(*r, "candidate_id") == string_or(elite, "candidate_id") && string_or(*r, "time") == string_or(elite, "time") &&
-        string_or(*r, "run_id") == string_or(elite, "run_id"))
+const Record* elite_record(const json& elite, const std::vector<const Record*>& runs) {
+  const Record* record = nullptr;
+  for (const Record* r : runs)
+    if (r->candidate_id == string_or(elite, "candidate_id") && r->time == string_or(elite, "time") &&
+        r->run_id.value_or("") == string_or(elite, "run_id"))
       record = r;
   return record;
 }
 
 // The latest (time, run id) of a candidate's sanitized records, or null.
-const json* latest_sanitized(const std::string& candidate_id, const std::vector<const json*>& runs) {
-  const json* sanitized = nullptr;
-  for (const json* r : runs)
-    if (string_or(*r, "candidate_id") == candidate_id && r->contains("gates") && (*r)["gates"].is_object() &&
-        (*r)["gates"].contains("sanitizer") && (*r)["gates"]["sanitizer"].is_object() &&
-        (!sanitized || !newer_record(*sanitized, *r)))
+const Record* latest_sanitized(const std::string& candidate_id, const std::vector<const Record*>& runs) {
+  const Record* sanitized = nullptr;
+  for (const Record* r : runs)
+    if (r->candidate_id == candidate_id && r->gates && object_or_null(r->gates->extra, "sanitizer").is_object() &&
+        (!sanitized || !sanitized->newer_than(*r)))
       sanitized = r;
   return sanitized;
 }
 
-StageRow stage_row(int n, const json& record, const std::vector<const json*>& runs, const TaskFacts& facts,
+StageRow stage_row(int n, const Record& record, const std::vector<const Record*>& runs, const TaskFacts& facts,
                    std::optional<double> ceiling) {
   StageRow row;
   row.stage = n;
-  row.variant = string_or(record, "variant");
-  row.candidate_id = string_or(record, "candidate_id");
-  row.run_id = string_or(record, "run_id");
-  row.params = record["params"];
+  row.variant = record.variant;
+  row.candidate_id = record.candidate_id;
+  row.run_id = record.run_id.value_or("");
+  row.params = record.params;
   for (auto& f : timing_figures(record, facts, ceiling)) {
     StageShapeRow shape_row;
     shape_row.figures = std::move(f);
@@ -133,7 +134,7 @@ StageRow stage_row(int n, const json& record, const std::vector<const json*>& ru
 
 // Phase 1: the rank-1 elite of every stage (store/population.cpp decides), with its full
 // record; the section's shapes in order of first appearance.
-void add_stage_rows(CompareSection& sec, const json* population, const std::vector<const json*>& runs,
+void add_stage_rows(CompareSection& sec, const json* population, const std::vector<const Record*>& runs,
                     const TaskFacts& facts) {
   if (!population) return;
   std::vector<int> stage_numbers;
@@ -142,7 +143,7 @@ void add_stage_rows(CompareSection& sec, const json* population, const std::vect
   for (int n : stage_numbers) {
     const auto elites = stage_elites(*population, n);
     if (elites.empty()) continue;
-    const json* record = elite_record(elites.front(), runs);
+    const Record* record = elite_record(elites.front(), runs);
     if (!record) continue;
     StageRow row = stage_row(n, *record, runs, facts, sec.ceiling_tflops);
     for (const auto& s : row.shapes)
@@ -157,23 +158,24 @@ void add_stage_rows(CompareSection& sec, const json* population, const std::vect
     });
 }
 
-// Per peer name, the latest record that mentions `shape`.
-std::map<std::string, const json*> latest_peers(const std::string& shape, const std::vector<const json*>& peers) {
-  std::map<std::string, const json*> latest;
-  for (const json* p : peers) {
-    bool mentions = string_or(*p, "shape") == shape;
-    if (p->contains("timing") && (*p)["timing"].is_array())
-      for (const auto& t : (*p)["timing"]) mentions |= string_or(t, "shape") == shape;
+// Per peer name, the latest record that mentions `shape` (its "shape", or a timing entry's).
+std::map<std::string, const Record*> latest_peers(const std::string& shape, const std::vector<const Record*>& peers) {
+  std::map<std::string, const Record*> latest;
+  for (const Record* p : peers) {
+    bool mentions = string_or(p->extra, "shape") == shape;
+    if (p->timing)
+      for (const auto& t : *p->timing) mentions |= t.shape.value_or("") == shape;
     if (!mentions) continue;
-    const std::string name = string_or(*p, "variant").substr(5);
+    const std::string name = p->variant.substr(5);
     auto it = latest.find(name);
-    if (it == latest.end() || !newer_record(*it->second, *p)) latest[name] = p;
+    if (it == latest.end() || !it->second->newer_than(*p)) latest[name] = p;
   }
   return latest;
 }
 
-std::string peer_versions(const json& p) {
-  const json env = p.value("env", json::object());
+// "torch 2.11.0, cudnn 91900, cuda 12.8" from the peer's environment.
+std::string peer_versions(const Record& p) {
+  const json env = p.env ? p.env->extra : json::object();
   std::string versions;
   for (const char* k : {"torch", "cudnn", "cuda"})
     if (env.contains(k) && (env[k].is_string() || env[k].is_number()))
@@ -182,22 +184,22 @@ std::string peer_versions(const json& p) {
   return versions;
 }
 
-void add_peer_shape(PeerRow& row, const std::string& shape, const json& p, const TaskFacts& facts,
+void add_peer_shape(PeerRow& row, const std::string& shape, const Record& p, const TaskFacts& facts,
                     std::optional<double> ceiling) {
-  if (p["outcome"] == "ok") {
-    for (const auto& t : p.value("timing", json::array()))
-      if (string_or(t, "shape") == shape)
+  if (p.outcome == Outcome::ok) {
+    for (const auto& t : p.timing.value_or(std::vector<TimingEntry>{}))
+      if (t.shape == shape)
         if (auto f = figures_from_timing(t, facts, ceiling)) row.shapes.push_back(*f);
     if (!find_shape(row.shapes, shape)) row.unsupported[shape] = "record has no median for this shape";
   } else {
-    const std::string reason = string_or(p, "reason");
-    row.unsupported[shape] = p["outcome"].get<std::string>() + (reason.empty() ? "" : ": " + reason);
+    const std::string reason = p.reason.value_or("");
+    row.unsupported[shape] = std::string(to_string(p.outcome)) + (reason.empty() ? "" : ": " + reason);
   }
   row.versions = peer_versions(p);
 }
 
 // Phase 2: peers on the section's shapes, flash, cuDNN, efficient first.
-void add_peers(CompareSection& sec, const std::vector<const json*>& peers, const TaskFacts& facts) {
+void add_peers(CompareSection& sec, const std::vector<const Record*>& peers, const TaskFacts& facts) {
   std::map<std::string, PeerRow> by_name;
   for (const auto& shape : sec.shapes)
     for (const auto& [name, p] : latest_peers(shape, peers)) {
@@ -213,19 +215,19 @@ void add_peers(CompareSection& sec, const std::vector<const json*>& peers, const
 }
 
 void add_stage_ratios(StageRow& row, const std::vector<ShapeFigures>& mine, const std::vector<ShapeFigures>& prev,
-                      const std::vector<ShapeFigures>& base) {
-  row.time_vs_prev = common_ratio(mine, prev);
-  row.speedup_vs_base = common_ratio(base, mine);
+                      const std::vector<ShapeFigures>& base, double confidence) {
+  row.time_vs_prev = common_ratio(mine, prev, confidence);
+  row.speedup_vs_base = common_ratio(base, mine, confidence);
   for (auto& s : row.shapes) {
     if (const ShapeFigures* p = find_shape(prev, s.figures.shape))
-      s.time_vs_prev = ratio_interval(s.figures.sample, p->sample, kCompareConfidence);
+      s.time_vs_prev = ratio_interval(s.figures.sample, p->sample, confidence);
     if (const ShapeFigures* b = find_shape(base, s.figures.shape))
-      s.speedup_vs_base = ratio_interval(b->sample, s.figures.sample, kCompareConfidence);
+      s.speedup_vs_base = ratio_interval(b->sample, s.figures.sample, confidence);
   }
 }
 
 // Phase 3: ratios per shape and as geomeans over the shapes both sides measured.
-void add_ratios(CompareSection& sec) {
+void add_ratios(CompareSection& sec, double confidence) {
   std::vector<std::vector<ShapeFigures>> stage_figures;
   for (const auto& row : sec.stages) {
     std::vector<ShapeFigures> v;
@@ -244,23 +246,22 @@ void add_ratios(CompareSection& sec) {
     row.geomean_p90_us = geomean(p90);
     if (i > 0) {
       row.prev_stage = sec.stages[i - 1].stage;
-      add_stage_ratios(row, mine, stage_figures[i - 1], stage_figures.front());
+      add_stage_ratios(row, mine, stage_figures[i - 1], stage_figures.front(), confidence);
     }
     for (const auto& peer : sec.peers) {
-      if (auto r = common_ratio(peer.shapes, mine)) row.speedup_vs_peer[peer.name] = *r;
+      if (auto r = common_ratio(peer.shapes, mine, confidence)) row.speedup_vs_peer[peer.name] = *r;
       for (auto& s : row.shapes)
         if (const ShapeFigures* p = find_shape(peer.shapes, s.figures.shape))
-          s.speedup_vs_peer[peer.name] = ratio_interval(p->sample, s.figures.sample, kCompareConfidence);
+          s.speedup_vs_peer[peer.name] = ratio_interval(p->sample, s.figures.sample, confidence);
     }
   }
 }
 
 // Phase 4: every evaluation that did not end ok, counted by stage, outcome and reason.
-void add_failures(CompareSection& sec, const std::vector<const json*>& runs) {
+void add_failures(CompareSection& sec, const std::vector<const Record*>& runs) {
   std::map<std::tuple<int, std::string, std::string>, int> counts;
-  for (const json* r : runs)
-    if ((*r)["outcome"] != "ok")
-      ++counts[{(*r)["stage"].get<int>(), (*r)["outcome"].get<std::string>(), string_or(*r, "reason")}];
+  for (const Record* r : runs)
+    if (r->outcome != Outcome::ok) ++counts[{r->stage, std::string(to_string(r->outcome)), r->reason.value_or("")}];
   for (const auto& [key, n] : counts) sec.failures.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key), n});
   std::stable_sort(sec.failures.begin(), sec.failures.end(), [](const FailureRow& a, const FailureRow& b) {
     if (a.stage != b.stage) return a.stage < b.stage;
@@ -270,8 +271,9 @@ void add_failures(CompareSection& sec, const std::vector<const json*>& runs) {
   });
 }
 
-CompareSection build_section(const std::string& gpu, const std::string& task, const std::vector<const json*>& runs,
-                             const json* population, const std::vector<const json*>& peers) {
+CompareSection build_section(const std::string& gpu, const std::string& task, const std::vector<const Record*>& runs,
+                             const json* population, const std::vector<const Record*>& peers,
+                             const CompareThresholds& th) {
   CompareSection sec;
   sec.gpu = gpu;
   sec.task = task;
@@ -280,52 +282,70 @@ CompareSection build_section(const std::string& gpu, const std::string& task, co
   sec.ceiling_tflops = ceiling_tflops(gpu, facts.dtype);
   add_stage_rows(sec, population, runs, facts);
   add_peers(sec, peers, facts);
-  add_ratios(sec);
+  add_ratios(sec, th.compare.confidence);
   add_failures(sec, runs);
-  add_warnings(sec);
+  add_warnings(sec, th);
   add_summary(sec);
   return sec;
 }
 
+// The record as a type. Loaded records have passed the same reader (store/records.cpp), so a
+// line that does not read here was built by hand: an input error, never a silent gap.
+Record typed(const json& j) {
+  RecordRead read = read_record(j);
+  if (!read.record) throw usage_error("evo compare: a record does not read (" + read.error + ")");
+  return std::move(*read.record);
+}
+
+EvoError nothing_to_report(const CompareFilter& filter, const std::set<std::string>& gpus, const std::set<std::string>& tasks) {
+  auto list = [](const std::set<std::string>& s) {
+    return s.empty() ? std::string("none") : fmt::format("{}", fmt::join(s, ", "));
+  };
+  return usage_error(fmt::format("no run records{}{} (GPUs in the records: {}; tasks: {})",
+                                 filter.gpu.empty() ? "" : " for --gpu " + filter.gpu,
+                                 filter.task.empty() ? "" : " for --task " + filter.task, list(gpus), list(tasks)));
+}
+
 }  // namespace
 
-Comparison build_comparison(const CompareInput& input, const CompareFilter& filter) {
+Comparison build_comparison(const CompareInput& input, const CompareFilter& filter, const CompareThresholds& thresholds) {
   if (!filter.task.empty()) parse_task(filter.task);  // a usage error naming the accepted forms
   Comparison c;
+  c.thresholds = thresholds;
   c.record_files = input.record_files;
   c.peer_files = input.peer_files;
   c.peer_records = input.peers.size();
 
+  // Run records measured on a GPU; `runs` (JSON) only for derive_populations, in the same order.
   std::vector<json> runs;
-  std::map<std::pair<std::string, std::string>, std::vector<const json*>> groups;
+  std::vector<Record> records;
+  for (const auto& r : input.records) {
+    Record t = typed(r);
+    if (t.kind != "run" || t.gpu_key().empty()) continue;
+    runs.push_back(r);
+    records.push_back(std::move(t));
+  }
+  std::map<std::pair<std::string, std::string>, std::vector<const Record*>> groups;
   std::set<std::string> gpus_seen, tasks_seen;
-  for (const auto& r : input.records)
-    if (r["kind"] == "run" && !record_gpu_key(r).empty()) runs.push_back(r);
-  for (const auto& r : runs) {
-    const std::string gpu = record_gpu_key(r), task = r["task"];
-    gpus_seen.insert(gpu);
-    tasks_seen.insert(task);
-    if ((!filter.gpu.empty() && gpu != filter.gpu) || (!filter.task.empty() && task != filter.task)) continue;
-    groups[{gpu, task}].push_back(&r);
+  for (const Record& r : records) {
+    gpus_seen.insert(r.gpu_key());
+    tasks_seen.insert(r.task);
+    if ((!filter.gpu.empty() && r.gpu_key() != filter.gpu) || (!filter.task.empty() && r.task != filter.task)) continue;
+    groups[{r.gpu_key(), r.task}].push_back(&r);
   }
-  c.run_records = runs.size();
-  if (groups.empty()) {
-    auto list = [](const std::set<std::string>& s) {
-      return s.empty() ? std::string("none") : fmt::format("{}", fmt::join(s, ", "));
-    };
-    throw usage_error(fmt::format("no run records{}{} (GPUs in the records: {}; tasks: {})",
-                                  filter.gpu.empty() ? "" : " for --gpu " + filter.gpu,
-                                  filter.task.empty() ? "" : " for --task " + filter.task, list(gpus_seen),
-                                  list(tasks_seen)));
-  }
+  c.run_records = records.size();
+  if (groups.empty()) throw nothing_to_report(filter, gpus_seen, tasks_seen);
+  std::vector<Record> peer_records;
+  for (const auto& p : input.peers) peer_records.push_back(typed(p));
   const auto populations = derive_populations(runs);
   for (const auto& [key, list] : groups) {
     const auto& [gpu, task] = key;
-    std::vector<const json*> peers;
-    for (const auto& p : input.peers)
-      if (record_gpu_key(p) == gpu && p["task"].get<std::string>() == task) peers.push_back(&p);
+    std::vector<const Record*> peers;
+    for (const Record& p : peer_records)
+      if (p.gpu_key() == gpu && p.task == task) peers.push_back(&p);
     auto pop = populations.find(gpu + "/" + task);
-    c.sections.push_back(build_section(gpu, task, list, pop == populations.end() ? nullptr : &pop->second, peers));
+    c.sections.push_back(
+        build_section(gpu, task, list, pop == populations.end() ? nullptr : &pop->second, peers, thresholds));
   }
   return c;
 }

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "gates/config.h"
 #include "gates/regression.h"
 
 namespace evo {
@@ -31,13 +32,15 @@ std::optional<double> ceiling_tflops(const std::string& gpu_key, const std::stri
 // `evo compare --format json`: the version of its layout (docs/compare-and-gate.md).
 inline constexpr const char* kCompareSchemaVersion = "1.0";
 
-// Confidence of the ± shown next to ratios in COMPARE.md (two-sided).
-inline constexpr double kCompareConfidence = 0.95;
-// Warnings: timing noisier than this relative standard error, SM clock drops larger than this
-// fraction, and a stage more than this many times faster than the one before.
-inline constexpr double kNoisyRse = 0.02;
-inline constexpr double kClockDropFraction = 0.10;
-inline constexpr double kSuspiciousSpeedup = 10.0;
+// The report's thresholds, from gates/gates.json: "compare" (the confidence of the ± next to
+// ratios, the speedup over the previous stage that is suspicious) and "verdict" (timing noisier
+// than noisy_rse, an SM clock that fell below clock_drop_ratio of its start: the same warnings
+// a run gives). The defaults are gates.json's values.
+struct CompareThresholds {
+  ComparePolicy compare;
+  VerdictPolicy verdict;
+  static CompareThresholds from(const GatesConfig& gates) { return {gates.compare, gates.verdict}; }
+};
 
 struct CompareInput {
   std::vector<nlohmann::json> records;  // results/*.jsonl, kind "run" (others are ignored)
@@ -111,6 +114,7 @@ struct CompareSection {
 };
 
 struct Comparison {
+  CompareThresholds thresholds;
   std::vector<CompareSection> sections;  // by gpu, then task
   size_t run_records = 0, peer_records = 0;
   std::vector<std::string> record_files, peer_files;
@@ -122,7 +126,8 @@ struct CompareFilter {
 };
 
 // Throws a usage error when the filter leaves nothing (naming what is there).
-Comparison build_comparison(const CompareInput& input, const CompareFilter& filter);
+Comparison build_comparison(const CompareInput& input, const CompareFilter& filter,
+                            const CompareThresholds& thresholds = {});
 
 std::string render_markdown(const Comparison& c);
 std::string render_json(const Comparison& c);

@@ -128,7 +128,7 @@ std::string render_json(const Comparison& c) {
   for (const auto& sec : c.sections) sections.push_back(section_json(sec));
   json out = {{"schema_version", kCompareSchemaVersion},
               {"kind", "compare"},
-              {"confidence", kCompareConfidence},
+              {"confidence", c.thresholds.compare.confidence},
               {"run_records", c.run_records},
               {"peer_records", c.peer_records},
               {"record_files", c.record_files},

@@ -30,20 +30,27 @@ TaskFacts task_facts(const std::string& name) {
   return f;
 }
 
-std::optional<ShapeFigures> figures_from_timing(const json& t, const TaskFacts& facts, std::optional<double> ceiling) {
-  const auto median = finite_number(t, "median_us");
-  if (!t.is_object() || !t.contains("shape") || !t["shape"].is_string() || !median || *median <= 0) return std::nullopt;
+namespace {
+// A figure of a record only when it is a finite number.
+std::optional<double> finite(const std::optional<double>& v) {
+  return v && std::isfinite(*v) ? v : std::nullopt;
+}
+}  // namespace
+
+std::optional<ShapeFigures> figures_from_timing(const TimingEntry& t, const TaskFacts& facts, std::optional<double> ceiling) {
+  const auto median = finite(t.median_us);
+  if (!t.shape || !median || *median <= 0) return std::nullopt;
   ShapeFigures f;
-  f.shape = t["shape"];
+  f.shape = *t.shape;
   f.sample.median_us = *median;
-  f.sample.stdev_us = finite_number(t, "stdev_us").value_or(NAN);
-  f.sample.n = t.contains("n") && t["n"].is_number_integer() ? t["n"].get<int>() : 0;
-  f.p10_us = finite_number(t, "p10_us").value_or(*median);
-  f.p90_us = finite_number(t, "p90_us").value_or(*median);
-  f.rse = finite_number(t, "rse");
+  f.sample.stdev_us = finite(t.stdev_us).value_or(NAN);
+  f.sample.n = t.n ? int(*t.n) : 0;
+  f.p10_us = finite(t.p10_us).value_or(*median);
+  f.p90_us = finite(t.p90_us).value_or(*median);
+  f.rse = finite(t.rse);
   // FLOPs from the shape (Shape::flops, the one definition evo uses), so ours and the peers'
   // TFLOPS count the same work; the record's own figure only when the task is unknown here.
-  f.tflops = finite_number(t, "tflops");
+  f.tflops = finite(t.tflops);
   if (facts.task) {
     try {
       const Shape s = parse_shape(f.shape, facts.task->head_dim);
@@ -52,15 +59,15 @@ std::optional<ShapeFigures> figures_from_timing(const json& t, const TaskFacts& 
     }
   }
   if (f.tflops && ceiling) f.ceiling_share = *f.tflops / *ceiling;
-  f.clock_before_mhz = finite_number(t, "sm_clock_before_mhz");
-  f.clock_after_mhz = finite_number(t, "sm_clock_after_mhz");
+  f.clock_before_mhz = finite_number(t.extra, "sm_clock_before_mhz");
+  f.clock_after_mhz = finite_number(t.extra, "sm_clock_after_mhz");
   return f;
 }
 
-std::vector<ShapeFigures> timing_figures(const json& r, const TaskFacts& facts, std::optional<double> ceiling) {
+std::vector<ShapeFigures> timing_figures(const Record& r, const TaskFacts& facts, std::optional<double> ceiling) {
   std::vector<ShapeFigures> out;
-  if (!r.contains("timing") || !r["timing"].is_array()) return out;
-  for (const auto& t : r["timing"])
+  if (!r.timing) return out;
+  for (const auto& t : *r.timing)
     if (auto f = figures_from_timing(t, facts, ceiling)) out.push_back(*f);
   return out;
 }
@@ -79,12 +86,13 @@ double geomean(const std::vector<double>& v) {
 }
 
 // Geomean of a_i / b_i over the shapes both measured.
-std::optional<RatioInterval> common_ratio(const std::vector<ShapeFigures>& a, const std::vector<ShapeFigures>& b) {
+std::optional<RatioInterval> common_ratio(const std::vector<ShapeFigures>& a, const std::vector<ShapeFigures>& b,
+                                          double confidence) {
   std::vector<std::pair<MedianSample, MedianSample>> pairs;
   for (const auto& fa : a)
     if (const ShapeFigures* fb = find_shape(b, fa.shape)) pairs.emplace_back(fa.sample, fb->sample);
   if (pairs.empty()) return std::nullopt;
-  return geomean_ratio_interval(pairs, kCompareConfidence);
+  return geomean_ratio_interval(pairs, confidence);
 }
 
 std::string peer_label(const std::string& name) {
@@ -111,35 +119,35 @@ std::string sampled_summary_text(const json& gates) {
 
 // `sanitized`: the latest record of the same candidate that ran under --sanitize, if `r` did
 // not (an `evo gate` re-measure, say): the verdict belongs to the compiled code, not the run.
-std::string gates_summary(const json& r, const json* sanitized) {
-  const json gates = r.value("gates", json::object());
-  auto count = [&](const char* gate, int& passed, int& total, double& max_rel) {
-    if (!gates.contains(gate) || !gates[gate].is_object() || !gates[gate].contains("checks") ||
-        !gates[gate]["checks"].is_array())
-      return;
-    for (const auto& c : gates[gate]["checks"]) {
+std::string gates_summary(const Record& r, const Record* sanitized) {
+  const RecordGates gates = r.gates.value_or(RecordGates{});
+  auto count = [&](const std::optional<RecordGate>& gate, int& passed, int& total, double& max_rel) {
+    if (!gate || !gate->checks) return;
+    for (const GateCheck& c : *gate->checks) {
       ++total;
-      passed += flag(c, "pass");
-      if (auto rel = finite_number(c, "rel_l2")) max_rel = std::max(max_rel, *rel);
+      passed += c.pass.value_or(false);
+      if (auto rel = finite(c.rel_l2)) max_rel = std::max(max_rel, *rel);
     }
   };
   int pass = 0, total = 0, post_pass = 0, post_total = 0;
   double max_rel = 0;
-  count("correctness", pass, total, max_rel);
-  count("post_timing", post_pass, post_total, max_rel);
+  count(gates.correctness, pass, total, max_rel);
+  count(gates.post_timing, post_pass, post_total, max_rel);
   std::string det = "det ?";
-  if (gates.contains("determinism") && gates["determinism"].is_object() && gates["determinism"].contains("pass"))
-    det = flag(gates["determinism"], "pass") ? "det ok" : "det FAIL";
-  // evo run --sanitize leaves its verdict; older records and non-elites have none.
+  if (gates.determinism && gates.determinism->extra.contains("pass"))  // there, but not a boolean
+    det = "det FAIL";
+  if (gates.determinism && gates.determinism->pass) det = *gates.determinism->pass ? "det ok" : "det FAIL";
+  // evo run --sanitize leaves its verdict (the part's "sanitizer"); older records and non-elites have none.
   std::string san = "not sanitized";
-  if (gates.contains("sanitizer") && gates["sanitizer"].is_object()) {
-    san = flag(gates["sanitizer"], "pass") ? "sanitizer ok" : "sanitizer FAIL";
-  } else if (sanitized) {
-    const json earlier = sanitized->value("gates", json::object()).value("sanitizer", json::object());
-    san = std::string(flag(earlier, "pass") ? "sanitizer ok" : "sanitizer FAIL") + " (run " + string_or(*sanitized, "run_id") + ")";
+  if (const json own = object_or_null(gates.extra, "sanitizer"); own.is_object()) {
+    san = flag(own, "pass") ? "sanitizer ok" : "sanitizer FAIL";
+  } else if (sanitized && sanitized->gates) {
+    const json earlier = sanitized->gates->extra.value("sanitizer", json::object());
+    san = std::string(flag(earlier, "pass") ? "sanitizer ok" : "sanitizer FAIL") + " (run " +
+          sanitized->run_id.value_or("") + ")";
   }
   return fmt::format("{}/{} + post {}/{}{}, {}, max rel L2 {:.1e}, {}", pass, total, post_pass, post_total,
-                     sampled_summary_text(gates), det, max_rel, san);
+                     sampled_summary_text(gates.extra), det, max_rel, san);
 }
 
 std::optional<long> integer(const json& j, const char* key) {
@@ -147,8 +155,8 @@ std::optional<long> integer(const json& j, const char* key) {
   return long(j[key].get<double>());
 }
 
-void fill_resources(const json& r, StageRow& row) {
-  const json compile = r.value("compile", json::object());
+void fill_resources(const Record& r, StageRow& row) {
+  const json compile = r.compile ? r.compile->extra : json::object();
   const json res = compile.is_object() ? compile.value("resources", json()) : json();
   const json launch = compile.is_object() ? compile.value("launch", json()) : json();
   row.registers = integer(res, "registers");

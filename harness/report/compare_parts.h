@@ -1,5 +1,6 @@
 // Pieces shared by the comparison's builder (compare.cpp) and its renderers (compare_render.cpp,
-// compare_data.cpp): figures from records, ratios, labels. Internal to the report layer.
+// compare_data.cpp): figures from records (typed: store/typed_record.h), ratios, labels.
+// Internal to the report layer.
 #pragma once
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -8,6 +9,7 @@
 
 #include "core/task.h"
 #include "report/compare.h"
+#include "store/typed_record.h"
 
 namespace evo::compare_parts {
 
@@ -19,16 +21,17 @@ struct TaskFacts {
 };
 
 TaskFacts task_facts(const std::string& name);
-std::optional<ShapeFigures> figures_from_timing(const json& t, const TaskFacts& facts, std::optional<double> ceiling);
-std::vector<ShapeFigures> timing_figures(const json& r, const TaskFacts& facts, std::optional<double> ceiling);
+std::optional<ShapeFigures> figures_from_timing(const TimingEntry& t, const TaskFacts& facts, std::optional<double> ceiling);
+std::vector<ShapeFigures> timing_figures(const Record& r, const TaskFacts& facts, std::optional<double> ceiling);
 const ShapeFigures* find_shape(const std::vector<ShapeFigures>& list, const std::string& shape);
 double geomean(const std::vector<double>& v);
-std::optional<RatioInterval> common_ratio(const std::vector<ShapeFigures>& a, const std::vector<ShapeFigures>& b);
+std::optional<RatioInterval> common_ratio(const std::vector<ShapeFigures>& a, const std::vector<ShapeFigures>& b,
+                                          double confidence);
 std::string peer_label(const std::string& name);
 int peer_rank(const std::string& name);
-std::string gates_summary(const json& r, const json* sanitized = nullptr);
+std::string gates_summary(const Record& r, const Record* sanitized = nullptr);
 std::optional<long> integer(const json& j, const char* key);
-void fill_resources(const json& r, StageRow& row);
+void fill_resources(const Record& r, StageRow& row);
 std::string ratio_text(double r);
 std::string who(const StageRow& s);
 std::string params_text(const json& params);

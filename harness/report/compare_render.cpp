@@ -269,7 +269,7 @@ std::string render_markdown(const Comparison& c) {
       "`×` is speed relative to the other (its time / this time; above 1 is faster); `Δ time` is the change of "
       "median time against the previous stage (negative is faster); geomeans run over the shapes both sides "
       "measured; `±` is the half-width of the {:.0f} % interval from both sides' sample spread.\n",
-      kCompareConfidence * 100);
+      c.thresholds.compare.confidence * 100);
   for (const auto& s : c.sections) out += "\n" + section_md(s);
   return out;
 }

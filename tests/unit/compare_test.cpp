@@ -203,6 +203,52 @@ TEST(CompareModel, WarningsForClockDropsNoiseAndSuspiciousJumps) {
   EXPECT_NE(s.warnings[2].find("over 10× faster than stage 0"), std::string::npos) << s.warnings[2];
 }
 
+// The thresholds come from gates/gates.json ("compare", "verdict"): the repository's file gives
+// the values the report was written with, and a changed value changes the report.
+TEST(CompareModel, ThresholdsComeFromGatesJson) {
+  const GatesConfig repo = load_gates_config(source_root() / "gates" / "gates.json");
+  const CompareThresholds th = CompareThresholds::from(repo);
+  EXPECT_EQ(th.compare.confidence, 0.95);
+  EXPECT_EQ(th.compare.suspicious_speedup, 10.0);
+  EXPECT_EQ(th.verdict.noisy_rse, 0.02);
+  EXPECT_EQ(th.verdict.clock_drop_ratio, 0.9);
+
+  json t0 = timing(kS1, 1000);
+  json t1 = timing(kS1, 80, 0.25, 30);  // 12.5x faster, rse 4.6 %
+  t1["sm_clock_after_mhz"] = 1755;      // from 1980: 0.886 of the start
+  CompareInput in;
+  in.records = {run(0, "a", {t0}), run(2, "b", {t1})};
+  const std::string md = render_markdown(build_comparison(in, {}, th));
+  EXPECT_EQ(md, render_markdown(build_comparison(in, {}))) << "the defaults are gates.json's values";
+
+  std::string text = read_text(source_root() / "gates" / "gates.json");
+  const auto at = text.find("\"suspicious_speedup\": 10");
+  ASSERT_NE(at, std::string::npos) << "gates.json has the compare section";
+  text.replace(at, std::string("\"suspicious_speedup\": 10").size(), "\"suspicious_speedup\": 20");
+  const auto noisy = text.find("\"noisy_rse\": 0.02");
+  ASSERT_NE(noisy, std::string::npos);
+  text.replace(noisy, std::string("\"noisy_rse\": 0.02").size(), "\"noisy_rse\": 0.05");
+  text.replace(text.find("\"confidence\": 0.95"), std::string("\"confidence\": 0.95").size(), "\"confidence\": 0.9");
+  const GatesConfig changed = parse_gates_config(text, "changed gates.json");
+  EXPECT_EQ(changed.compare.suspicious_speedup, 20.0);
+  EXPECT_EQ(changed.compare.confidence, 0.9);
+  const Comparison c = build_comparison(in, {}, CompareThresholds::from(changed));
+  ASSERT_EQ(c.sections[0].warnings.size(), 1u) << "12.5x is under 20x, and rse 4.6 % under 5 %";
+  EXPECT_NE(c.sections[0].warnings[0].find("SM clock fell"), std::string::npos) << c.sections[0].warnings[0];
+  const std::string md_changed = render_markdown(c);
+  EXPECT_NE(md_changed, md);
+  EXPECT_NE(md_changed.find("half-width of the 90 % interval"), std::string::npos);
+  EXPECT_NE(md.find("half-width of the 95 % interval"), std::string::npos);
+
+  text.replace(text.find("\"confidence\": 0.9,"), std::string("\"confidence\": 0.9,").size(), "\"confidence\": 1.5,");
+  try {
+    parse_gates_config(text, "bad gates.json");
+    ADD_FAILURE() << "a confidence of 1.5 was accepted";
+  } catch (const EvoError& e) {
+    EXPECT_NE(std::string(e.what()).find("compare: confidence must be between 0 and 1"), std::string::npos) << e.what();
+  }
+}
+
 TEST(CompareModel, FailuresAreCountedByStageOutcomeAndReason) {
   CompareInput in;
   in.records = {run(0, "a", {timing(kS1, 100)}), run(1, "b", {}, "crash", "illegal address"),
