@@ -63,6 +63,7 @@ json verdict_json(const json& rec, const CompileResult& compiled) {
   v["compile_log"] = compiled.log.substr(0, 4096);
   v["resources"] = object_or_null(object_or_null(rec, "compile"), "resources");
   v["launch"] = object_or_null(object_or_null(rec, "compile"), "launch");
+  v["technique"] = object_or_null(object_or_null(rec, "compile"), "technique");  // SASS counts (HGMMA, UTMALDG, ...)
   v["timing"] = rec.value("timing", json::array());
   v["fitness"] = rec.value("fitness", json(nullptr));
   v["gpu_seconds"] = rec.value("gpu_seconds", 0.0);
@@ -75,6 +76,7 @@ void print_verdict(const json& v) {
   std::cout << fmt::format("{} {}: {}{}\n", v.value("task", ""), v.value("variant", ""), v.value("outcome", ""),
                            v.value("reason", "").empty() ? "" : " — " + v.value("reason", ""));
   if (v["resources"].is_object()) std::cout << "  resources: " << v["resources"].dump() << "\n";
+  if (v["technique"].is_object()) std::cout << "  SASS technique: " << v["technique"].dump() << "\n";
   if (v.value("outcome", "") == "compile" && !v.value("compile_log", "").empty())
     std::cout << "  compile log:\n" << v["compile_log"].get<std::string>() << "\n";
   if (v.contains("failing_case")) std::cout << "  failing case: " << v["failing_case"].dump() << "\n";
