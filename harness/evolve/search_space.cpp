@@ -37,7 +37,9 @@ std::vector<SearchVariant> search_space(const std::filesystem::path& root, const
     const std::string stem = v.path.stem().string();
     if (extra.contains(stem)) {
       for (auto& [name, values] : extra[stem].items()) {
-        auto it = std::find_if(sv.tunables.begin(), sv.tunables.end(), [&](const Tunable& t) { return t.name == name; });
+        // clang 14 (the fuzz build) cannot capture a structured binding: capture a copy by name.
+        auto it = std::find_if(sv.tunables.begin(), sv.tunables.end(),
+                               [key = std::string(name)](const Tunable& t) { return t.name == key; });
         if (it == sv.tunables.end() || !values.is_array())
           throw usage_error(fmt::format("{}: search.{}.{}: not a tunable of {} or not a list of integers", file.string(),
                                         stem, name, v.id));
