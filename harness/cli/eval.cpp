@@ -121,7 +121,7 @@ void run_eval(const EvalOptions& o) {
     current = compiler.compile(c);
     json rec = compile_record(c, current, compiler.nvrtc_version());
     if (session && current.verdict.ok()) {
-      const EvalPlan plan = make_plan(ctx.gates, o.quick ? PlanRequest{t, {"small"}, {"mission"}, {ctx.gates.seeds.front()}, false, std::nullopt}
+      const EvalPlan plan = make_plan(ctx.gates, o.quick ? quick_plan_request(ctx.gates, t)
                                                          : PlanRequest{t, ctx.gates.gate_sets, ctx.gates.benchmark_sets, ctx.gates.seeds, false, draw_gate_seed()});
       session->prepare_references(plan, [](const std::string&) {});
       const json pop = session->population(t, plan.benchmark);

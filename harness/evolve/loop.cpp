@@ -32,11 +32,6 @@ using nlohmann::json;
 
 namespace {
 
-// The quick screen: the small gate shapes with one seed, one benchmark shape.
-PlanRequest quick_request(const GatesConfig& g, const Task& t) {
-  return {t, {"small"}, {"mission"}, {g.seeds.empty() ? 0 : g.seeds.front()}, false, std::nullopt};
-}
-
 struct Loop {
   const EvolveOptions& o;
   Context ctx = Context::load();
@@ -47,7 +42,7 @@ struct Loop {
   // The full evaluation draws the sampled gate cases with a seed chosen now (stored in every record).
   EvalPlan full =
       make_plan(ctx.gates, {task, ctx.gates.gate_sets, ctx.gates.benchmark_sets, ctx.gates.seeds, false, draw_gate_seed()});
-  EvalPlan quick = make_plan(ctx.gates, quick_request(ctx.gates, task));
+  EvalPlan quick = make_plan(ctx.gates, quick_plan_request(ctx.gates, task));
   std::unique_ptr<Session> session;
   std::string no_gpu, arch = "sm_90a", run_id;
   fs::path trace;

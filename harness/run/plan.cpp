@@ -24,6 +24,10 @@ CaseSpec make_case(const Shape& s, unsigned seed, const InputDistribution& in) {
 }
 }  // namespace
 
+PlanRequest quick_plan_request(const GatesConfig& gates, const Task& task) {
+  return {task, {"small"}, {"mission"}, {gates.seeds.empty() ? 0 : gates.seeds.front()}, false, std::nullopt};
+}
+
 EvalPlan make_plan(const GatesConfig& gates, const PlanRequest& r) {
   EvalPlan p;
   p.task = r.task;

@@ -38,6 +38,10 @@ struct PlanRequest {
 
 EvalPlan make_plan(const GatesConfig& gates, const PlanRequest& request);
 
+// The cheap screen `evo eval --quick` and `evo evolve --quick` run: the `small` gate set with the
+// first seed, the `mission` benchmark shape, no sampled cases.
+PlanRequest quick_plan_request(const GatesConfig& gates, const Task& task);
+
 // Every case whose reference output the plan needs: gate cases, fresh bench inputs, and the
 // sanitizer's cases.
 std::vector<CaseSpec> reference_cases(const EvalPlan& plan);
