@@ -49,6 +49,10 @@ struct Limits {
   long source_bytes = 256 * 1024;
   long log_bytes = 64 * 1024;
   double load_s = 30, gate_case_s = 10, timing_shape_s = 30;
+  // Gate cases with a buffer of at least this many elements are checked on the GPU
+  // (run/large_cases.h); the gate-case watchdog adds their work at these floor rates.
+  long long device_check_elements = 1LL << 28;
+  double watchdog_host_bytes_per_s = 2e8, watchdog_device_bytes_per_s = 2e10, watchdog_flops_per_s = 2e11;
 };
 
 // `evo run --sanitize`: the cases a would-be elite runs under each compute-sanitizer tool.

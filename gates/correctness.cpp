@@ -66,6 +66,28 @@ OutputCheck check_output(const std::string& out, const std::string& ref, DType d
     err2 += d * d;
     ref2 += double(r[i]) * r[i];
   }
+  conclude(c, err2, ref2, tol);
+  return c;
+}
+
+OutputCheck check_counts(const DeviceCheckFacts& f, const Tolerance& tol, const Shape& shape) {
+  OutputCheck c;
+  c.n = f.n;
+  c.unwritten = f.unwritten;
+  c.nonfinite = f.nonfinite;
+  c.bad = f.bad;
+  c.max_abs = f.max_abs;
+  conclude(c, f.err2, f.ref2, tol);
+  if (f.first_fail >= 0 && !c.reason.empty()) {  // where: the dimension a wrong kernel got wrong
+    int64_t i = f.first_fail;
+    const int64_t d = i % shape.head_dim, s = (i /= shape.head_dim) % shape.seq_q, h = (i /= shape.seq_q) % shape.heads_q;
+    c.reason += fmt::format("; first at b={} h={} s={} d={} (element {})", i / shape.heads_q, h, s, d, f.first_fail);
+  }
+  return c;
+}
+
+// The verdict over the counts, in the order of their severity; one line.
+void conclude(OutputCheck& c, double err2, double ref2, const Tolerance& tol) {
   c.rel_l2 = ref2 > 0 ? std::sqrt(err2 / ref2) : (err2 > 0 ? INFINITY : 0);
   if (c.unwritten)
     c.reason = fmt::format("{} of {} output elements never written (poison left)", c.unwritten, c.n);
@@ -77,7 +99,6 @@ OutputCheck check_output(const std::string& out, const std::string& ref, DType d
   else if (c.rel_l2 > tol.rel_l2)
     c.reason = fmt::format("relative L2 error {:.3g} above {:g}", c.rel_l2, tol.rel_l2);
   c.pass = c.reason.empty();
-  return c;
 }
 
 nlohmann::json check_json(const OutputCheck& c) {

@@ -7,6 +7,7 @@
 
 #include "core/task.h"
 #include "gates/config.h"
+#include "gpu/device_check.h"
 
 namespace evo {
 
@@ -24,6 +25,11 @@ float half_bits_to_float(uint16_t h);
 float bf16_bits_to_float(uint16_t b);
 
 OutputCheck check_output(const std::string& out, const std::string& ref_f32, DType dtype, const Tolerance& tol);
+// The same rules over the counts a worker computed on the GPU (gpu/device_check.h); a failure
+// names the first failing element's (b, h, s, d) in the case's shape.
+OutputCheck check_counts(const DeviceCheckFacts& facts, const Tolerance& tol, const Shape& shape);
+// Sets rel_l2, reason and pass from the counts and the sums of squared error and reference.
+void conclude(OutputCheck& c, double err2, double ref2, const Tolerance& tol);
 nlohmann::json check_json(const OutputCheck& c);
 
 }  // namespace evo

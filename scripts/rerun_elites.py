@@ -7,7 +7,7 @@ repository to a scratch root, narrows the elite's variant file to the elite's pa
 front matter domain becomes one value per tunable), and runs `evo run --budget 1` there: one
 candidate, the elite itself, gated by the current gates.json (sampled cases included) and
 timed on --bench (default: mission only, so the sweep stays cheap; pass `default` for the full
-benchmark). Records go to --results-dir.
+benchmark; --shapes huge gates it on the huge set too). Records go to --results-dir.
 
   python3 scripts/rerun_elites.py --evo build/harness/evo --results-dir results/elites --stages 0-6
 """
@@ -30,6 +30,7 @@ def main():
     ap.add_argument("--stages", default="0-6")
     ap.add_argument("--bench", default="mission")
     ap.add_argument("--tasks", default="")
+    ap.add_argument("--shapes", default="", help="gate sets for evo run --shapes (default: gates.json's), e.g. huge")
     a = ap.parse_args()
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     lo, hi = (int(x) for x in a.stages.split("-"))
@@ -56,6 +57,8 @@ def main():
                    "--results-dir", results, "--populations-dir", os.path.join(root, "populations")]
             if a.bench != "default":
                 cmd += ["--bench", a.bench]
+            if a.shapes:
+                cmd += ["--shapes", a.shapes]
             p = subprocess.run(cmd, cwd=root, env=dict(os.environ, EVO_ROOT=root), capture_output=True, text=True)
             line = next((l for l in p.stdout.splitlines() if e["variant"].split("/")[1] in l and ("ok" in l or ":" in l)), "")
             print(f"stage {stage} {task} {e['variant']} {json.dumps(e['params'])} (elite {e['candidate_id'][:12]}): exit {p.returncode}")

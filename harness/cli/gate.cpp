@@ -21,6 +21,7 @@
 #include "gates/regression.h"
 #include "report/table.h"
 #include "run/remeasure.h"
+#include "run/sampler.h"
 #include "store/atomic_file.h"
 #include "store/record.h"
 #include "store/records.h"
@@ -32,6 +33,7 @@ namespace {
 struct GateOptions {
   std::string baseline, write_baseline, replay, junit, record, cache_dir, gpu;
   std::string devices = "0";  // when measuring: GPUs to share the elites over
+  std::string gate_seed;      // when measuring: seed of the sampled gate cases (empty: drawn now)
   std::vector<std::string> tasks;
   bool strict = false;
   double confidence = NAN, min_effect = NAN;  // NAN: take gates.json's
@@ -66,6 +68,8 @@ std::vector<nlohmann::json> measured_records(const GateOptions& o, const std::ve
   r.stage = stage;
   r.top = 1;
   r.devices = o.devices;
+  r.gate_seed = o.gate_seed.empty() ? draw_gate_seed() : parse_gate_seed(o.gate_seed);
+  std::cout << fmt::format("gate: sampled cases drawn with gate seed {} (replay: --gate-seed {})\n", *r.gate_seed, *r.gate_seed);
   r.results_file = o.record.empty() ? ctx.root / "results" / ("gate-" + utc_now_compact() + ".jsonl") : std::filesystem::path(o.record);
   r.cache_dir = o.cache_dir.empty() ? default_cache_dir() : std::filesystem::path(o.cache_dir);
   auto records = remeasure_elites(ctx, r);
@@ -264,6 +268,8 @@ void add_gate_command(CLI::App& app) {
   cmd->add_option("--cache-dir", o->cache_dir, "when measuring: compile cache (default: $XDG_CACHE_HOME/evo)");
   cmd->add_option("--devices", o->devices, "when measuring: GPUs to share the elites over, e.g. 0,1 or all (one model)")
       ->capture_default_str();
+  cmd->add_option("--gate-seed", o->gate_seed,
+                  "when measuring: seed of the sampled gate cases (default: drawn per run; a record's gate_seed replays them)");
   cmd->add_option("--confidence", o->confidence, "override gates.json regression.confidence (two-sided)");
   cmd->add_option("--min-effect", o->min_effect, "override gates.json regression.min_effect (e.g. 0.03)");
   cmd->callback([o] {
@@ -274,6 +280,7 @@ void add_gate_command(CLI::App& app) {
       run_write_baseline(*o);
     } else {
       if (!o->gpu.empty()) throw usage_error("--gpu goes with --write-baseline; a baseline names its GPU");
+      if (!o->gate_seed.empty()) parse_gate_seed(o->gate_seed);  // a bad seed is exit 1 before any work
       run_gate(*o);
     }
   });

@@ -17,7 +17,8 @@ namespace evo {
   X(cuMemcpyDtoD) X(cuMemsetD8) X(cuMemsetD16) X(cuMemsetD32) X(cuMemsetD8Async) X(cuStreamCreate)        \
   X(cuStreamDestroy) X(cuStreamSynchronize) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord)            \
   X(cuEventSynchronize) X(cuEventElapsedTime) X(cuStreamBeginCapture) X(cuStreamEndCapture)                \
-  X(cuGraphInstantiate) X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy) X(cuGetProcAddress)
+  X(cuGraphInstantiate) X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy) X(cuGetProcAddress)      \
+  X(cuMemGetInfo)
 
 struct CudaDriver {
 #define EVO_DECLARE(fn) decltype(&::fn) fn = nullptr;

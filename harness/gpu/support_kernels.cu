@@ -125,3 +125,107 @@ EVO_REFERENCE(evo_reference_fp16_d64, __half, 64)
 EVO_REFERENCE(evo_reference_fp16_d128, __half, 128)
 EVO_REFERENCE(evo_reference_bf16_d64, __nv_bfloat16, 64)
 EVO_REFERENCE(evo_reference_bf16_d128, __nv_bfloat16, 128)
+
+// ---- Checks on the GPU (gpu/device_check.cpp): for cases too large to copy to the host. ----
+
+// Keyed hash of a buffer: the sum (mod 2^64) over 8-byte words w_i of mix(w_i ^ mix(i + key)),
+// plus the trailing bytes as one last word. Order-free (a sum), so any grid gives the same value;
+// with a key drawn at run time a candidate cannot aim a change at a collision (each changed
+// word moves the sum by an unpredictable 64-bit amount).
+extern "C" __global__ void evo_hash_bytes(const unsigned char* data, unsigned long long bytes, unsigned long long key,
+                                          unsigned long long* sum) {
+  const unsigned long long words = bytes / 8;
+  const unsigned long long* w = reinterpret_cast<const unsigned long long*>(data);
+  unsigned long long acc = 0;
+  for (unsigned long long i = blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x; i < words;
+       i += static_cast<unsigned long long>(gridDim.x) * blockDim.x)
+    acc += evo_mix64(w[i] ^ evo_mix64(i + key));
+  if (blockIdx.x == 0 && threadIdx.x == 0 && bytes % 8 != 0) {
+    unsigned long long tail = 0;
+    for (unsigned long long b = words * 8; b < bytes; ++b) tail = tail << 8 | data[b];
+    acc += evo_mix64(tail ^ evo_mix64(words + key));
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+  if ((threadIdx.x & 31) == 0) atomicAdd(sum, acc);
+}
+
+// Mirrors DeviceCompareSums in gpu/device_check.cpp.
+struct EvoCompareSums {
+  unsigned long long unwritten, nonfinite, bad, first_fail;  // first_fail: logical index, ~0 if none
+  double err2, ref2;
+  unsigned max_abs_bits;  // float bits of the largest |out - ref| over finite written elements
+};
+
+__device__ __forceinline__ float evo_bits_to_float(unsigned short bits, __half) { return __half2float(__ushort_as_half(bits)); }
+__device__ __forceinline__ float evo_bits_to_float(unsigned short bits, __nv_bfloat16) {
+  return __bfloat162float(__ushort_as_bfloat16(bits));
+}
+
+// The candidate's output (in its layout) against the FP32 reference (logical BHSD), with the
+// arithmetic of gates/correctness.cpp: poison = unwritten, NaN/Inf = non-finite, |d| > atol +
+// rtol·|ref| = bad; sums of squares for the relative L2 error. The parent decides.
+template <typename T>
+__device__ void compare(EvoTensorDesc o, const float* ref, float atol, float rtol, EvoCompareSums* out) {
+  const unsigned long long total = static_cast<unsigned long long>(o.batch) * o.heads * o.seq * o.dim;
+  unsigned long long unwritten = 0, nonfinite = 0, bad = 0, first = ~0ull;
+  double err2 = 0, ref2 = 0;
+  float max_abs = 0.f;
+  for (unsigned long long i = blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<unsigned long long>(gridDim.x) * blockDim.x) {
+    unsigned long long r = i;
+    const int d = static_cast<int>(r % o.dim); r /= o.dim;
+    const int s = static_cast<int>(r % o.seq); r /= o.seq;
+    const int h = static_cast<int>(r % o.heads); r /= o.heads;
+    const int b = static_cast<int>(r);
+    const unsigned short bits =
+        static_cast<const unsigned short*>(o.data)[b * o.stride[0] + h * o.stride[1] + s * o.stride[2] + d];
+    const float want = ref[i];
+    bool fail = false;
+    if (bits == 0xFFFFu) {
+      ++unwritten;
+      fail = true;
+    } else {
+      const float v = evo_bits_to_float(bits, T());
+      if ((__float_as_uint(v) & 0x7f800000u) == 0x7f800000u) {  // NaN or Inf (no <math.h> in NVRTC)
+        ++nonfinite;
+        fail = true;
+      } else {
+        const float diff = fabsf(v - want);
+        max_abs = fmaxf(max_abs, diff);
+        if (diff > atol + rtol * fabsf(want)) {
+          ++bad;
+          fail = true;
+        }
+        err2 += static_cast<double>(diff) * diff;
+        ref2 += static_cast<double>(want) * want;
+      }
+    }
+    if (fail && i < first) first = i;
+  }
+#pragma unroll
+  for (int k = 16; k > 0; k >>= 1) {
+    unwritten += __shfl_xor_sync(0xffffffffu, unwritten, k);
+    nonfinite += __shfl_xor_sync(0xffffffffu, nonfinite, k);
+    bad += __shfl_xor_sync(0xffffffffu, bad, k);
+    first = min(first, __shfl_xor_sync(0xffffffffu, first, k));
+    err2 += __shfl_xor_sync(0xffffffffu, err2, k);
+    ref2 += __shfl_xor_sync(0xffffffffu, ref2, k);
+    max_abs = fmaxf(max_abs, __shfl_xor_sync(0xffffffffu, max_abs, k));
+  }
+  if ((threadIdx.x & 31) != 0) return;
+  if (unwritten) atomicAdd(&out->unwritten, unwritten);
+  if (nonfinite) atomicAdd(&out->nonfinite, nonfinite);
+  if (bad) atomicAdd(&out->bad, bad);
+  if (first != ~0ull) atomicMin(&out->first_fail, first);
+  atomicAdd(&out->err2, err2);
+  atomicAdd(&out->ref2, ref2);
+  atomicMax(&out->max_abs_bits, __float_as_uint(max_abs));  // non-negative floats order as their bits
+}
+
+extern "C" __global__ void evo_compare_fp16(EvoTensorDesc o, const float* ref, float atol, float rtol, EvoCompareSums* out) {
+  compare<__half>(o, ref, atol, rtol, out);
+}
+extern "C" __global__ void evo_compare_bf16(EvoTensorDesc o, const float* ref, float atol, float rtol, EvoCompareSums* out) {
+  compare<__nv_bfloat16>(o, ref, atol, rtol, out);
+}

@@ -18,6 +18,7 @@
 #include "core/sha256.h"
 #include "core/stats.h"
 #include "gpu/cuda_driver.h"
+#include "gpu/device_check_worker.h"
 #include "gpu/nvml.h"
 #include "gpu/tma_maps.h"
 #include "gpu/worker_device.h"
@@ -173,13 +174,13 @@ class Worker {
 
   void sync(const char* what) { check(cu().cuStreamSynchronize(stream_), what, "crash"); }
 
-  // Poison, launch, wait, read back: the output bytes in logical BHSD order.
-  std::string launch_once(Problem& p) {
+  // Poison, launch, wait, read back: the output bytes in logical BHSD order (none if !read_back).
+  std::string launch_once(Problem& p, bool read_back = true) {
     p.poison(stream_);
     Params a = params(p);
     launch(a);
     sync("evo_attn_fwd");
-    return p.logical(p.o.read(), p.dout, p.elem);
+    return read_back ? p.logical(p.o.read(), p.dout, p.elem) : std::string();
   }
 
   void run_gate() {
@@ -189,6 +190,10 @@ class Worker {
       current_ = &p;
       p.allocate(c.shape, c.layout);
       p.fill(support_, c, stream_);
+      if (c.device_check.on) {  // too large for host copies: hashed, referenced, compared on the GPU
+        emit(check_on_device(p, c, support_, job_.task, stream_, [&] { launch_once(p, false); }));
+        continue;
+      }
       const std::string before = p.input_hash();
       std::string first = launch_once(p);
       std::string second = launch_once(p);  // poisoned again: stale output cannot pass

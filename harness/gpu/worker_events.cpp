@@ -55,7 +55,7 @@ bool read_strings(const json& j, WorkerEvent& e, std::string& error) {
   return string_field(j, "phase", k == K::phase, e.phase, error) &&
          string_field(j, "case", k == K::case_done, e.case_id, error) &&
          string_field(j, "bench", k == K::timing || k == K::post_done, e.bench, error) &&
-         string_field(j, "out", k == K::case_done || k == K::post_done, e.out, error) &&
+         string_field(j, "out", (k == K::case_done && !j.contains("device_check")) || k == K::post_done, e.out, error) &&
          string_field(j, "outcome", false, e.outcome, error) && string_field(j, "reason", false, e.reason, error);
 }
 
@@ -89,6 +89,12 @@ DecodedWorkerEvent decode_worker_event(std::string_view line) {
       !optional_field(j, "pruned", pruned, d.error))
     return {std::nullopt, d.error + " in a '" + std::string(to_string(e.kind)) + "' event"};
   if (e.kind == WorkerEventKind::post_done && !e.us) return {std::nullopt, "a 'post_done' event without 'us'"};
+  if (j.contains("device_check")) {
+    e.device_check = device_check_from_json(j["device_check"], d.error);
+    if (!e.device_check || e.kind != WorkerEventKind::case_done)
+      return {std::nullopt, (d.error.empty() ? "device_check outside a case_done" : d.error) + " in a '" +
+                                std::string(to_string(e.kind)) + "' event"};
+  }
   if (e.kind == WorkerEventKind::timing && j.contains("stats") && !j["stats"].is_object())
     return {std::nullopt, "field 'stats' is not an object in a 'timing' event"};
   e.pruned = pruned.value_or(false);
@@ -113,6 +119,7 @@ std::string encode_worker_event(const WorkerEvent& e) {
   if (e.inputs_intact) j["inputs_intact"] = *e.inputs_intact;
   if (e.guards_intact) j["guards_intact"] = *e.guards_intact;
   if (e.us) j["us"] = *e.us;
+  if (e.device_check) j["device_check"] = to_json(*e.device_check);
   if (e.pruned) j["pruned"] = true;
   return j.dump();
 }

@@ -8,6 +8,8 @@
 #include <string>
 #include <string_view>
 
+#include "gpu/device_check.h"
+
 namespace evo {
 
 enum class WorkerEventKind { phase, device, case_done, await, timing, post_done, done, error };
@@ -21,6 +23,7 @@ struct WorkerEvent {
   std::string case_id;  // phase (reference, gate), case_done
   std::string bench;    // phase (timing, post_check), timing, post_done
   std::string out;      // case_done, post_done: the file the output was written to
+  std::optional<DeviceCheckFacts> device_check;  // case_done of a case checked on the GPU (no `out`)
   std::optional<bool> deterministic, inputs_intact, guards_intact;  // case_done, post_done
   std::optional<double> us;       // post_done: the fresh launch's time
   bool pruned = false;            // timing: the worker stopped timing this candidate early

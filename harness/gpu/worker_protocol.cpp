@@ -28,7 +28,8 @@ json case_json(const CaseSpec& c) {
   return {{"id", c.id},         {"shape", shape_json(c.shape)}, {"seed", c.seed}, {"inputs", c.inputs},
           {"qk_std", c.qk_std}, {"v_std", c.v_std},             {"out", c.out_path},
           {"q_mean", c.q_mean}, {"outlier_every", c.outlier_every}, {"outlier_scale", c.outlier_scale},
-          {"k_sink", c.k_sink}, {"scale", c.scale},             {"layout", c.layout}};
+          {"k_sink", c.k_sink}, {"scale", c.scale},             {"layout", c.layout},
+          {"device_check", {{"on", c.device_check.on}, {"atol", c.device_check.atol}, {"rtol", c.device_check.rtol}}}};
 }
 CaseSpec case_from_json(const json& j) {
   CaseSpec c;
@@ -45,6 +46,8 @@ CaseSpec case_from_json(const json& j) {
   c.k_sink = j.value("k_sink", 0.0);
   c.scale = j.value("scale", 0.0);
   c.layout = j.value("layout", "");
+  if (j.contains("device_check"))
+    c.device_check = {j["device_check"].at("on"), j["device_check"].at("atol"), j["device_check"].at("rtol")};
   return c;
 }
 }  // namespace

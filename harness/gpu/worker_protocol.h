@@ -27,6 +27,13 @@ struct CaseSpec {
   double q_mean = 0, outlier_every = 0, outlier_scale = 1, k_sink = 0;  // see InputDistribution
   double scale = 0;    // softmax scale; 0 means 1/sqrt(D)
   std::string layout;  // "" (the shape's own), packed_qkv, mixed, kv_cache: gpu/case_layout.h
+  // Cases too large for host copies (gates.json limits.device_check_elements): the worker
+  // hashes the inputs, computes the reference and compares on the GPU with this tolerance, and
+  // reports the counts instead of an output file (gpu/device_check.h).
+  struct DeviceCheck {
+    bool on = false;
+    double atol = 0, rtol = 0;
+  } device_check;
 };
 
 struct BenchSpec {

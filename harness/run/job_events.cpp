@@ -19,6 +19,12 @@ std::optional<std::string> foreign_case(const WorkerJob& job, const WorkerEvent&
   bool fresh = false;
   for (const auto& b : job.bench) fresh |= b.fresh.id == ev.case_id;
   if (!spec && !fresh) return "case_done for unknown case '" + ev.case_id.substr(0, 64) + "'";
+  if (spec && spec->device_check.on) {  // checked on the GPU: counts, never an output file
+    if (!ev.device_check) return "case " + ev.case_id + ": no GPU check for a case checked on the GPU";
+    if (!ev.out.empty()) return "case " + ev.case_id + ": an output file for a case checked on the GPU";
+    return std::nullopt;
+  }
+  if (ev.device_check) return "case " + ev.case_id + ": a GPU check it was not asked for";
   if (!spec || spec->out_path != ev.out) return "case " + ev.case_id + ": output in a file it was not given";
   return std::nullopt;
 }

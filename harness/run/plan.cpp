@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/sha256.h"
+#include "run/large_cases.h"
 #include "run/sampler.h"
 
 namespace evo {
@@ -40,6 +41,7 @@ EvalPlan make_plan(const GatesConfig& gates, const PlanRequest& r) {
     p.sampled_cases = sampled.size();
     p.gate_cases.insert(p.gate_cases.end(), sampled.begin(), sampled.end());
   }
+  mark_device_checks(gates, r.task, p.gate_cases);  // too large for host copies (the huge set)
   const InputDistribution& normal = gates.inputs.front();
   unsigned i = 0;
   for (const Shape& s : gates.shapes(r.bench_sets, r.task)) {
@@ -69,7 +71,9 @@ EvalPlan make_plan(const GatesConfig& gates, const PlanRequest& r) {
 }
 
 std::vector<CaseSpec> reference_cases(const EvalPlan& plan) {
-  std::vector<CaseSpec> out = plan.gate_cases;
+  std::vector<CaseSpec> out;
+  for (const CaseSpec& c : plan.gate_cases)
+    if (!c.device_check.on) out.push_back(c);  // the worker computes its own on the GPU
   for (const auto& b : plan.bench) out.push_back(b.fresh);
   out.insert(out.end(), plan.sanitize_cases.begin(), plan.sanitize_cases.end());
   return out;

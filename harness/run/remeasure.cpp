@@ -70,7 +70,7 @@ void plan_elites(const Context& ctx, const RemeasureOptions& o, Session& session
         if (!v.empty()) stage = std::max(stage, std::stoi(k));
     auto elites = stage_elites(pop, stage);
     if (elites.empty()) continue;
-    plans.push_back(make_plan(ctx.gates, {task, ctx.gates.gate_sets, ctx.gates.benchmark_sets, ctx.gates.seeds, false, std::nullopt}));
+    plans.push_back(make_plan(ctx.gates, {task, ctx.gates.gate_sets, ctx.gates.benchmark_sets, ctx.gates.seeds, false, o.gate_seed}));
     session.prepare_references(plans.back(), [](const std::string& s) { spdlog::info("{}", s); });
     for (int i = 0; i < o.top && i < int(elites.size()); ++i) {
       Candidate c = elite_candidate(ctx, elites[size_t(i)], task, session);

@@ -2,8 +2,10 @@
 // each population of this GPU is evaluated again exactly as `evo run` would (every gate, then
 // timing), and its fresh records are appended to `results_file` and returned.
 #pragma once
+#include <cstdint>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +20,7 @@ struct RemeasureOptions {
   std::filesystem::path results_file;
   std::filesystem::path cache_dir;
   std::string devices = "0";  // --devices: elites are shared out over these GPUs (one model)
+  std::optional<uint32_t> gate_seed;  // draws the sampled gate cases (evo gate: per run); none: fixed sets only
 };
 
 std::vector<nlohmann::json> remeasure_elites(const Context& ctx, const RemeasureOptions& options);

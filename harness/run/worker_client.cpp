@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/paths.h"
+#include "run/large_cases.h"
 #include "store/atomic_file.h"
 
 namespace evo {
@@ -17,6 +18,7 @@ WorkerClient::WorkerClient(const WorkerJob& job, const fs::path& work_dir, const
   write_file_atomic(job_file, to_json(job).dump());
   std::vector<std::string> argv = wrapper;
   for (std::string a : {evo_executable().string(), std::string("__worker"), job_file.string()}) argv.push_back(a);
+  for (const CaseSpec& c : job.cases) gate_case_s_[c.id] = gate_case_limit_s(c, job.task, limits);
   child_ = std::make_unique<ChildProcess>(argv, stderr_path_.string());
 }
 
@@ -25,7 +27,10 @@ double WorkerClient::seconds() const {
 }
 
 double WorkerClient::limit_for(const std::string& phase) const {
-  if (phase == "gate") return limits_.gate_case_s;
+  if (phase == "gate") {  // sized by the case's work
+    const auto it = gate_case_s_.find(phase_detail_);
+    return it == gate_case_s_.end() ? limits_.gate_case_s : it->second;
+  }
   if (phase == "timing" || phase == "post_check" || phase == "reference") return limits_.timing_shape_s;
   return limits_.load_s;  // start, init, load, and the wait for the parent's answer
 }

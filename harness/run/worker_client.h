@@ -3,6 +3,7 @@
 // and turns a death or a silence into a verdict.
 #pragma once
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -41,6 +42,7 @@ class WorkerClient {
 
  private:
   double limit_for(const std::string& phase) const;
+  std::map<std::string, double> gate_case_s_;  // case id -> its watchdog limit (run/large_cases.h)
   std::unique_ptr<ChildProcess> child_;
   std::filesystem::path stderr_path_;
   Limits limits_;

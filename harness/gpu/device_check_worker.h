@@ -1,0 +1,27 @@
+// The worker's side of a case checked on the GPU (CaseSpec::device_check): a tensor above 2^31
+// elements is 4+ GB per buffer, and copying it to the host to hash and compare would cost more
+// than the candidate's launches and more than a gate case's watchdog allows. Everything stays
+// on the device:
+//  - the inputs are hashed by evo_hash_bytes with a key drawn now, before the first launch and
+//    again after the candidate's last launch has completed (cuCtxSynchronize);
+//  - the candidate runs twice, the output poisoned before each launch; the two outputs' hashes
+//    decide determinism;
+//  - only then, from inputs whose hash was just re-checked and into buffers allocated after
+//    the candidate's last launch, evo's reference kernel computes the FP32 output and
+//    evo_compare_* reduces the comparison to counts and sums (gpu/device_check.h).
+// No candidate code runs after the re-hash, so nothing it does can reach the reference.
+#pragma once
+#include <functional>
+#include <nlohmann/json.hpp>
+
+#include "core/task.h"
+#include "gpu/worker_device.h"
+
+namespace evo {
+
+// The case_done event of one device-checked gate case. `launch_candidate` poisons the output,
+// launches the candidate once and waits for it.
+nlohmann::json check_on_device(worker_device::Problem& p, const CaseSpec& c, const worker_device::Support& support,
+                               const Task& task, CUstream stream, const std::function<void()>& launch_candidate);
+
+}  // namespace evo
