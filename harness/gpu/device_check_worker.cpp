@@ -2,6 +2,7 @@
 
 #include <array>
 #include <chrono>
+#include <cstddef>
 #include <cstring>
 #include <random>
 
@@ -43,7 +44,8 @@ class DeviceChecker {
   // The keyed hash of a buffer's bytes, its padding included.
   uint64_t hash(const GuardedBuffer& b) const {
     Scratch sum(sizeof(uint64_t));
-    check(cu().cuMemsetD8(sum.ptr, 0, sizeof(uint64_t)), "hash init", "runtime");
+    // Stream-ordered: the worker's stream does not wait for the legacy stream's memsets.
+    check(cu().cuMemsetD8Async(sum.ptr, 0, sizeof(uint64_t), stream_), "hash init", "runtime");
     CUdeviceptr data = b.data();
     unsigned long long bytes = b.bytes, key = key_;
     void* args[] = {&data, &bytes, &key, &sum.ptr};
@@ -73,8 +75,9 @@ class DeviceChecker {
     check(cu().cuLaunchKernel(s.reference, unsigned((rows * 32 + 255) / 256), 1, 1, 256, 1, 1, 0, stream_, ref_args,
                               nullptr),
           "reference launch", "runtime");
-    DeviceCompareSums init{0, 0, 0, ~0ull, 0, 0, 0};
-    check(cu().cuMemcpyHtoD(sums.ptr, &init, sizeof(init)), "compare init", "runtime");
+    check(cu().cuMemsetD8Async(sums.ptr, 0, sizeof(DeviceCompareSums), stream_), "compare init", "runtime");
+    check(cu().cuMemsetD8Async(sums.ptr + offsetof(DeviceCompareSums, first_fail), 0xFF, sizeof(uint64_t), stream_),
+          "compare init", "runtime");  // first_fail = ~0: none yet
     float atol = float(c.device_check.atol), rtol = float(c.device_check.rtol);
     void* cmp_args[] = {&dout, &ref.ptr, &atol, &rtol, &sums.ptr};
     check(cu().cuLaunchKernel(compare_, 4096, 1, 1, 256, 1, 1, 0, stream_, cmp_args, nullptr), "compare launch", "runtime");
