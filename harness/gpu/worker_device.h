@@ -53,6 +53,8 @@ struct GuardedBuffer {
     if (guard == 0) return;
     check(cu().cuMemsetD8(base, kGuardByte, guard), "guard fill");
     check(cu().cuMemsetD8(base + guard + n, kGuardByte, guard), "guard fill");
+    // cuMemsetD8 runs on the legacy stream, which the worker's non-blocking stream does not wait for.
+    check(cu().cuCtxSynchronize(), "guard fill");
   }
   bool guards_intact() const {
     std::vector<unsigned char> g(guard);
@@ -118,6 +120,7 @@ struct Problem {
     scale = c.scale > 0 ? float(c.scale) : 1.0f / std::sqrt(float(shape.head_dim));
     if (padded)
       for (GuardedBuffer* b : {&q, &k, &v}) check(cu().cuMemsetD8(b->data(), kPaddingByte, b->bytes), "padding fill");
+    if (padded) check(cu().cuCtxSynchronize(), "padding fill");  // legacy-stream memsets done before the fill
     const TensorFills f = tensor_fills(c);
     auto run = [&](TensorDesc d, unsigned tensor, const FillParams& fp) {
       void* args[] = {&d, const_cast<unsigned*>(&c.seed), &tensor, const_cast<FillParams*>(&fp)};
@@ -131,7 +134,10 @@ struct Problem {
 
   void poison(CUstream stream) {
     check(cu().cuMemsetD16(o.data(), kPoisonBits, o.bytes / 2), "output poison");
-    check(cu().cuStreamSynchronize(stream), "output poison");
+    // The memset is on the legacy stream: wait for the whole context, not only `stream`, or the
+    // candidate's launch on the non-blocking stream could run before the poison lands.
+    (void)stream;
+    check(cu().cuCtxSynchronize(), "output poison");
   }
 
   // Host copy of a tensor in logical BHSD order (the layout-independent form both sides use).
