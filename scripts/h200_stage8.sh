@@ -5,6 +5,7 @@
 #   long shape; the call stops there if it fails); stage 8 on every task with --sanitize;
 #   stage 7 on fp16-d128-causal; SDPA peers (flash, cudnn) for every task; then, with the time
 #   left, the ablation of the stage-8 switches and one Nsight Compute reading.
+#   `scripts/h200_stage8.sh ablation`: only the build and the ablation (a later call).
 # Everything that must come back is under $OUT (at most 8 files).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -23,6 +24,9 @@ if ! cmake --build build -j 16 > /tmp/logs/build.log 2>&1; then
 fi
 echo "built at ${SECONDS}s" | tee "$log"
 touch /tmp/evo-start
+PHASE=${1:-all}
+[ "$PHASE" = ablation ] && ABL_UNTIL_S=100000 NCU_UNTIL_S=0
+if [ "$PHASE" = all ]; then
 
 timeout 120 $evo run --stage 8 --task fp16-d128,fp16-d64-causal --budget 1 --shapes small,ragged --seeds 0 \
   --bench long-smoke --results-dir /tmp/smoke/results --populations-dir /tmp/smoke/populations >> "$log" 2>&1
@@ -41,25 +45,32 @@ timeout 80 $evo run --stage 7 --task fp16-d128-causal --budget "${BUDGET7:-2}" -
 echo "stage 7 done at ${SECONDS}s" >> "$log"
 PYTHONUNBUFFERED=1 timeout 110 python3 scripts/peers_sdpa.py --tasks "$TASKS" --backends flash,cudnn > /tmp/logs/peers.log 2>&1
 echo "peers exit $? at ${SECONDS}s" >> "$log"; tail -2 /tmp/logs/peers.log
+fi
 
 # Ablation: the stage-8 kernel with each switch pinned (a scratch repo; its stage asks no SASS,
 # so CLUSTER=1 is allowed there), in one run, on the long D=128 shapes where they should matter.
 if [ "$SECONDS" -lt "${ABL_UNTIL_S:-440}" ]; then
-  python3 - <<'PY'
-import os, re
+  PHASE=$PHASE python3 - <<'PY'
+import json, os, re
 src = open("variants/8-cluster/cluster.cu").read()
 root = "/tmp/abl"
 os.makedirs(f"{root}/variants/8-abl", exist_ok=True)
 os.system(f"cp -r gates {root}/ && cp -r variants/common {root}/variants/")
 open(f"{root}/variants/8-abl/stage.json", "w").write('{"stage": 8, "slug": "abl"}\n')
-for name, c, pers, rs in [("a_c1p0rs0", 1, 0, 0), ("b_c1p0rs1", 1, 0, 1), ("c_c1p1rs1", 1, 1, 1),
-                          ("d_c2p0rs1", 2, 0, 1), ("e_c2p1rs1", 2, 1, 1)]:
-    s = src.replace('"CLUSTER": [2, 1]', f'"CLUSTER": [{c}]').replace('"PERSISTENT": [1, 0]', f'"PERSISTENT": [{pers}]')
-    s = s.replace('"RESCALE_SKIP": [1, 0]', f'"RESCALE_SKIP": [{rs}]')
+variants = [("a_c1p0rs0", 1, 0, 0), ("b_c1p0rs1", 1, 0, 1), ("c_c1p1rs1", 1, 1, 1), ("d_c2p0rs1", 2, 0, 1), ("e_c2p1rs1", 2, 1, 1)]
+if os.environ.get("PHASE") == "ablation":
+    variants = [("a_c1p0", 1, 0, 0), ("c_c1p1", 1, 1, 0), ("e_c2p1", 2, 1, 0)]
+g = json.load(open(f"{root}/gates/gates.json"))
+g["shape_sets"]["abl"] = ["32xHxHx512x512xD", "8xHxHx2048x2048xD"]
+json.dump(g, open(f"{root}/gates/gates.json", "w"), indent=1)
+for name, c, pers, rs in variants:
+    s = src
+    for key, val in (("CLUSTER", c), ("PERSISTENT", pers), ("RESCALE_SKIP", rs)):
+        s = re.sub(r'"%s": \[[0-9, ]*\]' % key, f'"{key}": [{val}]', s)
     open(f"{root}/variants/8-abl/{name}.cu", "w").write(s)
 PY
-  EVO_ROOT=/tmp/abl timeout $((560 - SECONDS)) $evo run --stage 8 --task fp16-d128,fp16-d128-causal --budget 5 --shapes small \
-    --seeds 0 --bench 32x16x16x512x512x128,8x16x16x2048x2048x128 --results-dir /tmp/abl/results \
+  EVO_ROOT=/tmp/abl timeout $((${ABL_END_S:-560} - SECONDS)) $evo run --stage 8 --task fp16-d128,fp16-d128-causal${ABL_EXTRA_TASKS:-} --budget 5 --shapes small \
+    --seeds 0 --bench abl --results-dir /tmp/abl/results \
     --populations-dir /tmp/abl/populations > /tmp/logs/ablation.log 2>&1
   echo "ablation exit $? at ${SECONDS}s" >> "$log"; tail -13 /tmp/logs/ablation.log
   cat /tmp/abl/results/*.jsonl > "$OUT/ablation.jsonl" 2>/dev/null

@@ -10,12 +10,12 @@
     "CONS_REGS": [208, 240, 232, 224, 216],
     "PROD_REGS": [40, 24, 32],
     "PINGPONG": [1, 0],
-    "RESCALE_SKIP": [1, 0]
+    "RESCALE_SKIP": [0, 1]
   },
   "dtypes": ["fp16", "bf16"],
   "head_dims": [64, 128],
   "min_sm": 90,
-  "notes": "CLUSTER=2: the two CTAs of a cluster take adjacent 128-row query tiles of the same (batch, head) and read the same K/V tiles; each loads half of every K/V tile (BLOCK_N/2 rows per 64-column box) with cp.async.bulk.tensor...multicast::cluster into the same offset of both CTAs' shared memory, so a K/V tile leaves L2 once per cluster instead of once per CTA. Each CTA's full barrier expects the whole tile's bytes (both halves land there); its empty barrier counts one arrival per consumer warp of every CTA of the cluster (mapa + mbarrier.arrive.shared::cluster), so no CTA overwrites a slot its partner still reads. Under the causal mask the pair walks the longer CTA's key range; the shorter CTA waits for and releases the tiles it does not need (no math on them). A cluster barrier after the barrier init and before exit keeps remote writes and arrivals inside both CTAs' lifetimes. PERSISTENT=1: a grid of one CTA per SM (the worker's persistent launch) walks work items (pair of query tiles, head, batch) round-robin, pair-major so the heaviest causal tiles go first; the mbarrier ring runs on across items, so the producer prefetches the next item's K/V during this item's last tile and epilogue, and Q gets its own empty barrier (released after the item's last Q·Kᵀ). RESCALE_SKIP=1 skips the O rescale when no row of the warp raised its running max (alpha == 1 exactly). Causal masking, GQA, BSHD strides and ragged tails as in stage 7 (TMA zero-fills rows past the sequence). O is written from the fragments."
+  "notes": "CLUSTER=2: the two CTAs of a cluster take adjacent 128-row query tiles of the same (batch, head) and read the same K/V tiles; each loads half of every K/V tile (BLOCK_N/2 rows per 64-column box) with cp.async.bulk.tensor...multicast::cluster into the same offset of both CTAs' shared memory, so a K/V tile leaves L2 once per cluster instead of once per CTA. Each CTA's full barrier expects the whole tile's bytes (both halves land there); its empty barrier counts one arrival per consumer warp of every CTA of the cluster (mapa + mbarrier.arrive.shared::cluster), so no CTA overwrites a slot its partner still reads. Under the causal mask the pair walks the longer CTA's key range; the shorter CTA waits for and releases the tiles it does not need (no math on them). A cluster barrier after the barrier init and before exit keeps remote writes and arrivals inside both CTAs' lifetimes. PERSISTENT=1: a grid of one CTA per SM (the worker's persistent launch) walks work items (pair of query tiles, head, batch) round-robin: without the mask all pairs of one head back to back (the CTAs in flight share a few heads' K/V in L2); causal, in sections of heads whose K/V fit in 16 MiB, pair-major inside a section so the heaviest pairs go first; the mbarrier ring runs on across items, so the producer prefetches the next item's K/V during this item's last tile and epilogue, and Q gets its own empty barrier (released after the item's last Q·Kᵀ). RESCALE_SKIP=1 skips the O rescale when no row of the warp raised its running max (alpha == 1 exactly). Causal masking, GQA, BSHD strides and ragged tails as in stage 7 (TMA zero-fills rows past the sequence). O is written from the fragments."
 }
 */
 #include "evo_attn.cuh"
@@ -42,7 +42,7 @@
 #define PROD_REGS 40
 #endif
 #ifndef RESCALE_SKIP
-#define RESCALE_SKIP 1
+#define RESCALE_SKIP 0
 #endif
 
 #define HD EVO_HEAD_DIM
@@ -51,6 +51,7 @@
 #define NTHREADS ((NCONS + 1) * 128)
 #define DB (HD / 64)                 // 64-column (128-byte) blocks per row: one TMA box each
 #define KV_ROWS (BLOCK_N / CLUSTER)  // rows of every K/V tile this CTA loads for the whole cluster
+#define L2_SECTION_BYTES (16ll << 20)  // causal persistent order: K/V bytes of the heads in one section
 
 EVO_CONSTRAINT(BLOCK_N == 64 || BLOCK_N == 128, "BLOCK_N must be 64 or 128 (wgmma n64 / n128)");
 EVO_CONSTRAINT(CLUSTER == 1 || CLUSTER == 2, "CLUSTER must be 1 or 2 CTAs");
@@ -256,9 +257,24 @@ struct Item {
 __device__ __forceinline__ Item item_at(const EvoAttnParams& p, int w, unsigned rank) {
   Item it;
 #if PERSISTENT
-  // Pair-major order: all heads' pairs of one row band before the next band.
-  const int hb = w % (p.heads_q * p.batch);
-  int pair = w / (p.heads_q * p.batch);
+  const int npairs = ((p.seq_q + BLOCK_M - 1) / BLOCK_M + CLUSTER - 1) / CLUSTER;
+  const int heads = p.heads_q * p.batch;
+#if EVO_CAUSAL
+  // Sections of `group` (batch, head) slices whose K/V fit in L2_SECTION_BYTES; inside a
+  // section pair-major, heaviest pairs first, so the grid takes the longest items early and the
+  // CTAs in flight at once read few heads' K/V (pair-major over all heads thrashed L2).
+  const long long kv_bytes = (long long)p.seq_kv * HD * 4;  // K and V of one head
+  const int group = max(1, min(heads, int(L2_SECTION_BYTES / kv_bytes)));
+  const int first_hb = w / (group * npairs) * group;
+  const int gs = min(group, heads - first_hb);
+  const int rem = w - first_hb * npairs;
+  const int pair = npairs - 1 - rem / gs;
+  const int hb = first_hb + rem % gs;
+#else
+  // All pairs of one (batch, head) back to back: the CTAs in flight share few heads' K/V in L2.
+  const int pair = w % npairs;
+  const int hb = w / npairs;
+#endif
   it.h = hb % p.heads_q;
   it.b = hb / p.heads_q;
 #else
@@ -266,10 +282,9 @@ __device__ __forceinline__ Item item_at(const EvoAttnParams& p, int w, unsigned 
   int pair = blockIdx.x / CLUSTER;
   it.h = blockIdx.y;
   it.b = blockIdx.z;
-#endif
 #if EVO_CAUSAL
-  const int npairs = ((p.seq_q + BLOCK_M - 1) / BLOCK_M + CLUSTER - 1) / CLUSTER;
-  pair = npairs - 1 - pair;  // the longest row tiles first
+  pair = ((p.seq_q + BLOCK_M - 1) / BLOCK_M + CLUSTER - 1) / CLUSTER - 1 - pair;  // the longest row tiles first
+#endif
 #endif
   const int pair_row0 = pair * CLUSTER * BLOCK_M;
   const int pair_rows = min(CLUSTER * BLOCK_M, p.seq_q - pair_row0);
