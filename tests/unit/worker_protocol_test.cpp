@@ -104,6 +104,14 @@ TEST(WorkerEvents, ConstructorsGiveTheWireForm) {
                   {"inputs_intact", true}, {"guards_intact", true}}));
   EXPECT_EQ(wire(case_done_event("c", "/o", std::nullopt, false, true)),
             json({{"event", "case_done"}, {"case", "c"}, {"out", "/o"}, {"inputs_intact", false}, {"guards_intact", true}}));
+  // A case checked on the GPU (gpu/device_check_worker.cpp): no output file, its facts instead.
+  WorkerEvent on_device = case_done_event("huge/0", "", true, true, true);
+  on_device.device_check = DeviceCheckFacts{};
+  on_device.device_check->n = 1ull << 32;
+  EXPECT_EQ(wire(on_device), json({{"event", "case_done"}, {"case", "huge/0"}, {"deterministic", true},
+                                   {"inputs_intact", true}, {"guards_intact", true},
+                                   {"device_check", to_json(*on_device.device_check)}}));
+  EXPECT_TRUE(decode_worker_event(encode_worker_event(on_device)).event);
   EXPECT_EQ(wire(post_done_event("b", "/p", 12.5, true, false)),
             json({{"event", "post_done"}, {"bench", "b"}, {"out", "/p"}, {"us", 12.5}, {"inputs_intact", true},
                   {"guards_intact", false}}));
