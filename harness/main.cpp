@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   evo::add_eval_command(app);
   evo::add_request_command(app);
   evo::add_evolve_command(app);
+  evo::add_docs_command(app);
   evo::add_internal_commands(app);
 
   try {

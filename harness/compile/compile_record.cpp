@@ -17,36 +17,45 @@ json launch_json(const LaunchGeometry& g) {
           {"cluster_x", g.cluster_x}, {"persistent", g.persistent}};
 }
 
-json compile_json(const CompileResult& r) {
-  return {{"cache_key", r.key},
-          {"cached", r.cached},
-          {"seconds", r.seconds},
-          {"options", r.options},
-          {"resources", r.resources ? resources_json(*r.resources) : json(nullptr)},
-          {"launch", r.launch ? launch_json(*r.launch) : json(nullptr)},
-          {"technique", r.technique ? json(*r.technique) : json(nullptr)},
-          {"technique_error", r.technique_error.empty() ? json(nullptr) : json(r.technique_error)}};
+RecordCompile compile_part(const CompileResult& r) {
+  RecordCompile c;
+  c.cache_key = r.key;
+  c.cached = r.cached;
+  c.seconds = r.seconds;
+  c.extra = {{"options", r.options},
+             {"resources", r.resources ? resources_json(*r.resources) : json(nullptr)},
+             {"launch", r.launch ? launch_json(*r.launch) : json(nullptr)},
+             {"technique", r.technique ? json(*r.technique) : json(nullptr)},
+             {"technique_error", r.technique_error.empty() ? json(nullptr) : json(r.technique_error)}};
+  return c;
 }
 
-json resource_gate_json(const Verdict& v) {
+RecordGate resource_gate_part(const Verdict& v) {
+  RecordGate g;
   // The gate runs only on a cubin: before that (constraints, compile, ...) it was not reached.
-  if (v.outcome != Outcome::ok && v.outcome != Outcome::resources && v.outcome != Outcome::technique)
-    return {{"pass", nullptr}, {"reason", "not reached"}};
+  if (v.outcome != Outcome::ok && v.outcome != Outcome::resources && v.outcome != Outcome::technique) {
+    g.extra["pass"] = nullptr;
+    g.reason = "not reached";
+    return g;
+  }
   const bool failed = v.outcome == Outcome::resources;
-  return {{"pass", !failed}, {"reason", failed ? v.reason : ""}};
+  g.pass = !failed;
+  g.reason = failed ? v.reason : "";
+  return g;
 }
 
 json compile_record(const Candidate& c, const CompileResult& r, const std::string& nvrtc_version) {
-  json j = candidate_json(c);
-  j["schema_version"] = kRecordSchemaVersion;
-  j["kind"] = "compile";
-  j["time"] = utc_now_iso8601();
-  j["env"] = {{"nvrtc", nvrtc_version}};
-  j["compile"] = compile_json(r);
-  j["outcome"] = std::string(to_string(r.verdict.outcome));
-  j["reason"] = r.verdict.reason;
-  j["gates"] = {{"resources", resource_gate_json(r.verdict)}};
-  return j;
+  Record rec = candidate_record(c);
+  rec.kind = "compile";
+  rec.time = utc_now_iso8601();
+  rec.env = RecordEnv{};
+  rec.env->nvrtc = nvrtc_version;
+  rec.compile = compile_part(r);
+  rec.outcome = r.verdict.outcome;
+  rec.reason = r.verdict.reason;
+  rec.gates = RecordGates{};
+  rec.gates->resources = resource_gate_part(r.verdict);
+  return write_record(rec);
 }
 
 }  // namespace evo

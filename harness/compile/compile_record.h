@@ -6,14 +6,15 @@
 
 #include "compile/compiler.h"
 #include "core/candidate.h"
+#include "store/typed_record.h"
 
 namespace evo {
 
-nlohmann::json compile_json(const CompileResult& r);
+RecordCompile compile_part(const CompileResult& r);
 nlohmann::json resources_json(const PtxasResources& r);
 nlohmann::json launch_json(const LaunchGeometry& g);
 // The resource gate's entry in a record: pass/fail once a cubin exists, null before that.
-nlohmann::json resource_gate_json(const Verdict& v);
+RecordGate resource_gate_part(const Verdict& v);
 
 // A complete record for a candidate that ended at compile time (or a compile-only listing).
 nlohmann::json compile_record(const Candidate& c, const CompileResult& r, const std::string& nvrtc_version);

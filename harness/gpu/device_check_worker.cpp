@@ -108,7 +108,7 @@ double since(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
-json check_on_device(Problem& p, const CaseSpec& c, const Support& support, const Task& task, CUstream stream,
+WorkerEvent check_on_device(Problem& p, const CaseSpec& c, const Support& support, const Task& task, CUstream stream,
                      const std::function<void()>& launch_candidate) {
   const auto t0 = std::chrono::steady_clock::now();
   const DeviceChecker checker(support, task, stream);
@@ -126,9 +126,9 @@ json check_on_device(Problem& p, const CaseSpec& c, const Support& support, cons
   DeviceCheckFacts facts = checker.compare(p, support, c, task.causal);
   facts.reference_s = since(t_ref);
   facts.seconds = since(t0);
-  return {{"event", "case_done"},          {"case", c.id},
-          {"deterministic", first == second}, {"inputs_intact", inputs_intact},
-          {"guards_intact", guards_intact},  {"device_check", to_json(facts)}};
+  WorkerEvent done = case_done_event(c.id, "", first == second, inputs_intact, guards_intact);  // no output file
+  done.device_check = facts;
+  return done;
 }
 
 }  // namespace evo

@@ -16,12 +16,13 @@
 
 #include "core/task.h"
 #include "gpu/worker_device.h"
+#include "gpu/worker_events.h"
 
 namespace evo {
 
 // The case_done event of one device-checked gate case. `launch_candidate` poisons the output,
 // launches the candidate once and waits for it.
-nlohmann::json check_on_device(worker_device::Problem& p, const CaseSpec& c, const worker_device::Support& support,
+WorkerEvent check_on_device(worker_device::Problem& p, const CaseSpec& c, const worker_device::Support& support,
                                const Task& task, CUstream stream, const std::function<void()>& launch_candidate);
 
 }  // namespace evo

@@ -38,7 +38,7 @@ class Worker {
   explicit Worker(WorkerJob job) : job_(std::move(job)) {}
 
   int run() {
-    emit({{"event", "phase"}, {"phase", "init"}});
+    emit(phase_event("init"));
     init_device();
     if (job_.mode == "reference") {
       run_reference();
@@ -51,7 +51,7 @@ class Worker {
       if (!parent_says_continue()) return 0;
       run_bench();
     }
-    emit({{"event", "done"}});
+    emit(worker_event(WorkerEventKind::done));
     return 0;
   }
 
@@ -74,9 +74,9 @@ class Worker {
     cu().cuDriverGetVersion(&driver);
     auto clock = nvml_sm_clock_mhz(job_.device);
     auto max_clock = nvml_max_sm_clock_mhz(job_.device);
-    emit({{"event", "device"}, {"name", name}, {"cc", major * 10 + minor}, {"sms", sms_}, {"l2_bytes", l2_bytes_},
-          {"driver", driver}, {"sm_clock_mhz", clock ? json(*clock) : json(nullptr)},
-          {"sm_clock_max_mhz", max_clock ? json(*max_clock) : json(nullptr)}});
+    emit(device_event({{"name", name}, {"cc", major * 10 + minor}, {"sms", sms_}, {"l2_bytes", l2_bytes_},
+                       {"driver", driver}, {"sm_clock_mhz", clock ? json(*clock) : json(nullptr)},
+                       {"sm_clock_max_mhz", max_clock ? json(*max_clock) : json(nullptr)}}));
     std::string image = read_file(job_.support_cubin);
     check(cu().cuModuleLoadData(&support_.module, image.data()), "loading evo support kernels", "runtime");
     const std::string dt = job_.task.dtype_name();
@@ -90,7 +90,7 @@ class Worker {
 
   void run_reference() {
     for (const auto& c : job_.cases) {
-      emit({{"event", "phase"}, {"phase", "reference"}, {"case", c.id}});
+      emit(phase_event("reference", c.id));
       Problem p;
       p.allocate(c.shape, c.layout);
       p.fill(support_, c, stream_);
@@ -116,12 +116,12 @@ class Worker {
         write_file_atomic(c.out_path + ".k", p.logical(p.k.read(), p.dk, 2, p.offsets[1]));
         write_file_atomic(c.out_path + ".v", p.logical(p.v.read(), p.dv, 2, p.offsets[2]));
       }
-      emit({{"event", "case_done"}, {"case", c.id}, {"out", c.out_path}});
+      emit(case_done_event(c.id, c.out_path));
     }
   }
 
   void load_candidate() {
-    emit({{"event", "phase"}, {"phase", "load"}});
+    emit(phase_event("load"));
     std::string image = read_file(job_.cubin);
     check(cu().cuModuleLoadData(&module_, image.data()), "cuModuleLoadData", "load");
     check(cu().cuModuleGetFunction(&fn_, module_, "evo_attn_fwd"), "cuModuleGetFunction(evo_attn_fwd)", "load");
@@ -185,7 +185,7 @@ class Worker {
 
   void run_gate() {
     for (const auto& c : job_.cases) {
-      emit({{"event", "phase"}, {"phase", "gate"}, {"case", c.id}});
+      emit(phase_event("gate", c.id));
       Problem p;
       current_ = &p;
       p.allocate(c.shape, c.layout);
@@ -201,14 +201,13 @@ class Worker {
       const bool inputs_intact = p.input_hash() == before;
       const bool guards_intact = p.q.guards_intact() && p.k.guards_intact() && p.v.guards_intact() && p.o.guards_intact();
       write_file_atomic(c.out_path, first);
-      emit({{"event", "case_done"}, {"case", c.id}, {"out", c.out_path}, {"deterministic", deterministic},
-            {"inputs_intact", inputs_intact}, {"guards_intact", guards_intact}});
+      emit(case_done_event(c.id, c.out_path, deterministic, inputs_intact, guards_intact));
       current_ = nullptr;
     }
   }
 
   bool parent_says_continue() {
-    emit({{"event", "await"}});
+    emit(worker_event(WorkerEventKind::await));
     std::string answer;
     return std::getline(std::cin, answer) && answer == "continue";
   }
@@ -218,7 +217,7 @@ class Worker {
   // kernel did not write first. One launch per case; the tool, not a replay, is the check.
   void run_instrumented() {
     for (const auto& c : job_.cases) {
-      emit({{"event", "phase"}, {"phase", "gate"}, {"case", c.id}});
+      emit(phase_event("gate", c.id));
       Problem p;
       current_ = &p;
       p.allocate(c.shape, c.layout, 0);
@@ -228,8 +227,7 @@ class Worker {
       launch(a);
       sync("evo_attn_fwd");
       write_file_atomic(c.out_path, p.logical(p.o.read(), p.dout, p.elem));
-      emit({{"event", "case_done"}, {"case", c.id}, {"out", c.out_path}, {"inputs_intact", p.input_hash() == before},
-            {"guards_intact", true}});
+      emit(case_done_event(c.id, c.out_path, std::nullopt, p.input_hash() == before, true));
       current_ = nullptr;
     }
   }
@@ -250,21 +248,21 @@ class Worker {
     bool pruned = false;
     for (size_t bi = 0; bi < job_.bench.size(); ++bi) {
       const BenchSpec& b = job_.bench[bi];
-      emit({{"event", "phase"}, {"phase", "timing"}, {"bench", b.id}});
+      emit(phase_event("timing", "", b.id));
       Problem p;
       current_ = &p;
       p.allocate(b.timed.shape);
       p.fill(support_, b.timed, stream_);
       Params a = params(p);
-      json timing = {{"event", "timing"}, {"bench", b.id}};
+      WorkerEvent timing = timing_event(b.id);
       if (!pruned) {
-        const SampleStats st = time_shape(a, timing);
+        const SampleStats st = time_shape(a, timing.fields);
         if (bi == 0 && job_.prune_us > 0 && st.p10 > job_.timing.prune_factor * job_.prune_us) {
           pruned = true;
-          timing["pruned"] = true;
+          timing.pruned = true;
         }
       } else {
-        timing["skipped"] = "pruned";
+        timing.fields["skipped"] = "pruned";
       }
       emit(timing);
       post_check(p, b);
@@ -312,7 +310,7 @@ class Worker {
 
   // Re-check after timing: fresh inputs into the same buffers, one timed launch, read back.
   void post_check(Problem& p, const BenchSpec& b) {
-    emit({{"event", "phase"}, {"phase", "post_check"}, {"bench", b.id}});
+    emit(phase_event("post_check", "", b.id));
     p.fill(support_, b.fresh, stream_);
     const std::string before = p.input_hash();
     p.poison(stream_);
@@ -322,8 +320,7 @@ class Worker {
     const bool inputs_intact = p.input_hash() == before;
     const bool guards_intact = p.q.guards_intact() && p.k.guards_intact() && p.v.guards_intact() && p.o.guards_intact();
     write_file_atomic(b.fresh.out_path, out);
-    emit({{"event", "post_done"}, {"bench", b.id}, {"out", b.fresh.out_path}, {"us", us},
-          {"inputs_intact", inputs_intact}, {"guards_intact", guards_intact}});
+    emit(post_done_event(b.id, b.fresh.out_path, us, inputs_intact, guards_intact));
   }
 
   double graph_time(Params& a, int n) {
@@ -385,13 +382,13 @@ int worker_main(const std::string& job_path) {
     cuda_driver();  // exit 2 path: no driver
     return Worker(std::move(job)).run();
   } catch (const CudaFailure& f) {
-    emit({{"event", "error"}, {"outcome", f.outcome}, {"reason", f.reason}});
+    emit(error_event(f.outcome, f.reason));
     return 0;
   } catch (const EvoError& e) {
-    emit({{"event", "error"}, {"outcome", "environment"}, {"reason", e.what()}});
+    emit(error_event("environment", e.what()));
     return int(e.code());
   } catch (const std::exception& e) {
-    emit({{"event", "error"}, {"outcome", "runtime"}, {"reason", std::string("worker: ") + e.what()}});
+    emit(error_event("runtime", std::string("worker: ") + e.what()));
     return 0;
   }
 }

@@ -15,6 +15,7 @@
 #include "gpu/case_layout.h"
 #include "gpu/cuda_driver.h"
 #include "gpu/input_fill.h"
+#include "gpu/worker_events.h"
 #include "gpu/worker_protocol.h"
 
 namespace evo::worker_device {
@@ -27,8 +28,9 @@ struct CudaFailure {
   std::string reason;
 };
 
-inline void emit(const json& j) {
-  std::cout << j.dump() << "\n" << std::flush;
+// One event to the parent, one line, through the protocol's one encoder (gpu/worker_events.h).
+inline void emit(const WorkerEvent& e) {
+  std::cout << encode_worker_event(e) << "\n" << std::flush;
 }
 
 inline void check(CUresult r, const char* what, const char* outcome = "crash") {

@@ -124,4 +124,58 @@ std::string encode_worker_event(const WorkerEvent& e) {
   return j.dump();
 }
 
+WorkerEvent worker_event(WorkerEventKind kind) {
+  WorkerEvent e;
+  e.kind = kind;
+  return e;
+}
+
+WorkerEvent phase_event(std::string phase, std::string case_id, std::string bench) {
+  WorkerEvent e = worker_event(WorkerEventKind::phase);
+  e.phase = std::move(phase);
+  e.case_id = std::move(case_id);
+  e.bench = std::move(bench);
+  return e;
+}
+
+WorkerEvent device_event(json facts) {
+  WorkerEvent e = worker_event(WorkerEventKind::device);
+  e.fields = std::move(facts);
+  return e;
+}
+
+WorkerEvent case_done_event(std::string case_id, std::string out, std::optional<bool> deterministic,
+                            std::optional<bool> inputs_intact, std::optional<bool> guards_intact) {
+  WorkerEvent e = worker_event(WorkerEventKind::case_done);
+  e.case_id = std::move(case_id);
+  e.out = std::move(out);
+  e.deterministic = deterministic;
+  e.inputs_intact = inputs_intact;
+  e.guards_intact = guards_intact;
+  return e;
+}
+
+WorkerEvent timing_event(std::string bench) {
+  WorkerEvent e = worker_event(WorkerEventKind::timing);
+  e.bench = std::move(bench);
+  return e;
+}
+
+WorkerEvent post_done_event(std::string bench, std::string out, double us, bool inputs_intact, bool guards_intact) {
+  WorkerEvent e = worker_event(WorkerEventKind::post_done);
+  e.bench = std::move(bench);
+  e.out = std::move(out);
+  e.us = us;
+  e.inputs_intact = inputs_intact;
+  e.guards_intact = guards_intact;
+  return e;
+}
+
+WorkerEvent error_event(std::string outcome, std::string reason) {
+  WorkerEvent e = worker_event(WorkerEventKind::error);
+  e.outcome = std::move(outcome);
+  e.reason = std::move(reason);
+  return e;
+}
+
 }  // namespace evo

@@ -42,4 +42,17 @@ DecodedWorkerEvent decode_worker_event(std::string_view line);
 // The line the worker writes for `e` (fields, overwritten by the typed members that are set).
 std::string encode_worker_event(const WorkerEvent& e);
 
+// The worker's side: one constructor per event it sends (gpu/worker.cpp emits only these,
+// through encode_worker_event), so what it reports is named by type, not spelled by hand.
+WorkerEvent worker_event(WorkerEventKind kind);  // await, done
+WorkerEvent phase_event(std::string phase, std::string case_id = "", std::string bench = "");
+// The device's facts (name, cc, sms, l2_bytes, driver, SM clocks) as the worker read them.
+WorkerEvent device_event(nlohmann::json facts);
+WorkerEvent case_done_event(std::string case_id, std::string out, std::optional<bool> deterministic = {},
+                            std::optional<bool> inputs_intact = {}, std::optional<bool> guards_intact = {});
+// The worker's time_shape adds the statistics to `fields`, and `pruned` when it stopped early.
+WorkerEvent timing_event(std::string bench);
+WorkerEvent post_done_event(std::string bench, std::string out, double us, bool inputs_intact, bool guards_intact);
+WorkerEvent error_event(std::string outcome, std::string reason);
+
 }  // namespace evo

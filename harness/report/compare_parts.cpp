@@ -172,6 +172,18 @@ void fill_resources(const Record& r, StageRow& row) {
 
 std::string ratio_text(double r) { return fmt::format("{:.2f}", r); }
 
+std::string us_text(double us) {
+  if (us < 10) return fmt::format("{:.2f}", us);
+  if (us < 1000) return fmt::format("{:.1f}", us);
+  return fmt::format("{:.0f}", us);
+}
+
+std::string signed_percent(double fraction) {
+  std::string s = fmt::format("{:+.1f}", fraction * 100);
+  if (s == "-0.0") s = "+0.0";
+  return s + " %";
+}
+
 std::string who(const StageRow& s) { return fmt::format("stage {} ({})", s.stage, s.variant); }
 
 std::string params_text(const json& params) {

@@ -33,6 +33,9 @@ std::string gates_summary(const Record& r, const Record* sanitized = nullptr);
 std::optional<long> integer(const json& j, const char* key);
 void fill_resources(const Record& r, StageRow& row);
 std::string ratio_text(double r);
+std::string us_text(double us);  // 3 significant figures or more: 9.87, 658.0, 3810
+// A signed percentage without the "-0.0" that rounding leaves for tiny negative changes.
+std::string signed_percent(double fraction);
 std::string who(const StageRow& s);
 std::string params_text(const json& params);
 

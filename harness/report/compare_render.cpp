@@ -25,19 +25,6 @@ using namespace compare_parts;
 
 namespace {
 
-std::string us_text(double us) {
-  if (us < 10) return fmt::format("{:.2f}", us);
-  if (us < 1000) return fmt::format("{:.1f}", us);
-  return fmt::format("{:.0f}", us);
-}
-
-// A signed percentage without the "-0.0" that rounding leaves for tiny negative changes.
-std::string signed_percent(double fraction) {
-  std::string s = fmt::format("{:+.1f}", fraction * 100);
-  if (s == "-0.0") s = "+0.0";
-  return s + " %";
-}
-
 std::string speedup_cell(const std::optional<RatioInterval>& r, bool with_interval) {
   if (!r) return "-";
   if (with_interval) return fmt::format("{} ± {}×", ratio_text(r->ratio), ratio_text(r->half_width()));

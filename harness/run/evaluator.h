@@ -13,6 +13,7 @@
 #include "gpu/device_query.h"
 #include "run/plan.h"
 #include "run/reference.h"
+#include "store/typed_record.h"
 
 namespace evo {
 
@@ -42,8 +43,8 @@ struct EliteStanding {
 };
 EliteStanding elite_standing(const nlohmann::json& population, int stage, const std::string& candidate_id);
 
-nlohmann::json evaluate_candidate(const EvalEnv& env, const Candidate& c, const CompileResult& compiled,
-                                  const EvalPlan& plan, const EliteStanding& standing, const std::string& origin,
-                                  const ProgressFn& progress);
+// The record (docs/records.md) as the typed Record; store/typed_record.h's write_record writes it.
+Record evaluate_candidate(const EvalEnv& env, const Candidate& c, const CompileResult& compiled, const EvalPlan& plan,
+                          const EliteStanding& standing, const std::string& origin, const ProgressFn& progress);
 
 }  // namespace evo

@@ -44,8 +44,8 @@ void ReferenceStore::prepare(const Task& task, const std::vector<CaseSpec>& case
   Limits limits = limits_;
   limits.timing_shape_s = std::max(limits.timing_shape_s, 120.0);  // long references are slow on purpose
   WorkerClient worker(job, work_dir, limits);
-  while (auto ev = worker.next()) {
-    if ((*ev)["event"] == "error") break;
+  while (auto ev = worker.next_event()) {
+    if (ev->kind == WorkerEventKind::error) break;
   }
   if (worker.failure())
     throw environment_error("evo's reference kernel failed (" + worker.failure()->reason + "): check `evo doctor`");

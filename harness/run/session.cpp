@@ -59,8 +59,9 @@ void Session::drop_sampled_references(const EvalPlan& plan) const {
 
 json Session::evaluate(const Candidate& c, const CompileResult& compiled, const EvalPlan& plan,
                        const EliteStanding& standing, const std::string& origin, const ProgressFn& progress) {
-  json rec = evaluate_candidate(env_, c, compiled, plan, standing, origin, progress);
-  stamp(rec);
+  Record typed = evaluate_candidate(env_, c, compiled, plan, standing, origin, progress);
+  stamp(typed);
+  json rec = write_record(typed);
   if (annotate_) annotate_(rec);
   append_record(results_file_, rec);
   if (options_.update_populations) refresh_populations();
@@ -74,17 +75,19 @@ json Session::record_device_failure(const Candidate& c, const CompileResult& com
   CompileResult decided = compiled;
   decided.verdict = Verdict{Outcome::crash, fmt::format("GPU {} (device {}) failed while evaluating this candidate; it "
                                                         "takes no more work: {}", env_.gpu.uuid, env_.device, why)};
-  json rec = evaluate_candidate(env_, c, decided, plan, EliteStanding{}, origin, [](const std::string&) {});
-  rec["gates"]["resources"] = resource_gate_json(compiled.verdict);
-  stamp(rec);
+  Record typed = evaluate_candidate(env_, c, decided, plan, EliteStanding{}, origin, [](const std::string&) {});
+  typed.gates->resources = resource_gate_part(compiled.verdict);
+  stamp(typed);
+  json rec = write_record(typed);
   append_record(results_file_, rec);
   return rec;
 }
 
-void Session::stamp(json& rec) const {
-  rec["env"]["gpu_uuid"] = env_.gpu.uuid;  // which physical GPU, when a run uses several (--devices)
-  rec["env"]["device"] = env_.device;
-  if (!options_.shard.empty()) rec["shard"] = options_.shard;
+void Session::stamp(Record& rec) const {
+  if (!rec.env) rec.env = RecordEnv{};
+  rec.env->gpu_uuid = env_.gpu.uuid;  // which physical GPU, when a run uses several (--devices)
+  rec.env->device = env_.device;
+  if (!options_.shard.empty()) rec.shard = options_.shard;
 }
 
 void Session::refresh_populations() const {

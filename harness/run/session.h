@@ -51,7 +51,7 @@ class Session {
   void refresh_populations() const;
 
  private:
-  void stamp(nlohmann::json& record) const;  // the GPU's UUID and index, the shard
+  void stamp(Record& record) const;  // the GPU's UUID and index, the shard
   SessionOptions options_;
   EvalEnv env_;
   std::unique_ptr<ReferenceStore> references_;

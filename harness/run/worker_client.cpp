@@ -35,12 +35,6 @@ double WorkerClient::limit_for(const std::string& phase) const {
   return limits_.load_s;  // start, init, load, and the wait for the parent's answer
 }
 
-std::optional<json> WorkerClient::next() {
-  auto ev = next_event();
-  if (!ev) return std::nullopt;
-  return std::move(ev->fields);
-}
-
 void WorkerClient::reject(const std::string& why) {
   if (finished_) return;
   // The worker runs candidate code: a line that breaks the protocol is treated like any other

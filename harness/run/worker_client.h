@@ -28,8 +28,6 @@ class WorkerClient {
   // not a clean "done") or went silent past the current phase's limit (killed: timeout).
   // A line that is not a well-formed event ends the worker with a crash verdict (nullopt).
   std::optional<WorkerEvent> next_event();
-  // next_event() as the JSON object the worker sent.
-  std::optional<nlohmann::json> next();
   // The parent found an event that breaks the protocol (an unknown case, a foreign output
   // file): kills the worker and records a crash verdict naming `why`.
   void reject(const std::string& why);

@@ -27,18 +27,20 @@ std::string utc_now_compact() {
   return s;
 }
 
-json candidate_json(const Candidate& c) {
-  json params = json::object();
-  for (const auto& [k, v] : c.params) params[k] = v;
-  return {{"candidate_id", c.id()},
-          {"variant", c.variant->id},
-          {"stage", c.variant->stage},
-          {"parent", c.variant->parent ? json(*c.variant->parent) : json(nullptr)},
-          {"source_path", c.variant->path.string()},
-          {"source_sha256", sha256_hex(c.variant->source)},
-          {"params", params},
-          {"task", c.task.name()},
-          {"arch", c.arch}};
+Record candidate_record(const Candidate& c) {
+  Record r;
+  r.schema = *SchemaVersion::parse(kRecordSchemaVersion);
+  r.candidate_id = c.id();
+  r.variant = c.variant->id;
+  r.stage = c.variant->stage;
+  if (c.variant->parent) r.parent = *c.variant->parent;
+  else r.extra["parent"] = nullptr;
+  r.source_path = c.variant->path.string();
+  r.source_sha256 = sha256_hex(c.variant->source);
+  for (const auto& [k, v] : c.params) r.params[k] = v;
+  r.task = c.task.name();
+  r.arch = c.arch;
+  return r;
 }
 
 std::string validate_record(const json& j) { return read_record(j).error; }

@@ -5,12 +5,15 @@
 #include <string>
 
 #include "core/candidate.h"
+#include "store/typed_record.h"
 
 namespace evo {
 
 inline constexpr const char* kRecordSchemaVersion = "1.0";
 
-nlohmann::json candidate_json(const Candidate& c);
+// A record with the candidate's part filled in (id, variant, stage, parent, source, params,
+// task, arch) and this evo's schema version; kind, time and outcome are the caller's.
+Record candidate_record(const Candidate& c);
 
 // Checks a parsed record line: schema_version major 1, required fields of the right types.
 // Returns an empty string when valid, else what is wrong (for messages naming file:line).

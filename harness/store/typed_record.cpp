@@ -58,6 +58,16 @@ void take_list(json& parent, const char* key, std::optional<std::vector<Part>>& 
   parent.erase(it);
 }
 
+// A list of strings: read when every element is one, else left as it is.
+void take_strings(json& parent, const char* key, std::optional<std::vector<std::string>>& out) {
+  auto it = parent.find(key);
+  if (it == parent.end() || !it->is_array()) return;
+  for (const auto& e : *it)
+    if (!e.is_string()) return;
+  out = it->get<std::vector<std::string>>();
+  parent.erase(it);
+}
+
 template <typename Part, typename Writer>
 void put_list(json& obj, const char* key, const std::optional<std::vector<Part>>& v, Writer write) {
   if (!v) return;
@@ -70,6 +80,7 @@ RecordEnv read_env(json j) {
   RecordEnv e;
   take(j, "gpu", e.gpu); take(j, "gpu_key", e.gpu_key); take(j, "nvrtc", e.nvrtc); take(j, "evo", e.evo);
   take(j, "host", e.host); take(j, "cc", e.cc); take(j, "sms", e.sms); take(j, "driver", e.driver);
+  take(j, "gpu_uuid", e.gpu_uuid); take(j, "device", e.device);
   e.extra = std::move(j);
   return e;
 }
@@ -78,6 +89,7 @@ json write_env(const RecordEnv& e) {
   json j = e.extra;
   put(j, "gpu", e.gpu); put(j, "gpu_key", e.gpu_key); put(j, "nvrtc", e.nvrtc); put(j, "evo", e.evo);
   put(j, "host", e.host); put(j, "cc", e.cc); put(j, "sms", e.sms); put(j, "driver", e.driver);
+  put(j, "gpu_uuid", e.gpu_uuid); put(j, "device", e.device);
   return j;
 }
 
@@ -175,6 +187,19 @@ json write_fitness(const Fitness& f) {
   return j;
 }
 
+RecordPhases read_phases(json j) {
+  RecordPhases p;
+  take(j, "compile_s", p.compile_s); take(j, "gpu_s", p.gpu_s); take(j, "sanitizer_s", p.sanitizer_s);
+  p.extra = std::move(j);
+  return p;
+}
+
+json write_phases(const RecordPhases& p) {
+  json j = p.extra;
+  put(j, "compile_s", p.compile_s); put(j, "gpu_s", p.gpu_s); put(j, "sanitizer_s", p.sanitizer_s);
+  return j;
+}
+
 // What every record must carry, in validate_record's order and words.
 std::string required_fields_error(const json& j) {
   if (!j.is_object()) return "not a JSON object";
@@ -198,6 +223,9 @@ void take_required(json& j, const char* key, std::string& out) {
 }
 
 }  // namespace
+
+GateCheck read_gate_check(json j) { return read_check(std::move(j)); }
+TimingEntry read_timing_entry(json j) { return read_timing(std::move(j)); }
 
 std::optional<SchemaVersion> SchemaVersion::parse(const std::string& text) {
   const size_t dot = text.find('.');
@@ -241,7 +269,8 @@ RecordRead read_record(const json& in) {
   for (const char* k : {"outcome", "stage", "params"}) j.erase(k);
   take(j, "run_id", r.run_id); take(j, "parent", r.parent); take(j, "source_path", r.source_path);
   take(j, "arch", r.arch); take(j, "origin", r.origin); take(j, "benchmark", r.benchmark); take(j, "reason", r.reason);
-  take(j, "pruned", r.pruned); take(j, "gpu_seconds", r.gpu_seconds);
+  take(j, "pruned", r.pruned); take(j, "gpu_seconds", r.gpu_seconds); take(j, "gate_seed", r.gate_seed);
+  take(j, "shard", r.shard); take_strings(j, "warnings", r.warnings); take_part(j, "phases", r.phases, read_phases);
   take_part(j, "env", r.env, read_env); take_part(j, "compile", r.compile, read_compile);
   take_part(j, "gates", r.gates, read_gates); take_part(j, "fitness", r.fitness, read_fitness);
   take_list(j, "timing", r.timing, read_timing);
@@ -265,7 +294,9 @@ json write_record(const Record& r) {
   j["outcome"] = std::string(to_string(r.outcome));
   put(j, "run_id", r.run_id); put(j, "parent", r.parent); put(j, "source_path", r.source_path); put(j, "arch", r.arch);
   put(j, "origin", r.origin); put(j, "benchmark", r.benchmark); put(j, "reason", r.reason); put(j, "pruned", r.pruned);
-  put(j, "gpu_seconds", r.gpu_seconds);
+  put(j, "gpu_seconds", r.gpu_seconds); put(j, "gate_seed", r.gate_seed); put(j, "shard", r.shard);
+  put(j, "warnings", r.warnings);
+  if (r.phases) j["phases"] = write_phases(*r.phases);
   if (r.env) j["env"] = write_env(*r.env);
   if (r.compile) j["compile"] = write_compile(*r.compile);
   if (r.gates) j["gates"] = write_gates(*r.gates);

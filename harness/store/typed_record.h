@@ -20,8 +20,8 @@ struct SchemaVersion {
 };
 
 struct RecordEnv {
-  std::optional<std::string> gpu, gpu_key, nvrtc, evo, host;
-  std::optional<long long> cc, sms, driver;
+  std::optional<std::string> gpu, gpu_key, nvrtc, evo, host, gpu_uuid;
+  std::optional<long long> cc, sms, driver, device;
   nlohmann::json extra = nlohmann::json::object();
 };
 
@@ -67,6 +67,12 @@ struct Fitness {
   nlohmann::json extra = nlohmann::json::object();
 };
 
+// Wall time per phase of one evaluation (compile_s, gpu_s, and sanitizer_s when it ran).
+struct RecordPhases {
+  std::optional<double> compile_s, gpu_s, sanitizer_s;
+  nlohmann::json extra = nlohmann::json::object();
+};
+
 struct Record {
   SchemaVersion schema;
   std::string kind, candidate_id, variant, task, time, source_sha256;
@@ -81,7 +87,13 @@ struct Record {
   std::optional<Fitness> fitness;  // empty also when the record says null
   std::optional<bool> pruned;
   std::optional<double> gpu_seconds;
-  nlohmann::json extra = nlohmann::json::object();  // phases, warnings, unknown fields
+  std::optional<long long> gate_seed;               // the sampled gate's seed (null: none drawn)
+  std::optional<std::string> shard;                 // "i/N" under --shard
+  std::optional<std::vector<std::string>> warnings;
+  std::optional<RecordPhases> phases;
+  // Unknown fields, and fields that are null in the record (fitness, gate_seed, parent, ...):
+  // a typed member that is set is written over the null here.
+  nlohmann::json extra = nlohmann::json::object();
 
   std::string gpu_key() const;  // env.gpu_key, or "" (compile records, foreign logs)
   // The one order of two records of a candidate: later time, then the greater run id.
@@ -96,5 +108,10 @@ struct RecordRead {
 
 RecordRead read_record(const nlohmann::json& j);
 nlohmann::json write_record(const Record& r);
+
+// The parts' readers, for a writer that starts from JSON of another layer's making (the output
+// check of gates/correctness, the worker's timing statistics): typed fields out, the rest in extra.
+GateCheck read_gate_check(nlohmann::json j);
+TimingEntry read_timing_entry(nlohmann::json j);
 
 }  // namespace evo

@@ -1,0 +1,112 @@
+#include "run/run_record.h"
+
+#include <unistd.h>
+
+#include <cmath>
+
+#include "compile/compile_record.h"
+#include "gates/verdict.h"
+#include "run/sampler.h"
+#include "store/record.h"
+
+namespace evo {
+
+using nlohmann::json;
+
+Record run_record_head(const EvalEnv& env, const Candidate& c, const CompileResult& compiled, const EvalPlan& plan,
+                       const std::string& origin) {
+  Record r = candidate_record(c);
+  r.kind = "run";
+  r.run_id = env.run_id;
+  r.time = utc_now_iso8601();
+  r.origin = origin;
+  r.benchmark = plan.benchmark;
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  RecordEnv e;
+  e.gpu = env.gpu.name;
+  e.gpu_key = env.gpu.key;
+  e.cc = env.gpu.cc;
+  e.sms = env.gpu.sms;
+  e.driver = env.gpu.driver;
+  e.nvrtc = env.nvrtc_version;
+  e.evo = "0.1.0";
+  e.host = host;
+  r.env = std::move(e);
+  r.compile = compile_part(compiled);
+  r.gates = RecordGates{};
+  r.gates->resources = resource_gate_part(compiled.verdict);
+  r.gates->extra["sanitizer"] = nullptr;  // its report, when `evo run --sanitize` ran it
+  r.timing = std::vector<TimingEntry>{};
+  r.extra["fitness"] = nullptr;  // until add_fitness
+  r.pruned = false;
+  r.warnings = std::vector<std::string>{};
+  r.gpu_seconds = 0.0;
+  r.phases = RecordPhases{};
+  r.phases->compile_s = compiled.seconds;
+  r.phases->gpu_s = 0.0;
+  return r;
+}
+
+TimingEntry run_timing_entry(const json& ev, const Shape& s, const Task& task) {
+  TimingEntry t = read_timing_entry(ev.contains("stats") ? ev["stats"] : json::object());
+  t.shape = s.dims();
+  t.set = s.set;
+  if (t.median_us && *t.median_us > 0) {
+    t.tflops = s.flops(task.causal) / *t.median_us / 1e6;
+    t.extra["gbps"] = s.min_bytes(2) / *t.median_us / 1e3;
+  }
+  for (const char* k : {"back_to_back_us", "graph_us", "sm_clock_before_mhz", "sm_clock_after_mhz", "warmup_launches"})
+    t.extra[k] = ev.contains(k) ? ev[k] : json(nullptr);
+  return t;
+}
+
+void settle_record(Record& rec, const GateFindings& found, const std::optional<Verdict>& worker_failure,
+                   size_t bench_shapes) {
+  const std::optional<Verdict> verdict = settle_verdict(found.verdict, worker_failure, found.post.size(), bench_shapes);
+  const bool gate_pass = correctness_gate_passed(verdict);
+  if (!rec.gates) rec.gates = RecordGates{};
+  RecordGate correctness, determinism, post_timing;
+  correctness.pass = !found.checks.empty() && gate_pass;
+  correctness.checks = found.checks;
+  determinism.pass = found.deterministic;
+  post_timing.pass = !found.post.empty() && gate_pass;
+  post_timing.checks = found.post;
+  rec.gates->correctness = std::move(correctness);
+  rec.gates->determinism = std::move(determinism);
+  rec.gates->post_timing = std::move(post_timing);
+  rec.outcome = verdict ? verdict->outcome : Outcome::ok;
+  rec.reason = verdict ? verdict->reason : "";
+}
+
+void add_fitness(Record& rec, size_t bench_shapes) {
+  if (rec.outcome != Outcome::ok || rec.pruned.value_or(false) || !rec.timing || rec.timing->size() != bench_shapes ||
+      rec.timing->empty())
+    return;
+  double log_med = 0, log_p90 = 0;
+  for (const TimingEntry& t : *rec.timing) {
+    if (!t.median_us || !t.p90_us) return;  // a shape without figures: no fitness
+    log_med += std::log(*t.median_us);
+    log_p90 += std::log(*t.p90_us);
+  }
+  const double n = double(rec.timing->size());
+  Fitness f;
+  f.geomean_median_us = std::exp(log_med / n);
+  f.geomean_p90_us = std::exp(log_p90 / n);
+  f.shapes = (long long)rec.timing->size();
+  f.complete = true;
+  rec.fitness = std::move(f);
+}
+
+json sampled_summary(const EvalPlan& plan, const std::vector<GateCheck>& checks) {
+  if (!plan.gate_seed) return nullptr;
+  size_t run = 0, passed = 0;
+  for (const GateCheck& ch : checks)
+    if (is_sampled_case(ch.case_id.value_or(""))) {
+      ++run;
+      if (ch.pass.value_or(false) && ch.deterministic.value_or(true)) ++passed;
+    }
+  return {{"seed", *plan.gate_seed}, {"cases", plan.sampled_cases}, {"run", run}, {"passed", passed}};
+}
+
+}  // namespace evo

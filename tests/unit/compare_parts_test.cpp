@@ -1,0 +1,40 @@
+// report/compare_parts: the number formats COMPARE.md and the generated doc figures share, and
+// the peers' labels and order.
+#include <gtest/gtest.h>
+
+#include "report/compare_parts.h"
+
+namespace evo {
+namespace {
+
+using namespace compare_parts;
+
+TEST(CompareParts, TimesKeepThreeSignificantFiguresOrMore) {
+  EXPECT_EQ(us_text(9.874), "9.87");
+  EXPECT_EQ(us_text(11.66), "11.7");
+  EXPECT_EQ(us_text(999.94), "999.9");
+  EXPECT_EQ(us_text(3810.4), "3810");
+  EXPECT_EQ(ratio_text(1.004), "1.00");
+  EXPECT_EQ(ratio_text(10.239), "10.24");
+}
+
+TEST(CompareParts, SignedPercentHasNoNegativeZero) {
+  EXPECT_EQ(signed_percent(-0.0312), "-3.1 %");
+  EXPECT_EQ(signed_percent(0.175), "+17.5 %");
+  EXPECT_EQ(signed_percent(-0.00001), "+0.0 %");
+  EXPECT_EQ(signed_percent(0), "+0.0 %");
+}
+
+TEST(CompareParts, PeerLabelsAndOrder) {
+  EXPECT_EQ(peer_label("pytorch-sdpa-flash"), "PyTorch flash");
+  EXPECT_EQ(peer_label("pytorch-sdpa-cudnn"), "cuDNN");
+  EXPECT_EQ(peer_label("flashinfer"), "flashinfer");
+  EXPECT_LT(peer_rank("pytorch-sdpa-flash"), peer_rank("pytorch-sdpa-cudnn"));
+  EXPECT_LT(peer_rank("pytorch-sdpa-cudnn"), peer_rank("pytorch-sdpa-efficient"));
+  EXPECT_LT(peer_rank("pytorch-sdpa-efficient"), peer_rank("flashinfer"));
+  EXPECT_EQ(params_text(json::object()), "-");
+  EXPECT_EQ(params_text({{"BLOCK_N", 64}, {"STAGES", 3}}), "BLOCK_N=64 STAGES=3");
+}
+
+}  // namespace
+}  // namespace evo
