@@ -15,6 +15,7 @@
 #include "gpu/case_layout.h"
 #include "gpu/cuda_driver.h"
 #include "gpu/input_fill.h"
+#include "gpu/worker_clock.h"  // timed(): the worker reports where its time went
 #include "gpu/worker_protocol.h"
 
 namespace evo::worker_device {

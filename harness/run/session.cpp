@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <mutex>
 #include <random>
 
@@ -62,8 +63,11 @@ json Session::evaluate(const Candidate& c, const CompileResult& compiled, const 
   json rec = evaluate_candidate(env_, c, compiled, plan, standing, origin, progress);
   stamp(rec);
   if (annotate_) annotate_(rec);
+  const auto t0 = std::chrono::steady_clock::now();
   append_record(results_file_, rec);
   if (options_.update_populations) refresh_populations();
+  // Measured by writing the record, so only the caller's copy carries it (evo run's phase means).
+  rec["phases"]["detail"]["record_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return rec;
 }
 
