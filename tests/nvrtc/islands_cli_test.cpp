@@ -107,7 +107,9 @@ TEST(IslandsCli, BadIslandAndDevicesAreOneLineErrors) {
   const CliResult seven = run_evo("evolve --devices 7 --generations 1" + common);
   // No driver: exit 2 as for one GPU; a host without device 7 refuses it with exit 1.
   EXPECT_EQ(seven.exit_code, gpu ? 1 : 2) << seven.out;
-  if (gpu) EXPECT_NE(seven.out.find("--devices 7: this machine has no CUDA device 7"), std::string::npos) << seven.out;
+  if (gpu) {
+    EXPECT_NE(seven.out.find("--devices 7: this machine has no CUDA device 7"), std::string::npos) << seven.out;
+  }
   EXPECT_EQ(run_evo("evolve --devices 0,x --generations 1" + common).exit_code, 1);
 }
 
