@@ -25,7 +25,19 @@ void add_evolve_command(CLI::App& app) {
   cmd->add_option("--results-dir", o->results_dir, "where records and traces go")->capture_default_str();
   cmd->add_option("--populations-dir", o->populations_dir, "where populations are written")->capture_default_str();
   cmd->add_option("--cache-dir", o->cache_dir, "compile and reference cache (default: $XDG_CACHE_HOME/evo)");
-  cmd->add_option("--device", o->device, "CUDA device index")->capture_default_str();
+  auto* device = cmd->add_option("--device", o->device, "CUDA device index")->capture_default_str();
+  cmd->add_option("--devices", o->devices,
+                  "GPUs to use at once, e.g. 0,1 or all: one evaluation per GPU from one queue (one GPU model only)")
+      ->excludes(device);
+  cmd->add_option("--island", o->island,
+                  "run island i/N of a search (0-based; default inside a Slurm job array: SLURM_ARRAY_TASK_ID of "
+                  "SLURM_ARRAY_TASK_COUNT): its own seed and parents, elites exchanged through --results-dir");
+  cmd->add_option("--island-group", o->island_group,
+                  "name of the island search, the same for all its islands (default: SLURM_ARRAY_JOB_ID, else seed<rng-seed>)");
+  cmd->add_option("--migrate-every", o->migrate_every, "islands import the other islands' elites every K generations (0: never)")
+      ->capture_default_str();
+  cmd->add_option("--migrate-wait", o->migrate_wait_s, "seconds an import waits for an island that is behind")
+      ->capture_default_str();
   cmd->callback([o] { run_evolve(*o); });
 }
 

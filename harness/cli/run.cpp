@@ -18,6 +18,7 @@
 #include "gpu/device_select.h"
 #include "report/table.h"
 #include "run/device_pool.h"
+#include "run/eval_phases.h"
 #include "run/plan.h"
 #include "run/progress.h"
 #include "run/sampler.h"
@@ -300,6 +301,7 @@ void print_summary(const std::vector<json>& records, const std::vector<std::uniq
                            evaluated ? gpu_seconds / double(evaluated) : 0.0, sessions.front()->results_file().string());
   std::cout << fmt::format("wall {:.1f} s on {} GPU(s): {:.2f} candidates per wall-minute ({})\n", wall_s, sessions.size(),
                            wall_s > 0 ? double(evaluated) * 60.0 / wall_s : 0.0, fmt::join(per_gpu, "; "));
+  if (const std::string means = phase_means(records); !means.empty()) std::cout << means << "\n";
   if (!pool.not_run.empty())
     throw environment_error(fmt::format("every GPU failed ({}); {} candidate(s) were not evaluated and nothing else was "
                                         "lost: run the same command again on working GPUs",

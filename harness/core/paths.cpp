@@ -71,11 +71,20 @@ std::optional<fs::path> cuda_include_dir() {
 }
 
 std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
+  std::ifstream in(p, std::ios::binary | std::ios::ate);
   if (!in) throw usage_error("cannot read " + p.string());
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  // One read into a buffer of the file's size: outputs and references run to hundreds of MB,
+  // and a stringstream would copy them twice more.
+  const std::streamoff size = in.tellg();
+  if (size < 0) throw usage_error("cannot read " + p.string());
+  std::string data(size_t(size), '\0');
+  in.seekg(0);
+  if (!in.read(data.data(), size)) throw usage_error("cannot read " + p.string());
+  // A file that grew since the size was taken (proc files report 0): read the rest too.
+  std::ostringstream rest;
+  rest << in.rdbuf();
+  data += rest.str();
+  return data;
 }
 
 void ensure_writable_dir(const fs::path& dir, const std::string& what) {

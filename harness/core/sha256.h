@@ -16,6 +16,7 @@ class Sha256 {
 
  private:
   void block(const uint8_t* p);
+  void blocks(const uint8_t* p, size_t n);  // n whole 64-byte blocks, SHA-NI when the CPU has it
   uint32_t h_[8];
   uint8_t buf_[64];
   size_t buf_len_ = 0;

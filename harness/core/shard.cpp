@@ -18,20 +18,24 @@ long parse_count(const std::string& s) {
 
 std::string Shard::text() const { return fmt::format("{}/{}", index, count); }
 
-Shard parse_shard(const std::string& spec) {
+Shard parse_shard(const std::string& spec) { return parse_part("--shard", spec); }
+
+Shard parse_part(const std::string& flag, const std::string& spec) {
   const size_t slash = spec.find('/');
   const long i = slash == std::string::npos ? -1 : parse_count(spec.substr(0, slash));
   const long n = slash == std::string::npos ? -1 : parse_count(spec.substr(slash + 1));
   if (i < 0 || n < 1)
-    throw usage_error(fmt::format("--shard {}: write i/N, shard i (0-based) of N, e.g. --shard 0/4", spec));
+    throw usage_error(fmt::format("{0} {1}: write i/N, {2} i (0-based) of N, e.g. {0} 0/4", flag, spec, flag.substr(2)));
   if (i >= n)
-    throw usage_error(fmt::format("--shard {}: the index must be below the count (0-based: 0/{} to {}/{})", spec, n,
+    throw usage_error(fmt::format("{} {}: the index must be below the count (0-based: 0/{} to {}/{})", flag, spec, n,
                                   n - 1, n));
-  return Shard{unsigned(i), unsigned(n), "--shard"};
+  return Shard{unsigned(i), unsigned(n), flag};
 }
 
-Shard resolve_shard(const std::string& option, const EnvLookup& env) {
-  if (!option.empty()) return parse_shard(option);
+Shard resolve_shard(const std::string& option, const EnvLookup& env) { return resolve_part("--shard", option, env); }
+
+Shard resolve_part(const std::string& flag, const std::string& option, const EnvLookup& env) {
+  if (!option.empty()) return parse_part(flag, option);
   const char* id = env("SLURM_ARRAY_TASK_ID");
   const char* count = env("SLURM_ARRAY_TASK_COUNT");
   if (!id || !count) return Shard{};
@@ -40,8 +44,8 @@ Shard resolve_shard(const std::string& option, const EnvLookup& env) {
   if (i < 0 || n < 1 || lo < 0 || i - lo < 0 || i - lo >= n)
     throw environment_error(fmt::format(
         "SLURM_ARRAY_TASK_ID={} SLURM_ARRAY_TASK_MIN={} SLURM_ARRAY_TASK_COUNT={} do not name one task of a contiguous "
-        "array (use --array=0-{{N-1}} without a step, or pass --shard i/N)",
-        id, min ? min : "(unset)", count));
+        "array (use --array=0-{{N-1}} without a step, or pass {} i/N)",
+        id, min ? min : "(unset)", count, flag));
   return Shard{unsigned(i - lo), unsigned(n), "SLURM_ARRAY_TASK_ID"};
 }
 

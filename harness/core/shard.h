@@ -20,6 +20,8 @@ struct Shard {
 
 // "i/N" with 0 <= i < N; anything else is a usage error (exit 1) that says what to write.
 Shard parse_shard(const std::string& spec);
+// The same for another option of the i/N form (`--island`): its messages name `flag`.
+Shard parse_part(const std::string& flag, const std::string& spec);
 
 // The shard to run: --shard when given; else, inside a Slurm job array, task
 // SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN of SLURM_ARRAY_TASK_COUNT; else the whole list.
@@ -27,6 +29,8 @@ Shard parse_shard(const std::string& spec);
 using EnvLookup = std::function<const char*(const char*)>;
 Shard resolve_shard(const std::string& option, const EnvLookup& env);
 Shard resolve_shard(const std::string& option);  // from the process environment
+// resolve_shard for another option of the i/N form (`--island`).
+Shard resolve_part(const std::string& flag, const std::string& option, const EnvLookup& env);
 
 template <typename T>
 std::vector<T> take_shard(const std::vector<T>& all, const Shard& shard) {

@@ -2,7 +2,9 @@
 // gates and timing -> noise-aware admission -> the next request, within a budget of
 // GPU-seconds and generations. Every evaluation is a record (with an "evolve" entry: run,
 // generation, parent, rationale, admission), so a run resumes from the records; each
-// generation also appends request, response and verdicts to a trace JSONL.
+// generation also appends request, response and verdicts to a trace JSONL. With --devices the
+// proposals of a generation are evaluated on several GPUs at once; with --island i/N the run is
+// one island of a search that exchanges elites with the others (evolve/islands.h).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -24,6 +26,10 @@ struct EvolveOptions {
   int generator_timeout_s = 120;
   std::string results_dir = "results", populations_dir = "populations", cache_dir;
   int device = 0;
+  std::string devices;                 // --devices 0,1|all: one evaluation per GPU at a time, from one queue
+  std::string island, island_group;    // --island i/N (else the Slurm array task); the search's name
+  int migrate_every = 0;               // islands import each other's elites every K generations
+  double migrate_wait_s = 600;         // how long an import waits for an island that is behind
 };
 
 // Runs the loop; without a GPU it runs the generations through the compile phase, feeding

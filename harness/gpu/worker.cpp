@@ -39,19 +39,21 @@ class Worker {
 
   int run() {
     emit(phase_event("init"));
-    init_device();
+    timed("init", [&] { init_device(); });
     if (job_.mode == "reference") {
       run_reference();
     } else if (job_.mode == "sanitize") {
-      load_candidate();
+      timed("load", [&] { load_candidate(); });
       run_instrumented();
     } else {
-      load_candidate();
-      run_gate();
-      if (!parent_says_continue()) return 0;
+      timed("load", [&] { load_candidate(); });
+      timed("gate", [&] { run_gate(); });
+      if (!timed("await", [&] { return parent_says_continue(); })) return 0;
       run_bench();
     }
-    emit(worker_event(WorkerEventKind::done));
+    WorkerEvent done = worker_event(WorkerEventKind::done);
+    done.fields["clock"] = worker_clock_json();
+    emit(done);
     return 0;
   }
 
@@ -180,7 +182,7 @@ class Worker {
     Params a = params(p);
     launch(a);
     sync("evo_attn_fwd");
-    return read_back ? p.logical(p.o.read(), p.dout, p.elem) : std::string();
+    return read_back ? timed("readback", [&] { return p.logical(p.o.read(), p.dout, p.elem); }) : std::string();
   }
 
   void run_gate() {
@@ -194,13 +196,13 @@ class Worker {
         emit(check_on_device(p, c, support_, job_.task, stream_, [&] { launch_once(p, false); }));
         continue;
       }
-      const std::string before = p.input_hash();
+      const std::string before = timed("hash", [&] { return p.input_hash(); });
       std::string first = launch_once(p);
       std::string second = launch_once(p);  // poisoned again: stale output cannot pass
       const bool deterministic = first == second;
-      const bool inputs_intact = p.input_hash() == before;
+      const bool inputs_intact = timed("hash", [&] { return p.input_hash(); }) == before;
       const bool guards_intact = p.q.guards_intact() && p.k.guards_intact() && p.v.guards_intact() && p.o.guards_intact();
-      write_file_atomic(c.out_path, first);
+      timed("write", [&] { write_scratch_file(c.out_path, first); });
       emit(case_done_event(c.id, c.out_path, deterministic, inputs_intact, guards_intact));
       current_ = nullptr;
     }
@@ -226,7 +228,7 @@ class Worker {
       Params a = params(p);
       launch(a);
       sync("evo_attn_fwd");
-      write_file_atomic(c.out_path, p.logical(p.o.read(), p.dout, p.elem));
+      write_scratch_file(c.out_path, p.logical(p.o.read(), p.dout, p.elem));
       emit(case_done_event(c.id, c.out_path, std::nullopt, p.input_hash() == before, true));
       current_ = nullptr;
     }
@@ -256,7 +258,7 @@ class Worker {
       Params a = params(p);
       WorkerEvent timing = timing_event(b.id);
       if (!pruned) {
-        const SampleStats st = time_shape(a, timing.fields);
+        const SampleStats st = timed("timing", [&] { return time_shape(a, timing.fields); });
         if (bi == 0 && job_.prune_us > 0 && st.p10 > job_.timing.prune_factor * job_.prune_us) {
           pruned = true;
           timing.pruned = true;
@@ -265,7 +267,7 @@ class Worker {
         timing.fields["skipped"] = "pruned";
       }
       emit(timing);
-      post_check(p, b);
+      timed("post_check", [&] { post_check(p, b); });
       current_ = nullptr;
     }
   }
@@ -312,14 +314,14 @@ class Worker {
   void post_check(Problem& p, const BenchSpec& b) {
     emit(phase_event("post_check", "", b.id));
     p.fill(support_, b.fresh, stream_);
-    const std::string before = p.input_hash();
+    const std::string before = timed("hash", [&] { return p.input_hash(); });
     p.poison(stream_);
     Params f = params(p);
     const double us = timed_launch(f, true);
-    std::string out = p.logical(p.o.read(), p.dout, p.elem);
-    const bool inputs_intact = p.input_hash() == before;
+    std::string out = timed("readback", [&] { return p.logical(p.o.read(), p.dout, p.elem); });
+    const bool inputs_intact = timed("hash", [&] { return p.input_hash(); }) == before;
     const bool guards_intact = p.q.guards_intact() && p.k.guards_intact() && p.v.guards_intact() && p.o.guards_intact();
-    write_file_atomic(b.fresh.out_path, out);
+    timed("write", [&] { write_scratch_file(b.fresh.out_path, out); });
     emit(post_done_event(b.id, b.fresh.out_path, us, inputs_intact, guards_intact));
   }
 

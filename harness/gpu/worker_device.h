@@ -16,6 +16,7 @@
 #include "gpu/cuda_driver.h"
 #include "gpu/input_fill.h"
 #include "gpu/worker_events.h"
+#include "gpu/worker_clock.h"  // timed(): the worker reports where its time went
 #include "gpu/worker_protocol.h"
 
 namespace evo::worker_device {

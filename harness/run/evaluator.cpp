@@ -7,6 +7,7 @@
 #include "core/paths.h"
 #include "gates/correctness.h"
 #include "gates/verdict.h"
+#include "run/eval_phases.h"
 #include "run/job_events.h"
 #include "run/run_record.h"
 #include "run/sampler.h"
@@ -86,11 +87,13 @@ class GpuEvaluation {
   }
 
   GateFindings found;
+  EvalPhases phases;
   std::string nondeterministic_case;  // the first case whose two launches differed
 
  private:
   // false: stop reading (the gate failed and the worker was told to stop)
   bool handle(const WorkerEvent& ev, WorkerClient& worker) {
+    phases.on_event(ev);
     switch (ev.kind) {
       case WorkerEventKind::phase: {
         const std::string& what = ev.case_id.empty() ? ev.bench : ev.case_id;
@@ -168,7 +171,7 @@ class GpuEvaluation {
   GateCheck check_case(const WorkerEvent& ev, const CaseSpec& spec, const std::string& ref_path, const std::string& prefix) {
     const Tolerance& tol = env_.gates->tolerance(c_.task, spec.inputs);  // per input distribution
     OutputCheck oc = ev.device_check ? check_counts(*ev.device_check, tol, spec.shape)
-                                     : check_output(read_file(ev.out), read_file(ref_path), c_.task.dtype, tol);
+                                     : phases.check(ev.out, ref_path, c_.task.dtype, tol);
     GateCheck j = read_gate_check(check_json(oc));
     if (ev.device_check) j.extra["device_check"] = to_json(*ev.device_check);  // its seconds and device memory
     j.case_id = spec.id;
@@ -242,6 +245,7 @@ Record evaluate_candidate(const EvalEnv& env, const Candidate& c, const CompileR
   const double sanitizer_s = sanitize_would_be_elite(rec, env, c, compiled, plan, standing, progress);
   rec.gpu_seconds = worker_s + sanitizer_s;
   rec.phases->gpu_s = worker_s;
+  rec.phases->extra["detail"] = evaluation.phases.to_json();
   return rec;
 }
 

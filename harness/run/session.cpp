@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <mutex>
 #include <random>
 
@@ -63,8 +64,11 @@ json Session::evaluate(const Candidate& c, const CompileResult& compiled, const 
   stamp(typed);
   json rec = write_record(typed);
   if (annotate_) annotate_(rec);
+  const auto t0 = std::chrono::steady_clock::now();
   append_record(results_file_, rec);
   if (options_.update_populations) refresh_populations();
+  // Measured by writing the record, so only the caller's copy carries it (evo run's phase means).
+  rec["phases"]["detail"]["record_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return rec;
 }
 

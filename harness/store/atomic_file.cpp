@@ -56,9 +56,8 @@ void fsync_dir(const std::filesystem::path& dir) {
   }
 }
 
-}  // namespace
-
-void write_file_atomic(const std::filesystem::path& path, const std::string& data) {
+// Temp file in the same directory, renamed over `path`; fsync'ed first when `durable`.
+void replace_file(const std::filesystem::path& path, const std::string& data, bool durable) {
   static std::atomic<unsigned> counter{0};
   const auto dir = path.parent_path();
   if (!dir.empty()) {
@@ -71,7 +70,7 @@ void write_file_atomic(const std::filesystem::path& path, const std::string& dat
   if (fd < 0) io_error("cannot create", tmp);
   try {
     write_all(fd, data, tmp);
-    if (::fsync(fd) != 0) io_error("cannot fsync", tmp);
+    if (durable && ::fsync(fd) != 0) io_error("cannot fsync", tmp);
   } catch (...) {
     ::close(fd);
     ::unlink(tmp.c_str());
@@ -82,8 +81,14 @@ void write_file_atomic(const std::filesystem::path& path, const std::string& dat
     ::unlink(tmp.c_str());
     io_error("cannot rename into", path);
   }
-  fsync_dir(dir);
+  if (durable) fsync_dir(dir);
 }
+
+}  // namespace
+
+void write_file_atomic(const std::filesystem::path& path, const std::string& data) { replace_file(path, data, true); }
+
+void write_scratch_file(const std::filesystem::path& path, const std::string& data) { replace_file(path, data, false); }
 
 void append_line_durable(const std::filesystem::path& path, const std::string& line) {
   const auto dir = path.parent_path();

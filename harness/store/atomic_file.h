@@ -8,6 +8,12 @@ namespace evo {
 
 void write_file_atomic(const std::filesystem::path& path, const std::string& data);
 
+// Whole-file replace by rename, without fsync: for scratch files another process reads at once
+// and deletes (a worker's outputs). A reader never sees a torn file; a crash may lose the file,
+// which costs nothing but the evaluation in flight. Skipping fsync keeps concurrent evaluations
+// (--devices) from queueing on the disk for files that never need to reach it.
+void write_scratch_file(const std::filesystem::path& path, const std::string& data);
+
 // Appends one line (data must not contain '\n') under an exclusive flock on the file and
 // fsyncs before returning: when this returns, the line is on disk.
 void append_line_durable(const std::filesystem::path& path, const std::string& line);

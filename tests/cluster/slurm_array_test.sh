@@ -76,3 +76,34 @@ cmp -s "$SLURM_TEST_DIR/merged.ids" "$SLURM_TEST_DIR/unsharded.ids" ||
 grep -q "^merged $total records" "$SLURM_TEST_DIR/log/merge.out" || fail "merge job log lacks 'merged $total records'"
 grep -q "nothing to compare" "$SLURM_TEST_DIR/log/merge.out" || fail "the merge job did not reach its compare step"
 echo "cluster: $shards shards ran once each, $total records, merged $(wc -l < "$SLURM_TEST_DIR/merged.ids") = union of the shards = unsharded list; array + merge done in ${elapsed} s"
+
+# An island array: `evo evolve` in each task takes island i/N and the group name from the Slurm
+# variables; both islands write traces into one shared results folder, and at generation 1 each
+# waits for the other's generation 0 (no GPU: compile phase only, nothing to import, exit 2).
+islands=2
+if [ "$(nproc)" -lt "$islands" ]; then  # one CPU: the array tasks would run one after the other
+  echo "cluster: island array skipped: $(nproc) CPU, the $islands islands must run at once"
+  exit 0
+fi
+isl_results="$SLURM_TEST_DIR/islands/results"
+mkdir -p "$isl_results"
+start=$(date +%s)
+isl=$(sbatch --parsable --array=0-$((islands - 1)) --output="$SLURM_TEST_DIR/log/island-%a.out" --wrap "
+  '$evo' evolve --stage 3 --task fp16-d64 --generations 2 --population 1 --migrate-every 1 --migrate-wait 60 \
+    --results-dir '$isl_results' --populations-dir '$SLURM_TEST_DIR/islands/pops-'\$SLURM_ARRAY_TASK_ID
+  echo \"island exit \$?\"")
+for _ in $(seq 600); do
+  [ -z "$(squeue -h -j "$isl" -o %i 2>/dev/null)" ] && break
+  sleep 0.5
+done
+for i in $(seq 0 $((islands - 1))); do
+  log="$SLURM_TEST_DIR/log/island-$i.out"
+  trace="$isl_results/evolve/ev-slurm$isl-island${i}of$islands.trace.jsonl"
+  [ -f "$trace" ] || fail "island $i wrote no trace $trace: $(tail -3 "$log" 2>/dev/null)"
+  grep -q "island $i/$islands (from SLURM_ARRAY_TASK_ID) of search 'slurm$isl'" "$log" || fail "island $i: $(head -3 "$log")"
+  grep -q '"finished":true' "$trace" || fail "island $i never finished: $(tail -3 "$log")"
+  grep -q '"generation":1.*"migration":{.*"late":\[\]' "$trace" ||
+    grep -q '"migration":{.*"late":\[\].*"generation":1' "$trace" || fail "island $i: no on-time migration at generation 1: $(cat "$trace")"
+  grep -q "island exit 2" "$log" || fail "island $i: expected exit 2 (no GPU): $(tail -3 "$log")"
+done
+echo "cluster: island array $isl: $islands islands (group slurm$isl) evolved 2 generations each, migration at generation 1 on time, done in $(($(date +%s) - start)) s"

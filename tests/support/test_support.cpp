@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/errors.h"
 #include "gpu/cuda_driver.h"
 
 namespace evo::test {
@@ -30,6 +31,16 @@ std::string read_text(const fs::path& p) {
 void write_text(const fs::path& p, const std::string& text) {
   fs::create_directories(p.parent_path());
   std::ofstream(p, std::ios::binary) << text;
+}
+
+int exit_code_of(const std::function<void()>& f, std::string* message) {
+  try {
+    f();
+  } catch (const EvoError& e) {
+    if (message) *message = e.what();
+    return e.code();
+  }
+  return 0;
 }
 
 CliResult run_evo(const std::string& args, const std::string& env) {

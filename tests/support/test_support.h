@@ -1,6 +1,7 @@
 // Helpers shared by the test binaries: run the evo CLI, make scratch repos, skip without a GPU.
 #pragma once
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,9 @@ std::filesystem::path make_repo(const std::string& name,
 std::filesystem::path source_root();
 std::string read_text(const std::filesystem::path& p);
 void write_text(const std::filesystem::path& p, const std::string& text);
+
+// The exit code an EvoError thrown by f carries (0 when f returns), its message into `message`.
+int exit_code_of(const std::function<void()>& f, std::string* message = nullptr);
 
 // True when libcuda.so.1 loads and a device exists; otherwise `reason` says why.
 bool gpu_available(std::string* reason);

@@ -25,16 +25,6 @@ GpuInfo gpu(int index, const std::string& name) {
   return g;
 }
 
-int exit_code_of(const std::function<void()>& f, std::string* message = nullptr) {
-  try {
-    f();
-  } catch (const EvoError& e) {
-    if (message) *message = e.what();
-    return e.code();
-  }
-  return 0;
-}
-
 TEST(Devices, AllAndListsSelectInTheOrderNamed) {
   const std::vector<GpuInfo> host{gpu(0, "NVIDIA H200"), gpu(1, "NVIDIA H200")};
   EXPECT_EQ(select_devices("all", host).size(), 2u);
@@ -48,7 +38,7 @@ TEST(Devices, AllAndListsSelectInTheOrderNamed) {
 TEST(Devices, AnIndexTheHostLacksIsAUsageErrorNamingTheRange) {
   const std::vector<GpuInfo> host{gpu(0, "NVIDIA H200"), gpu(1, "NVIDIA H200")};
   std::string msg;
-  EXPECT_EQ(exit_code_of([&] { select_devices("7", host); }, &msg), kExitUsage);
+  EXPECT_EQ(test::exit_code_of([&] { select_devices("7", host); }, &msg), kExitUsage);
   EXPECT_NE(msg.find("no CUDA device 7"), std::string::npos) << msg;
   EXPECT_NE(msg.find("0-1"), std::string::npos) << msg;
   EXPECT_EQ(msg.find('\n'), std::string::npos) << "one line: " << msg;
@@ -57,7 +47,7 @@ TEST(Devices, AnIndexTheHostLacksIsAUsageErrorNamingTheRange) {
 TEST(Devices, MixedModelsAreRefusedWithOneLine) {
   const std::vector<GpuInfo> host{gpu(0, "NVIDIA H200"), gpu(1, "NVIDIA H100 80GB HBM3"), gpu(2, "NVIDIA H200")};
   std::string msg;
-  EXPECT_EQ(exit_code_of([&] { select_devices("all", host); }, &msg), kExitUsage);
+  EXPECT_EQ(test::exit_code_of([&] { select_devices("all", host); }, &msg), kExitUsage);
   EXPECT_NE(msg.find("mixes GPU models"), std::string::npos) << msg;
   EXPECT_NE(msg.find("NVIDIA H200 on 0,2"), std::string::npos) << msg;
   EXPECT_NE(msg.find("NVIDIA H100 80GB HBM3 on 1"), std::string::npos) << msg;
@@ -67,8 +57,8 @@ TEST(Devices, MixedModelsAreRefusedWithOneLine) {
 
 TEST(Devices, BadSyntaxAndRepeatsAreUsageErrorsAndNoGpuIsEnvironment) {
   for (const char* bad : {"", "0,", ",1", "a", "-1", "0;1", "1,1", "all,0"})
-    EXPECT_EQ(exit_code_of([&] { parse_device_spec(bad); }), kExitUsage) << bad;
-  EXPECT_EQ(exit_code_of([&] { select_devices("all", {}); }), kExitEnvironment);
+    EXPECT_EQ(test::exit_code_of([&] { parse_device_spec(bad); }), kExitUsage) << bad;
+  EXPECT_EQ(test::exit_code_of([&] { select_devices("all", {}); }), kExitEnvironment);
 }
 
 TEST(Shard, ParsesIndexOfCountAndRefusesTheRest) {
@@ -77,10 +67,10 @@ TEST(Shard, ParsesIndexOfCountAndRefusesTheRest) {
   EXPECT_EQ(s.count, 4u);
   EXPECT_EQ(s.text(), "2/4");
   std::string msg;
-  EXPECT_EQ(exit_code_of([&] { parse_shard("3/2"); }, &msg), kExitUsage);
+  EXPECT_EQ(test::exit_code_of([&] { parse_shard("3/2"); }, &msg), kExitUsage);
   EXPECT_NE(msg.find("below the count"), std::string::npos) << msg;
   for (const char* bad : {"2", "0/0", "a/2", "-1/2", "1/", "/2", "1/2/3", "1.0/2"})
-    EXPECT_EQ(exit_code_of([&] { parse_shard(bad); }), kExitUsage) << bad;
+    EXPECT_EQ(test::exit_code_of([&] { parse_shard(bad); }), kExitUsage) << bad;
 }
 
 TEST(Shard, SlurmArrayVariablesAreReadWhenPresent) {
@@ -93,7 +83,7 @@ TEST(Shard, SlurmArrayVariablesAreReadWhenPresent) {
   EXPECT_EQ(s.source, "SLURM_ARRAY_TASK_ID");
   EXPECT_EQ(resolve_shard("0/1", lookup).count, 1u) << "--shard wins over the environment";
   env["SLURM_ARRAY_TASK_ID"] = "9";
-  EXPECT_EQ(exit_code_of([&] { resolve_shard("", lookup); }), kExitEnvironment);
+  EXPECT_EQ(test::exit_code_of([&] { resolve_shard("", lookup); }), kExitEnvironment);
 }
 
 TEST(Shard, ShardsPartitionTheListExactlyAndEvenly) {

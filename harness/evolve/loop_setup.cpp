@@ -1,0 +1,108 @@
+#include <fmt/format.h>
+
+#include "evolve/loop_state.h"
+
+namespace evo::evolve_loop {
+
+void Loop::setup() {
+  if (o.population == 0 || o.generations < 1) throw usage_error("--population and --generations must be at least 1");
+  if (!valid_operator(o.op)) throw usage_error("--operator " + o.op + ": use free, insight or full");
+  const bool exec = o.generator.rfind("exec:", 0) == 0;
+  if (!exec && o.generator != "builtin" && o.generator != "random")
+    throw usage_error("--generator " + o.generator + ": use builtin, random or exec:COMMAND");
+  if (exec && o.generator.size() == 5) throw usage_error("--generator exec: needs a command after the colon");
+  ensure_writable_dir(cache, "cache dir");
+  ensure_writable_dir(o.results_dir, "results dir");
+  ensure_writable_dir(o.populations_dir, "populations dir");
+  island = resolve_island(o.island, o.island_group, o.migrate_every, o.migrate_wait_s, o.rng_seed, std::getenv);
+  if (island.active() && !o.resume.empty())
+    throw usage_error("--resume with --island: an island resumes by itself (its run id comes from --island-group)");
+  if (!exec) tunable.emplace(search_space(ctx.root, stage, task), o.generator == "random", island.seed(o.rng_seed));
+  run_id = island.active() ? island.run_id() : o.resume.empty() ? fmt::format("ev-{}-{}", utc_now_compact(), o.rng_seed) : o.resume;
+  if (run_id.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") != std::string::npos)
+    throw usage_error("--resume " + run_id + ": a run id has letters, digits, '-', '_' and '.' only");
+  fs::create_directories(fs::path(o.results_dir) / "evolve");
+  trace = fs::path(o.results_dir) / "evolve" / (run_id + ".trace.jsonl");
+  open_gpus(SessionOptions{o.results_dir, o.populations_dir, cache, o.device, "evolve-" + run_id, {}, true, {}, {}});
+  read_history();
+}
+
+// A session per GPU of --devices (or --device); none, with `no_gpu` saying why, without a GPU.
+// A selection this host cannot serve (--devices 7, mixed models) is a usage error before any work.
+void Loop::open_gpus(const SessionOptions& so) {
+  try {
+    sessions = open_sessions(ctx, compiler, so, query_devices(o.devices.empty() ? std::to_string(o.device) : o.devices));
+  } catch (const EvoError& e) {
+    if (e.code() != kExitEnvironment) throw;
+    no_gpu = e.what();
+    return;
+  }
+  session = sessions.front().get();
+  arch = session->gpu().cc >= 90 ? "sm_90a" : fmt::format("sm_{}", session->gpu().cc);
+  annotations.assign(sessions.size(), json());
+  last_logs.assign(sessions.size(), "");
+  for (size_t slot = 0; slot < sessions.size(); ++slot)
+    sessions[slot]->set_annotate([this, slot](json& rec) {
+      rec["origin"] = "evolve";
+      rec["evolve"] = annotations[slot];
+      if (rec["outcome"] == "compile" && !last_logs[slot].empty()) rec["compile"]["log"] = last_logs[slot].substr(0, 4096);
+      if (rec["fitness"].is_object() && annotations[slot].value("phase", "") == "full") {
+        const Admission a = admit(rec["fitness"], stage_elites(session->population(task, full.benchmark), stage.number), kElites);
+        rec["evolve"]["admission"] = a.decision;
+        rec["evolve"]["admission_spread"] = a.spread;
+        if (!a.against.empty()) rec["evolve"]["compared_with"] = a.against;
+      }
+    });
+}
+
+// What the novelty filter and the parents start from. An island sees only the records from
+// outside its search (the same for every island) and its own: the other islands' arrive by
+// migration, so an island's path does not depend on how far the others have got.
+void Loop::read_history() {
+  RecordSet all = read_records(o.results_dir);
+  if (!island.active()) {
+    novelty.add_records(all.records);
+    if (!o.resume.empty()) resume(all.records);
+    return;
+  }
+  std::vector<json> outside;
+  bool resumed = false;
+  for (const auto& r : all.records) {
+    if (!island.in_group(r)) outside.push_back(r);
+    resumed = resumed || string_or(object_or_null(r, "evolve"), "run") == run_id;
+  }
+  novelty.add_records(outside);
+  baseline = ranked_full(outside, scope());
+  if (resumed) resume(all.records);  // a requeued array task goes on where it stopped
+  novelty.add_records(mine);
+  const int last_import = o.migrate_every > 0 ? first_generation / o.migrate_every * o.migrate_every : 0;
+  if (island.migrates_at(last_import) && last_import < first_generation) import(last_import);
+}
+
+void Loop::import(int gen) {
+  const Migration m = migrate(island, gen, scope());
+  migrants = m.migrants;
+  novelty.add_records(migrants);
+  pending_migration = m.trace();
+  pending_migration["generation"] = gen;
+}
+
+void Loop::resume(const std::vector<json>& records) {
+  for (const auto& r : records)
+    if (string_or(object_or_null(r, "evolve"), "run") == run_id) mine.push_back(r);
+  if (mine.empty()) throw usage_error("--resume " + run_id + ": no record of that run under " + o.results_dir);
+  for (const auto& r : mine) {
+    const json ev = r["evolve"];
+    first_generation = std::max(first_generation, ev.value("generation", 0) + 1);
+    gpu_s += number_or(r, "gpu_seconds", 0);
+    // One evaluation per candidate that reached the GPU: its screen, or its full run unscreened.
+    const std::string out = string_or(r, "outcome");
+    const bool compiled = out != "constraints" && out != "compile" && out != "resources" && out != "unsupported";
+    if (compiled && (ev.value("phase", "") == "screen" || !o.quick)) ++evaluated;
+    const double f = number_or(object_or_null(r, "fitness"), "geomean_median_us", 0);
+    double& slot = ev.value("phase", "") == "full" ? best : best_quick;
+    if (f > 0 && (slot == 0 || f < slot)) slot = f;
+  }
+}
+
+}  // namespace evo::evolve_loop

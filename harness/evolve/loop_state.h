@@ -1,0 +1,90 @@
+// The state of one `evo evolve` run (evolve/loop.h), shared by the loop's two files:
+// loop_setup.cpp (options, GPUs, islands, what the run starts from) and loop.cpp (the
+// generations). Internal to the evolve layer.
+#pragma once
+#include <chrono>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <optional>
+
+#include "compile/compile_set.h"
+#include "evolve/loop.h"
+#include "run/context.h"
+#include "core/errors.h"
+#include "core/paths.h"
+#include "gpu/device_select.h"
+#include "evolve/admission.h"
+#include "evolve/generator.h"
+#include "evolve/islands.h"
+#include "evolve/novelty.h"
+#include "evolve/request.h"
+#include "evolve/source_store.h"
+#include "run/device_pool.h"
+#include "run/progress.h"
+#include "run/session.h"
+#include "store/atomic_file.h"
+#include "store/json_fields.h"
+#include "store/population.h"
+#include "compile/compile_record.h"
+#include "store/record.h"
+#include "run/sampler.h"
+#include "store/records.h"
+
+namespace evo::evolve_loop {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+struct Loop {
+  const EvolveOptions& o;
+  Context ctx = Context::load();
+  const Stage& stage = find_stage(ctx.stages, o.stage);
+  Task task = parse_task(o.task);
+  fs::path cache = o.cache_dir.empty() ? default_cache_dir() : fs::path(o.cache_dir);
+  Compiler compiler{ctx.root, cache, ctx.gates};
+  // The full evaluation draws the sampled gate cases with a seed chosen now (stored in every record).
+  EvalPlan full =
+      make_plan(ctx.gates, {task, ctx.gates.gate_sets, ctx.gates.benchmark_sets, ctx.gates.seeds, false, draw_gate_seed()});
+  EvalPlan quick = make_plan(ctx.gates, quick_plan_request(ctx.gates, task));
+  std::vector<std::unique_ptr<Session>> sessions;  // one per GPU of --devices
+  Session* session = nullptr;                      // the first: populations, references
+  Island island;
+  std::vector<json> baseline, migrants;  // islands: elites from before the search; imported ones
+  json pending_migration;                // the import to write into this generation's trace line
+  std::mutex mu;                         // the fields below, when several GPUs evaluate at once
+  std::string no_gpu, arch = "sm_90a", run_id;
+  fs::path trace;
+  NoveltyFilter novelty{ctx.root, task.name()};
+  std::vector<std::unique_ptr<Variant>> external;  // variants made from generated sources
+  std::vector<json> feedback;                      // failures that are not records
+  std::vector<json> mine;                          // this run's records (resumed ones too)
+  std::optional<TunableGenerator> tunable;
+  std::vector<json> annotations{json()};         // per GPU slot: the record's "evolve" entry
+  std::vector<std::string> last_logs{""};         // per GPU slot: the compile log of its candidate
+  double gpu_s = 0, best = 0, best_quick = 0;
+  size_t evaluated = 0;
+  int first_generation = 0;
+
+  explicit Loop(const EvolveOptions& opts) : o(opts) {}
+  void setup();
+  void open_gpus(const SessionOptions& so);
+  void read_history();
+  MigrationScope scope() const {
+    return {o.results_dir, task.name(), full.benchmark, session ? session->gpu().key : "", stage.number};
+  }
+  void import(int gen);
+  void resume(const std::vector<json>& records);
+  std::vector<Individual> parents() const;
+  std::vector<Proposal> propose(int gen, json& step);
+  std::optional<Candidate> candidate_of(const Proposal& p, json& verdict);
+  json evaluate(size_t slot, const Candidate& c, const CompileResult& compiled, const EvalPlan& plan);
+  std::optional<Candidate> admit_proposal(const Proposal& p, json& verdict);
+  json one(size_t slot, const Proposal& p, const Candidate* c, const CompileResult& compiled, int gen, json verdict);
+  void generation(int gen, Progress& progress);
+  void lost_gpu(size_t slot, const Proposal& p, const Candidate& c, const CompileResult& compiled, const std::string& why,
+                json& verdict);
+  std::string summary() const;
+};
+
+}  // namespace evo::evolve_loop

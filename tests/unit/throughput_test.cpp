@@ -1,0 +1,88 @@
+// What a candidate's evaluation spends on the host, without a GPU: SHA-256 (the worker hashes
+// every input before and after each launch; the SHA-NI path must agree with the standard),
+// scratch outputs written without fsync yet never torn, whole-file reads, and the per-phase
+// clock the worker and the parent keep for every record.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "core/paths.h"
+#include "core/sha256.h"
+#include "run/eval_phases.h"
+#include "store/atomic_file.h"
+#include "support/test_support.h"
+
+namespace evo {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+TEST(Sha256, StandardVectorsIncludingOnesLongerThanABlock) {
+  EXPECT_EQ(sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  EXPECT_EQ(sha256_hex(std::string(1000000, 'a')), "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+TEST(Sha256, AnySplitOfTheInputGivesTheSameDigest) {
+  std::mt19937 rng(5);
+  std::string data(100000, '\0');
+  for (char& c : data) c = char(rng());
+  const std::string whole = sha256_hex(data);
+  for (size_t step : {1u, 7u, 63u, 64u, 65u, 1000u, 4096u}) {
+    Sha256 h;
+    for (size_t at = 0; at < data.size(); at += step) h.update(std::string_view(data).substr(at, step));
+    EXPECT_EQ(h.hex(), whole) << "updates of " << step << " bytes";
+  }
+  data[54321] ^= 1;
+  EXPECT_NE(sha256_hex(data), whole);
+}
+
+TEST(ScratchFile, ReplacesWholeAndReadsBackExactly) {
+  const fs::path dir = test::scratch_dir("scratch-file");
+  std::string big(3u << 20, '\0');
+  for (size_t i = 0; i < big.size(); ++i) big[i] = char(i * 131u);
+  write_scratch_file(dir / "sub" / "out.bin", big);
+  EXPECT_EQ(read_file(dir / "sub" / "out.bin"), big);
+  write_scratch_file(dir / "sub" / "out.bin", "short");
+  EXPECT_EQ(read_file(dir / "sub" / "out.bin"), "short");
+}
+
+TEST(ScratchFile, AMissingFileIsAnErrorNamingIt) {
+  try {
+    read_file("/nonexistent/evo/out.bin");
+    FAIL() << "read a missing file";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/evo/out.bin"), std::string::npos);
+  }
+}
+
+TEST(EvalPhases, KeepsTheWorkersNumbersOnlyAndAveragesThem) {
+  EvalPhases p;
+  WorkerEvent phase;
+  phase.kind = WorkerEventKind::phase;
+  p.on_event(phase);
+  WorkerEvent done;
+  done.kind = WorkerEventKind::done;
+  done.fields = {{"event", "done"},
+                 {"clock", {{"init_s", 0.5}, {"hash_s", 1.25}, {"evil_s", "rm -rf"}, {"neg_s", -3.0}}}};
+  p.on_event(done);
+  const json j = p.to_json();
+  EXPECT_TRUE(j["process_start_s"].is_number());
+  EXPECT_EQ(j["worker_init_s"], 0.5);
+  EXPECT_EQ(j["worker_hash_s"], 1.25);
+  EXPECT_FALSE(j.contains("worker_evil_s"));
+  EXPECT_FALSE(j.contains("worker_neg_s"));
+  EXPECT_EQ(j["parent_read_s"], 0.0);
+  std::vector<json> records{{{"phases", {{"detail", {{"worker_hash_s", 1.0}, {"parent_read_s", 0.5}, {"record_s", 0.1}}}}}},
+                            {{"phases", {{"detail", {{"worker_hash_s", 3.0}, {"parent_read_s", 0.5}}}}}},
+                            {{"phases", {{"gpu_s", 1.0}}}},  // no detail (a compile failure): not counted
+                            json()};
+  EXPECT_EQ(phase_means(records), "per candidate, mean s over 2: hash 2.000, parent_read 0.500, record 0.050");
+  EXPECT_EQ(phase_means({}), "");
+}
+
+}  // namespace
+}  // namespace evo
