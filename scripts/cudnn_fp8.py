@@ -86,6 +86,10 @@ class CudnnFp8Sdpa:
         self.pack.update({t: x for t, x in zip(self.amax, self.amax_buf)})
 
     def __call__(self):
+        # On the caller's current stream every time: the timer's events and a CUDA graph capture
+        # (a side stream) must see the launch. A handle fixed to the stream it was built on left
+        # the H200 run's graph capture empty (graph_us dropped from those records).
+        self.cudnn.set_stream(handle=self.handle, stream=self.torch.cuda.current_stream().cuda_stream)
         self.graph.execute(self.pack, self.workspace, handle=self.handle)
 
     def output(self):
