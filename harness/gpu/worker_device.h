@@ -106,9 +106,9 @@ struct Problem {
     shape = s;
     padded = !layout.empty();
     const CaseLayout lay = case_layout(s, layout);
-    auto place = [&](GuardedBuffer& b, const TensorPlacement& t, int heads, int seq, int elem) {
-      b.allocate(size_t(t.buffer_elements) * elem, guard);
-      TensorDesc d{b.data() + CUdeviceptr(t.offset * elem), {t.stride[0], t.stride[1], t.stride[2]}, s.batch, heads, seq,
+    auto place = [&](GuardedBuffer& b, const TensorPlacement& t, int heads, int seq, int bytes) {
+      b.allocate(size_t(t.buffer_elements) * bytes, guard);
+      TensorDesc d{b.data() + CUdeviceptr(t.offset * bytes), {t.stride[0], t.stride[1], t.stride[2]}, s.batch, heads, seq,
                    s.head_dim};
       offsets.push_back(t.offset);
       return d;
