@@ -4,6 +4,7 @@
 # $EVO_WHEELS (the device has no PyPI).
 #   scripts/fp8_session.sh calibrate   # build; fp8 GPU tests; cuDNN FP8 error -> tolerances; a smoke run of stage 3
 #   scripts/fp8_session.sh run         # build; evo run stage 3 on fp8-d64,fp8-d128 --sanitize; cuDNN FP8 peers; mission shape
+#   scripts/fp8_session.sh causal      # build; the causal fp8 tasks on mission + long-smoke --sanitize; their cuDNN FP8 peers
 set -uo pipefail
 cd "$(dirname "$0")/.."
 : "${OUT:?set OUT to the folder that comes back}"
@@ -48,8 +49,17 @@ case "${1:-}" in
     timeout 120 python3 scripts/peers_cudnn_fp8.py --tasks fp8-d64,fp8-d128 --out "$OUT/peers-fp8.json" 2>&1 | tee "$OUT/peers-fp8.log" | tail -12
     cp /tmp/fp8-results/*.jsonl "$OUT/" 2>/dev/null
     ;;
+  causal)
+    wheels
+    build
+    timeout 300 $evo run --stage 3 --task fp8-d64-causal,fp8-d128-causal --bench mission,long-smoke --sanitize \
+      --results-dir /tmp/fp8-results --populations-dir /tmp/fp8-pop 2>&1 | tee "$OUT/stage3-fp8-causal.log" | tail -14
+    timeout 100 python3 scripts/peers_cudnn_fp8.py --tasks fp8-d64-causal,fp8-d128-causal --sets mission,long-smoke \
+      --out "$OUT/peers-fp8-causal.json" 2>&1 | tee "$OUT/peers-fp8-causal.log" | tail -6
+    cp /tmp/fp8-results/*.jsonl "$OUT/" 2>/dev/null
+    ;;
   *)
-    echo "usage: scripts/fp8_session.sh calibrate|run" >&2
+    echo "usage: scripts/fp8_session.sh calibrate|run|causal" >&2
     exit 1
     ;;
 esac
