@@ -39,6 +39,8 @@ TEST_P(AllVariants, EveryConfigCompilesOrIsAConstraint) {
     // sm_90a-only variants (wgmma, min_sm 90) are unsupported on sm_80 and nowhere else.
     const bool hopper_only_on_ampere =
         o == "unsupported" && arch == "sm_80" && j["reason"].get<std::string>().find("needs sm_90") != std::string::npos;
+    // A variant without fp16/bf16 (an fp8-only one) at the default tasks: Fp8Variants below compiles it.
+    if (o == "unsupported" && j["reason"].get<std::string>().find("does not declare") != std::string::npos) continue;
     EXPECT_TRUE(o == "ok" || o == "constraints" || hopper_only_on_ampere)
         << j["variant"] << " " << j["task"] << " " << j["params"].dump() << ": " << o << " " << j["reason"];
     if (arch == "sm_90a" && j["stage"] == 6 && o == "ok") ++stage6_ok_on_hopper;
