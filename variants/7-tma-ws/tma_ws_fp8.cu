@@ -49,6 +49,8 @@ EVO_CONSTRAINT(CONS_REGS % 8 == 0 && PROD_REGS % 8 == 0 && PROD_REGS >= 24 && CO
                "setmaxnreg takes multiples of 8 in 24..256");
 EVO_CONSTRAINT(EXP_POLY == 0 || EXP_POLY == 1, "EXP_POLY is 0 or 1");
 EVO_CONSTRAINT(PROD_REGS + NCONS * CONS_REGS <= 512, "the register split must fit 64 K registers per SM");
+EVO_CONSTRAINT(EVO_HEAD_DIM == 64 || CONS_REGS >= 216,
+               "D=128 needs CONS_REGS >= 216: 64 O + 64 S + 16 P registers live across the loop (160 spills)");
 
 // Bytes: one e4m3 element is one byte, so a row of Q/K/V is HD bytes and a row of Vt BLOCK_N bytes.
 #define Q_BYTES (BLOCK_M * HD)
