@@ -102,10 +102,11 @@ void parse_inputs(const json& j, const std::string& origin, GatesConfig& c) {
       throw usage_error(fmt::format("{}: post_timing_inputs names '{}', which is not in inputs", dw, name));
 }
 
-// "tolerances" per dtype, with per-distribution overrides.
+// "tolerances" per dtype, with per-distribution overrides; fp8 (an opt-in task) may be absent.
 void parse_tolerances(const json& j, const std::string& origin, GatesConfig& c) {
   const json tol = field<json>(j, "tolerances", origin);
-  for (const char* dt : {"fp16", "bf16"}) {
+  for (const char* dt : {"fp16", "bf16", "fp8"}) {
+    if (std::string(dt) == "fp8" && !tol.contains(dt)) continue;
     const json t = field<json>(tol, dt, origin + " tolerances");
     const std::string w = origin + " tolerances." + dt;
     c.tolerances[dt] = {field<double>(t, "atol", w), field<double>(t, "rtol", w), field<double>(t, "rel_l2", w)};
@@ -246,7 +247,13 @@ std::vector<Shape> GatesConfig::shapes(const std::vector<std::string>& sets_or_d
   return out;
 }
 
-const Tolerance& GatesConfig::tolerance(const Task& task) const { return tolerances.at(task.dtype_name()); }
+const Tolerance& GatesConfig::tolerance(const Task& task) const {
+  auto t = tolerances.find(task.dtype_name());
+  if (t == tolerances.end())
+    throw usage_error(fmt::format("gates.json has no tolerances.{} for task {}: add it (docs/fp8.md)", task.dtype_name(),
+                                  task.name()));
+  return t->second;
+}
 
 const Tolerance& GatesConfig::tolerance(const Task& task, const std::string& inputs) const {
   if (auto d = input_tolerances.find(task.dtype_name()); d != input_tolerances.end())

@@ -16,6 +16,7 @@ void run_list(bool as_json) {
   Context ctx = Context::load();
   nlohmann::json out = {{"stages", nlohmann::json::array()}, {"tasks", nlohmann::json::array()}};
   for (const auto& t : all_tasks()) out["tasks"].push_back(t.name());
+  for (const auto& t : opt_in_tasks()) out["opt_in_tasks"].push_back(t.name());  // only when named (--task)
   for (const auto& s : ctx.stages) {
     nlohmann::json js = {{"stage", s.number}, {"slug", s.slug}, {"title", s.title}, {"dir", s.dir.string()},
                          {"variants", nlohmann::json::array()}};
@@ -51,6 +52,12 @@ void run_list(bool as_json) {
   std::cout << "tasks: ";
   std::string sep;
   for (const auto& t : all_tasks()) {
+    std::cout << sep << t.name();
+    sep = ", ";
+  }
+  std::cout << "; opt-in (--task): ";
+  sep.clear();
+  for (const auto& t : opt_in_tasks()) {
     std::cout << sep << t.name();
     sep = ", ";
   }

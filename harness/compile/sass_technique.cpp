@@ -12,7 +12,9 @@ namespace evo {
 
 namespace fs = std::filesystem;
 
-const char* const kTechniqueKeys[6] = {"HGMMA", "UTMALDG", "UTMASTG", "SYNCS", "USETMAXREG", "MULTICAST"};
+// GMMA counts every warpgroup MMA (wgmma.mma_async): HGMMA (fp16/bf16 operands), QGMMA (e4m3/e5m2),
+// IGMMA (int8), BGMMA (binary); a stage that requires "wgmma" requires GMMA, whatever the dtype.
+const char* const kTechniqueKeys[8] = {"GMMA", "HGMMA", "QGMMA", "UTMALDG", "UTMASTG", "SYNCS", "USETMAXREG", "MULTICAST"};
 
 namespace {
 
@@ -54,7 +56,10 @@ TechniqueCounts count_techniques(const std::string& sass) {
   for (std::string line; std::getline(in, line);) {
     const std::string op = mnemonic(line);
     if (op.empty()) continue;
+    for (const char* mma : {"HGMMA", "QGMMA", "IGMMA", "BGMMA"})
+      if (starts_with(op, mma)) ++c["GMMA"];
     if (starts_with(op, "HGMMA")) ++c["HGMMA"];
+    if (starts_with(op, "QGMMA")) ++c["QGMMA"];
     if (starts_with(op, "UTMALDG")) ++c["UTMALDG"];
     if (starts_with(op, "UTMASTG")) ++c["UTMASTG"];
     if (starts_with(op, "SYNCS")) ++c["SYNCS"];

@@ -1,5 +1,5 @@
 // Technique verification: the instructions in a cubin's SASS that prove a stage's technique
-// (HGMMA for wgmma, UTMALDG/UTMASTG for TMA, SYNCS for mbarrier operations, USETMAXREG for
+// (GMMA for any wgmma: HGMMA with fp16/bf16 operands, QGMMA with fp8; UTMALDG/UTMASTG for TMA, SYNCS for mbarrier operations, USETMAXREG for
 // setmaxnreg, multicast TMA). A stage declares the counts it requires in stage.json
 // ("requires_sass"); a candidate whose SASS lacks one is rejected as `technique` before it
 // spends GPU time. The SASS comes from NVIDIA's nvdisasm, found without a GPU or driver.
@@ -15,7 +15,7 @@ namespace evo {
 using TechniqueCounts = std::map<std::string, long>;
 
 // The keys a stage may require, in the order records list them.
-extern const char* const kTechniqueKeys[6];
+extern const char* const kTechniqueKeys[8];
 
 // Counts the instructions in nvdisasm's text output (one instruction per line).
 TechniqueCounts count_techniques(const std::string& sass);

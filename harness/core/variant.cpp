@@ -105,9 +105,10 @@ std::vector<Tunable> parse_params(const json& params, const std::string& origin)
 // "dtypes" and "head_dims": the non-empty lists of what the variant supports.
 void parse_supported(const json& j, const std::string& origin, Variant& v) {
   if (!j.contains("dtypes") || !j["dtypes"].is_array() || j["dtypes"].empty())
-    bad(origin, "field 'dtypes' must be a non-empty list of \"fp16\"/\"bf16\"");
+    bad(origin, "field 'dtypes' must be a non-empty list of \"fp16\"/\"bf16\"/\"fp8\"");
   for (const auto& d : j["dtypes"]) {
-    if (!d.is_string() || (d != "fp16" && d != "bf16")) bad(origin, "field 'dtypes' entries must be \"fp16\" or \"bf16\"");
+    if (!d.is_string() || (d != "fp16" && d != "bf16" && d != "fp8"))
+      bad(origin, "field 'dtypes' entries must be \"fp16\", \"bf16\" or \"fp8\"");
     v.dtypes.push_back(d);
   }
   if (!j.contains("head_dims") || !j["head_dims"].is_array() || j["head_dims"].empty())

@@ -35,7 +35,8 @@ class DeviceChecker {
  public:
   DeviceChecker(const Support& s, const Task& task, CUstream stream) : stream_(stream) {
     check(cu().cuModuleGetFunction(&hash_, s.module, "evo_hash_bytes"), "evo_hash_bytes", "runtime");
-    const std::string cmp = std::string("evo_compare_") + task.dtype_name();
+    // The output's element type: fp8 tasks write bf16.
+    const std::string cmp = std::string("evo_compare_") + (task.dtype == DType::fp16 ? "fp16" : "bf16");
     check(cu().cuModuleGetFunction(&compare_, s.module, cmp.c_str()), "evo_compare", "runtime");
     std::random_device rd;
     key_ = (uint64_t(rd()) << 32) ^ rd();
@@ -70,7 +71,8 @@ class DeviceChecker {
     float scale = p.scale;
     int causal_flag = causal ? 1 : 0;
     TensorDesc dq = p.dq, dk = p.dk, dv = p.dv, dout = p.dout;
-    void* ref_args[] = {&dq, &dk, &dv, &ref.ptr, &scale, &causal_flag};
+    float descale[3] = {p.descale[0], p.descale[1], p.descale[2]};  // 1 unless fp8 (gpu/fp8_inputs.h)
+    void* ref_args[] = {&dq, &dk, &dv, &ref.ptr, &scale, &causal_flag, &descale[0], &descale[1], &descale[2]};
     const long long rows = (long long)sh.batch * sh.heads_q * sh.seq_q;
     check(cu().cuLaunchKernel(s.reference, unsigned((rows * 32 + 255) / 256), 1, 1, 256, 1, 1, 0, stream_, ref_args,
                               nullptr),

@@ -31,5 +31,7 @@ inline TensorFills tensor_fills(const CaseSpec& c) {
 
 // Fills bytes of a padded buffer (packed and cached layouts) that hold no tensor element.
 inline constexpr unsigned char kPaddingByte = 0x7E;
+// The same for e4m3 inputs (fp8 tasks): 0x7F is e4m3's NaN.
+inline constexpr unsigned char kPaddingByteE4m3 = 0x7F;
 
 }  // namespace evo

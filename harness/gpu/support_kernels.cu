@@ -1,10 +1,15 @@
 // evo's own GPU kernels, compiled by NVRTC at run time (trusted code, never a candidate):
 //  - evo_fill_*: deterministic inputs from (seed, tensor, logical index), independent of the
 //    memory layout, so BHSD and BSHD runs see the same logical tensors;
-//  - evo_reference_*: plain attention in FP32 from the same low-precision inputs, two passes
-//    (row max, then exp-sum and P·V) so no online rescaling error enters the reference.
+//  - evo_amax + evo_fill_fp8: the same values, quantized to e4m3 with a per-tensor scale
+//    448 / amax (amax over the whole logical tensor; the worker passes 1 / scale to the kernel
+//    as the tensor's descale, harness/gpu/fp8_inputs.cpp);
+//  - evo_reference_*: plain attention in FP32 from the same low-precision inputs (fp8: the
+//    dequantized values, float(e4m3) * descale), two passes (row max, then exp-sum and P·V)
+//    so no online rescaling error enters the reference.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 
 struct EvoTensorDesc {
   void* data;
@@ -37,6 +42,7 @@ template <>
 __device__ __forceinline__ __nv_bfloat16 evo_cast<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
 __device__ __forceinline__ float evo_float(__half x) { return __half2float(x); }
 __device__ __forceinline__ float evo_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ float evo_float(__nv_fp8_e4m3 x) { return static_cast<float>(x); }
 
 // Mirrors FillParams in gpu/input_fill.h.
 struct EvoFill {
@@ -44,22 +50,30 @@ struct EvoFill {
   unsigned outlier_every;  // 0: none; else rows whose hash is 0 mod this are scaled (outliers)
 };
 
+// Element i of the logical BHSD tensor: its value before any rounding, and where it lives.
+__device__ __forceinline__ float fill_value(const EvoTensorDesc& t, unsigned long long i, unsigned seed, unsigned tensor,
+                                            const EvoFill& f, long long* offset) {
+  unsigned long long r = i;
+  const int d = static_cast<int>(r % t.dim); r /= t.dim;
+  const int s = static_cast<int>(r % t.seq); r /= t.seq;
+  const int h = static_cast<int>(r % t.heads); r /= t.heads;
+  const int b = static_cast<int>(r);
+  *offset = b * t.stride[0] + h * t.stride[1] + s * t.stride[2] + d;
+  float x = f.mean + evo_normal(i, seed, tensor, f.stddev);
+  if (f.outlier_every && evo_mix64((i / t.dim) ^ (static_cast<unsigned long long>(seed) << 32)) % f.outlier_every == 0)
+    x *= f.outlier_scale;  // an outlier row: every element of this (b, h, s) row
+  if (f.sink != 0.f && s == 0) x = f.sink;  // the sink key: position 0 of every (b, h)
+  return x;
+}
+
 template <typename T>
 __device__ void fill(EvoTensorDesc t, unsigned seed, unsigned tensor, EvoFill f) {
   const unsigned long long total = static_cast<unsigned long long>(t.batch) * t.heads * t.seq * t.dim;
   for (unsigned long long i = blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<unsigned long long>(gridDim.x) * blockDim.x) {
-    unsigned long long r = i;
-    const int d = static_cast<int>(r % t.dim); r /= t.dim;
-    const int s = static_cast<int>(r % t.seq); r /= t.seq;
-    const int h = static_cast<int>(r % t.heads); r /= t.heads;
-    const int b = static_cast<int>(r);
-    T* p = static_cast<T*>(t.data) + b * t.stride[0] + h * t.stride[1] + s * t.stride[2] + d;
-    float x = f.mean + evo_normal(i, seed, tensor, f.stddev);
-    if (f.outlier_every && evo_mix64((i / t.dim) ^ (static_cast<unsigned long long>(seed) << 32)) % f.outlier_every == 0)
-      x *= f.outlier_scale;  // an outlier row: every element of this (b, h, s) row
-    if (f.sink != 0.f && s == 0) x = f.sink;  // the sink key: position 0 of every (b, h)
-    *p = evo_cast<T>(x);
+    long long off;
+    const float x = fill_value(t, i, seed, tensor, f, &off);
+    static_cast<T*>(t.data)[off] = evo_cast<T>(x);
   }
 }
 
@@ -70,10 +84,38 @@ extern "C" __global__ void evo_fill_bf16(EvoTensorDesc t, unsigned seed, unsigne
   fill<__nv_bfloat16>(t, seed, tensor, f);
 }
 
+// The largest |value| fill_value gives the tensor, as float bits (non-negative floats order as
+// their bits, so atomicMax on the bits is the max, and the result does not depend on timing).
+extern "C" __global__ void evo_amax(EvoTensorDesc t, unsigned seed, unsigned tensor, EvoFill f, unsigned* amax_bits) {
+  const unsigned long long total = static_cast<unsigned long long>(t.batch) * t.heads * t.seq * t.dim;
+  float m = 0.f;
+  for (unsigned long long i = blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<unsigned long long>(gridDim.x) * blockDim.x) {
+    long long off;
+    m = fmaxf(m, fabsf(fill_value(t, i, seed, tensor, f, &off)));
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+  if ((threadIdx.x & 31) == 0) atomicMax(amax_bits, __float_as_uint(m));
+}
+
+// e4m3 of value * scale, saturated to ±448 (the amax element lands on 448 up to rounding).
+extern "C" __global__ void evo_fill_fp8(EvoTensorDesc t, unsigned seed, unsigned tensor, EvoFill f, float scale) {
+  const unsigned long long total = static_cast<unsigned long long>(t.batch) * t.heads * t.seq * t.dim;
+  for (unsigned long long i = blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<unsigned long long>(gridDim.x) * blockDim.x) {
+    long long off;
+    const float x = fill_value(t, i, seed, tensor, f, &off);
+    static_cast<__nv_fp8_storage_t*>(t.data)[off] = __nv_cvt_float_to_fp8(x * scale, __NV_SATFINITE, __NV_E4M3);
+  }
+}
+
 // One warp per query row; lane owns head-dim columns lane, lane+32, ...
-// out: FP32, logical BHSD, contiguous.
+// out: FP32, logical BHSD, contiguous. Each input element is float(x) * its tensor's descale
+// (1 for fp16 and bf16, where the product is exact).
 template <typename T, int D>
-__device__ void reference(EvoTensorDesc q, EvoTensorDesc k, EvoTensorDesc v, float* out, float scale, int causal) {
+__device__ void reference(EvoTensorDesc q, EvoTensorDesc k, EvoTensorDesc v, float* out, float scale, int causal, float dq,
+                          float dk, float dv) {
   constexpr int kPer = D / 32;
   const int lane = threadIdx.x & 31;
   const long long row = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
@@ -88,13 +130,13 @@ __device__ void reference(EvoTensorDesc q, EvoTensorDesc k, EvoTensorDesc v, flo
   const T* vp = static_cast<const T*>(v.data) + b * v.stride[0] + hk * v.stride[1];
   float qr[kPer];
 #pragma unroll
-  for (int c = 0; c < kPer; ++c) qr[c] = evo_float(qp[lane + 32 * c]);
+  for (int c = 0; c < kPer; ++c) qr[c] = evo_float(qp[lane + 32 * c]) * dq;
   const int n = causal ? min(i + 1, k.seq) : k.seq;
   auto score = [&](int j) {
     const T* kr = kp + j * k.stride[2];
     float s = 0.f;
 #pragma unroll
-    for (int c = 0; c < kPer; ++c) s = fmaf(qr[c], evo_float(kr[lane + 32 * c]), s);
+    for (int c = 0; c < kPer; ++c) s = fmaf(qr[c], evo_float(kr[lane + 32 * c]) * dk, s);
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
     return s * scale;
@@ -109,22 +151,24 @@ __device__ void reference(EvoTensorDesc q, EvoTensorDesc k, EvoTensorDesc v, flo
     l += p;
     const T* vr = vp + j * v.stride[2];
 #pragma unroll
-    for (int c = 0; c < kPer; ++c) acc[c] = fmaf(p, evo_float(vr[lane + 32 * c]), acc[c]);
+    for (int c = 0; c < kPer; ++c) acc[c] = fmaf(p, evo_float(vr[lane + 32 * c]) * dv, acc[c]);
   }
   float* o = out + row * D;
 #pragma unroll
   for (int c = 0; c < kPer; ++c) o[lane + 32 * c] = acc[c] / l;
 }
 
-#define EVO_REFERENCE(NAME, T, D)                                                                      \
-  extern "C" __global__ void NAME(EvoTensorDesc q, EvoTensorDesc k, EvoTensorDesc v, float* out, float scale, \
-                                  int causal) {                                                        \
-    reference<T, D>(q, k, v, out, scale, causal);                                                      \
+#define EVO_REFERENCE(NAME, T, D)                                                                             \
+  extern "C" __global__ void NAME(EvoTensorDesc q, EvoTensorDesc k, EvoTensorDesc v, float* out, float scale,        \
+                                  int causal, float dq, float dk, float dv) {                                        \
+    reference<T, D>(q, k, v, out, scale, causal, dq, dk, dv);                                                        \
   }
 EVO_REFERENCE(evo_reference_fp16_d64, __half, 64)
 EVO_REFERENCE(evo_reference_fp16_d128, __half, 128)
 EVO_REFERENCE(evo_reference_bf16_d64, __nv_bfloat16, 64)
 EVO_REFERENCE(evo_reference_bf16_d128, __nv_bfloat16, 128)
+EVO_REFERENCE(evo_reference_fp8_d64, __nv_fp8_e4m3, 64)
+EVO_REFERENCE(evo_reference_fp8_d128, __nv_fp8_e4m3, 128)
 
 // ---- Checks on the GPU (gpu/device_check.cpp): for cases too large to copy to the host. ----
 

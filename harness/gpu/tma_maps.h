@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "compile/cubin.h"
+#include "core/task.h"
 
 namespace evo {
 
@@ -25,9 +26,10 @@ struct TmaTensors {
   TmaTensor t[4];
 };
 
-// Fills out[slot] for every non-empty spec; returns a one-line reason (a bad spec, a shape the
+// Fills out[slot] for every non-empty spec, with the task's element types (fp8: Q, K, V UINT8
+// bytes, O BFLOAT16); returns a one-line reason (a bad spec, a shape the
 // copy engine cannot address, the driver's error) on failure, nullopt on success.
-std::optional<std::string> encode_tma_maps(const std::vector<TmaSpec>& specs, const TmaTensors& tensors, bool bf16,
+std::optional<std::string> encode_tma_maps(const std::vector<TmaSpec>& specs, const TmaTensors& tensors, DType dtype,
                                            unsigned long long (*out)[16]);
 
 }  // namespace evo

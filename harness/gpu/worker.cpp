@@ -79,12 +79,7 @@ class Worker {
     emit(device_event({{"name", name}, {"cc", major * 10 + minor}, {"sms", sms_}, {"l2_bytes", l2_bytes_},
                        {"driver", driver}, {"sm_clock_mhz", clock ? json(*clock) : json(nullptr)},
                        {"sm_clock_max_mhz", max_clock ? json(*max_clock) : json(nullptr)}}));
-    std::string image = read_file(job_.support_cubin);
-    check(cu().cuModuleLoadData(&support_.module, image.data()), "loading evo support kernels", "runtime");
-    const std::string dt = job_.task.dtype_name();
-    check(cu().cuModuleGetFunction(&support_.fill, support_.module, ("evo_fill_" + dt).c_str()), "evo_fill", "runtime");
-    const std::string ref = fmt::format("evo_reference_{}_d{}", dt, job_.task.head_dim);
-    check(cu().cuModuleGetFunction(&support_.reference, support_.module, ref.c_str()), "evo_reference", "runtime");
+    support_ = load_support_kernels(job_.support_cubin, job_.task);
     // L2 flush buffer: writing twice the L2 evicts every line the previous sample left there.
     flush_bytes_ = std::max<size_t>(size_t(l2_bytes_) * 2, 64u << 20);
     check(cu().cuMemAlloc(&flush_, flush_bytes_), "cuMemAlloc(flush)", "runtime");
@@ -93,7 +88,7 @@ class Worker {
   void run_reference() {
     for (const auto& c : job_.cases) {
       emit(phase_event("reference", c.id));
-      Problem p;
+      Problem p(job_.task);
       p.allocate(c.shape, c.layout);
       p.fill(support_, c, stream_);
       const Shape& s = c.shape;
@@ -103,7 +98,7 @@ class Worker {
       float scale = p.scale;
       int causal = job_.task.causal ? 1 : 0;
       TensorDesc dq = p.dq, dk = p.dk, dv = p.dv;
-      void* args[] = {&dq, &dk, &dv, &out, &scale, &causal};
+      void* args[] = {&dq, &dk, &dv, &out, &scale, &causal, &p.descale[0], &p.descale[1], &p.descale[2]};
       const long long rows = (long long)s.batch * s.heads_q * s.seq_q;
       const unsigned blocks = unsigned((rows * 32 + 255) / 256);
       check(cu().cuLaunchKernel(support_.reference, blocks, 1, 1, 256, 1, 1, 0, stream_, args, nullptr), "reference launch",
@@ -113,11 +108,7 @@ class Worker {
       check(cu().cuMemcpyDtoH(host.data(), out, host.size()), "reference readback", "runtime");
       cu().cuMemFree(out);
       write_file_atomic(c.out_path, host);
-      if (job_.dump_inputs) {
-        write_file_atomic(c.out_path + ".q", p.logical(p.q.read(), p.dq, 2, p.offsets[0]));
-        write_file_atomic(c.out_path + ".k", p.logical(p.k.read(), p.dk, 2, p.offsets[1]));
-        write_file_atomic(c.out_path + ".v", p.logical(p.v.read(), p.dv, 2, p.offsets[2]));
-      }
+      if (job_.dump_inputs) dump_inputs(p, c.out_path);
       emit(case_done_event(c.id, c.out_path));
     }
   }
@@ -188,7 +179,7 @@ class Worker {
   void run_gate() {
     for (const auto& c : job_.cases) {
       emit(phase_event("gate", c.id));
-      Problem p;
+      Problem p(job_.task);
       current_ = &p;
       p.allocate(c.shape, c.layout);
       p.fill(support_, c, stream_);
@@ -220,7 +211,7 @@ class Worker {
   void run_instrumented() {
     for (const auto& c : job_.cases) {
       emit(phase_event("gate", c.id));
-      Problem p;
+      Problem p(job_.task);
       current_ = &p;
       p.allocate(c.shape, c.layout, 0);
       p.fill(support_, c, stream_);
@@ -251,7 +242,7 @@ class Worker {
     for (size_t bi = 0; bi < job_.bench.size(); ++bi) {
       const BenchSpec& b = job_.bench[bi];
       emit(phase_event("timing", "", b.id));
-      Problem p;
+      Problem p(job_.task);
       current_ = &p;
       p.allocate(b.timed.shape);
       p.fill(support_, b.timed, stream_);
@@ -357,7 +348,7 @@ class Worker {
     for (int i = 0; i < 4; ++i)
       t.t[i] = TmaTensor{d[i]->data, {d[i]->stride[0], d[i]->stride[1], d[i]->stride[2]}, d[i]->batch, d[i]->heads,
                          d[i]->seq, d[i]->dim};
-    if (auto err = encode_tma_maps(tma_specs_, t, job_.task.dtype == DType::bf16, a.tma)) throw CudaFailure{"load", *err};
+    if (auto err = encode_tma_maps(tma_specs_, t, job_.task.dtype, a.tma)) throw CudaFailure{"load", *err};
     return a;
   }
 

@@ -14,6 +14,7 @@
 #include "core/sha256.h"
 #include "gpu/case_layout.h"
 #include "gpu/cuda_driver.h"
+#include "gpu/fp8_inputs.h"
 #include "gpu/input_fill.h"
 #include "gpu/worker_events.h"
 #include "gpu/worker_clock.h"  // timed(): the worker reports where its time went
@@ -89,49 +90,58 @@ struct TensorDesc {
 struct Support {
   CUmodule module = nullptr;
   CUfunction fill = nullptr, reference = nullptr;
+  CUfunction amax = nullptr;  // fp8 tasks (gpu/fp8_inputs.h)
+  CUdeviceptr amax_bits = 0;
 };
 
 // The four tensors of one shape, laid out as the shape says.
 struct Problem {
+  explicit Problem(const Task& task) : in_elem(task.input_bytes()), elem(task.output_bytes()) {}
   Shape shape;
-  int elem = 2;
+  int in_elem = 2;  // bytes per element of Q, K, V (fp8 tasks: 1)
+  int elem = 2;     // bytes per element of O
   GuardedBuffer q, k, v, o;
   TensorDesc dq{}, dk{}, dv{}, dout{};
   std::vector<int64_t> offsets;  // q, k, v, o: elements from the buffer start (packed layouts)
   bool padded = false;
   float scale = 0;  // the case's softmax scale
+  float descale[3] = {1, 1, 1};  // Q, K, V: fp8 tasks' per-tensor descales (gpu/fp8_inputs.h)
 
   void allocate(const Shape& s, const std::string& layout = "", size_t guard = kGuardBytes) {
     shape = s;
     padded = !layout.empty();
     const CaseLayout lay = case_layout(s, layout);
-    auto place = [&](GuardedBuffer& b, const TensorPlacement& t, int heads, int seq) {
-      b.allocate(size_t(t.buffer_elements) * elem, guard);
-      TensorDesc d{b.data() + CUdeviceptr(t.offset * elem), {t.stride[0], t.stride[1], t.stride[2]}, s.batch, heads, seq,
+    auto place = [&](GuardedBuffer& b, const TensorPlacement& t, int heads, int seq, int bytes) {
+      b.allocate(size_t(t.buffer_elements) * bytes, guard);
+      TensorDesc d{b.data() + CUdeviceptr(t.offset * bytes), {t.stride[0], t.stride[1], t.stride[2]}, s.batch, heads, seq,
                    s.head_dim};
       offsets.push_back(t.offset);
       return d;
     };
-    dq = place(q, lay.q, s.heads_q, s.seq_q);
-    dk = place(k, lay.k, s.heads_kv, s.seq_kv);
-    dv = place(v, lay.v, s.heads_kv, s.seq_kv);
-    dout = place(o, lay.o, s.heads_q, s.seq_q);
+    dq = place(q, lay.q, s.heads_q, s.seq_q, in_elem);
+    dk = place(k, lay.k, s.heads_kv, s.seq_kv, in_elem);
+    dv = place(v, lay.v, s.heads_kv, s.seq_kv, in_elem);
+    dout = place(o, lay.o, s.heads_q, s.seq_q, elem);
   }
 
   // Inputs from the case's distribution (gpu/input_fill.h); its softmax scale travels with them.
+  // fp8 tasks: quantized per tensor, their descales kept beside them (gpu/fp8_inputs.h).
   void fill(const Support& sup, const CaseSpec& c, CUstream stream) {
     scale = c.scale > 0 ? float(c.scale) : 1.0f / std::sqrt(float(shape.head_dim));
+    const unsigned char pad = in_elem == 1 ? kPaddingByteE4m3 : kPaddingByte;
     if (padded)
-      for (GuardedBuffer* b : {&q, &k, &v}) check(cu().cuMemsetD8(b->data(), kPaddingByte, b->bytes), "padding fill");
+      for (GuardedBuffer* b : {&q, &k, &v}) check(cu().cuMemsetD8(b->data(), pad, b->bytes), "padding fill");
     if (padded) check(cu().cuCtxSynchronize(), "padding fill");  // legacy-stream memsets done before the fill
     const TensorFills f = tensor_fills(c);
     auto run = [&](TensorDesc d, unsigned tensor, const FillParams& fp) {
+      if (sup.amax) return fill_e4m3(sup, d, c.seed, tensor, fp, stream);
       void* args[] = {&d, const_cast<unsigned*>(&c.seed), &tensor, const_cast<FillParams*>(&fp)};
       check(cu().cuLaunchKernel(sup.fill, 1024, 1, 1, 256, 1, 1, 0, stream, args, nullptr), "input fill", "runtime");
+      return 1.0f;
     };
-    run(dq, 0, f.q);
-    run(dk, 1, f.k);
-    run(dv, 2, f.v);
+    descale[0] = run(dq, 0, f.q);
+    descale[1] = run(dk, 1, f.k);
+    descale[2] = run(dv, 2, f.v);
     check(cu().cuStreamSynchronize(stream), "input fill");
   }
 
@@ -197,7 +207,9 @@ inline Params params_for(const Problem& p, bool causal) {
   a.causal = causal ? 1 : 0;
   a.softmax_scale = p.scale;  // the case's (1/sqrt(D) unless it says otherwise), as the reference
   a.softmax_scale_log2 = a.softmax_scale * 1.4426950408889634f;
-  a.q_descale = a.k_descale = a.v_descale = 1.0f;
+  a.q_descale = p.descale[0];  // 1 unless fp8
+  a.k_descale = p.descale[1];
+  a.v_descale = p.descale[2];
   return a;
 }
 

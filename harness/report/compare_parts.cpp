@@ -99,12 +99,13 @@ std::string peer_label(const std::string& name) {
   if (name == "pytorch-sdpa-flash") return "PyTorch flash";
   if (name == "pytorch-sdpa-cudnn") return "cuDNN";
   if (name == "pytorch-sdpa-efficient") return "PyTorch efficient";
+  if (name == "cudnn-fp8-sdpa") return "cuDNN FP8";  // scripts/peers_cudnn_fp8.py
   return name;
 }
 
 int peer_rank(const std::string& name) {
   if (name == "pytorch-sdpa-flash") return 0;
-  if (name == "pytorch-sdpa-cudnn") return 1;
+  if (name == "pytorch-sdpa-cudnn" || name == "cudnn-fp8-sdpa") return 1;
   if (name == "pytorch-sdpa-efficient") return 2;
   return 3;
 }

@@ -1,7 +1,9 @@
 // The FP32 GPU reference against a CPU double-precision reference on small shapes, over the
-// same inputs (dumped by the reference worker): relative L2 below 1e-6.
+// same inputs (dumped by the reference worker; fp8: e4m3 codes and descales, decoded here):
+// relative L2 below 1e-6.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -22,6 +24,28 @@ std::vector<double> load_half(const std::string& bytes, DType dt) {
   std::vector<double> out(bytes.size() / 2);
   const auto* p = reinterpret_cast<const uint16_t*>(bytes.data());
   for (size_t i = 0; i < out.size(); ++i) out[i] = dt == DType::fp16 ? half_bits_to_float(p[i]) : bf16_bits_to_float(p[i]);
+  return out;
+}
+
+// e4m3 (OCP FP8: bias 7, no infinities, S.1111.111 is NaN) decoded on the host, independently of
+// the device's conversion.
+double e4m3_value(uint8_t x) {
+  const int e = (x >> 3) & 15, m = x & 7;
+  const double mag = e == 0 ? std::ldexp(m / 8.0, -6) : (e == 15 && m == 7 ? NAN : std::ldexp(1 + m / 8.0, e - 7));
+  return x & 0x80 ? -mag : mag;
+}
+
+// Tensor `which` (0 q, 1 k, 2 v) as dumped beside a reference: the values the reference must see
+// (fp8: each e4m3 code times the tensor's descale from <out>.descale).
+std::vector<double> load_input(const std::string& out_path, int which, const Task& task) {
+  const std::string bytes = test::read_text(out_path + "." + "qkv"[which]);
+  if (task.dtype != DType::fp8) return load_half(bytes, task.dtype);
+  const std::string ds = test::read_text(out_path + ".descale");
+  EXPECT_EQ(ds.size(), 3 * sizeof(float));
+  float descale[3] = {1, 1, 1};
+  std::memcpy(descale, ds.data(), std::min(ds.size(), sizeof(descale)));
+  std::vector<double> out(bytes.size());
+  for (size_t i = 0; i < out.size(); ++i) out[i] = e4m3_value(uint8_t(bytes[i])) * double(descale[which]);
   return out;
 }
 
@@ -62,7 +86,7 @@ TEST(GpuReference, MatchesCpuDoublePrecision) {
   const GpuInfo gpu = query_gpu(0);
   const auto support = compiler.compile_support(gpu.cc >= 90 ? "sm_90a" : "sm_" + std::to_string(gpu.cc));
   ReferenceStore store(cache, support, "test", ctx.gates.limits, 0);
-  for (const std::string task_name : {"fp16-d64", "bf16-d128-causal", "fp16-d128-causal"}) {
+  for (const std::string task_name : {"fp16-d64", "bf16-d128-causal", "fp16-d128-causal", "fp8-d64", "fp8-d128-causal"}) {
     const Task task = parse_task(task_name);
     EvalPlan plan = make_plan(ctx.gates, {task, {"small", "1x4x2x100x77xD:bshd"}, {}, {0, 1}, false, std::nullopt});
     ASSERT_FALSE(plan.gate_cases.empty());
@@ -84,9 +108,9 @@ TEST(GpuReference, MatchesCpuDoublePrecision) {
     ASSERT_EQ(r.exit_code, 0) << r.out;
     ASSERT_NE(r.out.find("\"done\""), std::string::npos) << r.out;
     for (const auto& c : job.cases) {
-      auto q = load_half(test::read_text(c.out_path + ".q"), task.dtype);
-      auto k = load_half(test::read_text(c.out_path + ".k"), task.dtype);
-      auto v = load_half(test::read_text(c.out_path + ".v"), task.dtype);
+      auto q = load_input(c.out_path, 0, task);
+      auto k = load_input(c.out_path, 1, task);
+      auto v = load_input(c.out_path, 2, task);
       const std::string gpu = test::read_text(c.out_path);
       auto ref = cpu_attention(c.shape, task.causal, q, k, v);
       ASSERT_EQ(gpu.size(), ref.size() * 4) << c.id;
@@ -103,6 +127,15 @@ TEST(GpuReference, MatchesCpuDoublePrecision) {
       double qn = 0;
       for (double x : q) qn += x * x;
       EXPECT_GT(qn, 0.1 * double(q.size())) << c.id;
+      // fp8: scaled to e4m3's range per tensor, so the largest code is near 448 (0x7E), and
+      // the descales are amax / 448, far from 1 (a kernel that ignores one is caught).
+      if (task.dtype == DType::fp8) {
+        const std::string qb = test::read_text(c.out_path + ".q");
+        int top = 0;
+        for (char x : qb) top = std::max(top, int(uint8_t(x) & 0x7F));
+        EXPECT_GE(top, 0x7C) << c.id << ": Q's largest |code| should be near 448";
+        for (double x : q) EXPECT_TRUE(std::isfinite(x)) << c.id;
+      }
     }
   }
 }

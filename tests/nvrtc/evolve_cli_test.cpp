@@ -30,7 +30,7 @@ TEST(EvalCli, FileOutsideVariantsGetsItsCompileVerdictThenNeedsAGpu) {
   EXPECT_EQ(ok.exit_code, gpu ? 0 : 2) << ok.out;
   EXPECT_NE(ok.out.find("fp16-d64 5-swizzle/x-"), std::string::npos) << ok.out;
   EXPECT_NE(ok.out.find("resources: {"), std::string::npos) << ok.out;
-  EXPECT_NE(ok.out.find("SASS technique: {\"HGMMA\":"), std::string::npos) << "the verdict counts the SASS technique:\n" << ok.out;
+  EXPECT_NE(ok.out.find("SASS technique: {\"GMMA\":"), std::string::npos) << "the verdict counts the SASS technique:\n" << ok.out;
   if (!gpu) {
     EXPECT_NE(ok.out.find("the gates and timing need a GPU"), std::string::npos) << ok.out;
   }

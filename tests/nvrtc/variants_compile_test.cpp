@@ -2,6 +2,7 @@
 // broken fixtures are classified as they should be. Runs the real CLI, as users do.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -38,6 +39,8 @@ TEST_P(AllVariants, EveryConfigCompilesOrIsAConstraint) {
     // sm_90a-only variants (wgmma, min_sm 90) are unsupported on sm_80 and nowhere else.
     const bool hopper_only_on_ampere =
         o == "unsupported" && arch == "sm_80" && j["reason"].get<std::string>().find("needs sm_90") != std::string::npos;
+    // A variant without fp16/bf16 (an fp8-only one) at the default tasks: Fp8Variants below compiles it.
+    if (o == "unsupported" && j["reason"].get<std::string>().find("does not declare") != std::string::npos) continue;
     EXPECT_TRUE(o == "ok" || o == "constraints" || hopper_only_on_ampere)
         << j["variant"] << " " << j["task"] << " " << j["params"].dump() << ": " << o << " " << j["reason"];
     if (arch == "sm_90a" && j["stage"] == 6 && o == "ok") ++stage6_ok_on_hopper;
@@ -57,6 +60,33 @@ TEST_P(AllVariants, EveryConfigCompilesOrIsAConstraint) {
   if (arch == "sm_90a") {
     EXPECT_GE(stage6_ok_on_hopper, 16u) << "the wgmma stage must compile for sm_90a";
     EXPECT_GE(stage7_ok_on_hopper, 32u) << "the TMA stage must compile for sm_90a";
+  }
+}
+
+// fp8 tasks are opt-in, so `--stage all` above never compiles them: every fp8 variant x config x
+// fp8 task compiles (or is a constraint) for sm_89 and sm_90a, and each task has a valid config.
+// --sample 12 keeps stage 7's fp8 variant (hundreds of configs per task) to an even spread;
+// sm_90a-only variants (wgmma, min_sm 90) are unsupported on sm_89.
+TEST(Fp8Variants, EveryConfigCompilesOrIsAConstraint) {
+  const auto cache = test::scratch_dir("fp8-variants");
+  for (const char* arch : {"sm_89", "sm_90a"}) {
+    auto r = test::run_evo(std::string("compile --stage all --sample 12 --arch ") + arch +
+                           " --task fp8-d64,fp8-d128,fp8-d64-causal,fp8-d128-causal --json --cache-dir " + cache.string());
+    ASSERT_EQ(r.exit_code, 0) << r.out.substr(0, 2000);
+    std::map<std::string, int> ok_per_task;
+    for (const auto& j : json_lines(r.out)) {
+      const std::string o = j["outcome"];
+      if (o == "unsupported" && j["reason"].get<std::string>().find("does not declare fp8") != std::string::npos) continue;
+      // sm_89 has 99 KB of shared memory per block: the largest tiles at D=128 are a resource verdict there.
+      const bool too_big_for_ada = o == "resources" && std::string(arch) == "sm_89";
+      const bool hopper_only_on_ada = o == "unsupported" && std::string(arch) == "sm_89" &&
+                                      j["reason"].get<std::string>().find("needs sm_90") != std::string::npos;
+      EXPECT_TRUE(o == "ok" || o == "constraints" || too_big_for_ada || hopper_only_on_ada)
+          << arch << " " << j["variant"] << " " << j["task"] << " " << j["params"].dump() << ": " << o << " " << j["reason"];
+      if (o == "ok") ++ok_per_task[j["task"].get<std::string>()];
+    }
+    for (const char* t : {"fp8-d64", "fp8-d128", "fp8-d64-causal", "fp8-d128-causal"})
+      EXPECT_GE(ok_per_task[t], 2) << arch << " " << t << ": the fp8 variants must compile";
   }
 }
 

@@ -23,7 +23,22 @@ TEST(Task, ParsesAndNames) {
   EXPECT_TRUE(t.causal);
   EXPECT_EQ(t.name(), "bf16-d128-causal");
   EXPECT_EQ(all_tasks().size(), 8u);
-  for (const char* bad : {"fp32-d64", "fp16-d96", "fp16-d64-causal-x", ""}) EXPECT_THROW(parse_task(bad), EvoError) << bad;
+  for (const char* bad : {"fp32-d64", "fp16-d96", "fp16-d64-causal-x", "fp8", "fp8-e5m2-d64", ""})
+    EXPECT_THROW(parse_task(bad), EvoError) << bad;
+}
+
+// fp8 tasks: e4m3 inputs (one byte), bf16 output, EVO_DTYPE 2; opt-in, not in the default list.
+TEST(Task, Fp8IsOptIn) {
+  const Task t = parse_task("fp8-d128-causal");
+  EXPECT_EQ(t.dtype, DType::fp8);
+  EXPECT_EQ(t.name(), "fp8-d128-causal");
+  EXPECT_EQ(t.dtype_code(), 2);
+  EXPECT_EQ(t.input_bytes(), 1);
+  EXPECT_EQ(t.output_bytes(), 2);
+  EXPECT_EQ(parse_task("bf16-d64").input_bytes(), 2);
+  for (const Task& d : all_tasks()) EXPECT_NE(d.dtype, DType::fp8) << d.name();
+  ASSERT_EQ(opt_in_tasks().size(), 4u);
+  for (const Task& o : opt_in_tasks()) EXPECT_EQ(parse_task(o.name()), o);
 }
 
 TEST(Shape, ParsesPlaceholdersAndLayouts) {
@@ -75,6 +90,12 @@ TEST(FrontMatter, ParsesFields) {
   EXPECT_EQ(v.params[0].values.front(), 64);
   EXPECT_TRUE(v.supports(parse_task("fp16-d64-causal")));
   EXPECT_FALSE(v.supports(parse_task("bf16-d64")));
+  EXPECT_FALSE(v.supports(parse_task("fp8-d64")));  // fp16-only variants are never offered fp8 tasks
+  std::string fp8 = kVariant;
+  fp8.replace(fp8.find("[\"fp16\"]"), 8, "[\"fp8\"]");
+  const Variant f = parse_variant(fp8, "f.cu");
+  EXPECT_TRUE(f.supports(parse_task("fp8-d64-causal")));
+  EXPECT_FALSE(f.supports(parse_task("fp16-d64")));
 }
 
 TEST(FrontMatter, RejectsWithMessagesNamingTheField) {

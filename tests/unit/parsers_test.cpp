@@ -84,7 +84,7 @@ TEST(VariantParser, RejectsHostileFrontMatterWithAMessage) {
        "non-empty list", "an empty domain"},
       {"/*evo {\"summary\": \"s\", \"dtypes\": [\"fp16\"], \"head_dims\": [64], \"params\": {\"EVO_DTYPE\": [1]}} */",
        "reserved", "a param overriding the task macros"},
-      {"/*evo {\"summary\": \"s\", \"dtypes\": [\"fp8\"], \"head_dims\": [64]} */", "dtypes", "unknown dtype"},
+      {"/*evo {\"summary\": \"s\", \"dtypes\": [\"fp8_e5m2\"], \"head_dims\": [64]} */", "dtypes", "unknown dtype"},
       {"/*evo {\"summary\": \"s\", \"dtypes\": [\"fp16\"], \"head_dims\": [96]} */", "head_dims", "unknown head dim"},
       {"/*evo {\"summary\": \"s\", \"dtypes\": [\"fp16\"], \"head_dims\": [64], \"min_sm\": 1e9} */", "min_sm", "min_sm"},
       {"/*evo {\"summary\": \"s\", \"dtypes\": [\"fp16\"], \"head_dims\": [64], \"schema_version\": \"9.0\"} */",
@@ -281,9 +281,23 @@ TEST(GatesConfigParser, RejectsHostileFilesWithAMessage) {
       {with([](json& c) { c["timing"]["min_samples"] = 2; }), "min_samples must be at least 10", "too few samples"},
       {with([](json& c) { c["shape_sets"]["x"] = json::parse(nested(5000)); }), "wrong type", "a nested shape set"},
       {"{\"schema_version\": \"1.\xff\"}", "not valid JSON", "invalid UTF-8"},
+      {with([](json& c) { c["tolerances"]["fp8"]["atol"] = "loose"; }), "field 'atol' has the wrong type", "a string fp8 atol"},
   };
   for (const auto& [text, expected, why] : cases)
     expect_usage_error([&text = text] { parse_gates_config(text, "gates/gates.json"); }, "gates/gates.json", expected, why);
+}
+
+// fp8 tolerances are optional in gates.json (fp8 tasks are opt-in); a task that needs them and
+// finds none is a usage error naming the field, not an exception from a map lookup.
+TEST(GatesConfigParser, Fp8ToleranceIsOptionalButNamedWhenMissing) {
+  json g = json::parse(test::read_text(test::source_root() / "gates" / "gates.json"));
+  ASSERT_TRUE(g["tolerances"].contains("fp8"));
+  const GatesConfig real = parse_gates_config(g.dump(), "gates/gates.json");
+  EXPECT_GT(real.tolerance(parse_task("fp8-d64")).atol, real.tolerance(parse_task("bf16-d64")).atol);
+  g["tolerances"].erase("fp8");
+  const GatesConfig without = parse_gates_config(g.dump(), "gates/gates.json");
+  EXPECT_NO_THROW(without.tolerance(parse_task("bf16-d64")));
+  expect_usage_error([&] { without.tolerance(parse_task("fp8-d64")); }, "tolerances.fp8", "fp8-d64", "no fp8 tolerance");
 }
 
 }  // namespace

@@ -18,18 +18,21 @@ TEST(SassTechnique, CountsMnemonicsNotOperandsOrComments) {
         /*0120*/                   SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR4+0x8], R3 ;
         /*0710*/                   HGMMA.64x128x16.F32 R24, gdesc[UR8], RZ, !UPT ;
         /*0720*/                   HGMMA.64x128x16.F32 R24, R88, gdesc[UR8], R24 ;
+        /*0730*/                   QGMMA.64x128x32.F32.E4M3.E4M3 R24, gdesc[UR8], RZ, !UPT, gsb0 ;
         /*0800*/                   UTMASTG.4D [UR4], [UR6] ;
         /*0810*/                   MOV R2, 0x1 ;   // HGMMA in a comment does not count
         .L_x_7:
 )";
   TechniqueCounts c = count_techniques(sass);
   EXPECT_EQ(c["HGMMA"], 2);
+  EXPECT_EQ(c["QGMMA"], 1) << "FP8 wgmma disassembles as QGMMA";
+  EXPECT_EQ(c["GMMA"], 3) << "GMMA counts every warpgroup MMA, fp16/bf16 and fp8";
   EXPECT_EQ(c["UTMALDG"], 2);
   EXPECT_EQ(c["MULTICAST"], 1);
   EXPECT_EQ(c["UTMASTG"], 1);
   EXPECT_EQ(c["SYNCS"], 2);
   EXPECT_EQ(c["USETMAXREG"], 1);
-  EXPECT_EQ(c.size(), 6u) << "every key is present, zero or not";
+  EXPECT_EQ(c.size(), 8u) << "every key is present, zero or not";
   EXPECT_EQ(count_techniques("")["HGMMA"], 0);
 }
 
@@ -41,6 +44,9 @@ TEST(SassTechnique, UnmetRequirementNamesTheInstruction) {
   EXPECT_EQ(*why, "the stage requires UTMALDG >= 1 in the SASS, found 0");
   EXPECT_TRUE(unmet_requirement(c, {{"HGMMA", 2}}));
   EXPECT_TRUE(unmet_requirement(c, {{"NOSUCHOP", 1}})) << "an unknown key is never met";
+  TechniqueCounts fp8 = count_techniques("        /*0000*/                   QGMMA.64x128x32.F32.E4M3.E4M3 R24, R88, gdesc[UR8], R24 ;\n");
+  EXPECT_FALSE(unmet_requirement(fp8, {{"GMMA", 1}})) << "an fp8 wgmma meets a wgmma requirement";
+  EXPECT_TRUE(unmet_requirement(fp8, {{"HGMMA", 1}}));
 }
 
 }  // namespace

@@ -16,6 +16,9 @@
 
 #define EVO_DTYPE_FP16 0
 #define EVO_DTYPE_BF16 1
+// Q, K, V in e4m3 (__nv_fp8_e4m3) with per-tensor descales (EvoAttnParams.q/k/v_descale: the
+// value is float(x) * descale); O in bf16 (evo_out_t). docs/fp8.md says why.
+#define EVO_DTYPE_FP8 2
 
 // Defaults so a variant compiles alone (e.g. in an editor); the harness always sets them.
 #ifndef EVO_DTYPE
@@ -42,8 +45,26 @@ __device__ __forceinline__ float evo_to_float(evo_t x) { return __bfloat162float
 __device__ __forceinline__ evo_t evo_from_float(float x) { return __float2bfloat16_rn(x); }
 __device__ __forceinline__ float2 evo2_to_float2(evo_t2 x) { return __bfloat1622float2(x); }
 __device__ __forceinline__ evo_t2 evo2_from_float2(float a, float b) { return __floats2bfloat162_rn(a, b); }
+#elif EVO_DTYPE == EVO_DTYPE_FP8
+#include <cuda_fp8.h>
+typedef __nv_fp8_e4m3 evo_t;  // inputs only; no evo_t2: pack e4m3 pairs/quads by hand
+__device__ __forceinline__ float evo_to_float(evo_t x) { return static_cast<float>(x); }
+__device__ __forceinline__ evo_t evo_from_float(float x) { return __nv_fp8_e4m3(x); }  // saturating
 #else
-#error "evo: EVO_DTYPE must be EVO_DTYPE_FP16 or EVO_DTYPE_BF16"
+#error "evo: EVO_DTYPE must be EVO_DTYPE_FP16, EVO_DTYPE_BF16 or EVO_DTYPE_FP8"
+#endif
+
+// The output element: the input type for fp16 and bf16, bf16 for fp8 tasks.
+#if EVO_DTYPE == EVO_DTYPE_FP8
+typedef __nv_bfloat16 evo_out_t;
+typedef __nv_bfloat162 evo_out_t2;
+__device__ __forceinline__ evo_out_t evo_out_from_float(float x) { return __float2bfloat16_rn(x); }
+__device__ __forceinline__ evo_out_t2 evo_out2_from_float2(float a, float b) { return __floats2bfloat162_rn(a, b); }
+#else
+typedef evo_t evo_out_t;
+typedef evo_t2 evo_out_t2;
+__device__ __forceinline__ evo_out_t evo_out_from_float(float x) { return evo_from_float(x); }
+__device__ __forceinline__ evo_out_t2 evo_out2_from_float2(float a, float b) { return evo2_from_float2(a, b); }
 #endif
 
 // Kernel parameters. Strides are in elements; the last dimension (head_dim) is contiguous.
@@ -68,7 +89,7 @@ struct EvoAttnParams {
   int causal;    // equals EVO_CAUSAL
   float softmax_scale;         // usually 1/sqrt(head_dim)
   float softmax_scale_log2;    // softmax_scale * log2(e), for exp2f-based softmax
-  float q_descale, k_descale, v_descale;  // FP8 tasks; 1.0 otherwise
+  float q_descale, k_descale, v_descale;  // FP8 tasks: dequantized = float(e4m3) * descale; 1.0 otherwise
   unsigned int flags;          // reserved, 0
   // Room for up to four CUtensorMap descriptors (128 B, 64 B aligned) for TMA variants.
   alignas(64) unsigned long long tma[4][16];
@@ -113,7 +134,8 @@ struct EvoLaunch {
 struct EvoTmaSpec {
   unsigned int tensor;        // EVO_TMA_Q/K/V/O; EVO_TMA_NONE leaves the slot empty
   unsigned int box_rows;      // rows (sequence positions) per box, 1..256
-  unsigned int box_cols;      // columns (head_dim elements) per box; box_cols * 2 <= 128 for SWIZZLE_128B
+  unsigned int box_cols;      // columns (head_dim elements) per box; box_cols * elem bytes <= 128 for SWIZZLE_128B
+                              // (fp8 tasks: Q, K, V maps are UINT8 of e4m3 bytes, O's BFLOAT16)
   unsigned int swizzle;       // EVO_TMA_SWIZZLE_*
   unsigned int l2_promotion;  // EVO_TMA_L2_*
   unsigned int reserved;      // 0
@@ -137,8 +159,8 @@ __device__ __forceinline__ const evo_t* evo_k_ptr(const EvoAttnParams& p, int b,
 __device__ __forceinline__ const evo_t* evo_v_ptr(const EvoAttnParams& p, int b, int hkv) {
   return static_cast<const evo_t*>(p.v) + b * p.v_stride[0] + hkv * p.v_stride[1];
 }
-__device__ __forceinline__ evo_t* evo_o_ptr(const EvoAttnParams& p, int b, int h) {
-  return static_cast<evo_t*>(p.o) + b * p.o_stride[0] + h * p.o_stride[1];
+__device__ __forceinline__ evo_out_t* evo_o_ptr(const EvoAttnParams& p, int b, int h) {
+  return static_cast<evo_out_t*>(p.o) + b * p.o_stride[0] + h * p.o_stride[1];
 }
 __device__ __forceinline__ int evo_kv_head(const EvoAttnParams& p, int h) {
   return h / (p.heads_q / p.heads_kv);
