@@ -10,6 +10,7 @@
 #   scripts/h200_session.sh stage7      # stage 7 (TMA + warp specialization): smoke, every task --sanitize, peers
 #   scripts/h200_session.sh final       # ctest -L gpu -V; a gate baseline of the stage-6 elites, gated
 #   scripts/h200_session.sh merged      # after merging: gpu tests but adversarial, stage 7 sampled, evolve stage 7
+#   scripts/h200_session.sh final-gpu   # the whole `ctest -L gpu -V` on merged main (every GPU test, timed)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 : "${OUT:?set OUT to the folder that comes back}"
@@ -166,6 +167,14 @@ PY
     fi
     cat /tmp/smoke/results/*.jsonl > "$OUT/smoke.jsonl" 2>/dev/null
     find results -newer /tmp/evo-start -type f \( -name '*.jsonl' -o -name '*.json' \) | tar czf "$OUT/new-results.tar.gz" -T - populations
+    ;;
+  final-gpu)
+    build
+    nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > "$OUT/gpu.txt"
+    start=$(date +%s)
+    timeout "${CTEST_LIMIT:-480}" ctest --test-dir build -L gpu -V > "$OUT/ctest-gpu.log" 2>&1
+    echo "ctest exit $? after $(( $(date +%s) - start )) s" >> "$OUT/ctest-gpu.log"
+    grep -E "tests passed|tests failed|Test +#|adversarial candidates|--sanitize:|ctest exit" "$OUT/ctest-gpu.log" | tail -30
     ;;
   merged)
     # The merged branches on one GPU: the GPU tests except the adversarial suite (with the
