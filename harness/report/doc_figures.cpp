@@ -149,7 +149,9 @@ std::string fitness_table(const Comparison& c, const Args& a) {
   std::string out = "\n| stage |", rule = "|---|";
   for (const CompareSection* s : sections) out += " " + s->task + " |", rule += "---:|";
   out += "\n" + rule + "\n";
-  for (const auto& [stage, label] : labels) {
+  for (const auto& [stage_key, label] : labels) {
+    // A copy: clang 14 (the fuzz build) cannot capture a structured binding in a lambda.
+    const int stage = stage_key;
     out += "| " + label + " |";
     for (const CompareSection* s : sections) {
       auto row = std::find_if(s->stages.begin(), s->stages.end(), [&](const StageRow& r) { return r.stage == stage; });
