@@ -8,12 +8,14 @@
     "PINGPONG": [0, 1],
     "CONS_REGS": [224, 232, 216, 160],
     "PROD_REGS": [56, 48, 40, 32],
-    "EXP_POLY": [0, 1]
+    "EXP_POLY": [0, 1],
+    "Q_REGS": [1, 0],
+    "RESCALE_SKIP": [1, 0]
   },
   "dtypes": ["fp8"],
   "head_dims": [64, 128],
   "min_sm": 90,
-  "notes": "FP8 wgmma (m64nNk32 .e4m3.e4m3, f32 accumulate) reads both operands K-major. S = Q·Kᵀ reduces over d, and Q and K rows are d-contiguous, so Q and K go by TMA straight into swizzled tiles (rows of HD bytes: 128-byte swizzle at D=128, 64-byte swizzle at D=64). O = P·V reduces over keys, so V must be keys-contiguous: V arrives unswizzled by TMA into a raw stage and producer warps 1-3 transpose it (warp 0 only issues the copies, as far ahead as the ring allows) into a 128-byte-swizzled Vt stage (D rows of 128 keys), 4x4-byte blocks with prmt, bank-conflict-free stores, then fence.proxy.async and one arrival per warp on the stage's vt_full barrier. P comes from the f32 accumulator into e4m3 registers (cvt.rn.satfinite.e4m3x2); the fp8 A fragment holds 4 consecutive k per register where the accumulator holds 2+2 keys 8 apart, so instead of shuffling P the transposer writes V's keys in the fragment's order (within each 16 keys, position 4t+q holds key 2t+(q&1)+8(q>>1)): the permutation costs nothing. Descales: q_descale·k_descale folds into the softmax's log2 scale, v_descale into the final 1/l. P is quantized as exp2(x - max + 8), i.e. scaled by 256 (≤ 448, e4m3's largest finite value), so probabilities down to 2^-17 stay representable instead of flushing below 2^-9; l sums the same scaled f32 values, so the scale cancels. Output bf16 from the fragments. BLOCK_N is 128 (one 128-byte Vt row per d; k32 steps)."
+  "notes": "FP8 wgmma (m64nNk32 .e4m3.e4m3, f32 accumulate) reads both operands K-major. S = Q·Kᵀ reduces over d, and Q and K rows are d-contiguous, so Q and K go by TMA straight into swizzled tiles (rows of HD bytes: 128-byte swizzle at D=128, 64-byte swizzle at D=64). O = P·V reduces over keys, so V must be keys-contiguous: V arrives unswizzled by TMA into a raw stage and producer warps 1-3 transpose it (warp 0 only issues the copies, as far ahead as the ring allows) into a 128-byte-swizzled Vt stage (D rows of 128 keys), four 8-byte loads and twelve prmt per eight d-rows, bank-conflict-free stores, then fence.proxy.async and one arrival per warp on the stage's vt_full barrier. P comes from the f32 accumulator into e4m3 registers (cvt.rn.satfinite.e4m3x2); the fp8 A fragment holds 4 consecutive k per register where the accumulator holds 2+2 keys 8 apart, so instead of shuffling P the transposer writes V's keys in the fragment's order (within each 16 keys, position 4t+q holds key 2t+(q&1)+8(q>>1)): the permutation costs nothing. Descales: q_descale·k_descale folds into the softmax's log2 scale, v_descale into the final 1/l. P is quantized as exp2(x - max + 8), i.e. scaled by 256 (≤ 448, e4m3's largest finite value), so probabilities down to 2^-17 stay representable instead of flushing below 2^-9; l sums the same scaled f32 values, so the scale cancels. RESCALE_SKIP keeps a row's max while a tile raises it by at most 1.75 (log2 units) and scales P by 2^7 instead, so P ≤ 2^8.75 = 431 still fits; alpha is then exactly 1 and a warp whose 16 rows all kept their max skips O's 64 multiplies (exact: the stale max cancels in O / l like the 2^7). Q_REGS loads Q's e4m3 A fragments from the swizzled tile once and issues S = Q·Kᵀ from registers, so the two consumer warpgroups read only K from shared memory (16 KiB less per 128-key tile at D=128). Output bf16 from the fragments. BLOCK_N is 128 (one 128-byte Vt row per d; k32 steps)."
 }
 */
 #include "evo_attn.cuh"
@@ -36,6 +38,12 @@
 #ifndef EXP_POLY
 #define EXP_POLY 0  // 1: every second exp2 of the softmax by a polynomial on the FMA pipe instead of MUFU
 #endif
+#ifndef Q_REGS
+#define Q_REGS 1  // 1: Q fragments in registers (S = Q·Kᵀ reads only K from shared memory); 0: Q from shared memory
+#endif
+#ifndef RESCALE_SKIP
+#define RESCALE_SKIP 1  // 1: keep a row's max while a tile raises it by <= MAX_SLACK; skip O's rescale when a warp kept all
+#endif
 
 #define HD EVO_HEAD_DIM
 #define BLOCK_N 128
@@ -48,6 +56,8 @@ EVO_CONSTRAINT(PINGPONG == 0 || NCONS == 2, "PINGPONG alternates exactly two con
 EVO_CONSTRAINT(CONS_REGS % 8 == 0 && PROD_REGS % 8 == 0 && PROD_REGS >= 24 && CONS_REGS <= 256,
                "setmaxnreg takes multiples of 8 in 24..256");
 EVO_CONSTRAINT(EXP_POLY == 0 || EXP_POLY == 1, "EXP_POLY is 0 or 1");
+EVO_CONSTRAINT(Q_REGS == 0 || Q_REGS == 1, "Q_REGS is 0 or 1");
+EVO_CONSTRAINT(RESCALE_SKIP == 0 || RESCALE_SKIP == 1, "RESCALE_SKIP is 0 or 1");
 EVO_CONSTRAINT(PROD_REGS + NCONS * CONS_REGS <= 512, "the register split must fit 64 K registers per SM");
 EVO_CONSTRAINT(EVO_HEAD_DIM == 64 || CONS_REGS >= 216,
                "D=128 needs CONS_REGS >= 216: 64 O + 64 S + 16 P registers live across the loop (160 spills)");
@@ -79,7 +89,14 @@ EVO_EXPORT_TMA(EVO_TMA(EVO_TMA_Q, BLOCK_M, HD, QK_SWIZZLE, EVO_TMA_L2_128B),
 namespace {
 
 #define NEG_INF (-__int_as_float(0x7f800000))
-#define P_SCALE_LOG2 8.f  // P is quantized as 2^8 · softmax numerator (see notes)
+// P is quantized as 2^P_SCALE_LOG2 · softmax numerator (see notes). With RESCALE_SKIP a row's max may
+// lag its true max by MAX_SLACK, so P reaches 2^(P_SCALE_LOG2 + MAX_SLACK) = 2^8.75 = 431 <= 448.
+#if RESCALE_SKIP
+#define P_SCALE_LOG2 7.f
+#define MAX_SLACK 1.75f
+#else
+#define P_SCALE_LOG2 8.f
+#endif
 
 __device__ __forceinline__ unsigned smem_u32(const void* ptr) {
   return static_cast<unsigned>(__cvta_generic_to_shared(ptr));
@@ -146,6 +163,13 @@ __device__ __forceinline__ void wgmma_ss_n128(float (&d)[64], unsigned long long
                : OUT64(d)
                : "l"(da), "l"(db), "r"(scale_d));
 }
+// S(64x128) (+)= Q(64x32, e4m3 registers) · K(128x32, smem, K-major)ᵀ.
+__device__ __forceinline__ void wgmma_rs_qk_n128(float (&d)[64], const unsigned (&a)[4], unsigned long long db, int scale_d) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 " WG_D64 ", {%64, %65, %66, %67}, %68, p, 1, 1;\n}\n"
+               : OUT64(d)
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));
+}
 // O(64xHD) += P(64x32, e4m3 registers) · Vt(HDx32, smem, K-major).
 __device__ __forceinline__ void wgmma_rs_n128(float (&d)[64], const unsigned (&a)[4], unsigned long long db) {
   asm volatile("wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 " WG_D64 ", {%64, %65, %66, %67}, %68, 1, 1, 1;\n"
@@ -192,30 +216,42 @@ __device__ __forceinline__ unsigned pack4_e4m3(float a, float b, float c, float 
 }
 
 // Producer warps 1..3 transpose the raw V stage (BLOCK_N keys x HD bytes, unswizzled) into Vt
-// (HD rows x 128 key positions, 128-byte swizzle), d-words a0 = first, first + 3, ... Lane l
-// owns position group G = l (positions 4G..4G+3 = keys 16(G/4) + 2(G%4) + {0, 1, 8, 9}: the P
-// fragment's order) and d-word a = (a0 + l) % (HD/4): the loads hit 32 distinct banks (D=128;
-// D=64 pairs lanes l, l+16), the swizzled stores land in chunk (G/4) ^ (d%8), word G%4: 32
-// distinct banks.
+// (HD rows x 128 key positions, 128-byte swizzle). Lane l owns position group G = l (positions
+// 4G..4G+3 = keys 16(G/4) + 2(G%4) + {0, 1, 8, 9}: the P fragment's order) and, per step, the
+// 8-byte d-chunk c = (c0 + l) % (HD/8) of those four key rows: four 8-byte loads give eight
+// d-rows of four keys each (prmt), stored as eight words: 4 loads, 12 prmt and 8 stores per 8
+// d-rows, half the instructions of one 4-byte load per key and d-word, and few enough registers
+// for PROD_REGS 32 (16-byte chunks spill there). Banks: a half-warp's sixteen 8-byte loads read
+// sixteen distinct 8-byte slots of the 128-byte bank line (D=128; D=64 has eight chunks, a 2-way
+// conflict); a store's 32 lanes write chunk (G/4) ^ (d%8), word G%4: 32 distinct banks.
 __device__ __forceinline__ void transpose_v(unsigned raw, unsigned vt, int first, int lane) {
   const int G = lane;
   const int k0 = 16 * (G >> 2) + 2 * (G & 3);
-#pragma unroll 2
-  for (int a0 = first; a0 < HD / 4; a0 += 3) {
-    const int a = (a0 + lane) & (HD / 4 - 1);
-    unsigned x[4];
-    const int keys[4] = {k0, k0 + 1, k0 + 8, k0 + 9};
+  const unsigned lane_raw = raw + k0 * HD;
+  const unsigned lane_vt = vt + (G & 3) * 4;
+#pragma unroll 1
+  for (int c0 = first; c0 < HD / 8; c0 += 3) {
+    const int cc = (c0 + lane) & (HD / 8 - 1);
+    unsigned x[4][2];
+    const int key_offsets[4] = {0, 1, 8, 9};
 #pragma unroll
-    for (int i = 0; i < 4; ++i) asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(x[i]) : "r"(raw + keys[i] * HD + 4 * a));
-    const unsigned t0 = __byte_perm(x[0], x[1], 0x5140), t1 = __byte_perm(x[2], x[3], 0x5140);
-    const unsigned t2 = __byte_perm(x[0], x[1], 0x7362), t3 = __byte_perm(x[2], x[3], 0x7362);
-    const unsigned y[4] = {__byte_perm(t0, t1, 0x5410), __byte_perm(t0, t1, 0x7632), __byte_perm(t2, t3, 0x5410),
-                           __byte_perm(t2, t3, 0x7632)};
+    for (int i = 0; i < 4; ++i)
+      asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n"
+                   : "=r"(x[i][0]), "=r"(x[i][1])
+                   : "r"(lane_raw + key_offsets[i] * HD + 8 * cc));
+    const unsigned row_base = lane_vt + cc * 8 * 128;
 #pragma unroll
-    for (int r = 0; r < 4; ++r) {
-      const int d = 4 * a + r;
-      const unsigned addr = vt + d * 128 + ((((G >> 2) ^ (d & 7))) << 4) + (G & 3) * 4;
-      asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(y[r]) : "memory");
+    for (int w = 0; w < 2; ++w) {
+      const unsigned t0 = __byte_perm(x[0][w], x[1][w], 0x5140), t1 = __byte_perm(x[2][w], x[3][w], 0x5140);
+      const unsigned t2 = __byte_perm(x[0][w], x[1][w], 0x7362), t3 = __byte_perm(x[2][w], x[3][w], 0x7362);
+      const unsigned y[4] = {__byte_perm(t0, t1, 0x5410), __byte_perm(t0, t1, 0x7632), __byte_perm(t2, t3, 0x5410),
+                             __byte_perm(t2, t3, 0x7632)};
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        const int dl = 4 * w + r;  // d = 8 cc + dl, and d % 8 = dl
+        const unsigned addr = row_base + dl * 128 + (((G >> 2) ^ dl) << 4);
+        asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(y[r]) : "memory");
+      }
     }
   }
 }
@@ -305,6 +341,26 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1) evo_attn_fwd(const __g
   float o[HD / 2];
 #pragma unroll
   for (int i = 0; i < HD / 2; ++i) o[i] = 0.f;
+#if Q_REGS
+  // Q's e4m3 A fragments, loaded once from the swizzled tile: k-step ks, register r holds row
+  // r0 + 8 (r & 1), d = 32 ks + 16 (r >> 1) + 4t .. +3 (the wgmma k32 register layout).
+  unsigned qf[HD / 8];
+  auto load_q_fragments = [&]() {
+#pragma unroll
+    for (int ks = 0; ks < HD / 32; ++ks)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        const int row = r0 + 8 * (r & 1);
+        const int col = 32 * ks + 16 * (r >> 1) + 4 * t;
+#if HD == 128
+        const int chunk = (col >> 4) ^ (row & 7);  // 128-byte swizzle: 16-byte chunk ^= row % 8
+#else
+        const int chunk = (col >> 4) ^ ((row >> 1) & 3);  // 64-byte swizzle: chunk ^= (row / 2) % 4
+#endif
+        asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(qf[4 * ks + r]) : "r"(qa + row * HD + chunk * 16 + (col & 15)));
+      }
+  };
+#endif
   float s[BLOCK_N / 2];
   unsigned pa[BLOCK_N / 8];
   float m_run[2] = {NEG_INF, NEG_INF}, l_run[2] = {0.f, 0.f}, alpha[2] = {1.f, 1.f};
@@ -313,9 +369,15 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1) evo_attn_fwd(const __g
     const unsigned kb = sK + stage * KV_BYTES;
     wgmma_fence();
 #pragma unroll
-    for (int kstep = 0; kstep < HD / 32; ++kstep)
+    for (int kstep = 0; kstep < HD / 32; ++kstep) {
+#if Q_REGS
+      const unsigned a[4] = {qf[4 * kstep], qf[4 * kstep + 1], qf[4 * kstep + 2], qf[4 * kstep + 3]};
+      wgmma_rs_qk_n128(s, a, smem_desc(kb + kstep * 32, QK_SBO, QK_LAYOUT), kstep > 0);
+#else
       wgmma_ss_n128(s, smem_desc(qa + kstep * 32, QK_SBO, QK_LAYOUT), smem_desc(kb + kstep * 32, QK_SBO, QK_LAYOUT),
                     kstep > 0);
+#endif
+    }
     wgmma_commit();
   };
   // O += P V: P from registers (fragment order), Vt K-major with 128-byte rows.
@@ -360,7 +422,10 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1) evo_attn_fwd(const __g
       for (int j = 0; j < BLOCK_N / 8; ++j) mx = fmaxf(mx, fmaxf(s[j * 4 + 2 * hi], s[j * 4 + 2 * hi + 1]));
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      const float m_new = fmaxf(m_run[hi], mx * sl2);
+      float m_new = fmaxf(m_run[hi], mx * sl2);
+#if RESCALE_SKIP
+      if (m_new <= m_run[hi] + MAX_SLACK) m_new = m_run[hi];  // a stale max: alpha = 2^0 = 1 exactly
+#endif
       const float m_use = (m_new == NEG_INF) ? 0.f : m_new;
       alpha[hi] = fast_exp2(m_run[hi] - m_use);
       m_run[hi] = m_new;
@@ -388,10 +453,13 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1) evo_attn_fwd(const __g
     for (int i = 0; i < HD / 2; ++i) fence_operand(o[i]);
 #pragma unroll
     for (int i = 0; i < BLOCK_N / 8; ++i) fence_operand(pa[i]);
+#if RESCALE_SKIP
+    if (!__all_sync(0xffffffffu, alpha[0] == 1.f && alpha[1] == 1.f))
+#endif
 #pragma unroll
-    for (int d = 0; d < HD / 8; ++d)
+      for (int d = 0; d < HD / 8; ++d)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) o[d * 4 + e] *= alpha[e >> 1];
+        for (int e = 0; e < 4; ++e) o[d * 4 + e] *= alpha[e >> 1];
 #pragma unroll
     for (int kk = 0; kk < BLOCK_N / 32; ++kk)
 #pragma unroll
@@ -409,6 +477,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1) evo_attn_fwd(const __g
 
   if (PINGPONG && c == 1) named_arrive(1, 256);  // consumer 0 goes first
   mbar_wait(q_full, 0);
+#if Q_REGS
+  load_q_fragments();
+#endif
   mbar_wait(full(0), 0);
   gemm_turn_begin();
   issue_qk(0);
