@@ -4,7 +4,8 @@
 # cuDNN FP8 on the same shapes in the same call; one Nsight Compute reading of the previous and
 # the current default on 8x16x16x2048x2048x128. A screen, not a record: the winner is recorded
 # by `evo run --sanitize` with its peers (scripts/fp8wg_session.sh).
-#   OLD=path/to/previous.cu CONFIGS="cfg ..." scripts/h200_fp8_screen.sh
+#   git show main:variants/7-tma-ws/tma_ws_fp8.cu > .dev/fp8old/tma_ws_fp8_v1.cu   (carry .dev/fp8old and .whl)
+#   OLD=.dev/fp8old/tma_ws_fp8_v1.cu EVO_WHEELS=.whl scripts/h200_fp8_screen.sh
 # The cuDNN frontend wheel travels in the carried folder named by $EVO_WHEELS (docs/fp8.md).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -26,7 +27,7 @@ fi
 echo "built at ${SECONDS}s"
 # shellcheck disable=SC2086
 timeout "${SCREEN_TIMEOUT:-300}" python3 scripts/screen_configs.py --task fp8-d128 --stage 7 --bench "$BENCH" \
-  ${OLD:+old=$OLD} ${CONFIGS:-$V} 2>&1 | tee "$OUT/screen.log"
+  ${OLD:+old=$OLD} ${CONFIGS:-$V $V:L_BY_MMA=0 $V:Q_REGS=0 $V:RESCALE_SKIP=0 $V:PINGPONG=1 $V:STAGES=3 $V:PROD_REGS=32} 2>&1 | tee "$OUT/screen.log"
 cat /tmp/evo-screen/results/*.jsonl > "$OUT/screen.jsonl" 2>/dev/null
 echo "screened at ${SECONDS}s"
 timeout 120 python3 scripts/peers_cudnn_fp8.py --tasks fp8-d128 --sets "$BENCH" --out "$OUT/peers-fp8.json" 2>&1 |

@@ -10,7 +10,8 @@
     "PROD_REGS": [56, 48, 40, 32],
     "EXP_POLY": [0, 1],
     "Q_REGS": [1, 0],
-    "RESCALE_SKIP": [1, 0]
+    "RESCALE_SKIP": [1, 0],
+    "L_BY_MMA": [1, 0]
   },
   "dtypes": ["fp8"],
   "head_dims": [64, 128],
@@ -41,6 +42,9 @@
 #ifndef Q_REGS
 #define Q_REGS 1  // 1: Q fragments in registers (S = Q·Kᵀ reads only K from shared memory); 0: Q from shared memory
 #endif
+#ifndef L_BY_MMA
+#define L_BY_MMA 1  // 1: Vt gets 8 rows of ones, so P·V's extra 8 columns are the row sums l (no FADDs)
+#endif
 #ifndef RESCALE_SKIP
 #define RESCALE_SKIP 1  // 1: keep a row's max while a tile raises it by <= MAX_SLACK; skip O's rescale when a warp kept all
 #endif
@@ -58,15 +62,19 @@ EVO_CONSTRAINT(CONS_REGS % 8 == 0 && PROD_REGS % 8 == 0 && PROD_REGS >= 24 && CO
 EVO_CONSTRAINT(EXP_POLY == 0 || EXP_POLY == 1, "EXP_POLY is 0 or 1");
 EVO_CONSTRAINT(Q_REGS == 0 || Q_REGS == 1, "Q_REGS is 0 or 1");
 EVO_CONSTRAINT(RESCALE_SKIP == 0 || RESCALE_SKIP == 1, "RESCALE_SKIP is 0 or 1");
+EVO_CONSTRAINT(L_BY_MMA == 0 || L_BY_MMA == 1, "L_BY_MMA is 0 or 1");
 EVO_CONSTRAINT(PROD_REGS + NCONS * CONS_REGS <= 512, "the register split must fit 64 K registers per SM");
 EVO_CONSTRAINT(EVO_HEAD_DIM == 64 || CONS_REGS >= 216,
                "D=128 needs CONS_REGS >= 216: 64 O + 64 S + 16 P registers live across the loop (160 spills)");
 
 // Bytes: one e4m3 element is one byte, so a row of Q/K/V is HD bytes and a row of Vt BLOCK_N bytes.
 #define Q_BYTES (BLOCK_M * HD)
-#define KV_BYTES (BLOCK_N * HD)                // a K, raw V or Vt stage
+#define KV_BYTES (BLOCK_N * HD)                // a K or raw V stage
+#define ONES_ROWS (L_BY_MMA ? 8 : 0)           // Vt rows of e4m3 1.0 after the HD rows of V
+#define ON (HD + ONES_ROWS)                    // P·V's N: O's columns, then l's
+#define VT_BYTES (ON * BLOCK_N)                // a Vt stage: ON rows of 128 keys (a multiple of 1 KiB)
 #define BAR_BYTES 256
-#define SMEM_BYTES (Q_BYTES + 3 * STAGES * KV_BYTES + 1024 + BAR_BYTES)  // + 1 KiB to align tiles to 1024 B
+#define SMEM_BYTES (Q_BYTES + 2 * STAGES * KV_BYTES + STAGES * VT_BYTES + 1024 + BAR_BYTES)  // + 1 KiB to align tiles
 EVO_CONSTRAINT(SMEM_BYTES <= 232448, "tiles and stages exceed 227 KiB of shared memory");
 
 #if HD == 128
@@ -170,17 +178,32 @@ __device__ __forceinline__ void wgmma_rs_qk_n128(float (&d)[64], const unsigned 
                : OUT64(d)
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));
 }
-// O(64xHD) += P(64x32, e4m3 registers) · Vt(HDx32, smem, K-major).
-__device__ __forceinline__ void wgmma_rs_n128(float (&d)[64], const unsigned (&a)[4], unsigned long long db) {
-  asm volatile("wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 " WG_D64 ", {%64, %65, %66, %67}, %68, 1, 1, 1;\n"
-               : OUT64(d)
+// O(64xON) += P(64x32, e4m3 registers) · Vt(ONx32, smem, K-major); one overload per N = ON.
+#if ON == 64
+__device__ __forceinline__ void wgmma_rs_pv(float (&d)[32], const unsigned (&a)[4], unsigned long long db) {
+  asm volatile("wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, 1, 1, 1;\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
 }
-__device__ __forceinline__ void wgmma_rs_n64(float (&d)[32], const unsigned (&a)[4], unsigned long long db) {
-  asm volatile("wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 " WG_D32 ", {%32, %33, %34, %35}, %36, 1, 1, 1;\n"
-               : OUT32(d)
+#elif ON == 72
+__device__ __forceinline__ void wgmma_rs_pv(float (&d)[36], const unsigned (&a)[4], unsigned long long db) {
+  asm volatile("wgmma.mma_async.sync.aligned.m64n72k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35}, {%36, %37, %38, %39}, %40, 1, 1, 1;\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35])
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
 }
+#elif ON == 128
+__device__ __forceinline__ void wgmma_rs_pv(float (&d)[64], const unsigned (&a)[4], unsigned long long db) {
+  asm volatile("wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, 1, 1, 1;\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+}
+#else
+__device__ __forceinline__ void wgmma_rs_pv(float (&d)[68], const unsigned (&a)[4], unsigned long long db) {
+  asm volatile("wgmma.mma_async.sync.aligned.m64n136k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67}, {%68, %69, %70, %71}, %72, 1, 1, 1;\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+}
+#endif
 
 __device__ __forceinline__ float fast_exp2(float x) {
   float y;
@@ -265,7 +288,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1) evo_attn_fwd(const __g
   const unsigned sK = sQ + Q_BYTES;
   const unsigned sV = sK + STAGES * KV_BYTES;    // raw V from TMA
   const unsigned sVt = sV + STAGES * KV_BYTES;   // V transposed by the producer warps
-  const unsigned bars = sVt + STAGES * KV_BYTES;  // q_full, full[S], empty[S], vt_full[S]
+  const unsigned bars = sVt + STAGES * VT_BYTES;  // q_full, full[S], empty[S], vt_full[S]
   const unsigned q_full = bars;
   auto full = [&](int s) { return bars + 8u * (1 + s); };
   auto empty = [&](int s) { return bars + 8u * (1 + STAGES + s); };
@@ -293,6 +316,14 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1) evo_attn_fwd(const __g
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
+#if L_BY_MMA
+  // Each Vt stage's rows HD..HD+7 hold e4m3 1.0 (0x38) for good: the transposes write rows < HD.
+  for (int i = tid; i < STAGES * ONES_ROWS * BLOCK_N / 4; i += NTHREADS) {
+    const int st = i / (ONES_ROWS * BLOCK_N / 4), w = i % (ONES_ROWS * BLOCK_N / 4);
+    asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(sVt + st * VT_BYTES + HD * BLOCK_N + 4 * w), "r"(0x38383838u) : "memory");
+  }
+  fence_proxy_async();  // generic-proxy stores read by wgmma (async proxy) after the barrier below
+#endif
   __syncthreads();
 
   if (tid < 128) {
@@ -317,7 +348,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1) evo_attn_fwd(const __g
     for (int j = 0; j < ntiles; ++j) {
       const int s = j % STAGES;
       mbar_wait(full(s), (j / STAGES) & 1);
-      transpose_v(sV + s * KV_BYTES, sVt + s * KV_BYTES, pw - 1, lane);
+      transpose_v(sV + s * KV_BYTES, sVt + s * VT_BYTES, pw - 1, lane);
       fence_proxy_async();  // the generic-proxy stores are read by wgmma (async proxy)
       __syncwarp();
       if (lane == 0) mbar_arrive(vt_full(s));
@@ -338,9 +369,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1) evo_attn_fwd(const __g
   const float sl2 = p.softmax_scale_log2 * p.q_descale * p.k_descale;  // S = descale_q descale_k (Q8 · K8ᵀ)
   const unsigned qa = sQ + c * (64 * HD);
 
-  float o[HD / 2];
+  float o[ON / 2];  // O's fragments (columns < HD), then l's (L_BY_MMA: every column of a row holds its l)
 #pragma unroll
-  for (int i = 0; i < HD / 2; ++i) o[i] = 0.f;
+  for (int i = 0; i < ON / 2; ++i) o[i] = 0.f;
 #if Q_REGS
   // Q's e4m3 A fragments, loaded once from the swizzled tile: k-step ks, register r holds row
   // r0 + 8 (r & 1), d = 32 ks + 16 (r >> 1) + 4t .. +3 (the wgmma k32 register layout).
@@ -382,16 +413,12 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1) evo_attn_fwd(const __g
   };
   // O += P V: P from registers (fragment order), Vt K-major with 128-byte rows.
   auto issue_pv = [&](int stage) {
-    const unsigned vb = sVt + stage * KV_BYTES;
+    const unsigned vb = sVt + stage * VT_BYTES;
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < BLOCK_N / 32; ++kk) {
       const unsigned a[4] = {pa[4 * kk], pa[4 * kk + 1], pa[4 * kk + 2], pa[4 * kk + 3]};
-#if HD == 64
-      wgmma_rs_n64(o, a, smem_desc(vb + kk * 32, 1024, 1ull));
-#else
-      wgmma_rs_n128(o, a, smem_desc(vb + kk * 32, 1024, 1ull));
-#endif
+      wgmma_rs_pv(o, a, smem_desc(vb + kk * 32, 1024, 1ull));
     }
     wgmma_commit();
   };
@@ -430,7 +457,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1) evo_attn_fwd(const __g
       alpha[hi] = fast_exp2(m_run[hi] - m_use);
       m_run[hi] = m_new;
       const float m_off = m_use - P_SCALE_LOG2;
-      float rs = 0.f;
+      float rs = 0.f;  // unused with L_BY_MMA (the compiler drops it)
 #pragma unroll
       for (int j = 0; j < BLOCK_N / 8; ++j) {
         const float p0 = fast_exp2(fmaf(s[j * 4 + 2 * hi], sl2, -m_off));
@@ -443,21 +470,21 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1) evo_attn_fwd(const __g
         s[j * 4 + 2 * hi + 1] = p1;
         rs += p0 + p1;
       }
-      l_run[hi] = l_run[hi] * alpha[hi] + rs;
+      if (!L_BY_MMA) l_run[hi] = l_run[hi] * alpha[hi] + rs;
     }
   };
   // After P·V of the previous tile: rescale O, pack P into the e4m3 A fragment (registers
   // 0..3 of k-step kk: rows g/g+8 x keys {2t, 2t+1, 2t+8, 2t+9} and the same + 16).
   auto rescale_and_pack = [&]() {
 #pragma unroll
-    for (int i = 0; i < HD / 2; ++i) fence_operand(o[i]);
+    for (int i = 0; i < ON / 2; ++i) fence_operand(o[i]);
 #pragma unroll
     for (int i = 0; i < BLOCK_N / 8; ++i) fence_operand(pa[i]);
 #if RESCALE_SKIP
     if (!__all_sync(0xffffffffu, alpha[0] == 1.f && alpha[1] == 1.f))
 #endif
 #pragma unroll
-      for (int d = 0; d < HD / 8; ++d)
+      for (int d = 0; d < ON / 8; ++d)  // l's columns too
 #pragma unroll
         for (int e = 0; e < 4; ++e) o[d * 4 + e] *= alpha[e >> 1];
 #pragma unroll
@@ -512,16 +539,20 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1) evo_attn_fwd(const __g
     if (lane == 0) mbar_arrive(empty(stage));
   }
 #pragma unroll
-  for (int i = 0; i < HD / 2; ++i) fence_operand(o[i]);
+  for (int i = 0; i < ON / 2; ++i) fence_operand(o[i]);
 
   // ---- epilogue: O · v_descale / l in bf16, straight from the fragments (rows r0, r0 + 8)
   evo_out_t* Og = evo_o_ptr(p, b, h);  // bf16 for fp8 tasks
   const long long os = p.o_stride[2];
 #pragma unroll
   for (int hi = 0; hi < 2; ++hi) {
+#if L_BY_MMA
+    const float l = o[HD / 2 + 2 * hi];  // column HD + 2t of row r0 + 8 hi: the whole row's sum
+#else
     float l = l_run[hi];
     l += __shfl_xor_sync(0xffffffffu, l, 1);
     l += __shfl_xor_sync(0xffffffffu, l, 2);
+#endif
     const float inv = l > 0.f ? p.v_descale * fast_rcp(l) : 0.f;
     const int r = r0 + hi * 8;
     if (row_base + r < p.seq_q) {
