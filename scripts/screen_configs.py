@@ -17,6 +17,9 @@ prints one row per configuration with its median µs per benchmark shape.
 
 A configuration is [label=]FILE[:NAME=VALUE,...]; tunables not named keep their first value.
 It is a screen, not a result: record the winner with `evo run` (peers in the same call).
+Exit codes: 0 when every configuration left a record; otherwise the first failing `evo run`'s
+exit code (2 without a GPU: the configurations were still compiled and their roots written);
+1 for bad input (a file without front matter, a tunable the variant lacks).
 """
 import argparse, json, os, re, shutil, subprocess, sys
 
@@ -67,7 +70,7 @@ def main():
     stage_dirs = [d for d in os.listdir(os.path.join(ROOT, "variants")) if d.startswith(f"{a.stage}-")]
     if len(stage_dirs) != 1:
         sys.exit(f"screen_configs: no single variants/{a.stage}-* folder (found {stage_dirs})")
-    rows = []
+    rows, exit_code = [], 0
     for i, spec in enumerate(a.configs):
         label, rest = spec.split("=", 1) if "=" in spec.split(":")[0] else ("", spec)
         path, _, ov = rest.partition(":")
@@ -91,13 +94,15 @@ def main():
               f" {rows[-1][4][:160]}", flush=True)
         if not recs:
             print(r.stdout[-1500:], r.stderr[-1500:], sep="\n")
+            exit_code = exit_code or r.returncode or 1
     shapes = sorted({s for row in rows for s in row[3]}, key=lambda s: [int(x) for x in s.split(":")[0].split("x")])
     print("\n| configuration | outcome | " + " | ".join(f"{s} µs" for s in shapes) + " | tunables |")
     print("|---|---|" + "---:|" * len(shapes) + "---|")
     for label, outcome, chosen, times, _ in rows:
         cells = " | ".join(f"{times[s]:.1f}" if s in times else "-" for s in shapes)
         print(f"| {label} | {outcome} | {cells} | {' '.join(f'{k}={v}' for k, v in chosen.items())} |")
+    return exit_code
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
