@@ -16,7 +16,7 @@ like peers_sdpa.py's; `evo compare` shows them as "cuDNN FP8".
 
 Usage: python3 scripts/peers_cudnn_fp8.py [--tasks fp8-d64,fp8-d128] [--sets mission,long] [--out FILE]
 """
-import argparse, datetime, hashlib, json, math, os, re, socket, sys, time
+import argparse, datetime, hashlib, math, os, re, socket, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cudnn_fp8  # noqa: E402
@@ -87,14 +87,7 @@ def main():
     ap.add_argument("--budget-ms", type=float, default=None, help="per-shape sampling budget (default: gates.json)")
     args = ap.parse_args()
     tasks = [parse_task(t.strip()) for t in args.tasks.split(",") if t.strip()]
-    try:
-        gates = json.load(open(args.gates))
-    except (OSError, ValueError) as e:
-        ps.fail("%s: %s" % (args.gates, e))
-    sets = [x.strip() for x in args.sets.split(",") if x.strip()]
-    timing = dict(gates["timing"])
-    if args.budget_ms is not None:
-        timing["shape_budget_ms"] = args.budget_ms
+    gates, sets, timing = ps.gates_sets_timing(args)
     try:
         import torch
         import cudnn

@@ -363,6 +363,21 @@ def measure(torch, F, sdpa_kernel, backend_enum, timer, task, s, device):
 # ------------------------------------------------------------------------------------------------
 # Output
 
+def gates_sets_timing(args):
+    """gates.json, the shape sets asked for and the timing policy (--budget-ms overriding the
+    per-shape budget) from the arguments every peer script takes: --gates, --sets, --budget-ms."""
+    try:
+        with open(args.gates) as f:
+            gates = json.load(f)
+    except (OSError, ValueError) as e:
+        fail("%s: %s" % (args.gates, e))
+    sets = [x.strip() for x in args.sets.split(",") if x.strip()]
+    timing = dict(gates["timing"])
+    if args.budget_ms is not None:
+        timing["shape_budget_ms"] = args.budget_ms
+    return gates, sets, timing
+
+
 def load_existing(path):
     if not os.path.exists(path):
         return []
@@ -405,15 +420,7 @@ def main():
     for b in backends:
         if b not in BACKENDS:
             fail("unknown backend '%s': use %s" % (b, ", ".join(BACKENDS)))
-    try:
-        with open(args.gates) as f:
-            gates = json.load(f)
-    except (OSError, ValueError) as e:
-        fail("%s: %s" % (args.gates, e))
-    sets = [x.strip() for x in args.sets.split(",") if x.strip()]
-    timing = dict(gates["timing"])
-    if args.budget_ms is not None:
-        timing["shape_budget_ms"] = args.budget_ms
+    gates, sets, timing = gates_sets_timing(args)
 
     try:
         import torch

@@ -3,7 +3,6 @@
 // client (scripts/generators/llm_openai.py) talking to a mock chat server on 127.0.0.1.
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "support/test_support.h"
@@ -14,8 +13,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-std::string q(const fs::path& p) { return "'" + p.string() + "'"; }
-
 TEST(EvalCli, FileOutsideVariantsGetsItsCompileVerdictThenNeedsAGpu) {
   std::string reason;
   const bool gpu = gpu_available(&reason);
@@ -25,8 +22,8 @@ TEST(EvalCli, FileOutsideVariantsGetsItsCompileVerdictThenNeedsAGpu) {
   std::string broken = good;
   broken.replace(broken.find("#include \"evo_attn.cuh\""), 23, "#include \"evo_attn.cuh\"\nnot_a_type x;");
   write_text(dir / "broken.cu", broken);
-  const std::string common = " --stage 5 --task fp16-d64 --results-dir " + q(dir / "results") + " --populations-dir " + q(dir / "pops");
-  const auto ok = run_evo("eval " + q(dir / "mine.cu") + common + " --quick");
+  const std::string common = " --stage 5 --task fp16-d64 --results-dir " + shell_quote(dir / "results") + " --populations-dir " + shell_quote(dir / "pops");
+  const auto ok = run_evo("eval " + shell_quote(dir / "mine.cu") + common + " --quick");
   EXPECT_EQ(ok.exit_code, gpu ? 0 : 2) << ok.out;
   EXPECT_NE(ok.out.find("fp16-d64 5-swizzle/x-"), std::string::npos) << ok.out;
   EXPECT_NE(ok.out.find("resources: {"), std::string::npos) << ok.out;
@@ -34,21 +31,13 @@ TEST(EvalCli, FileOutsideVariantsGetsItsCompileVerdictThenNeedsAGpu) {
   if (!gpu) {
     EXPECT_NE(ok.out.find("the gates and timing need a GPU"), std::string::npos) << ok.out;
   }
-  const auto bad = run_evo("eval " + q(dir / "broken.cu") + common + " --json");
+  const auto bad = run_evo("eval " + shell_quote(dir / "broken.cu") + common + " --json");
   EXPECT_EQ(bad.exit_code, gpu ? 0 : 2) << bad.out;
   const json v = json::parse(bad.out.substr(0, bad.out.rfind('}') + 1));
   ASSERT_EQ(v["verdicts"].size(), 1u) << bad.out;
   EXPECT_EQ(v["verdicts"][0]["outcome"], "compile");
   EXPECT_NE(v["verdicts"][0]["compile_log"].get<std::string>().find("not_a_type"), std::string::npos) << bad.out;
-  EXPECT_EQ(run_evo("eval " + q(dir / "missing.cu") + common).exit_code, 1);
-}
-
-std::vector<json> lines(const fs::path& p) {
-  std::vector<json> out;
-  std::ifstream in(p);
-  for (std::string l; std::getline(in, l);)
-    if (!l.empty()) out.push_back(json::parse(l));
-  return out;
+  EXPECT_EQ(run_evo("eval " + shell_quote(dir / "missing.cu") + common).exit_code, 1);
 }
 
 TEST(EvolveCli, MockLlmGeneratorThroughTheCompilePhaseWithFeedback) {
@@ -56,19 +45,14 @@ TEST(EvolveCli, MockLlmGeneratorThroughTheCompilePhaseWithFeedback) {
   if (gpu_available(&reason)) GTEST_SKIP() << "a GPU is present: the recorded GPU run covers this path";
   const fs::path dir = scratch_dir("evolve-mock"), root = source_root();
   const fs::path log = dir / "requests.jsonl";
-  const std::string cmd = "python3 " + q(root / "tests" / "fixtures" / "evolve" / "mock_llm_server.py") + " --good " +
-                          q(root / "variants" / "5-swizzle" / "swizzle.cu") + " --cheat " +
-                          q(root / "tests" / "adversarial" / "cache_by_content.cu") + " --log " + q(log) + " -- " + EVO_BINARY +
-                          " evolve --stage 5 --task fp16-d64 --generations 5 --population 1 --results-dir " + q(dir / "results") +
-                          " --populations-dir " + q(dir / "pops") + " --generator 'exec:python3 " +
-                          (root / "scripts" / "generators" / "llm_openai.py").string() + "' 2>&1";
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  ASSERT_TRUE(p);
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
-  const int status = pclose(p);
-  EXPECT_EQ(WEXITSTATUS(status), 2) << out;
+  const std::string cmd = "python3 " + shell_quote(root / "tests" / "fixtures" / "evolve" / "mock_llm_server.py") + " --good " +
+                          shell_quote(root / "variants" / "5-swizzle" / "swizzle.cu") + " --cheat " +
+                          shell_quote(root / "tests" / "adversarial" / "cache_by_content.cu") + " --log " + shell_quote(log) + " -- " + EVO_BINARY +
+                          " evolve --stage 5 --task fp16-d64 --generations 5 --population 1 --results-dir " + shell_quote(dir / "results") +
+                          " --populations-dir " + shell_quote(dir / "pops") + " --generator 'exec:python3 " +
+                          (root / "scripts" / "generators" / "llm_openai.py").string() + "'";
+  const auto [exit_code, out] = run_shell(cmd);
+  EXPECT_EQ(exit_code, 2) << out;
   // Each canned reply gets its verdict.
   EXPECT_NE(out.find("gen 0 5-swizzle/x-"), std::string::npos) << out;
   EXPECT_NE(out.find("compiled; the GPU gates need a GPU"), std::string::npos) << out;
@@ -77,7 +61,7 @@ TEST(EvolveCli, MockLlmGeneratorThroughTheCompilePhaseWithFeedback) {
   EXPECT_NE(out.find("duplicate"), std::string::npos) << out;
   EXPECT_NE(out.find("through the compile phase only"), std::string::npos) << out;
   // The failures' feedback is in the next requests the model sees.
-  const auto reqs = lines(log);
+  const auto reqs = read_jsonl(log);
   ASSERT_EQ(reqs.size(), 5u) << out;
   EXPECT_EQ(reqs[0]["auth"], "Bearer test-key");
   auto prompt = [&](size_t i) { return reqs[i]["body"]["messages"][1]["content"].get<std::string>(); };
@@ -85,7 +69,7 @@ TEST(EvolveCli, MockLlmGeneratorThroughTheCompilePhaseWithFeedback) {
   EXPECT_NE(prompt(2).find("this_is_not_cuda"), std::string::npos) << "the compile log reaches the third request";
   EXPECT_NE(prompt(4).find("the generator proposed nothing"), std::string::npos) << "the malformed reply is reported back";
   // The trace: one line per generation with request, response and verdicts.
-  const auto traces = lines(fs::directory_iterator(dir / "results" / "evolve")->path());
+  const auto traces = read_jsonl(fs::directory_iterator(dir / "results" / "evolve")->path());
   ASSERT_EQ(traces.size(), 5u);
   EXPECT_EQ(traces[1]["verdicts"][0]["outcome"], "compile");
   EXPECT_EQ(traces[4]["verdicts"][0]["outcome"], "duplicate");

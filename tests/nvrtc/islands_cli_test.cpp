@@ -5,7 +5,6 @@
 // are one-line errors.
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "support/test_support.h"
@@ -15,16 +14,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-std::string q(const fs::path& p) { return "'" + p.string() + "'"; }
-
-std::vector<json> json_lines(const fs::path& p) {
-  std::vector<json> out;
-  std::ifstream in(p);
-  for (std::string l; std::getline(in, l);)
-    if (!l.empty()) out.push_back(json::parse(l));
-  return out;
-}
 
 // A full evaluation of island 0 at generation `gen`, as `evo evolve --island 0/2` writes it.
 json island0_record(const std::string& id, int block_m, int block_n, int nwarps, double fitness_us, int gen) {
@@ -51,8 +40,8 @@ fs::path island0_history(const std::string& name, std::string& records_text) {
 
 CliResult island1(const fs::path& dir) {
   return run_evo("evolve --stage 3 --task fp16-d64 --island 1/2 --island-group t --migrate-every 1 --generations 2 "
-                 "--population 2 --migrate-wait 5 --rng-seed 3 --results-dir " + q(dir / "results") +
-                 " --populations-dir " + q(dir / "pops"));
+                 "--population 2 --migrate-wait 5 --rng-seed 3 --results-dir " + shell_quote(dir / "results") +
+                 " --populations-dir " + shell_quote(dir / "pops"));
 }
 
 TEST(IslandsCli, AnElitOfIslandZeroIsIslandOnesParentAfterTheMigrationNotBefore) {
@@ -64,7 +53,7 @@ TEST(IslandsCli, AnElitOfIslandZeroIsIslandOnesParentAfterTheMigrationNotBefore)
   EXPECT_EQ(r.exit_code, 2) << r.out;  // no GPU: the generations ran through the compile phase
   EXPECT_NE(r.out.find("island 1/2 (from --island) of search 't'"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("generation 1: imported 2 elite(s) of the other islands"), std::string::npos) << r.out;
-  const auto trace = json_lines(dir / "results" / "evolve" / "ev-t-island1of2.trace.jsonl");
+  const auto trace = read_jsonl(dir / "results" / "evolve" / "ev-t-island1of2.trace.jsonl");
   ASSERT_EQ(trace.size(), 3u) << r.out;  // generations 0 and 1, then `finished`
   // Generation 0: evolved separately (no import yet, nothing to breed from).
   EXPECT_FALSE(trace[0].contains("migration"));
@@ -87,14 +76,14 @@ TEST(IslandsCli, AnElitOfIslandZeroIsIslandOnesParentAfterTheMigrationNotBefore)
   std::string again_text;
   const fs::path again = island0_history("islands-cli-again", again_text);
   EXPECT_EQ(island1(again).exit_code, 2);
-  const auto trace2 = json_lines(again / "results" / "evolve" / "ev-t-island1of2.trace.jsonl");
+  const auto trace2 = read_jsonl(again / "results" / "evolve" / "ev-t-island1of2.trace.jsonl");
   ASSERT_EQ(trace2.size(), 3u);
   for (size_t g = 0; g < 2; ++g) EXPECT_EQ(trace2[g]["response"], trace[g]["response"]) << "generation " << g;
 }
 
 TEST(IslandsCli, BadIslandAndDevicesAreOneLineErrors) {
   const fs::path dir = scratch_dir("islands-bad");
-  const std::string common = " --stage 3 --task fp16-d64 --results-dir " + q(dir / "r") + " --populations-dir " + q(dir / "p");
+  const std::string common = " --stage 3 --task fp16-d64 --results-dir " + shell_quote(dir / "r") + " --populations-dir " + shell_quote(dir / "p");
   const CliResult bad = run_evo("evolve --island 3/2" + common);
   EXPECT_EQ(bad.exit_code, 1) << bad.out;
   EXPECT_NE(bad.out.find("--island 3/2: the index must be below the count (0-based: 0/2 to 1/2)"), std::string::npos)

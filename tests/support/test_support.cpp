@@ -43,10 +43,9 @@ int exit_code_of(const std::function<void()>& f, std::string* message) {
   return 0;
 }
 
-CliResult run_evo(const std::string& args, const std::string& env) {
-  const std::string cmd = env + (env.empty() ? "" : " ") + std::string(EVO_BINARY) + " " + args + " 2>&1";
+CliResult run_shell(const std::string& command) {
   CliResult r;
-  FILE* p = popen(cmd.c_str(), "r");
+  FILE* p = popen((command + " 2>&1").c_str(), "r");
   if (!p) return r;
   std::array<char, 4096> buf;
   size_t n;
@@ -54,6 +53,20 @@ CliResult run_evo(const std::string& args, const std::string& env) {
   int status = pclose(p);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return r;
+}
+
+CliResult run_evo(const std::string& args, const std::string& env) {
+  return run_shell(env + (env.empty() ? "" : " ") + std::string(EVO_BINARY) + " " + args);
+}
+
+std::string shell_quote(const fs::path& p) { return "'" + p.string() + "'"; }
+
+std::vector<nlohmann::json> read_jsonl(const fs::path& p) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(p);
+  for (std::string l; std::getline(in, l);)
+    if (!l.empty()) out.push_back(nlohmann::json::parse(l));
+  return out;
 }
 
 fs::path scratch_dir(const std::string& name) {

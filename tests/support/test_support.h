@@ -2,6 +2,7 @@
 #pragma once
 #include <filesystem>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -12,8 +13,14 @@ struct CliResult {
   std::string out;  // stdout and stderr together
 };
 
+// Runs a shell command line, stderr merged into stdout.
+CliResult run_shell(const std::string& command);
 // Runs the built evo binary with args (shell-quoted), extra env "K=V ..." prefix allowed.
 CliResult run_evo(const std::string& args, const std::string& env = "");
+// A path in single quotes for a shell command line (test paths hold no quotes).
+std::string shell_quote(const std::filesystem::path& p);
+// Every non-empty line of a JSONL file, parsed.
+std::vector<nlohmann::json> read_jsonl(const std::filesystem::path& p);
 
 // A fresh scratch directory under the test temp dir, removed at exit of the test binary.
 std::filesystem::path scratch_dir(const std::string& name);
