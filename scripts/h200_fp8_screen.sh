@@ -6,6 +6,7 @@
 # by `evo run --sanitize` with its peers (scripts/fp8wg_session.sh).
 #   git show main:variants/7-tma-ws/tma_ws_fp8.cu > .dev/fp8old/tma_ws_fp8_v1.cu   (carry .dev/fp8old and .whl)
 #   OLD=.dev/fp8old/tma_ws_fp8_v1.cu EVO_WHEELS=.whl scripts/h200_fp8_screen.sh
+# RECORD_TASKS=fp8-d64,fp8-d128 also records the current file (scripts/fp8wg_session.sh) in the same call.
 # The cuDNN frontend wheel travels in the carried folder named by $EVO_WHEELS (docs/fp8.md).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -24,14 +25,21 @@ if ! cmake --build build -j 16 --target evo >"$OUT/build.log" 2>&1; then
   grep -E "error" -A3 "$OUT/build.log" | head -30
   exit 1
 fi
+rm -f "$OUT/build.log"  # only 8 files come back: keep the log only when the build failed
 echo "built at ${SECONDS}s"
 # shellcheck disable=SC2086
 timeout "${SCREEN_TIMEOUT:-300}" python3 scripts/screen_configs.py --task fp8-d128 --stage 7 --bench "$BENCH" \
   ${OLD:+old=$OLD} ${CONFIGS:-$V $V:L_BY_MMA=0 $V:Q_REGS=0 $V:RESCALE_SKIP=0 $V:PINGPONG=1 $V:STAGES=3 $V:PROD_REGS=32} 2>&1 | tee "$OUT/screen.log"
 cat /tmp/evo-screen/results/*.jsonl > "$OUT/screen.jsonl" 2>/dev/null
 echo "screened at ${SECONDS}s"
-timeout 120 python3 scripts/peers_cudnn_fp8.py --tasks fp8-d128 --sets "$BENCH" --out "$OUT/peers-fp8.json" 2>&1 |
-  tee "$OUT/peers-fp8.log" | tail -6
+if [ -n "${RECORD_TASKS:-}" ]; then
+  # Also record: stage 7 on RECORD_TASKS with --sanitize and every task's cuDNN FP8 peers, in this
+  # call (scripts/fp8wg_session.sh; its peers cover the screened shapes too).
+  TASKS=$RECORD_TASKS BUILD_TARGET=evo RUN_TIMEOUT=${RUN_TIMEOUT:-200} PEERS_TIMEOUT=${PEERS_TIMEOUT:-180} scripts/fp8wg_session.sh
+else
+  timeout 120 python3 scripts/peers_cudnn_fp8.py --tasks fp8-d128 --sets "$BENCH" --out "$OUT/peers-fp8.json" 2>&1 |
+    tee "$OUT/peers-fp8.log" | tail -6
+fi
 echo "peers at ${SECONDS}s"
 # Nsight Compute: one benchmark launch of the first two screened roots (c0, c1).
 for c in c0 c1; do

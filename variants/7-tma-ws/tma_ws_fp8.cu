@@ -480,13 +480,14 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1) evo_attn_fwd(const __g
     for (int i = 0; i < ON / 2; ++i) fence_operand(o[i]);
 #pragma unroll
     for (int i = 0; i < BLOCK_N / 8; ++i) fence_operand(pa[i]);
-#if RESCALE_SKIP
-    if (!__all_sync(0xffffffffu, alpha[0] == 1.f && alpha[1] == 1.f))
-#endif
+    // RESCALE_SKIP: a warp whose 16 rows all kept their max (alpha exactly 1) skips the multiplies.
+    const bool rescale = RESCALE_SKIP ? !__all_sync(0xffffffffu, alpha[0] == 1.f && alpha[1] == 1.f) : true;
+    if (rescale) {
 #pragma unroll
       for (int d = 0; d < ON / 8; ++d)  // l's columns too
 #pragma unroll
         for (int e = 0; e < 4; ++e) o[d * 4 + e] *= alpha[e >> 1];
+    }
 #pragma unroll
     for (int kk = 0; kk < BLOCK_N / 32; ++kk)
 #pragma unroll
