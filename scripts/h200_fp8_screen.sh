@@ -28,7 +28,7 @@ fi
 rm -f "$OUT/build.log"  # only 8 files come back: keep the log only when the build failed
 echo "built at ${SECONDS}s"
 # shellcheck disable=SC2086
-timeout "${SCREEN_TIMEOUT:-300}" python3 scripts/screen_configs.py --task fp8-d128 --stage 7 --bench "$BENCH" \
+timeout "${SCREEN_TIMEOUT:-300}" python3 scripts/screen_configs.py --task fp8-d128 --stage 7 --bench "$BENCH" ${SCREEN_ARGS:-} \
   ${OLD:+old=$OLD} ${CONFIGS:-$V $V:L_BY_MMA=0 $V:Q_REGS=0 $V:RESCALE_SKIP=0 $V:PINGPONG=1 $V:STAGES=3 $V:PROD_REGS=32} 2>&1 | tee "$OUT/screen.log"
 cat /tmp/evo-screen/results/*.jsonl > "$OUT/screen.jsonl" 2>/dev/null
 echo "screened at ${SECONDS}s"
