@@ -63,6 +63,7 @@ def main():
     ap.add_argument("--bench", required=True, help="benchmark shapes or sets, comma-separated")
     ap.add_argument("--shapes", default="small", help="gate shape sets or shapes (default: small)")
     ap.add_argument("--sampled-cases", type=int, default=1)
+    ap.add_argument("--gate-seed", type=int, help="one gate seed for every configuration: the same sampled cases")
     ap.add_argument("--evo", default=os.path.join(ROOT, "build", "harness", "evo"))
     ap.add_argument("--scratch", default="/tmp/evo-screen")
     ap.add_argument("--results-dir", default="/tmp/evo-screen/results")
@@ -84,6 +85,8 @@ def main():
         before = set(os.listdir(a.results_dir)) if os.path.isdir(a.results_dir) else set()
         cmd = [a.evo, "run", "--stage", str(a.stage), "--task", a.task, "--budget", "1", "--shapes", a.shapes,
                "--bench", a.bench, "--results-dir", a.results_dir, "--populations-dir", os.path.join(scratch, "pop")]
+        if a.gate_seed is not None:
+            cmd += ["--gate-seed", str(a.gate_seed)]
         r = subprocess.run(cmd, env=dict(os.environ, EVO_ROOT=scratch), capture_output=True, text=True)
         new = sorted(set(os.listdir(a.results_dir)) - before) if os.path.isdir(a.results_dir) else []
         recs = [json.loads(l) for f in new for l in open(os.path.join(a.results_dir, f)) if l.strip()]
