@@ -6,21 +6,13 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 : "${OUT:?set OUT to the folder that comes back}"
-export XDG_CACHE_HOME=${XDG_CACHE_HOME:-/tmp/evo-cache}
-export PYTHONUNBUFFERED=1
+source scripts/device_steps.sh
+device_env
 evo=build/harness/evo
-if [ -n "${EVO_WHEELS:-}" ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$EVO_WHEELS"/*.whl &&
-    export PYTHONPATH=/tmp/site
-fi
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-# BUILD_TARGET=evo when the caller runs no tests (a minute less on the device); the log comes back only on failure.
-if ! cmake --build build -j 16 ${BUILD_TARGET:+--target "$BUILD_TARGET"} >"$OUT/build.log" 2>&1; then
-  grep -E "error" -A3 "$OUT/build.log" | head -30
-  exit 1
-fi
-rm -f "$OUT/build.log"
+install_wheels
+gpu_info
+# BUILD_TARGET=evo when the caller runs no tests (a minute less on the device).
+build_evo ${BUILD_TARGET:-} || exit 1
 timeout "${RUN_TIMEOUT:-330}" $evo run --stage 7 --task "${TASKS:-fp8-d64,fp8-d128}" --budget "${BUDGET:-3}" --sanitize \
   --results-dir /tmp/fp8wg-results --populations-dir /tmp/fp8wg-pop 2>&1 | tee "$OUT/stage7-fp8.log" | tail -30
 cp /tmp/fp8wg-results/*.jsonl "$OUT/" 2>/dev/null

@@ -11,25 +11,18 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 : "${OUT:?set OUT to the folder that comes back}"
-export XDG_CACHE_HOME=${XDG_CACHE_HOME:-/tmp/evo-cache} PYTHONUNBUFFERED=1
+source scripts/device_steps.sh
+device_env
 evo=build/harness/evo
 V=variants/7-tma-ws/tma_ws_fp8.cu
 BENCH=${BENCH:-8x16x16x2048x2048x128,2x16x16x8192x8192x128,1x16x16x16384x16384x128}
-if [ -n "${EVO_WHEELS:-}" ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$EVO_WHEELS"/*.whl &&
-    export PYTHONPATH=/tmp/site
-fi
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-if ! cmake --build build -j 16 --target evo >"$OUT/build.log" 2>&1; then
-  grep -E "error" -A3 "$OUT/build.log" | head -30
-  exit 1
-fi
-rm -f "$OUT/build.log"  # only 8 files come back: keep the log only when the build failed
+install_wheels
+gpu_info
+build_evo evo || exit 1
 echo "built at ${SECONDS}s"
 # shellcheck disable=SC2086
 timeout "${SCREEN_TIMEOUT:-300}" python3 scripts/screen_configs.py --task fp8-d128 --stage 7 --bench "$BENCH" ${SCREEN_ARGS:-} \
-  ${OLD:+old=$OLD} ${CONFIGS:-$V $V:L_BY_MMA=0 $V:Q_REGS=0 $V:RESCALE_SKIP=0 $V:PINGPONG=1 $V:STAGES=3 $V:PROD_REGS=32} 2>&1 | tee "$OUT/screen.log"
+  ${OLD:+old=$OLD} ${CONFIGS:-$V $V:L_BY_MMA=0 $V:Q_REGS=0 $V:RESCALE_SKIP=0 $V:PINGPONG=1 $V:STAGES=3 $V:PROD_REGS=56} 2>&1 | tee "$OUT/screen.log"
 cat /tmp/evo-screen/results/*.jsonl > "$OUT/screen.jsonl" 2>/dev/null
 echo "screened at ${SECONDS}s"
 if [ -n "${RECORD_TASKS:-}" ]; then

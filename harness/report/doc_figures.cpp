@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/errors.h"
+#include "core/shape.h"
 #include "report/compare_parts.h"
 
 namespace evo {
@@ -168,12 +169,9 @@ std::string fitness_table(const Comparison& c, const Args& a) {
   return out;
 }
 
-// Sequence length of the queries from a shape's dims "BxHqxHkvxSqxSkvxD".
-int seq_q_of(const std::string& dims) {
-  size_t at = 0;
-  for (int i = 0; i < 3 && at != std::string::npos; ++i) at = dims.find('x', at) + 1;
-  return at == 0 ? 0 : std::atoi(dims.c_str() + at);
-}
+// Sequence length of the queries from a recorded shape's dims. Records hold explicit sizes, so
+// the head dim (what a named set's "D" and "H" stand for) plays no part; 64 keeps "H" defined.
+int seq_q_of(const std::string& dims) { return parse_shape(dims, 64).seq_q; }
 
 // One value of a stage's row (or of one of its shapes): what=us (the median, µs), tflops, prev
 // (change of time against the stage before, %), prev_x (× the stage before), base (× the first

@@ -1,0 +1,32 @@
+# Steps every device-call script of the FP8 work shares; sourced, not run. The caller is in the
+# repository root with $OUT set (the folder that comes back from the GPU machine).
+#   device_env             cache and unbuffered Python for the call
+#   install_wheels         the wheels in the carried folder named by $EVO_WHEELS (docs/fp8.md), if set
+#   gpu_info               the GPU's name, driver and clocks into $OUT/gpu.txt
+#   build_evo [TARGET...]  configure and build (every target when none is named); the log comes
+#                          back only when the build fails (a call returns at most 8 files)
+
+device_env() {
+  export XDG_CACHE_HOME=${XDG_CACHE_HOME:-/tmp/evo-cache} PYTHONUNBUFFERED=1
+}
+
+install_wheels() {
+  [ -n "${EVO_WHEELS:-}" ] || return 0
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$EVO_WHEELS"/*.whl &&
+    export PYTHONPATH=/tmp/site
+}
+
+gpu_info() {
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
+}
+
+build_evo() {
+  local targets=()
+  for t in "$@"; do targets+=(--target "$t"); done
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null || return 1
+  if ! cmake --build build -j 16 "${targets[@]}" >"$OUT/build.log" 2>&1; then
+    grep -E "error" -A3 "$OUT/build.log" | head -30
+    return 1
+  fi
+  rm -f "$OUT/build.log"
+}
