@@ -121,6 +121,7 @@ StageRow stage_row(int n, const Record& record, const std::vector<const Record*>
   row.variant = record.variant;
   row.candidate_id = record.candidate_id;
   row.run_id = record.run_id.value_or("");
+  row.time = record.time;
   row.params = record.params;
   for (auto& f : timing_figures(record, facts, ceiling)) {
     StageShapeRow shape_row;
@@ -158,21 +159,6 @@ void add_stage_rows(CompareSection& sec, const json* population, const std::vect
     });
 }
 
-// Per peer name, the latest record that mentions `shape` (its "shape", or a timing entry's).
-std::map<std::string, const Record*> latest_peers(const std::string& shape, const std::vector<const Record*>& peers) {
-  std::map<std::string, const Record*> latest;
-  for (const Record* p : peers) {
-    bool mentions = string_or(p->extra, "shape") == shape;
-    if (p->timing)
-      for (const auto& t : *p->timing) mentions |= t.shape.value_or("") == shape;
-    if (!mentions) continue;
-    const std::string name = p->variant.substr(5);
-    auto it = latest.find(name);
-    if (it == latest.end() || !it->second->newer_than(*p)) latest[name] = p;
-  }
-  return latest;
-}
-
 // "torch 2.11.0, cudnn 91900, cuda 12.8" from the peer's environment.
 std::string peer_versions(const Record& p) {
   const json env = p.env ? p.env->extra : json::object();
@@ -202,7 +188,7 @@ void add_peer_shape(PeerRow& row, const std::string& shape, const Record& p, con
 void add_peers(CompareSection& sec, const std::vector<const Record*>& peers, const TaskFacts& facts) {
   std::map<std::string, PeerRow> by_name;
   for (const auto& shape : sec.shapes)
-    for (const auto& [name, p] : latest_peers(shape, peers)) {
+    for (const auto& [name, p] : peers_for_shape(shape, peers)) {
       PeerRow& row = by_name[name];
       row.name = name;
       row.label = peer_label(name);
@@ -226,8 +212,29 @@ void add_stage_ratios(StageRow& row, const std::vector<ShapeFigures>& mine, cons
   }
 }
 
+// The peers' figures one stage is held against: per peer name and shape of the stage, the
+// peer record nearest in time to the stage's record.
+std::map<std::string, std::vector<ShapeFigures>> peer_figures_near(const StageRow& row,
+                                                                   const std::vector<const Record*>& peers,
+                                                                   const TaskFacts& facts, std::optional<double> ceiling) {
+  std::map<std::string, std::vector<ShapeFigures>> figures;
+  for (const auto& s : row.shapes) {
+    const std::string& shape = s.figures.shape;
+    for (const auto& [name, p] : peers_for_shape(shape, peers, row.time)) {
+      if (p->outcome != Outcome::ok) continue;
+      for (const auto& t : p->timing.value_or(std::vector<TimingEntry>{}))
+        if (t.shape == shape) {
+          if (auto f = figures_from_timing(t, facts, ceiling)) figures[name].push_back(*f);
+          break;
+        }
+    }
+  }
+  return figures;
+}
+
 // Phase 3: ratios per shape and as geomeans over the shapes both sides measured.
-void add_ratios(CompareSection& sec, double confidence) {
+void add_ratios(CompareSection& sec, const std::vector<const Record*>& peers, const TaskFacts& facts,
+                double confidence) {
   std::vector<std::vector<ShapeFigures>> stage_figures;
   for (const auto& row : sec.stages) {
     std::vector<ShapeFigures> v;
@@ -248,11 +255,11 @@ void add_ratios(CompareSection& sec, double confidence) {
       row.prev_stage = sec.stages[i - 1].stage;
       add_stage_ratios(row, mine, stage_figures[i - 1], stage_figures.front(), confidence);
     }
-    for (const auto& peer : sec.peers) {
-      if (auto r = common_ratio(peer.shapes, mine, confidence)) row.speedup_vs_peer[peer.name] = *r;
+    for (const auto& [name, theirs] : peer_figures_near(row, peers, facts, sec.ceiling_tflops)) {
+      if (auto r = common_ratio(theirs, mine, confidence)) row.speedup_vs_peer[name] = *r;
       for (auto& s : row.shapes)
-        if (const ShapeFigures* p = find_shape(peer.shapes, s.figures.shape))
-          s.speedup_vs_peer[peer.name] = ratio_interval(p->sample, s.figures.sample, confidence);
+        if (const ShapeFigures* p = find_shape(theirs, s.figures.shape))
+          s.speedup_vs_peer[name] = ratio_interval(p->sample, s.figures.sample, confidence);
     }
   }
 }
@@ -282,7 +289,7 @@ CompareSection build_section(const std::string& gpu, const std::string& task, co
   sec.ceiling_tflops = ceiling_tflops(gpu, facts.dtype);
   add_stage_rows(sec, population, runs, facts);
   add_peers(sec, peers, facts);
-  add_ratios(sec, th.compare.confidence);
+  add_ratios(sec, peers, facts, th.compare.confidence);
   add_failures(sec, runs);
   add_warnings(sec, th);
   add_summary(sec);

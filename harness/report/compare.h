@@ -76,6 +76,7 @@ struct StageShapeRow {
 struct StageRow {
   int stage = 0;
   std::string variant, candidate_id, run_id;
+  std::string time;  // the record's; its peers are the peer records nearest to it in time
   nlohmann::json params = nlohmann::json::object();
   std::vector<StageShapeRow> shapes;  // in the section's shape order, only shapes it measured
   double geomean_p50_us = 0, geomean_p90_us = 0;

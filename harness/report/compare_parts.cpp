@@ -4,7 +4,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <ctime>
+#include <iomanip>
+#include <map>
 #include <set>
+#include <sstream>
 
 #include "core/errors.h"
 #include "core/outcome.h"
@@ -192,6 +197,46 @@ std::string params_text(const json& params) {
   std::string s;
   for (const auto& [k, v] : params.items()) s += fmt::format("{}{}={}", s.empty() ? "" : " ", k, v.is_string() ? v.get<std::string>() : v.dump());
   return s;
+}
+
+// Seconds since the epoch of a record time "YYYY-MM-DDTHH:MM:SSZ"; nullopt when it does not read.
+std::optional<long long> epoch_seconds(const std::string& iso) {
+  std::tm tm{};
+  std::istringstream in(iso);
+  in >> std::get_time(&tm, "%Y-%m-%dT%H:%M:%S");
+  if (in.fail()) return std::nullopt;
+  return static_cast<long long>(timegm(&tm));
+}
+
+// With `near` empty the latest record; otherwise the one nearest in time to `near`, so that a
+// stage is held against the peers of its own device call when they ran there (a speed ratio from
+// one run: run-to-run drift of the same cuDNN kernel reached 9 % between two H200 calls). Equal
+// distances, or times that do not read, go to the later record.
+std::map<std::string, const Record*> peers_for_shape(const std::string& shape, const std::vector<const Record*>& peers,
+                                                     const std::string& near) {
+  const std::optional<long long> target = near.empty() ? std::nullopt : epoch_seconds(near);
+  auto distance = [&](const Record& p) -> std::optional<long long> {
+    const auto t = epoch_seconds(p.time);
+    if (!target || !t) return std::nullopt;
+    return std::llabs(*t - *target);
+  };
+  std::map<std::string, const Record*> chosen;
+  for (const Record* p : peers) {
+    bool mentions = string_or(p->extra, "shape") == shape;
+    if (p->timing)
+      for (const auto& t : *p->timing) mentions |= t.shape.value_or("") == shape;
+    if (!mentions) continue;
+    const std::string name = p->variant.substr(5);
+    auto it = chosen.find(name);
+    if (it == chosen.end()) {
+      chosen[name] = p;
+      continue;
+    }
+    const auto d_new = distance(*p), d_old = distance(*it->second);
+    const bool closer = d_new && d_old && *d_new != *d_old ? *d_new < *d_old : !it->second->newer_than(*p);
+    if (closer) it->second = p;
+  }
+  return chosen;
 }
 
 }  // namespace evo::compare_parts

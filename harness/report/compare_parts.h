@@ -3,6 +3,7 @@
 // Internal to the report layer.
 #pragma once
 #include <nlohmann/json.hpp>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,6 +30,12 @@ std::optional<RatioInterval> common_ratio(const std::vector<ShapeFigures>& a, co
                                           double confidence);
 std::string peer_label(const std::string& name);
 int peer_rank(const std::string& name);
+// Seconds since the epoch of a record time "YYYY-MM-DDTHH:MM:SSZ"; nullopt when it does not read.
+std::optional<long long> epoch_seconds(const std::string& iso);
+// Per peer name, the peer record that mentions `shape` (its "shape", or a timing entry's): the
+// latest, or with `near` (a record time) the one nearest to it in time.
+std::map<std::string, const Record*> peers_for_shape(const std::string& shape, const std::vector<const Record*>& peers,
+                                                     const std::string& near = "");
 std::string gates_summary(const Record& r, const Record* sanitized = nullptr);
 std::optional<long> integer(const json& j, const char* key);
 void fill_resources(const Record& r, StageRow& row);

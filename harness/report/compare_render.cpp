@@ -214,6 +214,8 @@ std::string peers_md(const CompareSection& sec) {
   out += "\n";
   for (const auto& p : sec.peers)
     out += fmt::format("- {}: `peer/{}`{}\n", p.label, p.name, p.versions.empty() ? "" : " (" + p.versions + ")");
+  out += "\nThis table shows each peer's latest record. The × columns above hold each stage against the peer "
+         "records nearest in time to its own record: those of the same device call, where the peers ran in it.\n";
   return out;
 }
 

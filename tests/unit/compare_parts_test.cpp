@@ -36,5 +36,16 @@ TEST(CompareParts, PeerLabelsAndOrder) {
   EXPECT_EQ(params_text({{"BLOCK_N", 64}, {"STAGES", 3}}), "BLOCK_N=64 STAGES=3");
 }
 
+// Record times pair stages with their own call's peers: seconds apart must come out exact, and a
+// time that does not read must say so rather than count as the epoch.
+TEST(CompareParts, RecordTimesReadAsEpochSeconds) {
+  EXPECT_EQ(epoch_seconds("1970-01-01T00:00:00Z"), 0);
+  const auto a = epoch_seconds("2026-11-23T12:24:25Z"), b = epoch_seconds("2026-11-24T12:24:26Z");
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(*b - *a, 86401);
+  EXPECT_FALSE(epoch_seconds("yesterday"));
+  EXPECT_FALSE(epoch_seconds(""));
+}
+
 }  // namespace
 }  // namespace evo

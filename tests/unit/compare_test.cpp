@@ -158,6 +158,31 @@ TEST(CompareModel, BestOfEachStageWithRatios) {
   EXPECT_NEAR(*s.stages[0].shapes[0].figures.ceiling_share, *s.stages[0].shapes[0].figures.tflops / 791, 1e-12);
 }
 
+// A speed ratio comes from one run: each stage is held against the peer records nearest in time
+// to its own record (the peers of its device call), not the latest ones, while the peer table
+// still shows the latest.
+TEST(CompareModel, EachStageIsHeldAgainstThePeersNearestInTime) {
+  json early = run(0, "a", {timing(kS1, 100)});
+  early["time"] = "2026-11-21T10:00:00Z";
+  json late = run(1, "b", {timing(kS1, 50)});
+  late["time"] = "2026-11-22T10:00:00Z";
+  json peer_early = peer("flash", kS1, 80), peer_late = peer("flash", kS1, 40);
+  peer_early["time"] = "2026-11-21T10:05:00Z";
+  peer_late["time"] = "2026-11-22T10:04:00Z";
+  CompareInput in;
+  in.records = {early, late};
+  in.peers = {peer_early, peer_late};
+  const Comparison c = build_comparison(in, {});
+  ASSERT_EQ(c.sections.size(), 1u);
+  const CompareSection& s = c.sections[0];
+  ASSERT_EQ(s.stages.size(), 2u);
+  EXPECT_NEAR(s.stages[0].speedup_vs_peer.at("pytorch-sdpa-flash").ratio, 0.8, 1e-9) << "its own call's peer: 80 / 100";
+  EXPECT_NEAR(s.stages[1].speedup_vs_peer.at("pytorch-sdpa-flash").ratio, 0.8, 1e-9) << "its own call's peer: 40 / 50";
+  EXPECT_NEAR(s.stages[0].shapes[0].speedup_vs_peer.at("pytorch-sdpa-flash").ratio, 0.8, 1e-9);
+  ASSERT_EQ(s.peers.size(), 1u);
+  EXPECT_NEAR(s.peers[0].shapes[0].sample.median_us, 40, 1e-9) << "the peer table shows the latest";
+}
+
 // A sanitizer verdict belongs to the compiled candidate: when its latest record is a re-measure
 // without --sanitize (evo gate), the stage row still says the sanitizer passed it, and in which
 // run; a candidate never sanitized says so.
