@@ -21,7 +21,7 @@ gpu_info() {
 }
 
 build_evo() {
-  local targets=()
+  local targets=() t
   for t in "$@"; do targets+=(--target "$t"); done
   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null || return 1
   if ! cmake --build build -j 16 "${targets[@]}" >"$OUT/build.log" 2>&1; then

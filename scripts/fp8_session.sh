@@ -8,29 +8,16 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 : "${OUT:?set OUT to the folder that comes back}"
-export XDG_CACHE_HOME=${XDG_CACHE_HOME:-/tmp/evo-cache}
-export PYTHONUNBUFFERED=1
+source scripts/device_steps.sh
+device_env
 evo=build/harness/evo
 
-build() {
-  [ -x "$evo" ] && return 0
-  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-  if ! cmake --build build -j 16 >"$OUT/build.log" 2>&1; then
-    grep -E "error" -A3 "$OUT/build.log" | head -30
-    exit 1
-  fi
-}
-
-wheels() {
-  [ -n "${EVO_WHEELS:-}" ] || return 0
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$EVO_WHEELS"/*.whl &&
-    export PYTHONPATH=/tmp/site
-}
+build() { [ -x "$evo" ] || build_evo || exit 1; }  # all targets: `calibrate` runs GPU tests
 
 case "${1:-}" in
   calibrate)
-    nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
-    wheels
+    gpu_info
+    install_wheels
     build
     python3 -c 'import torch, cudnn; print("torch", torch.__version__, "cudnn backend", cudnn.backend_version(), "frontend", cudnn.__version__)' | tee -a "$OUT/gpu.txt"
     timeout 150 ctest --test-dir build -L gpu -R 'GpuReference|Fp8' --output-on-failure -V > "$OUT/ctest-fp8.log" 2>&1
@@ -42,7 +29,7 @@ case "${1:-}" in
     cp /tmp/smoke/*.jsonl "$OUT/" 2>/dev/null
     ;;
   run)
-    wheels
+    install_wheels
     build
     timeout 420 $evo run --stage 3 --task fp8-d64,fp8-d128 --sanitize --results-dir /tmp/fp8-results \
       --populations-dir /tmp/fp8-pop 2>&1 | tee "$OUT/stage3-fp8.log" | tail -25
@@ -50,7 +37,7 @@ case "${1:-}" in
     cp /tmp/fp8-results/*.jsonl "$OUT/" 2>/dev/null
     ;;
   causal)
-    wheels
+    install_wheels
     build
     timeout 300 $evo run --stage 3 --task fp8-d64-causal,fp8-d128-causal --bench mission,long-smoke --sanitize \
       --results-dir /tmp/fp8-results --populations-dir /tmp/fp8-pop 2>&1 | tee "$OUT/stage3-fp8-causal.log" | tail -14

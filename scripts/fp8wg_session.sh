@@ -9,10 +9,12 @@ cd "$(dirname "$0")/.."
 source scripts/device_steps.sh
 device_env
 evo=build/harness/evo
-install_wheels
-gpu_info
-# BUILD_TARGET=evo when the caller runs no tests (a minute less on the device).
-build_evo ${BUILD_TARGET:-} || exit 1
+# DEVICE_PREPARED=1: the calling script (h200_fp8_screen.sh) has installed the wheels and built evo.
+if [ -z "${DEVICE_PREPARED:-}" ]; then
+  install_wheels
+  gpu_info
+  build_evo || exit 1
+fi
 timeout "${RUN_TIMEOUT:-330}" $evo run --stage 7 --task "${TASKS:-fp8-d64,fp8-d128}" --budget "${BUDGET:-3}" --sanitize \
   --results-dir /tmp/fp8wg-results --populations-dir /tmp/fp8wg-pop 2>&1 | tee "$OUT/stage7-fp8.log" | tail -30
 cp /tmp/fp8wg-results/*.jsonl "$OUT/" 2>/dev/null

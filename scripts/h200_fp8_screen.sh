@@ -28,7 +28,7 @@ echo "screened at ${SECONDS}s"
 if [ -n "${RECORD_TASKS:-}" ]; then
   # Also record: stage 7 on RECORD_TASKS with --sanitize and every task's cuDNN FP8 peers, in this
   # call (scripts/fp8wg_session.sh; its peers cover the screened shapes too).
-  TASKS=$RECORD_TASKS BUILD_TARGET=evo RUN_TIMEOUT=${RUN_TIMEOUT:-200} PEERS_TIMEOUT=${PEERS_TIMEOUT:-180} scripts/fp8wg_session.sh
+  TASKS=$RECORD_TASKS DEVICE_PREPARED=1 RUN_TIMEOUT=${RUN_TIMEOUT:-200} PEERS_TIMEOUT=${PEERS_TIMEOUT:-180} scripts/fp8wg_session.sh
 else
   timeout 120 python3 scripts/peers_cudnn_fp8.py --tasks fp8-d128 --sets "$BENCH" --out "$OUT/peers-fp8.json" 2>&1 |
     tee "$OUT/peers-fp8.log" | tail -6
@@ -44,5 +44,5 @@ for c in c0 c1; do
     $evo run --stage 7 --task fp8-d128 --budget 1 --shapes 1x2x2x64x64x128 --seeds 0 --bench 8x16x16x2048x2048x128 \
     --results-dir /tmp/ncu-$c/results --populations-dir /tmp/ncu-$c/pop >> "$OUT/ncu.txt" 2>&1
 done
-grep -E "== ncu|evo_attn_fwd \(|Duration|Issue Slots|Executed Ipc A|Shared Memory|Pipe|Stall|Warp Cycles" "$OUT/ncu.txt" | head -60
+[ -f "$OUT/ncu.txt" ] && grep -E "== ncu|evo_attn_fwd \(|Duration|Issue Slots|Executed Ipc A|Shared Memory|Pipe|Stall|Warp Cycles" "$OUT/ncu.txt" | head -60
 echo "end at ${SECONDS}s"

@@ -16,7 +16,7 @@ like peers_sdpa.py's; `evo compare` shows them as "cuDNN FP8".
 
 Usage: python3 scripts/peers_cudnn_fp8.py [--tasks fp8-d64,fp8-d128] [--sets mission,long] [--out FILE]
 """
-import argparse, datetime, hashlib, math, os, re, socket, sys, time
+import argparse, datetime, hashlib, math, os, re, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cudnn_fp8  # noqa: E402
@@ -95,24 +95,12 @@ def main():
         print("peers_cudnn_fp8: PyTorch and the cuDNN frontend (nvidia-cudnn-frontend) are needed (%s)" % e,
               file=sys.stderr)
         sys.exit(2)
-    if not torch.cuda.is_available():
-        print("peers_cudnn_fp8: no CUDA device visible to PyTorch", file=sys.stderr)
-        sys.exit(2)
-    device = torch.device("cuda", args.device)
-    torch.cuda.set_device(device)
-    props = torch.cuda.get_device_properties(device)
-    name = torch.cuda.get_device_name(device)
-    key = ps.gpu_key(name)
-    timer = ps.Timer(torch, device, timing)
-    timer.gpu_key = key
-    with open(os.path.abspath(__file__), "rb") as f:
-        source_sha = hashlib.sha256(f.read()).hexdigest()
+    device, props, name, key, timer = ps.open_device(torch, args.device, timing, "peers_cudnn_fp8")
+    source_sha = ps.file_sha256(__file__)
     now = datetime.datetime.now(datetime.timezone.utc)
     run_id = now.strftime("%Y%m%dT%H%M%SZ") + "-peers-cudnn-fp8"
-    env = {"gpu": name, "gpu_key": key, "cc": props.major * 10 + props.minor, "sms": props.multi_processor_count,
-           "nvidia_driver": ps.driver_version(), "torch": torch.__version__, "cudnn": cudnn.backend_version(),
-           "cudnn_frontend": getattr(cudnn, "__version__", "?"), "cuda": torch.version.cuda,
-           "host": socket.gethostname()}
+    env = dict(ps.peer_env(torch, props, name, key), cudnn=cudnn.backend_version(),
+               cudnn_frontend=getattr(cudnn, "__version__", "?"))
     out_path = args.out or os.path.join(ps.ROOT, "results", "peers", key + ".json")
     print("%s (%s), cuDNN %s, frontend %s" % (name, key, env["cudnn"], env["cudnn_frontend"]), flush=True)
     records = []

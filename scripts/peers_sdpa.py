@@ -403,6 +403,33 @@ def write_atomic(path, records):
     os.replace(tmp, path)
 
 
+def open_device(torch, index, timing, prog):
+    """The CUDA device a peer script times on, as (device, props, name, gpu key, Timer); exit 2
+    without one."""
+    if not torch.cuda.is_available():
+        print("%s: no CUDA device visible to PyTorch" % prog, file=sys.stderr)
+        sys.exit(2)
+    device = torch.device("cuda", index)
+    torch.cuda.set_device(device)
+    props = torch.cuda.get_device_properties(device)
+    name = torch.cuda.get_device_name(device)
+    timer = Timer(torch, device, timing)
+    timer.gpu_key = gpu_key(name)
+    return device, props, name, timer.gpu_key, timer
+
+
+def peer_env(torch, props, name, key):
+    """The environment every peer record carries; each script adds its library versions."""
+    return {"gpu": name, "gpu_key": key, "cc": props.major * 10 + props.minor, "sms": props.multi_processor_count,
+            "nvidia_driver": driver_version(), "torch": torch.__version__, "cuda": torch.version.cuda,
+            "host": socket.gethostname()}
+
+
+def file_sha256(path):
+    with open(os.path.abspath(path), "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tasks", default=",".join(DEFAULT_TASKS), help="comma-separated tasks")
@@ -429,24 +456,11 @@ def main():
     except ImportError as e:
         print("peers_sdpa: PyTorch with torch.nn.attention is needed (%s)" % e, file=sys.stderr)
         sys.exit(2)
-    if not torch.cuda.is_available():
-        print("peers_sdpa: no CUDA device visible to PyTorch", file=sys.stderr)
-        sys.exit(2)
-
-    device = torch.device("cuda", args.device)
-    torch.cuda.set_device(device)
-    props = torch.cuda.get_device_properties(device)
-    name = torch.cuda.get_device_name(device)
-    key = gpu_key(name)
-    timer = Timer(torch, device, timing)
-    timer.gpu_key = key
-    with open(os.path.abspath(__file__), "rb") as f:
-        source_sha = hashlib.sha256(f.read()).hexdigest()
+    device, props, name, key, timer = open_device(torch, args.device, timing, "peers_sdpa")
+    source_sha = file_sha256(__file__)
     now = datetime.datetime.now(datetime.timezone.utc)
     run_id = now.strftime("%Y%m%dT%H%M%SZ") + "-peers"
-    env = {"gpu": name, "gpu_key": key, "cc": props.major * 10 + props.minor, "sms": props.multi_processor_count,
-           "nvidia_driver": driver_version(), "torch": torch.__version__, "cudnn": torch.backends.cudnn.version(),
-           "cuda": torch.version.cuda, "host": socket.gethostname()}
+    env = dict(peer_env(torch, props, name, key), cudnn=torch.backends.cudnn.version())
     out_path = args.out or os.path.join(ROOT, "results", "peers", key + ".json")
     print("%s (%s), torch %s, cuDNN %s, L2 flush buffer %d MiB, target rse %.2f %%, budget %.0f ms per shape"
           % (name, key, torch.__version__, env["cudnn"], timer.flush_buffer.numel() * 4 >> 20,
