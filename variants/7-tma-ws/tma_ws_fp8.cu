@@ -278,45 +278,58 @@ struct Item {
   int m0, h, b, ntiles;
 };
 
-// Work item w. PERSISTENT: the grid (one CTA per SM, the worker's persistent launch) takes items
-// w = blockIdx.x, + gridDim.x, ... Without the mask all query tiles of one (batch, head) are back
-// to back, so the CTAs in flight at once read a few heads' K/V from L2; causal, in sections of
-// heads whose K/V fit in L2_SECTION_BYTES, tile-major inside a section so the longest items go
-// first. PERSISTENT=0: item (blockIdx.x, y, z), causal longest row tiles first.
-__device__ __forceinline__ Item item_at(const EvoAttnParams& p, int w) {
+__device__ __forceinline__ Item make_item(const EvoAttnParams& p, int mt, int hb) {
+  Item it;
+  it.m0 = mt * BLOCK_M;
+  it.h = hb % p.heads_q;
+  it.b = hb / p.heads_q;
+  it.ntiles = (evo_kv_limit(p, it.m0, min(BLOCK_M, p.seq_q - it.m0)) + BLOCK_N - 1) / BLOCK_N;
+  return it;
+}
+
+// The k-th work item of this CTA; false past its last. Producer, transposers and consumers walk
+// the same sequence. PERSISTENT (one CTA per SM, the worker's persistent launch): without the
+// mask, items w = blockIdx.x + k gridDim.x with all query tiles of one (batch, head) back to back,
+// so the CTAs in flight at once read a few heads' K/V from L2. Causal items cost 1..mtiles key
+// tiles, and a static round-robin over them left the busiest CTA 15 % above the mean (a greedy
+// model of the S >= 2048 shapes); so a CTA takes units of two items, query tile mtiles-1-q then
+// q (mtiles + 1 key tiles together, every unit alike: 3 % over the mean), units in sections of
+// heads whose K/V fit in L2_SECTION_BYTES. With an odd tile count the middle unit's second item
+// is void (ntiles 0) and every role skips it. PERSISTENT=0: the one item (blockIdx.x, y, z),
+// causal longest row tiles first.
+__device__ __forceinline__ bool item_of_cta(const EvoAttnParams& p, int k, Item& it) {
   const int mtiles = (p.seq_q + BLOCK_M - 1) / BLOCK_M;
-  int mt, h, b;
 #if PERSISTENT
-#if EVO_CAUSAL
   const int heads = p.heads_q * p.batch;
+#if EVO_CAUSAL
+  const int npairs = (mtiles + 1) / 2;
+  const int u = blockIdx.x + (k >> 1) * gridDim.x;
+  if (u >= npairs * heads) return false;
   const long long kv_bytes = 2ll * p.seq_kv * HD;  // e4m3 K and V of one head
   const int group = max(1, min(heads, int(L2_SECTION_BYTES / kv_bytes)));
-  const int first_hb = w / (group * mtiles) * group;
+  const int first_hb = u / (group * npairs) * group;
   const int gs = min(group, heads - first_hb);
-  const int rem = w - first_hb * mtiles;
-  mt = mtiles - 1 - rem / gs;
-  const int hb = first_hb + rem % gs;
+  const int rem = u - first_hb * npairs;
+  const int pair = rem / gs;
+  const int mt = (k & 1) ? pair : mtiles - 1 - pair;
+  it = make_item(p, mt, first_hb + rem % gs);
+  if ((k & 1) && pair == mtiles - 1 - pair) it.ntiles = 0;
+  return true;
 #else
-  mt = w % mtiles;
-  const int hb = w / mtiles;
+  const int w = blockIdx.x + k * gridDim.x;
+  if (w >= mtiles * heads) return false;
+  it = make_item(p, w % mtiles, w / mtiles);
+  return true;
 #endif
-  h = hb % p.heads_q;
-  b = hb / p.heads_q;
 #else
-  (void)w;
-  mt = blockIdx.x;
+  if (k > 0) return false;
+  int mt = blockIdx.x;
 #if EVO_CAUSAL
   mt = mtiles - 1 - mt;  // longest row tiles first
 #endif
-  h = blockIdx.y;
-  b = blockIdx.z;
+  it = make_item(p, mt, blockIdx.z * p.heads_q + blockIdx.y);
+  return true;
 #endif
-  Item it;
-  it.m0 = mt * BLOCK_M;
-  it.h = h;
-  it.b = b;
-  it.ntiles = (evo_kv_limit(p, it.m0, min(BLOCK_M, p.seq_q - it.m0)) + BLOCK_N - 1) / BLOCK_N;
-  return it;
 }
 
 }  // namespace
@@ -355,14 +368,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1) evo_attn_fwd(const __g
 #endif
   __syncthreads();
 
-#if PERSISTENT
-  const int n_items = (p.seq_q + BLOCK_M - 1) / BLOCK_M * p.heads_q * p.batch;
-  const int w_first = blockIdx.x, w_step = gridDim.x;
-#else
-  const int n_items = 1, w_first = 0, w_step = 1;
-#endif
-  // Every role walks the same items in the same order and counts K/V tiles across them (ring):
-  // tile `ring` lives in stage ring % STAGES, in that stage's phase (ring / STAGES) & 1.
+  // Every role walks the same items in the same order (item_of_cta) and counts K/V tiles across
+  // them (ring): tile `ring` lives in stage ring % STAGES, in that stage's phase (ring / STAGES) & 1.
+  Item it;
 
   if (tid < 128) {
     // ---------------- producer warpgroup: warp 0 (one thread) issues every copy as soon as its
@@ -373,8 +381,8 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1) evo_attn_fwd(const __g
     if (pw == 0) {
       if (lane == 0) {
         int ring = 0, q_uses = 0;
-        for (int w = w_first; w < n_items; w += w_step) {
-          const Item it = item_at(p, w);
+        for (int k = 0; item_of_cta(p, k, it); ++k) {
+          if (it.ntiles == 0) continue;
           mbar_wait(q_empty, (q_uses & 1) ^ 1);  // every consumer warp has read the previous item's Q
           ++q_uses;
           mbar_expect_tx(q_full, Q_BYTES);
@@ -392,18 +400,18 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1) evo_attn_fwd(const __g
       return;
     }
     // Vt[s] is free when full[s] completes: the producer waited on empty[s] (every consumer warp
-    // done with tile ring - STAGES, its P·V included) before loading tile ring.
-    int ring = 0;
-    for (int w = w_first; w < n_items; w += w_step) {
-      const int ntiles = item_at(p, w).ntiles;
-      for (int j = 0; j < ntiles; ++j, ++ring) {
-        const int s = ring % STAGES;
-        mbar_wait(full(s), (ring / STAGES) & 1);
-        transpose_v(sV + s * KV_BYTES, sVt + s * VT_BYTES, pw - 1, lane);
-        fence_proxy_async();  // the generic-proxy stores are read by wgmma (async proxy)
-        __syncwarp();
-        if (lane == 0) mbar_arrive(vt_full(s));
-      }
+    // done with tile ring - STAGES, its P·V included) before loading tile ring. The transposers
+    // need only how many tiles this CTA walks (counted up front: inside the loop the item
+    // bookkeeping beside the transpose's registers spilled at PROD_REGS 32).
+    int tiles = 0;
+    for (int k = 0; item_of_cta(p, k, it); ++k) tiles += it.ntiles;
+    for (int ring = 0; ring < tiles; ++ring) {
+      const int s = ring % STAGES;
+      mbar_wait(full(s), (ring / STAGES) & 1);
+      transpose_v(sV + s * KV_BYTES, sVt + s * VT_BYTES, pw - 1, lane);
+      fence_proxy_async();  // the generic-proxy stores are read by wgmma (async proxy)
+      __syncwarp();
+      if (lane == 0) mbar_arrive(vt_full(s));
     }
     return;
   }
@@ -578,9 +586,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1) evo_attn_fwd(const __g
     if (lane == 0) mbar_arrive(q_empty);
   };
 
-  for (int w = w_first; w < n_items; w += w_step) {
-    const Item it = item_at(p, w);
+  for (int k = 0; item_of_cta(p, k, it); ++k) {
     const int n = it.ntiles;
+    if (n == 0) continue;
     row_base = it.m0 + c * 64;
     m_run[0] = m_run[1] = NEG_INF;
     l_run[0] = l_run[1] = 0.f;
