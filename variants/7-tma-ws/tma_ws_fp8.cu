@@ -294,7 +294,8 @@ __device__ __forceinline__ Item make_item(const EvoAttnParams& p, int mt, int hb
 // tiles, and a static round-robin over them left the busiest CTA 15 % above the mean (a greedy
 // model of the S >= 2048 shapes); so a CTA takes units of two items, query tile mtiles-1-q then
 // q (mtiles + 1 key tiles together, every unit alike: 3 % over the mean), units in sections of
-// heads whose K/V fit in L2_SECTION_BYTES. With an odd tile count the middle unit's second item
+// heads whose K/V fit in L2_SECTION_BYTES (when there are at least as many units as CTAs;
+// otherwise one item at a time). With an odd tile count the middle unit's second item
 // is void (ntiles 0) and every role skips it. PERSISTENT=0: the one item (blockIdx.x, y, z),
 // causal longest row tiles first.
 __device__ __forceinline__ bool item_of_cta(const EvoAttnParams& p, int k, Item& it) {
@@ -303,6 +304,14 @@ __device__ __forceinline__ bool item_of_cta(const EvoAttnParams& p, int k, Item&
   const int heads = p.heads_q * p.batch;
 #if EVO_CAUSAL
   const int npairs = (mtiles + 1) / 2;
+  if (npairs * heads < gridDim.x) {
+    // Too few units to fill the grid (the mission shape: 16 units, 32 SMs): pairing would
+    // halve the CTAs at work, so items go one by one, longest first.
+    const int w = blockIdx.x + k * gridDim.x;
+    if (w >= mtiles * heads) return false;
+    it = make_item(p, mtiles - 1 - w / heads, w % heads);
+    return true;
+  }
   const int u = blockIdx.x + (k >> 1) * gridDim.x;
   if (u >= npairs * heads) return false;
   const long long kv_bytes = 2ll * p.seq_kv * HD;  // e4m3 K and V of one head
