@@ -22,6 +22,11 @@ kernel as precise inside as cuDNN, and 4x would pass kernels off by 20 % in rela
 
   python3 scripts/calibrate_fp8.py --gates gates/gates.json --out results/calibration/nvidia-h200-fp8.json
   python3 scripts/calibrate_fp8.py --recompute RECORDED.json --factor 2 --out FILE   # no GPU: new factor, same errors
+
+A probe instead of a calibration: --shapes (explicit D, e.g. a sampled case's 5x32x1x538x92x128),
+--inputs and --draws measure cuDNN's error where a kernel failed, against the gate's tolerance
+for that input (gates.json), without changing gates.json:
+  python3 scripts/calibrate_fp8.py --shapes 5x32x1x538x92x128 --inputs outlier_rows --draws 8 --out FILE
 """
 import argparse, json, math, os, sys
 
@@ -88,6 +93,10 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--factor", type=float, default=2.0)
     ap.add_argument("--recompute", help="a calibration written by this script: apply --factor to its errors")
+    ap.add_argument("--shapes", help="comma-separated BxHqxHkvxSqxSkvxD (D may be the letter D: 64 and 128); "
+                    "default: the correctness-gate shapes")
+    ap.add_argument("--inputs", help="comma-separated input distributions of gates.json (default: all)")
+    ap.add_argument("--draws", type=int, default=1, help="random draws of Q, K, V per shape (default 1)")
     a = ap.parse_args()
     if a.recompute:
         return recompute(a)
@@ -95,14 +104,20 @@ def main():
     import cudnn
     from calibrate_tolerances import SHAPES, make_inputs
     gates = json.load(open(a.gates))
+    shapes = a.shapes.split(",") if a.shapes else SHAPES
+    names = a.inputs.split(",") if a.inputs else list(gates["inputs"])
+    for n in names:
+        if n not in gates["inputs"]:
+            sys.exit("calibrate_fp8: --inputs %s is not an input distribution of %s (%s)" % (n, a.gates, ", ".join(gates["inputs"])))
     torch.manual_seed(0)
     graphs, refusals, out_dtypes = {}, {}, set()
     per, cases = {}, []
-    for name, dist in gates["inputs"].items():
+    for name in names:
+        dist = gates["inputs"][name]
         worst = {"max_abs": 0.0, "rel_l2": 0.0, "tol": 0.0}
         for D in (64, 128):
             for causal in (False, True):
-                for shp in SHAPES:
+                for shp in [s_ for s_ in shapes for _ in range(a.draws) if s_.split("x")[-1] in ("D", str(D))]:
                     B, Hq, Hkv, Sq, Skv, _ = [int(x) if x != "D" else D for x in shp.split("x")]
                     qf, kf, vf = make_inputs(dist, B, Hq, Hkv, Sq, Skv, D, torch.float32)
                     (q, dq), (k, dk), (v, dv) = (cudnn_fp8.quantize(torch, x) for x in (qf, kf, vf))
@@ -135,11 +150,24 @@ def main():
               "cudnn_frontend": getattr(cudnn, "__version__", "?"), "factor": a.factor,
               "method": __doc__.strip().splitlines()[0], "o_dtypes": sorted(out_dtypes), "p_scale": cudnn_fp8.P_SCALE,
               "refused": refusals, "inputs": per,
-              "tolerance": tolerances(per, a.factor), "cases": cases}
+              # A probe without the base inputs measures errors only; a calibration derives the tolerance.
+              "tolerance": tolerances(per, a.factor) if all(n in per for n in BASE_INPUTS) else None,
+              "cases": cases}
     os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
     with open(a.out, "w") as f:
         json.dump(result, f, indent=1, sort_keys=True)
     print("tolerances.fp8 =", json.dumps(result["tolerance"]), "; cuDNN O dtype:", sorted(out_dtypes))
+    if a.shapes or a.inputs:
+        # A probe: each case's error against the tolerance the gate applies to its input today.
+        fp8 = gates["tolerances"]["fp8"]
+        for c in cases:
+            t = dict(fp8, **fp8.get("inputs", {}).get(c["inputs"], {}))
+            # tol = max |err| / (1 + |ref|): beyond atol + rtol·|ref| exactly when atol = rtol (the
+            # fp8 overrides but large_v's); otherwise against the smaller of the two, conservatively.
+            beyond = c["tol"] > min(t["atol"], t["rtol"])
+            print("%-13s %-20s causal=%d scale=%-7.4g max_abs %.3f tol %.3f rel_l2 %.4f  gate atol/rtol %g: %s" % (
+                c["inputs"], c["shape"], c["causal"], c["scale"], c["max_abs"], c["tol"], c["rel_l2"], t["atol"],
+                "BEYOND" if beyond else "within"))
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@
 #   git show main:variants/7-tma-ws/tma_ws_fp8.cu > .dev/fp8old/tma_ws_fp8_v1.cu   (carry .dev/fp8old and .whl)
 #   OLD=.dev/fp8old/tma_ws_fp8_v1.cu EVO_WHEELS=.whl scripts/h200_fp8_screen.sh
 # RECORD_TASKS=fp8-d64,fp8-d128 also records the current file (scripts/fp8wg_session.sh) in the same call.
+# SCREEN_TASK picks the screened task (fp8-d128); CTEST_GPU=1 ends the call with `ctest -L gpu`.
 # The cuDNN frontend wheel travels in the carried folder named by $EVO_WHEELS (docs/fp8.md).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -21,7 +22,7 @@ gpu_info
 build_evo evo || exit 1
 echo "built at ${SECONDS}s"
 # shellcheck disable=SC2086
-timeout "${SCREEN_TIMEOUT:-300}" python3 scripts/screen_configs.py --task fp8-d128 --stage 7 --bench "$BENCH" ${SCREEN_ARGS:-} \
+timeout "${SCREEN_TIMEOUT:-300}" python3 scripts/screen_configs.py --task "${SCREEN_TASK:-fp8-d128}" --stage 7 --bench "$BENCH" ${SCREEN_ARGS:-} \
   ${OLD:+old=$OLD} ${CONFIGS:-$V $V:L_BY_MMA=0 $V:Q_REGS=0 $V:RESCALE_SKIP=0 $V:PINGPONG=1 $V:STAGES=3 $V:PROD_REGS=56} 2>&1 | tee "$OUT/screen.log"
 cat /tmp/evo-screen/results/*.jsonl > "$OUT/screen.jsonl" 2>/dev/null
 echo "screened at ${SECONDS}s"
@@ -30,7 +31,7 @@ if [ -n "${RECORD_TASKS:-}" ]; then
   # call (scripts/fp8wg_session.sh; its peers cover the screened shapes too).
   TASKS=$RECORD_TASKS DEVICE_PREPARED=1 RUN_TIMEOUT=${RUN_TIMEOUT:-200} PEERS_TIMEOUT=${PEERS_TIMEOUT:-180} scripts/fp8wg_session.sh
 else
-  timeout 120 python3 scripts/peers_cudnn_fp8.py --tasks fp8-d128 --sets "$BENCH" --out "$OUT/peers-fp8.json" 2>&1 |
+  timeout 120 python3 scripts/peers_cudnn_fp8.py --tasks "${SCREEN_TASK:-fp8-d128}" --sets "$BENCH" --out "$OUT/peers-fp8.json" 2>&1 |
     tee "$OUT/peers-fp8.log" | tail -6
 fi
 echo "peers at ${SECONDS}s"
@@ -45,4 +46,10 @@ for c in c0 c1; do
     --results-dir /tmp/ncu-$c/results --populations-dir /tmp/ncu-$c/pop >> "$OUT/ncu.txt" 2>&1
 done
 [ -f "$OUT/ncu.txt" ] && grep -E "== ncu|evo_attn_fwd \(|Duration|Issue Slots|Executed Ipc A|Shared Memory|Pipe|Stall|Warp Cycles" "$OUT/ncu.txt" | head -60
+if [ -n "${CTEST_GPU:-}" ]; then
+  # The GPU-labelled tests, after the measurements (they need every target built).
+  build_evo && (cd build && timeout "${CTEST_TIMEOUT:-200}" ctest -L gpu --output-on-failure 2>&1) > "$OUT/ctest-gpu.log"
+  echo "ctest exit $? at ${SECONDS}s" | tee -a "$OUT/ctest-gpu.log"
+  tail -4 "$OUT/ctest-gpu.log"
+fi
 echo "end at ${SECONDS}s"
