@@ -6,11 +6,12 @@
 
 #include "cli/commands.h"
 #include "core/errors.h"
+#include "core/version.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"evo: evolve CUDA attention kernels stage by stage, with gates you can trust"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "evo 0.1.0");
+  app.set_version_flag("--version", std::string("evo ") + evo::evo_version());
   bool verbose = false;
   app.add_flag("-v,--verbose", verbose, "debug logging");
   app.parse_complete_callback([&] { spdlog::set_level(verbose ? spdlog::level::debug : spdlog::level::info); });

@@ -13,7 +13,7 @@ literals are blanked first, so a brace in them does not count. Stdlib only.
 import argparse, os, re, sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FOLDERS = ("harness", "gates")
+FOLDERS = ("harness",)
 SOURCES = (".cpp", ".h")
 
 LITERALS = re.compile(r'R"(?P<d>[^(\s]*)\(.*?\)(?P=d)"|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|//[^\n]*|/\*.*?\*/',

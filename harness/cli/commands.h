@@ -12,10 +12,10 @@ void add_population_command(CLI::App& app);
 void add_compare_command(CLI::App& app);
 void add_gate_command(CLI::App& app);
 void add_merge_command(CLI::App& app);
-void add_eval_command(CLI::App& app);     // cli/eval.cpp
-void add_request_command(CLI::App& app);  // cli/request.cpp: evo context
-void add_evolve_command(CLI::App& app);   // cli/evolve.cpp
-void add_docs_command(CLI::App& app);     // cli/docs.cpp: figures in README/docs from records
+void add_eval_command(CLI::App& app);       // cli/eval.cpp
+void add_request_command(CLI::App& app);    // cli/request.cpp: evo context
+void add_evolve_command(CLI::App& app);     // cli/evolve.cpp
+void add_docs_command(CLI::App& app);       // cli/docs.cpp: figures in README/docs from records
 void add_internal_commands(CLI::App& app);  // __compile, __worker (hidden)
 
 // Set by a command's callback; main returns it.

@@ -1,11 +1,12 @@
 // evo compare [--gpu G] [--task T] [--out FILE|-] [--format md|json|csv] [--results DIR]:
 // COMPARE.md (or JSON / CSV) from the records alone; no GPU, no clock, same records -> same bytes.
+#include "report/compare.h"
+
 #include <iostream>
 
 #include "cli/commands.h"
 #include "core/errors.h"
 #include "core/paths.h"
-#include "report/compare.h"
 #include "evolve/report.h"
 #include "store/atomic_file.h"
 
@@ -36,10 +37,10 @@ void run_compare(const CompareOptions& o) {
   const std::filesystem::path results = o.results.empty() ? repo_root() / "results" : std::filesystem::path(o.results);
   const CompareInput input = load_compare_input(results);
   const Comparison comparison = build_comparison(input, {o.gpu, o.task}, compare_thresholds(o));
-  const std::string text = o.format == "json"  ? render_json(comparison)
-                           : o.format == "csv" ? render_csv(comparison)
-                                               : render_markdown(comparison) +
-                                                     render_evolution_markdown(input.records, o.gpu, o.task);
+  const std::string text = o.format == "json" ? render_json(comparison)
+                           : o.format == "csv"
+                               ? render_csv(comparison)
+                               : render_markdown(comparison) + render_evolution_markdown(input.records, o.gpu, o.task);
   if (o.out == "-") {
     std::cout << text;
     return;
@@ -54,13 +55,17 @@ void run_compare(const CompareOptions& o) {
 
 void add_compare_command(CLI::App& app) {
   auto o = std::make_shared<CompareOptions>();
-  auto* cmd = app.add_subcommand("compare", "Write COMPARE.md (stages, peers, failures, chart) from the records; no GPU needed");
+  auto* cmd = app.add_subcommand("compare",
+                                 "Write COMPARE.md (stages, peers, failures, chart) from the records; no GPU needed");
   cmd->add_option("--gpu", o->gpu, "only this GPU (gpu_key, e.g. nvidia-h200)");
   cmd->add_option("--task", o->task, "only this task, e.g. fp16-d64");
   cmd->add_option("--out", o->out, "output file, - for stdout (default: <results>/COMPARE.<format>)");
-  cmd->add_option("--format", o->format, "md, json or csv")->check(CLI::IsMember({"md", "json", "csv"}))->capture_default_str();
+  cmd->add_option("--format", o->format, "md, json or csv")
+      ->check(CLI::IsMember({"md", "json", "csv"}))
+      ->capture_default_str();
   cmd->add_option("--results", o->results, "results directory with *.jsonl and peers/*.json (default: <repo>/results)");
-  cmd->add_option("--gates", o->gates, "gates.json whose \"compare\" and \"verdict\" thresholds to apply (default: the repo's)");
+  cmd->add_option("--gates", o->gates,
+                  "gates.json whose \"compare\" and \"verdict\" thresholds to apply (default: the repo's)");
   cmd->callback([o] { run_compare(*o); });
 }
 

@@ -7,13 +7,13 @@
 #include <thread>
 
 #include "cli/commands.h"
-#include "compile/compile_set.h"
 #include "cli/context.h"
+#include "compile/compile_record.h"
+#include "compile/compile_set.h"
 #include "core/errors.h"
 #include "core/paths.h"
 #include "core/shard.h"
 #include "report/table.h"
-#include "compile/compile_record.h"
 #include "store/record.h"
 
 namespace evo {
@@ -42,8 +42,16 @@ std::vector<std::string> compile_row(const Candidate& c, const CompileResult& r)
     smem = fmt::format("{:.1f}K", (r.resources->static_smem + r.launch->smem_bytes) / 1024.0);
     threads = std::to_string(r.launch->threads);
   }
-  return {c.variant->id, c.task.name(), c.params_text(), std::string(to_string(r.verdict.outcome)), regs, spill,
-          smem, threads, r.cached ? "cached" : fmt::format("{:.2f}s", r.seconds), r.verdict.reason};
+  return {c.variant->id,
+          c.task.name(),
+          c.params_text(),
+          std::string(to_string(r.verdict.outcome)),
+          regs,
+          spill,
+          smem,
+          threads,
+          r.cached ? "cached" : fmt::format("{:.2f}s", r.seconds),
+          r.verdict.reason};
 }
 
 // N of the configs, evenly spaced over the expansion (first one included), or all of them.
@@ -118,8 +126,8 @@ void run_compile(const CompileOptions& o) {
     std::string summary;
     for (int k = 0; k < 16; ++k)
       if (counts[k]) summary += fmt::format("{}{} {}", summary.empty() ? "" : ", ", counts[k], to_string(Outcome(k)));
-    std::cout << fmt::format("{} configs for {}: {} ({} from cache, {:.1f} s compile time)\n", candidates.size(), o.arch,
-                             summary.empty() ? "none" : summary, cached, total);
+    std::cout << fmt::format("{} configs for {}: {} ({} from cache, {:.1f} s compile time)\n", candidates.size(),
+                             o.arch, summary.empty() ? "none" : summary, cached, total);
   }
   if (first_broken) {
     std::cout << std::flush;
@@ -133,7 +141,8 @@ void run_compile(const CompileOptions& o) {
 
 void add_compile_command(CLI::App& app) {
   auto o = std::make_shared<CompileOptions>();
-  auto* cmd = app.add_subcommand("compile", "Compile variants with NVRTC (cached) and apply the resource gate; no GPU needed");
+  auto* cmd =
+      app.add_subcommand("compile", "Compile variants with NVRTC (cached) and apply the resource gate; no GPU needed");
   cmd->add_option("--stage", o->stage, "stage number or all")->capture_default_str();
   cmd->add_option("--arch", o->arch, "sm_80, sm_89 or sm_90a")->capture_default_str();
   cmd->add_option("--task", o->tasks, "task(s), e.g. fp16-d64, bf16-d128-causal (default: all)")->delimiter(',');

@@ -54,7 +54,10 @@ void run_docs(const DocsOptions& o) {
     if (changed && o.check) stale.push_back(docs[i].string());
     if (changed && !o.check) write_file_atomic(docs[i], doc.text);
     std::cout << docs[i].string() << ": " << doc.figures << " figures, "
-              << (!changed ? "up to date" : o.check ? "STALE" : "updated") << "\n";
+              << (!changed  ? "up to date"
+                  : o.check ? "STALE"
+                            : "updated")
+              << "\n";
   }
   if (stale.empty()) return;
   std::string names;
@@ -66,7 +69,8 @@ void run_docs(const DocsOptions& o) {
 
 void add_docs_command(CLI::App& app) {
   auto o = std::make_shared<DocsOptions>();
-  auto* cmd = app.add_subcommand("docs", "Regenerate the figures marked in README.md and docs/*.md from the records; no GPU needed");
+  auto* cmd = app.add_subcommand(
+      "docs", "Regenerate the figures marked in README.md and docs/*.md from the records; no GPU needed");
   cmd->add_option("files", o->files, "docs to fill (default: README.md and every docs/*.md with an evo:figures mark)");
   cmd->add_option("--results", o->results, "results directory with *.jsonl and peers/*.json (default: <repo>/results)");
   cmd->add_flag("--check", o->check, "write nothing; exit 1 when a doc's figures differ from the records (CI)");

@@ -54,7 +54,6 @@ void check_devices(const Report& report) {
                        mem / double(1 << 30), l2 >> 20, clock ? std::to_string(*clock) + " MHz" : "n/a (no NVML)",
                        major >= 8 ? "" : ": evo variants need sm_80 or newer"));
   }
-
 }
 
 void run_doctor(const std::string& cache_dir) {
@@ -67,7 +66,8 @@ void run_doctor(const std::string& cache_dir) {
     Context ctx = Context::load();
     size_t variants = 0;
     for (const auto& s : ctx.stages) variants += s.variants.size();
-    report(true, "repository", fmt::format("{} ({} stages, {} variants)", ctx.root.string(), ctx.stages.size(), variants));
+    report(true, "repository",
+           fmt::format("{} ({} stages, {} variants)", ctx.root.string(), ctx.stages.size(), variants));
   } catch (const EvoError& e) {
     report(false, "repository", e.what());
   }

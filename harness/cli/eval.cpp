@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "cli/context.h"
+#include "compile/compile_record.h"
 #include "core/errors.h"
 #include "core/paths.h"
 #include "evolve/request.h"
@@ -15,7 +16,6 @@
 #include "run/session.h"
 #include "store/json_fields.h"
 #include "store/population.h"
-#include "compile/compile_record.h"
 #include "store/record.h"
 
 namespace evo {
@@ -40,7 +40,8 @@ json standing_json(const json& rec, const json& population, int stage, const fs:
   const double f = number_or(object_or_null(rec, "fitness"), "geomean_median_us", 0);
   for (const auto& e : stage_elites(population, stage)) {
     const double ef = number_or(object_or_null(e, "fitness"), "geomean_median_us", 0);
-    s["elites"].push_back({{"candidate_id", e["candidate_id"]}, {"fitness_us", ef},
+    s["elites"].push_back({{"candidate_id", e["candidate_id"]},
+                           {"fitness_us", ef},
                            {"speedup", f > 0 && ef > 0 ? json(ef / f) : json(nullptr)}});
   }
   if (!fs::exists(peers_file)) return s;
@@ -48,11 +49,14 @@ json standing_json(const json& rec, const json& population, int stage, const fs:
   for (const auto& t : rec["timing"]) {
     json best;
     for (const auto& p : peers.is_array() ? peers : json::array())
-      if (string_or(p, "task") == string_or(rec, "task") && string_or(p, "shape") == string_or(t, "shape") && p.contains("timing") &&
-          !p["timing"].empty() && (best.is_null() || p["timing"][0]["median_us"] < best["timing"][0]["median_us"]))
+      if (string_or(p, "task") == string_or(rec, "task") && string_or(p, "shape") == string_or(t, "shape") &&
+          p.contains("timing") && !p["timing"].empty() &&
+          (best.is_null() || p["timing"][0]["median_us"] < best["timing"][0]["median_us"]))
         best = p;
     if (!best.is_null())
-      s["peers"].push_back({{"shape", t["shape"]}, {"peer", best["variant"]}, {"peer_us", best["timing"][0]["median_us"]},
+      s["peers"].push_back({{"shape", t["shape"]},
+                            {"peer", best["variant"]},
+                            {"peer_us", best["timing"][0]["median_us"]},
                             {"speedup", best["timing"][0]["median_us"].get<double>() / t["median_us"].get<double>()}});
   }
   return s;
@@ -81,9 +85,10 @@ void print_verdict(const json& v) {
     std::cout << "  compile log:\n" << v["compile_log"].get<std::string>() << "\n";
   if (v.contains("failing_case")) std::cout << "  failing case: " << v["failing_case"].dump() << "\n";
   for (const auto& t : v["timing"])
-    std::cout << fmt::format("  {}: median {:.2f} µs, {:.0f} TFLOPS\n", string_or(t, "shape"), number_or(t, "median_us", 0),
-                             number_or(t, "tflops", 0));
-  if (v["fitness"].is_object()) std::cout << fmt::format("  fitness {:.2f} µs\n", v["fitness"]["geomean_median_us"].get<double>());
+    std::cout << fmt::format("  {}: median {:.2f} µs, {:.0f} TFLOPS\n", string_or(t, "shape"),
+                             number_or(t, "median_us", 0), number_or(t, "tflops", 0));
+  if (v["fitness"].is_object())
+    std::cout << fmt::format("  fitness {:.2f} µs\n", v["fitness"]["geomean_median_us"].get<double>());
   if (v.contains("standing")) std::cout << "  standing: " << v["standing"].dump() << "\n";
 }
 
@@ -122,13 +127,16 @@ void run_eval(const EvalOptions& o) {
     json rec = compile_record(c, current, compiler.nvrtc_version());
     if (session && current.verdict.ok()) {
       const EvalPlan plan = make_plan(ctx.gates, o.quick ? quick_plan_request(ctx.gates, t)
-                                                         : PlanRequest{t, ctx.gates.gate_sets, ctx.gates.benchmark_sets, ctx.gates.seeds, false, draw_gate_seed()});
+                                                         : PlanRequest{t, ctx.gates.gate_sets, ctx.gates.benchmark_sets,
+                                                                       ctx.gates.seeds, false, draw_gate_seed()});
       session->prepare_references(plan, [](const std::string&) {});
       const json pop = session->population(t, plan.benchmark);
-      rec = session->evaluate(c, current, plan, elite_standing(pop, stage.number, c.id()), "eval", [](const std::string&) {});
+      rec = session->evaluate(c, current, plan, elite_standing(pop, stage.number, c.id()), "eval",
+                              [](const std::string&) {});
       session->drop_sampled_references(plan);
       json v = verdict_json(rec, current);
-      v["standing"] = standing_json(rec, pop, stage.number, fs::path(o.results_dir) / "peers" / (session->gpu().key + ".json"));
+      v["standing"] =
+          standing_json(rec, pop, stage.number, fs::path(o.results_dir) / "peers" / (session->gpu().key + ".json"));
       out.push_back(v);
     } else {
       out.push_back(verdict_json(rec, current));
@@ -144,7 +152,8 @@ void run_eval(const EvalOptions& o) {
 
 void add_eval_command(CLI::App& app) {
   auto o = std::make_shared<EvalOptions>();
-  auto* cmd = app.add_subcommand("eval", "One kernel file from anywhere through compile, gates and timing; a verdict and a record");
+  auto* cmd = app.add_subcommand(
+      "eval", "One kernel file from anywhere through compile, gates and timing; a verdict and a record");
   cmd->add_option("file", o->file, "the .cu file (front matter first, docs/variants.md)")->required();
   cmd->add_option("--task", o->tasks, "task(s)")->delimiter(',')->capture_default_str();
   cmd->add_option("--stage", o->stage, "the stage it competes in (default: the last)");

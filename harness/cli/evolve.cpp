@@ -15,13 +15,18 @@ void add_evolve_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--generations", o->generations, "generations")->capture_default_str();
   cmd->add_option("--population", o->population, "proposals per generation")->capture_default_str();
-  cmd->add_option("--budget-gpu-s", o->budget_gpu_s, "stop once this many GPU-seconds are spent (0: no limit)")->capture_default_str();
-  cmd->add_option("--operator", o->op, "request parts for exec generators: free, insight or full")->capture_default_str();
+  cmd->add_option("--budget-gpu-s", o->budget_gpu_s, "stop once this many GPU-seconds are spent (0: no limit)")
+      ->capture_default_str();
+  cmd->add_option("--operator", o->op, "request parts for exec generators: free, insight or full")
+      ->capture_default_str();
   cmd->add_option("--resume", o->resume, "continue the run with this id (from its records)");
   cmd->add_option("--rng-seed", o->rng_seed, "seed of the builtin generator")->capture_default_str();
-  cmd->add_flag("--quick", o->quick, "screen each candidate on the small gate and one shape; only the promising get the full run");
-  cmd->add_option("--promote", o->promote, "with --quick: go on when within this factor of the best screen")->capture_default_str();
-  cmd->add_option("--generator-timeout", o->generator_timeout_s, "seconds an exec generator may take per request")->capture_default_str();
+  cmd->add_flag("--quick", o->quick,
+                "screen each candidate on the small gate and one shape; only the promising get the full run");
+  cmd->add_option("--promote", o->promote, "with --quick: go on when within this factor of the best screen")
+      ->capture_default_str();
+  cmd->add_option("--generator-timeout", o->generator_timeout_s, "seconds an exec generator may take per request")
+      ->capture_default_str();
   cmd->add_option("--results-dir", o->results_dir, "where records and traces go")->capture_default_str();
   cmd->add_option("--populations-dir", o->populations_dir, "where populations are written")->capture_default_str();
   cmd->add_option("--cache-dir", o->cache_dir, "compile and reference cache (default: $XDG_CACHE_HOME/evo)");
@@ -32,9 +37,11 @@ void add_evolve_command(CLI::App& app) {
   cmd->add_option("--island", o->island,
                   "run island i/N of a search (0-based; default inside a Slurm job array: SLURM_ARRAY_TASK_ID of "
                   "SLURM_ARRAY_TASK_COUNT): its own seed and parents, elites exchanged through --results-dir");
-  cmd->add_option("--island-group", o->island_group,
-                  "name of the island search, the same for all its islands (default: SLURM_ARRAY_JOB_ID, else seed<rng-seed>)");
-  cmd->add_option("--migrate-every", o->migrate_every, "islands import the other islands' elites every K generations (0: never)")
+  cmd->add_option(
+      "--island-group", o->island_group,
+      "name of the island search, the same for all its islands (default: SLURM_ARRAY_JOB_ID, else seed<rng-seed>)");
+  cmd->add_option("--migrate-every", o->migrate_every,
+                  "islands import the other islands' elites every K generations (0: never)")
       ->capture_default_str();
   cmd->add_option("--migrate-wait", o->migrate_wait_s, "seconds an import waits for an island that is behind")
       ->capture_default_str();

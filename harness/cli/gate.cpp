@@ -69,8 +69,10 @@ std::vector<nlohmann::json> measured_records(const GateOptions& o, const std::ve
   r.top = 1;
   r.devices = o.devices;
   r.gate_seed = o.gate_seed.empty() ? draw_gate_seed() : parse_gate_seed(o.gate_seed);
-  std::cout << fmt::format("gate: sampled cases drawn with gate seed {} (replay: --gate-seed {})\n", *r.gate_seed, *r.gate_seed);
-  r.results_file = o.record.empty() ? ctx.root / "results" / ("gate-" + utc_now_compact() + ".jsonl") : std::filesystem::path(o.record);
+  std::cout << fmt::format("gate: sampled cases drawn with gate seed {} (replay: --gate-seed {})\n", *r.gate_seed,
+                           *r.gate_seed);
+  r.results_file = o.record.empty() ? ctx.root / "results" / ("gate-" + utc_now_compact() + ".jsonl")
+                                    : std::filesystem::path(o.record);
   r.cache_dir = o.cache_dir.empty() ? default_cache_dir() : std::filesystem::path(o.cache_dir);
   auto records = remeasure_elites(ctx, r);
   std::cout << fmt::format("measured {} record(s) again; appended to {}\n", records.size(), r.results_file.string());
@@ -88,8 +90,10 @@ std::string xml_escape(const std::string& s) {
       case '\'': out += "&apos;"; break;
       default:
         // Control characters are not allowed in XML 1.0 text: keep the report parseable.
-        if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') out += ' ';
-        else out += c;
+        if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t')
+          out += ' ';
+        else
+          out += c;
     }
   }
   return out;
@@ -112,10 +116,11 @@ std::string detail_line(const GateResult& r, const RegressionConfig& c) {
   std::string s = fmt::format("{} {} ({} {}, stage {}): ", r.entry.task, r.entry.shape, r.entry.variant,
                               params_text(r.entry.params), r.entry.stage);
   if (r.check)
-    s += fmt::format("baseline {:.2f} µs (n {}), current {:.2f} µs (n {}), current/baseline {:.3f} in {} at {:.0f} %; "
-                     "min effect ±{:.1f} %",
-                     r.entry.sample.median_us, r.entry.sample.n, r.current->median_us, r.current->n,
-                     r.check->interval.ratio, interval_text(r), c.confidence * 100, c.min_effect * 100);
+    s += fmt::format(
+        "baseline {:.2f} µs (n {}), current {:.2f} µs (n {}), current/baseline {:.3f} in {} at {:.0f} %; "
+        "min effect ±{:.1f} %",
+        r.entry.sample.median_us, r.entry.sample.n, r.current->median_us, r.current->n, r.check->interval.ratio,
+        interval_text(r), c.confidence * 100, c.min_effect * 100);
   if (!r.note.empty()) s += (r.check ? "; " : "") + r.note;
   return s;
 }
@@ -134,7 +139,8 @@ std::string junit_xml(const std::vector<GateResult>& results, const GateBaseline
         break;
       case GateStatus::broken:
         ++failures;
-        body = fmt::format("<failure type=\"CORRECTNESS\" message=\"the current kernel is not ok\">{}</failure>", detail);
+        body =
+            fmt::format("<failure type=\"CORRECTNESS\" message=\"the current kernel is not ok\">{}</failure>", detail);
         break;
       case GateStatus::missing:
         ++errors;
@@ -143,16 +149,15 @@ std::string junit_xml(const std::vector<GateResult>& results, const GateBaseline
       case GateStatus::ambiguous:
         if (strict) {
           ++failures;
-          body = fmt::format("<failure type=\"AMBIGUOUS\" message=\"too noisy to decide (--strict)\">{}</failure>", detail);
+          body = fmt::format("<failure type=\"AMBIGUOUS\" message=\"too noisy to decide (--strict)\">{}</failure>",
+                             detail);
         } else {
           ++skipped;
           body = fmt::format("<skipped message=\"AMBIGUOUS: too noisy to decide: {}\"/>", detail);
         }
         break;
       case GateStatus::same:
-      case GateStatus::fast:
-        body = fmt::format("<system-out>{}: {}</system-out>", to_string(r.status), detail);
-        break;
+      case GateStatus::fast: body = fmt::format("<system-out>{}: {}</system-out>", to_string(r.status), detail); break;
     }
     cases += fmt::format("    <testcase classname=\"evo.gate.{}\" name=\"{}\" time=\"0\">\n      {}\n    </testcase>\n",
                          xml_escape(r.entry.task), xml_escape(r.entry.shape), body);
@@ -160,7 +165,8 @@ std::string junit_xml(const std::vector<GateResult>& results, const GateBaseline
   const std::string counts = fmt::format("tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\"", results.size(),
                                          failures, errors, skipped);
   return fmt::format(
-      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"evo gate\" {}>\n  <testsuite name=\"evo gate {}\" "
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"evo gate\" {}>\n  <testsuite name=\"evo gate "
+      "{}\" "
       "{}>\n{}  </testsuite>\n</testsuites>\n",
       counts, xml_escape(b.gpu), counts, cases);
 }
@@ -172,13 +178,15 @@ void print_results(const std::vector<GateResult>& results, const RegressionConfi
   for (const auto& r : results) {
     ++counts[r.status];
     table.add({r.entry.task, r.entry.shape, std::to_string(r.entry.stage), r.entry.variant,
-               fmt::format("{:.2f}", r.entry.sample.median_us), r.current ? fmt::format("{:.2f}", r.current->median_us) : "-",
+               fmt::format("{:.2f}", r.entry.sample.median_us),
+               r.current ? fmt::format("{:.2f}", r.current->median_us) : "-",
                r.check ? fmt::format("{:.3f}", r.check->interval.ratio) : "-", interval_text(r),
                std::string(to_string(r.status)), r.note});
   }
   std::cout << table.render();
   std::string summary;
-  for (const auto& [status, n] : counts) summary += fmt::format("{}{} {}", summary.empty() ? "" : ", ", n, to_string(status));
+  for (const auto& [status, n] : counts)
+    summary += fmt::format("{}{} {}", summary.empty() ? "" : ", ", n, to_string(status));
   std::cout << fmt::format("gate: {} (confidence {:.0f} %, min effect ±{:.1f} %{}) -> exit {}\n", summary,
                            c.confidence * 100, c.min_effect * 100, strict ? ", --strict" : "", exit_code);
 
@@ -192,8 +200,7 @@ void print_results(const std::vector<GateResult>& results, const RegressionConfi
         "evo gate: AMBIGUOUS: {} check(s) could not be told apart from noise: the {:.0f} % interval straddles "
         "±{:.1f} %. This is NOT a pass: re-measure on a quiet GPU (more samples), or run with --strict to fail on "
         "it{}.\n",
-        counts[GateStatus::ambiguous], c.confidence * 100, c.min_effect * 100,
-        strict ? " (it does now: exit 4)" : "");
+        counts[GateStatus::ambiguous], c.confidence * 100, c.min_effect * 100, strict ? " (it does now: exit 4)" : "");
   if (counts[GateStatus::missing] > 0)
     std::cerr << "evo gate: MISSING: the baseline names (task, shape) pairs with no current measurement; if the elite "
                  "changed on purpose, write a new baseline with `evo gate --write-baseline FILE`\n";
@@ -264,19 +271,22 @@ void add_gate_command(CLI::App& app) {
   cmd->add_flag("--strict", o->strict, "AMBIGUOUS (too noisy to decide) fails with exit 4");
   cmd->add_option("--task", o->tasks, "only these task(s)")->delimiter(',');
   cmd->add_option("--gpu", o->gpu, "with --write-baseline: the GPU (gpu_key) when the records hold several");
-  cmd->add_option("--record", o->record, "when measuring: results file to append to (default: results/gate-<time>.jsonl)");
+  cmd->add_option("--record", o->record,
+                  "when measuring: results file to append to (default: results/gate-<time>.jsonl)");
   cmd->add_option("--cache-dir", o->cache_dir, "when measuring: compile cache (default: $XDG_CACHE_HOME/evo)");
   cmd->add_option("--devices", o->devices, "when measuring: GPUs to share the elites over, e.g. 0,1 or all (one model)")
       ->capture_default_str();
-  cmd->add_option("--gate-seed", o->gate_seed,
-                  "when measuring: seed of the sampled gate cases (default: drawn per run; a record's gate_seed replays them)");
+  cmd->add_option(
+      "--gate-seed", o->gate_seed,
+      "when measuring: seed of the sampled gate cases (default: drawn per run; a record's gate_seed replays them)");
   cmd->add_option("--confidence", o->confidence, "override gates.json regression.confidence (two-sided)");
   cmd->add_option("--min-effect", o->min_effect, "override gates.json regression.min_effect (e.g. 0.03)");
   cmd->callback([o] {
     if (o->baseline.empty() && o->write_baseline.empty())
       throw usage_error("evo gate needs --baseline FILE (check) or --write-baseline FILE (record one)");
     if (!o->write_baseline.empty()) {
-      if (!o->junit.empty() || o->strict) throw usage_error("--junit and --strict go with --baseline, not --write-baseline");
+      if (!o->junit.empty() || o->strict)
+        throw usage_error("--junit and --strict go with --baseline, not --write-baseline");
       run_write_baseline(*o);
     } else {
       if (!o->gpu.empty()) throw usage_error("--gpu goes with --write-baseline; a baseline names its GPU");

@@ -18,14 +18,23 @@ void run_list(bool as_json) {
   for (const auto& t : all_tasks()) out["tasks"].push_back(t.name());
   for (const auto& t : opt_in_tasks()) out["opt_in_tasks"].push_back(t.name());  // only when named (--task)
   for (const auto& s : ctx.stages) {
-    nlohmann::json js = {{"stage", s.number}, {"slug", s.slug}, {"title", s.title}, {"dir", s.dir.string()},
+    nlohmann::json js = {{"stage", s.number},
+                         {"slug", s.slug},
+                         {"title", s.title},
+                         {"dir", s.dir.string()},
                          {"variants", nlohmann::json::array()}};
     for (const auto& v : s.variants) {
       nlohmann::json params = nlohmann::json::object();
       for (const auto& t : v.params) params[t.name] = t.values;
-      js["variants"].push_back({{"id", v.id}, {"summary", v.summary}, {"parent", v.parent ? nlohmann::json(*v.parent) : nlohmann::json()},
-                                {"params", params}, {"configs", expand_params(v).size()}, {"dtypes", v.dtypes},
-                                {"head_dims", v.head_dims}, {"min_sm", v.min_sm}, {"path", v.path.string()}});
+      js["variants"].push_back({{"id", v.id},
+                                {"summary", v.summary},
+                                {"parent", v.parent ? nlohmann::json(*v.parent) : nlohmann::json()},
+                                {"params", params},
+                                {"configs", expand_params(v).size()},
+                                {"dtypes", v.dtypes},
+                                {"head_dims", v.head_dims},
+                                {"min_sm", v.min_sm},
+                                {"path", v.path.string()}});
     }
     out["stages"].push_back(js);
   }
@@ -44,8 +53,8 @@ void run_list(bool as_json) {
       }
       std::cout << fmt::format("  {:<32} {}\n", v.id, v.summary);
       std::cout << fmt::format("  {:<32}  params:{} ({} configs); {}; d{}; sm_{}+\n", "",
-                               params.empty() ? " none" : params, expand_params(v).size(),
-                               fmt::join(v.dtypes, "/"), fmt::join(v.head_dims, "/d"), v.min_sm);
+                               params.empty() ? " none" : params, expand_params(v).size(), fmt::join(v.dtypes, "/"),
+                               fmt::join(v.head_dims, "/d"), v.min_sm);
     }
     if (s.variants.empty()) std::cout << "  (no variants)\n";
   }

@@ -31,9 +31,7 @@ struct MergeOptions {
 // One evaluation is one (run, candidate, time): the same record merged twice, or a log merged
 // back into the repo it came from, adds nothing.
 using RecordKey = std::tuple<std::string, std::string, std::string>;
-RecordKey key_of(const json& r) {
-  return {r.value("run_id", ""), r.value("candidate_id", ""), r.value("time", "")};
-}
+RecordKey key_of(const json& r) { return {r.value("run_id", ""), r.value("candidate_id", ""), r.value("time", "")}; }
 
 void run_merge(const MergeOptions& o) {
   if (o.files.empty()) throw usage_error("evo merge: name at least one results file (*.jsonl) to merge");
@@ -77,9 +75,10 @@ void run_merge(const MergeOptions& o) {
   for (const auto& p : all.problems) std::cerr << "evo: skipped " << p << "\n";
   const auto populations = derive_populations(all.records);
   for (const auto& [key, pop] : populations) write_population(o.populations_dir, pop);
-  std::cout << fmt::format("merged {} records into {} ({} already present, {} invalid lines skipped); {} populations "
-                           "written to {}\n",
-                           written, target.string(), duplicates, skipped, populations.size(), o.populations_dir);
+  std::cout << fmt::format(
+      "merged {} records into {} ({} already present, {} invalid lines skipped); {} populations "
+      "written to {}\n",
+      written, target.string(), duplicates, skipped, populations.size(), o.populations_dir);
   if (skipped > 0 || !all.problems.empty()) g_exit_code = kExitUsage;
 }
 

@@ -1,11 +1,12 @@
 // evo population rebuild: populations are a pure function of the records; derive them again.
+#include "store/population.h"
+
 #include <fmt/format.h>
 
 #include <iostream>
 
 #include "cli/commands.h"
 #include "core/errors.h"
-#include "store/population.h"
 #include "store/records.h"
 
 namespace evo {
@@ -21,10 +22,11 @@ void rebuild(const std::string& results_dir, const std::string& populations_dir)
     write_population(populations_dir, pop);
     size_t elites = 0;
     for (auto& [stage, list] : pop["stages"].items()) elites += list.size();
-    std::cout << fmt::format("{}/{}.json: {} stages, {} elites\n", pop["gpu"].get<std::string>(), pop["task"].get<std::string>(),
-                             pop["stages"].size(), elites);
+    std::cout << fmt::format("{}/{}.json: {} stages, {} elites\n", pop["gpu"].get<std::string>(),
+                             pop["task"].get<std::string>(), pop["stages"].size(), elites);
   }
-  std::cout << fmt::format("{} records read, {} populations written to {}\n", rs.records.size(), pops.size(), populations_dir);
+  std::cout << fmt::format("{} records read, {} populations written to {}\n", rs.records.size(), pops.size(),
+                           populations_dir);
   if (!rs.problems.empty()) g_exit_code = kExitUsage;
 }
 

@@ -1,11 +1,12 @@
 // evo context --task T --stage N: the request a generator gets (JSON, or Markdown with --md),
 // built from the records alone (no GPU needed). See evolve/request.h for what is in it.
+#include "evolve/request.h"
+
 #include <iostream>
 
 #include "cli/commands.h"
 #include "cli/context.h"
 #include "core/errors.h"
-#include "evolve/request.h"
 #include "store/records.h"
 
 namespace evo {
@@ -38,12 +39,14 @@ void run_request(const RequestOptions& o) {
 
 void add_request_command(CLI::App& app) {
   auto o = std::make_shared<RequestOptions>();
-  auto* cmd = app.add_subcommand("context", "The request a generator gets: task context, elites, insights, recent failures");
+  auto* cmd =
+      app.add_subcommand("context", "The request a generator gets: task context, elites, insights, recent failures");
   cmd->add_option("--task", o->task, "task")->capture_default_str();
   cmd->add_option("--stage", o->stage, "stage number")->required();
   cmd->add_flag("--json", o->as_json, "JSON (the default)");
   cmd->add_flag("--md", o->as_md, "Markdown");
-  cmd->add_option("--operator", o->op, "free (I1), insight (I1+I3) or full (I1+I2+I3); failures always")->capture_default_str();
+  cmd->add_option("--operator", o->op, "free (I1), insight (I1+I3) or full (I1+I2+I3); failures always")
+      ->capture_default_str();
   cmd->add_option("--gpu", o->gpu, "whose elites, e.g. nvidia-h200 (default: the newest record's GPU)");
   cmd->add_option("--results-dir", o->results_dir, "where the records are")->capture_default_str();
   cmd->add_option("--max-failures", o->max_failures, "recent failures to include")->capture_default_str();

@@ -10,8 +10,8 @@
 #include <mutex>
 
 #include "cli/commands.h"
-#include "compile/compile_set.h"
 #include "cli/context.h"
+#include "compile/compile_set.h"
 #include "core/errors.h"
 #include "core/paths.h"
 #include "core/shard.h"
@@ -77,7 +77,8 @@ fs::path sanitizer_or_fail(bool sanitize) {
         named));
   if (!found)
     throw environment_error(
-        "--sanitize needs compute-sanitizer (CUDA toolkit): put it on PATH, set CUDA_HOME, or set EVO_COMPUTE_SANITIZER");
+        "--sanitize needs compute-sanitizer (CUDA toolkit): put it on PATH, set CUDA_HOME, or set "
+        "EVO_COMPUTE_SANITIZER");
   return *found;
 }
 
@@ -95,16 +96,19 @@ std::vector<EvalPlan> make_plans(const Context& ctx, const std::vector<Task>& ta
 
 // A session per GPU of --devices (or --device), or none with `no_gpu` saying why (then only the
 // compile table is shown). A selection the host cannot serve is a usage error, before any work.
-std::vector<std::unique_ptr<Session>> open_device_sessions(const Context& ctx, const Compiler& compiler, const RunOptions& o,
-                                                    const fs::path& cache, const fs::path& sanitizer, const Shard& shard,
-                                                    std::string& no_gpu) {
+std::vector<std::unique_ptr<Session>> open_device_sessions(const Context& ctx, const Compiler& compiler,
+                                                           const RunOptions& o, const fs::path& cache,
+                                                           const fs::path& sanitizer, const Shard& shard,
+                                                           std::string& no_gpu) {
   try {
     const auto gpus = query_devices(o.devices.empty() ? std::to_string(o.device) : o.devices);
-    const std::string tag = fmt::format("stage{}{}", o.stage, shard.active() ? fmt::format("-shard{}of{}", shard.index, shard.count) : "");
-    return open_sessions(ctx, compiler,
-                         SessionOptions{o.results_dir, o.populations_dir, cache, 0, tag, {}, true, sanitizer,
-                                        shard.active() ? shard.text() : ""},
-                         gpus);
+    const std::string tag =
+        fmt::format("stage{}{}", o.stage, shard.active() ? fmt::format("-shard{}of{}", shard.index, shard.count) : "");
+    return open_sessions(
+        ctx, compiler,
+        SessionOptions{
+            o.results_dir, o.populations_dir, cache, 0, tag, {}, true, sanitizer, shard.active() ? shard.text() : ""},
+        gpus);
   } catch (const EvoError& e) {
     if (e.code() != kExitEnvironment) throw;
     no_gpu = e.what();
@@ -156,7 +160,8 @@ TaskWork choose_and_compile(const Stage& stage, const Task& task, const EvalPlan
   w.compiled = compile_all(compiler, cands, o.jobs);
   TaskWork keep;  // invalid combinations dropped, then the budget kept
   for (size_t i = 0; i < w.chosen.size() && keep.chosen.size() < o.budget; ++i) {
-    if (w.compiled[i].verdict.outcome == Outcome::constraints || w.compiled[i].verdict.outcome == Outcome::unsupported) continue;
+    if (w.compiled[i].verdict.outcome == Outcome::constraints || w.compiled[i].verdict.outcome == Outcome::unsupported)
+      continue;
     keep.chosen.push_back(w.chosen[i]);
     keep.compiled.push_back(w.compiled[i]);
   }
@@ -172,7 +177,9 @@ void print_compile_table(const std::vector<TaskWork>& work) {
       t.add({c.variant->id, c.task.name(), c.params_text(), std::string(to_string(r.verdict.outcome)),
              r.resources ? std::to_string(r.resources->registers) : "-",
              r.resources ? std::to_string(r.resources->spill_stores + r.resources->spill_loads) : "-",
-             r.resources && r.launch ? fmt::format("{:.1f}K", (r.resources->static_smem + r.launch->smem_bytes) / 1024.0) : "-",
+             r.resources && r.launch
+                 ? fmt::format("{:.1f}K", (r.resources->static_smem + r.launch->smem_bytes) / 1024.0)
+                 : "-",
              r.verdict.reason});
     }
   std::cout << t.render() << std::flush;
@@ -182,7 +189,8 @@ void print_compile_table(const std::vector<TaskWork>& work) {
 std::string sampled_note(const json& rec) {
   const json s = rec["gates"].value("sampled", json());
   if (!s.is_object()) return "";
-  return fmt::format(" — sampled {}/{} passed (seed {})", s.value("passed", 0), s.value("cases", 0), s.value("seed", 0u));
+  return fmt::format(" — sampled {}/{} passed (seed {})", s.value("passed", 0), s.value("cases", 0),
+                     s.value("seed", 0u));
 }
 
 std::string verdict_text(const json& rec) {
@@ -214,8 +222,9 @@ std::vector<std::string> result_row(const Candidate& c, const json& rec, const E
 
 void announce(Progress& progress, const Stage& stage, const Session& session, size_t gpus, const Shard& shard,
               const Context& ctx, size_t total, const fs::path& sanitizer, const EvalPlan& plan) {
-  progress.note(fmt::format("evo run: stage {} ({}) on {} [{}] x{}, {} candidates, records -> {}", stage.number, stage.slug,
-                            session.gpu().name, session.gpu().key, gpus, total, session.results_file().string()));
+  progress.note(fmt::format("evo run: stage {} ({}) on {} [{}] x{}, {} candidates, records -> {}", stage.number,
+                            stage.slug, session.gpu().name, session.gpu().key, gpus, total,
+                            session.results_file().string()));
   if (shard.active())
     progress.note(fmt::format("shard {} (from {}): {} of the stage's candidates", shard.text(), shard.source, total));
   if (plan.gate_seed && plan.sampled_cases)
@@ -229,15 +238,17 @@ void announce(Progress& progress, const Stage& stage, const Session& session, si
 }
 
 std::string fitness_suffix(const json& rec) {
-  return rec["fitness"].is_object() ? fmt::format(" — fitness {:.1f} µs", rec["fitness"]["geomean_median_us"].get<double>()) : "";
+  return rec["fitness"].is_object()
+             ? fmt::format(" — fitness {:.1f} µs", rec["fitness"]["geomean_median_us"].get<double>())
+             : "";
 }
 
 // Every item on the sessions' GPUs, one thread per GPU from one queue; records[k] is item k's
 // record (null if it never ran because every GPU had failed).
-PoolReport evaluate_on_devices(const std::vector<std::unique_ptr<Session>>& sessions, const std::vector<WorkItem>& items,
-                               const std::vector<TaskWork>& work, const std::vector<Task>& tasks,
-                               const std::vector<EvalPlan>& plans, int stage, Progress& progress,
-                               std::vector<json>& records) {
+PoolReport evaluate_on_devices(const std::vector<std::unique_ptr<Session>>& sessions,
+                               const std::vector<WorkItem>& items, const std::vector<TaskWork>& work,
+                               const std::vector<Task>& tasks, const std::vector<EvalPlan>& plans, int stage,
+                               Progress& progress, std::vector<json>& records) {
   records.assign(items.size(), json());
   std::mutex mu;  // progress lines and records from several GPU threads
   const bool several = sessions.size() > 1;
@@ -259,7 +270,8 @@ PoolReport evaluate_on_devices(const std::vector<std::unique_ptr<Session>>& sess
           if (!several) progress.phase(ph);  // one live line cannot follow several GPUs
         });
         std::lock_guard lock(mu);
-        progress.done(fmt::format("{}: {}{}{}", label, verdict_text(rec).substr(0, 160), sampled_note(rec), fitness_suffix(rec)));
+        progress.done(
+            fmt::format("{}: {}{}{}", label, verdict_text(rec).substr(0, 160), sampled_note(rec), fitness_suffix(rec)));
         records[k] = std::move(rec);
       },
       [&](size_t slot, size_t k, const std::string& why) {
@@ -296,16 +308,20 @@ void print_summary(const std::vector<json>& records, const std::vector<std::uniq
     if (rec.is_object()) ++evaluated, gpu_seconds += rec["gpu_seconds"].get<double>();
   std::vector<std::string> per_gpu;
   for (size_t s = 0; s < sessions.size(); ++s)
-    per_gpu.push_back(fmt::format("GPU {} {}: {}", sessions[s]->gpu().index, sessions[s]->gpu().uuid, pool.items_per_device[s]));
-  std::cout << fmt::format("{} candidates, {:.1f} GPU-seconds ({:.1f} per candidate); records: {}\n", evaluated, gpu_seconds,
-                           evaluated ? gpu_seconds / double(evaluated) : 0.0, sessions.front()->results_file().string());
-  std::cout << fmt::format("wall {:.1f} s on {} GPU(s): {:.2f} candidates per wall-minute ({})\n", wall_s, sessions.size(),
-                           wall_s > 0 ? double(evaluated) * 60.0 / wall_s : 0.0, fmt::join(per_gpu, "; "));
+    per_gpu.push_back(
+        fmt::format("GPU {} {}: {}", sessions[s]->gpu().index, sessions[s]->gpu().uuid, pool.items_per_device[s]));
+  std::cout << fmt::format("{} candidates, {:.1f} GPU-seconds ({:.1f} per candidate); records: {}\n", evaluated,
+                           gpu_seconds, evaluated ? gpu_seconds / double(evaluated) : 0.0,
+                           sessions.front()->results_file().string());
+  std::cout << fmt::format("wall {:.1f} s on {} GPU(s): {:.2f} candidates per wall-minute ({})\n", wall_s,
+                           sessions.size(), wall_s > 0 ? double(evaluated) * 60.0 / wall_s : 0.0,
+                           fmt::join(per_gpu, "; "));
   if (const std::string means = phase_means(records); !means.empty()) std::cout << means << "\n";
   if (!pool.not_run.empty())
-    throw environment_error(fmt::format("every GPU failed ({}); {} candidate(s) were not evaluated and nothing else was "
-                                        "lost: run the same command again on working GPUs",
-                                        fmt::join(pool.failed_devices, "; "), pool.not_run.size()));
+    throw environment_error(
+        fmt::format("every GPU failed ({}); {} candidate(s) were not evaluated and nothing else was "
+                    "lost: run the same command again on working GPUs",
+                    fmt::join(pool.failed_devices, "; "), pool.not_run.size()));
 }
 
 void run_stage(const RunOptions& o) {
@@ -361,8 +377,10 @@ void add_run_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("run", "Gate and time a stage's candidates on the GPU; keep the elite top-3");
   cmd->add_option("--stage", o->stage, "stage number (see evo list)")->required();
   cmd->add_option("--task", o->tasks, "task(s), e.g. fp16-d64,bf16-d128-causal")->delimiter(',')->capture_default_str();
-  cmd->add_option("--budget", o->budget, "candidates per task (elite-seeded first, then drawn from the domain)")->capture_default_str();
-  cmd->add_option("--shapes", o->shapes, "gate shape sets or BxHqxHkvxSqxSkvxD[:bshd] (default: gates.json)")->delimiter(',');
+  cmd->add_option("--budget", o->budget, "candidates per task (elite-seeded first, then drawn from the domain)")
+      ->capture_default_str();
+  cmd->add_option("--shapes", o->shapes, "gate shape sets or BxHqxHkvxSqxSkvxD[:bshd] (default: gates.json)")
+      ->delimiter(',');
   cmd->add_option("--bench", o->bench, "benchmark shape sets or dims (default: gates.json)")->delimiter(',');
   cmd->add_option("--seeds", o->seeds, "input seeds for the gate (default: gates.json)")->delimiter(',');
   cmd->add_option("--results-dir", o->results_dir, "where records are appended")->capture_default_str();

@@ -7,14 +7,21 @@ namespace evo {
 using nlohmann::json;
 
 json resources_json(const PtxasResources& r) {
-  return {{"registers", r.registers},     {"spill_stores", r.spill_stores}, {"spill_loads", r.spill_loads},
-          {"stack_bytes", r.stack_bytes}, {"static_smem", r.static_smem},   {"barriers", r.barriers},
+  return {{"registers", r.registers},
+          {"spill_stores", r.spill_stores},
+          {"spill_loads", r.spill_loads},
+          {"stack_bytes", r.stack_bytes},
+          {"static_smem", r.static_smem},
+          {"barriers", r.barriers},
           {"wgmma_serialized", r.wgmma_serialized}};
 }
 
 json launch_json(const LaunchGeometry& g) {
-  return {{"threads", g.threads},     {"smem_bytes", g.smem_bytes}, {"rows_per_cta", g.rows_per_cta},
-          {"cluster_x", g.cluster_x}, {"persistent", g.persistent}};
+  return {{"threads", g.threads},
+          {"smem_bytes", g.smem_bytes},
+          {"rows_per_cta", g.rows_per_cta},
+          {"cluster_x", g.cluster_x},
+          {"persistent", g.persistent}};
 }
 
 RecordCompile compile_part(const CompileResult& r) {

@@ -7,7 +7,8 @@
 
 namespace evo {
 
-std::vector<CompileResult> compile_all(const Compiler& compiler, const std::vector<Candidate>& candidates, unsigned jobs) {
+std::vector<CompileResult> compile_all(const Compiler& compiler, const std::vector<Candidate>& candidates,
+                                       unsigned jobs) {
   if (jobs == 0) jobs = std::max(1u, std::thread::hardware_concurrency());
   ThreadPool pool(jobs);
   std::vector<std::future<CompileResult>> futures;

@@ -6,6 +6,7 @@
 
 namespace evo {
 
-std::vector<CompileResult> compile_all(const Compiler& compiler, const std::vector<Candidate>& candidates, unsigned jobs);
+std::vector<CompileResult> compile_all(const Compiler& compiler, const std::vector<Candidate>& candidates,
+                                       unsigned jobs);
 
 }  // namespace evo

@@ -5,19 +5,19 @@
 
 #include <chrono>
 #include <csignal>
-#include <thread>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <thread>
 
 #include "compile/nvrtc.h"
+#include "compile/resources.h"
 #include "compile/source_policy.h"
 #include "core/errors.h"
 #include "core/paths.h"
 #include "core/sha256.h"
 #include "core/subprocess.h"
-#include "gates/resources.h"
-#include "gpu/support_source.h"
 #include "store/atomic_file.h"
+#include "support/support_source.h"
 
 namespace evo {
 
@@ -70,10 +70,8 @@ Compiler::Compiler(fs::path root, fs::path cache_dir, const GatesConfig& gates)
 }
 
 std::vector<std::string> Compiler::options(const std::string& arch) const {
-  std::vector<std::string> o{"--gpu-architecture=" + arch,
-                             "-std=c++17",
-                             "-I" + (root_ / "variants" / "common").string(),
-                             "-I" + cuda_include_->string()};
+  std::vector<std::string> o{"--gpu-architecture=" + arch, "-std=c++17",
+                             "-I" + (root_ / "variants" / "common").string(), "-I" + cuda_include_->string()};
   if (fs::exists(*cuda_include_ / "cccl")) o.push_back("-I" + (*cuda_include_ / "cccl").string());
   o.push_back("--ptxas-options=-v");
   o.push_back("-lineinfo");
@@ -114,7 +112,8 @@ CompileResult Compiler::compile(const Candidate& c) const {
   }
   int arch_sm = std::stoi(c.arch.substr(3, 2));
   if (arch_sm < c.variant->min_sm) {
-    r.verdict = {Outcome::unsupported, fmt::format("needs sm_{} or newer; compiling for {}", c.variant->min_sm, c.arch)};
+    r.verdict = {Outcome::unsupported,
+                 fmt::format("needs sm_{} or newer; compiling for {}", c.variant->min_sm, c.arch)};
     return r;
   }
   if (auto why = check_source(c.variant->source, SourcePolicy{gates_.limits.source_bytes})) {
@@ -126,7 +125,8 @@ CompileResult Compiler::compile(const Candidate& c) const {
   // NVRTC looks for quoted includes next to the program name first; a name in a directory that
   // cannot exist stops a header dropped beside the variant from shadowing an allowed one.
   // Diagnostics still name the author's file through the #line in the source.
-  RawCompile raw = compile_cached(source, "/nonexistent-evo-include-dir/" + c.variant->path.filename().string(), r.options);
+  RawCompile raw =
+      compile_cached(source, "/nonexistent-evo-include-dir/" + c.variant->path.filename().string(), r.options);
   r.key = raw.key;
   r.cached = raw.cached;
   r.log = raw.log;
@@ -143,8 +143,9 @@ CompileResult Compiler::compile(const Candidate& c) const {
     std::string why;
     r.launch = read_launch_geometry(cubin, &why);
     if (!r.resources) {
-      r.verdict = {Outcome::compile, "no ptxas report for evo_attn_fwd: the entry point must be "
-                                     "extern \"C\" __global__ void evo_attn_fwd(const __grid_constant__ EvoAttnParams)"};
+      r.verdict = {Outcome::compile,
+                   "no ptxas report for evo_attn_fwd: the entry point must be "
+                   "extern \"C\" __global__ void evo_attn_fwd(const __grid_constant__ EvoAttnParams)"};
     } else if (!r.launch) {
       r.verdict = {Outcome::compile, why};
     } else if (auto bad = check_resources(*r.resources, *r.launch, gates_.caps(c.arch))) {
@@ -163,7 +164,8 @@ bool Compiler::read_cache_entry(const fs::path& meta_path, const fs::path& cubin
     r.log = meta.at("log");
     if (meta.at("nvrtc_ok").get<bool>()) {
       r.cubin = read_file(cubin_path);
-      if (sha256_hex(r.cubin) != meta.at("cubin_sha256").get<std::string>()) throw std::runtime_error("cubin hash mismatch");
+      if (sha256_hex(r.cubin) != meta.at("cubin_sha256").get<std::string>())
+        throw std::runtime_error("cubin hash mismatch");
       r.cubin_path = cubin_path;
     } else {
       r.verdict = classify_nvrtc_failure(r.log);
@@ -175,8 +177,8 @@ bool Compiler::read_cache_entry(const fs::path& meta_path, const fs::path& cubin
   }
 }
 
-bool Compiler::compile_in_child(const std::string& source, const std::string& name, const std::vector<std::string>& options,
-                                const fs::path& dir, RawCompile& r) const {
+bool Compiler::compile_in_child(const std::string& source, const std::string& name,
+                                const std::vector<std::string>& options, const fs::path& dir, RawCompile& r) const {
   const std::string tag = fmt::format("{}.{}.{}", r.key.substr(0, 16), ::getpid(),
                                       std::hash<std::thread::id>{}(std::this_thread::get_id()) % 1000003);
   const fs::path req = dir / (tag + ".req.json"), out_prefix = dir / tag;
@@ -192,7 +194,8 @@ bool Compiler::compile_in_child(const std::string& source, const std::string& na
   fs::remove(log_file, ec);
   if (run.status.timed_out || run.status.signal == SIGXCPU) {
     fs::remove(out_cubin, ec);
-    r.verdict = {Outcome::timeout, fmt::format("NVRTC ran past {} s (gates.json limits.compile_s)", gates_.limits.compile_s)};
+    r.verdict = {Outcome::timeout,
+                 fmt::format("NVRTC ran past {} s (gates.json limits.compile_s)", gates_.limits.compile_s)};
     return false;  // a timeout may depend on machine load
   }
   if (!run.status.exited || (run.status.code != 0 && run.status.code != 10)) {
@@ -211,7 +214,7 @@ bool Compiler::compile_in_child(const std::string& source, const std::string& na
 }
 
 Compiler::RawCompile Compiler::compile_cached(const std::string& source, const std::string& name,
-                                             const std::vector<std::string>& options) const {
+                                              const std::vector<std::string>& options) const {
   RawCompile r;
   Sha256 key;
   key.update(kCacheFormat).update("\0", 1).update(source).update("\0", 1).update(nvrtc_version_).update(common_hash_);
@@ -229,7 +232,10 @@ Compiler::RawCompile Compiler::compile_cached(const std::string& source, const s
     write_file_atomic(cubin_path, r.cubin);
     r.cubin_path = cubin_path;
   }
-  json meta{{"format", kCacheFormat}, {"nvrtc_ok", ok}, {"log", r.log}, {"name", name},
+  json meta{{"format", kCacheFormat},
+            {"nvrtc_ok", ok},
+            {"log", r.log},
+            {"name", name},
             {"cubin_sha256", ok ? sha256_hex(r.cubin) : ""}};
   write_file_atomic(meta_path, meta.dump());
   return r;
@@ -238,7 +244,8 @@ Compiler::RawCompile Compiler::compile_cached(const std::string& source, const s
 std::filesystem::path Compiler::compile_support(const std::string& arch) const {
   auto opts = options(arch);
   RawCompile r = compile_cached(support_kernels_source(), "evo_support_kernels.cu", opts);
-  if (!r.verdict.ok()) throw environment_error("evo's own support kernels failed to compile for " + arch + ": " + r.verdict.reason);
+  if (!r.verdict.ok())
+    throw environment_error("evo's own support kernels failed to compile for " + arch + ": " + r.verdict.reason);
   return r.cubin_path;
 }
 

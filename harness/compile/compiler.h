@@ -12,7 +12,7 @@
 #include "compile/sass_technique.h"
 #include "core/candidate.h"
 #include "core/outcome.h"
-#include "gates/config.h"
+#include "policy/config.h"
 
 namespace evo {
 
@@ -27,7 +27,7 @@ struct CompileResult {
   std::optional<LaunchGeometry> launch;
   std::optional<TechniqueCounts> technique;  // SASS counts; set when the cubin could be disassembled
   std::string technique_error;               // why there are no counts (nvdisasm missing or failed)
-  std::filesystem::path cubin_path;  // set when the cubin exists (outcome ok or resources)
+  std::filesystem::path cubin_path;          // set when the cubin exists (outcome ok or resources)
 };
 
 class Compiler {
@@ -47,9 +47,11 @@ class Compiler {
     bool cached = false;
     std::filesystem::path cubin_path;
   };
-  RawCompile compile_cached(const std::string& source, const std::string& name, const std::vector<std::string>& options) const;
+  RawCompile compile_cached(const std::string& source, const std::string& name,
+                            const std::vector<std::string>& options) const;
   // The cache entry's verdict, log and cubin, or false when it is missing or damaged.
-  static bool read_cache_entry(const std::filesystem::path& meta_path, const std::filesystem::path& cubin_path, RawCompile& r);
+  static bool read_cache_entry(const std::filesystem::path& meta_path, const std::filesystem::path& cubin_path,
+                               RawCompile& r);
   // NVRTC in its child process under the limits; fills log and verdict, the cubin on success.
   // False when the failure may be the machine's (timeout, memory): such results are not cached.
   bool compile_in_child(const std::string& source, const std::string& name, const std::vector<std::string>& options,

@@ -17,7 +17,8 @@ bool read_at(const std::string& data, uint64_t off, T* out) {
 enum class Lookup { found, absent, malformed };
 
 // The initialized bytes of global symbol `name` (at least `min_size` of them) in `out`.
-Lookup symbol_bytes(const std::string& cubin, const std::string& name, size_t min_size, std::string* out, std::string* error) {
+Lookup symbol_bytes(const std::string& cubin, const std::string& name, size_t min_size, std::string* out,
+                    std::string* error) {
   auto fail = [&](const char* why) {
     if (error) *error = why;
     return Lookup::malformed;

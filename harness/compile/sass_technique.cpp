@@ -14,7 +14,8 @@ namespace fs = std::filesystem;
 
 // GMMA counts every warpgroup MMA (wgmma.mma_async): HGMMA (fp16/bf16 operands), QGMMA (e4m3/e5m2),
 // IGMMA (int8), BGMMA (binary); a stage that requires "wgmma" requires GMMA, whatever the dtype.
-const char* const kTechniqueKeys[8] = {"GMMA", "HGMMA", "QGMMA", "UTMALDG", "UTMASTG", "SYNCS", "USETMAXREG", "MULTICAST"};
+const char* const kTechniqueKeys[8] = {"GMMA",    "HGMMA", "QGMMA",      "UTMALDG",
+                                       "UTMASTG", "SYNCS", "USETMAXREG", "MULTICAST"};
 
 namespace {
 
@@ -88,11 +89,13 @@ std::optional<std::string> disassemble(const fs::path& cubin, std::string* error
   static const std::optional<fs::path> tool = find_nvdisasm();
   if (!tool) {
     if (error)
-      *error = "nvdisasm not found (set EVO_NVDISASM, put it on PATH, or `pip install nvidia-cuda-nvdisasm`): "
-               "the stage requires SASS technique counts";
+      *error =
+          "nvdisasm not found (set EVO_NVDISASM, put it on PATH, or `pip install nvidia-cuda-nvdisasm`): "
+          "the stage requires SASS technique counts";
     return std::nullopt;
   }
-  auto r = run_with_timeout({tool->string(), "-c", cubin.string()}, std::chrono::milliseconds(60000), {}, size_t(256) << 20);
+  auto r =
+      run_with_timeout({tool->string(), "-c", cubin.string()}, std::chrono::milliseconds(60000), {}, size_t(256) << 20);
   if (!r.status.exited || r.status.code != 0) {
     if (error) *error = fmt::format("{} -c {} failed ({})", tool->string(), cubin.string(), r.status.describe());
     return std::nullopt;
@@ -100,7 +103,8 @@ std::optional<std::string> disassemble(const fs::path& cubin, std::string* error
   return r.out;
 }
 
-std::optional<std::string> unmet_requirement(const TechniqueCounts& counts, const std::map<std::string, long>& requires_sass) {
+std::optional<std::string> unmet_requirement(const TechniqueCounts& counts,
+                                             const std::map<std::string, long>& requires_sass) {
   for (const auto& [key, need] : requires_sass) {
     auto it = counts.find(key);
     const long found = it == counts.end() ? 0 : it->second;

@@ -1,6 +1,6 @@
 // Technique verification: the instructions in a cubin's SASS that prove a stage's technique
-// (GMMA for any wgmma: HGMMA with fp16/bf16 operands, QGMMA with fp8; UTMALDG/UTMASTG for TMA, SYNCS for mbarrier operations, USETMAXREG for
-// setmaxnreg, multicast TMA). A stage declares the counts it requires in stage.json
+// (GMMA for any wgmma: HGMMA with fp16/bf16 operands, QGMMA with fp8; UTMALDG/UTMASTG for TMA, SYNCS for mbarrier
+// operations, USETMAXREG for setmaxnreg, multicast TMA). A stage declares the counts it requires in stage.json
 // ("requires_sass"); a candidate whose SASS lacks one is rejected as `technique` before it
 // spends GPU time. The SASS comes from NVIDIA's nvdisasm, found without a GPU or driver.
 #pragma once
@@ -29,6 +29,7 @@ std::optional<std::string> disassemble(const std::filesystem::path& cubin, std::
 
 // The first requirement `counts` misses, as a one-line reason ("needs UTMALDG >= 1, found 0");
 // nullopt when every requirement holds. Unknown keys are reported as unmet.
-std::optional<std::string> unmet_requirement(const TechniqueCounts& counts, const std::map<std::string, long>& requires_sass);
+std::optional<std::string> unmet_requirement(const TechniqueCounts& counts,
+                                             const std::map<std::string, long>& requires_sass);
 
 }  // namespace evo

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
-#include <string_view>
 #include <set>
+#include <string_view>
 #include <vector>
 
 namespace evo {
@@ -14,12 +14,31 @@ namespace evo {
 namespace {
 
 // Headers a variant may include: evo's ABI and the CUDA toolkit headers for device code.
-const std::set<std::string> kAllowedHeaders{
-    "evo_attn.cuh", "cuda_fp16.h", "cuda_bf16.h", "cuda_fp8.h", "mma.h", "cuda_pipeline.h",
-    "cuda_pipeline_primitives.h", "cuda_awbarrier.h", "cuda_awbarrier_primitives.h", "cuda/barrier",
-    "cuda/pipeline", "cuda/ptx", "cuda/std/cstdint", "cuda/std/type_traits", "cuda/std/utility",
-    "cuda/std/limits", "cuda/std/cmath", "cooperative_groups.h", "cooperative_groups/memcpy_async.h",
-    "cooperative_groups/reduce.h", "cuda/atomic", "cudaTypedefs.h", "cuda.h", "stdint.h", "cstdint"};
+const std::set<std::string> kAllowedHeaders{"evo_attn.cuh",
+                                            "cuda_fp16.h",
+                                            "cuda_bf16.h",
+                                            "cuda_fp8.h",
+                                            "mma.h",
+                                            "cuda_pipeline.h",
+                                            "cuda_pipeline_primitives.h",
+                                            "cuda_awbarrier.h",
+                                            "cuda_awbarrier_primitives.h",
+                                            "cuda/barrier",
+                                            "cuda/pipeline",
+                                            "cuda/ptx",
+                                            "cuda/std/cstdint",
+                                            "cuda/std/type_traits",
+                                            "cuda/std/utility",
+                                            "cuda/std/limits",
+                                            "cuda/std/cmath",
+                                            "cooperative_groups.h",
+                                            "cooperative_groups/memcpy_async.h",
+                                            "cooperative_groups/reduce.h",
+                                            "cuda/atomic",
+                                            "cudaTypedefs.h",
+                                            "cuda.h",
+                                            "stdint.h",
+                                            "cstdint"};
 
 // Offset of the first byte that is not part of well-formed UTF-8 (no overlongs, no surrogates,
 // nothing above U+10FFFF), or npos.
@@ -111,9 +130,11 @@ class DirectiveScanner {
           if (auto why = skip_raw_string(at)) return why;
           continue;
         }
-        if (id == "include" || id == "include_next" || id.rfind("__has_include", 0) == 0 || id.rfind("__has_embed", 0) == 0)
-          return at_line(at, "'" + id + "' outside an #include of an allowed header is not allowed in variants "
-                               "(it can test for or read host files)");
+        if (id == "include" || id == "include_next" || id.rfind("__has_include", 0) == 0 ||
+            id.rfind("__has_embed", 0) == 0)
+          return at_line(at, "'" + id +
+                                 "' outside an #include of an allowed header is not allowed in variants "
+                                 "(it can test for or read host files)");
       } else if (c == '\\') {
         // Outside literals a backslash can only start a universal character name, which can
         // spell an identifier such as `include`; continuations were joined above.
@@ -196,8 +217,7 @@ class DirectiveScanner {
   // R"delim( ... )delim": may span lines and hold anything, quotes and comment markers included.
   std::optional<std::string> skip_raw_string(size_t at) {
     const size_t open = t_.find('(', i_ + 1);
-    if (open == std::string::npos || open - i_ - 1 > 16)
-      return at_line(at, "malformed raw string literal");
+    if (open == std::string::npos || open - i_ - 1 > 16) return at_line(at, "malformed raw string literal");
     const std::string delim = t_.substr(i_ + 1, open - i_ - 1);
     if (delim.find_first_of(" ()\\\t\v\f\n") != std::string::npos) return at_line(at, "malformed raw string literal");
     const size_t close = t_.find(")" + delim + "\"", open + 1);
@@ -230,8 +250,9 @@ class DirectiveScanner {
     if (i_ < t_.size() && t_[i_] != '\n')
       return at_line(at, "#include must name a header literally (<name> or \"name\")");
     if (!kAllowedHeaders.count(header))
-      return at_line(at, "#include of a header outside evo's include set (allowed: evo_attn.cuh and CUDA device "
-                         "headers such as cuda_fp16.h, mma.h, cuda_pipeline.h)");
+      return at_line(at,
+                     "#include of a header outside evo's include set (allowed: evo_attn.cuh and CUDA device "
+                     "headers such as cuda_fp16.h, mma.h, cuda_pipeline.h)");
     return std::nullopt;
   }
 
@@ -280,9 +301,10 @@ std::optional<std::string> check_line_view(std::string_view line, size_t line_no
   if (header.empty() || header.find_first_of("<>\"") != std::string_view::npos || !only_comment)
     return fmt::format("line {}: #include must name a header literally (<name> or \"name\")", line_no);
   if (!kAllowedHeaders.count(std::string(header)))
-    return fmt::format("line {}: #include of a header outside evo's include set (allowed: evo_attn.cuh and CUDA "
-                       "device headers such as cuda_fp16.h, mma.h, cuda_pipeline.h)",
-                       line_no);
+    return fmt::format(
+        "line {}: #include of a header outside evo's include set (allowed: evo_attn.cuh and CUDA "
+        "device headers such as cuda_fp16.h, mma.h, cuda_pipeline.h)",
+        line_no);
   return std::nullopt;
 }
 
@@ -311,8 +333,7 @@ std::optional<std::string> check_source(const std::string& source, const SourceP
   while (start < text.size()) {
     size_t end = text.find('\n', start);
     if (end == std::string::npos) end = text.size();
-    if (auto why = check_line_view(std::string_view(text).substr(start, end - start), spliced.line[start]))
-      return why;
+    if (auto why = check_line_view(std::string_view(text).substr(start, end - start), spliced.line[start])) return why;
     start = end + 1;
   }
   return DirectiveScanner(spliced).scan();
@@ -340,8 +361,8 @@ std::string sanitize_log(const std::string& text, size_t max_bytes) {
     if (valid) {
       uint32_t cp = len == 2 ? (c & 0x1F) : len == 3 ? (c & 0x0F) : (c & 0x07);
       for (int k = 1; k < len; ++k) cp = (cp << 6) | (s[i + k] & 0x3F);
-      valid = !(len == 2 && cp < 0x80) && !(len == 3 && cp < 0x800) && !(len == 4 && cp < 0x10000) &&
-              cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF);
+      valid = !(len == 2 && cp < 0x80) && !(len == 3 && cp < 0x800) && !(len == 4 && cp < 0x10000) && cp <= 0x10FFFF &&
+              !(cp >= 0xD800 && cp <= 0xDFFF);
     }
     if (valid) {
       out.append(text, i, size_t(len));

@@ -1,10 +1,9 @@
 #include "core/paths.h"
 
 #include <dlfcn.h>
+#include <fmt/format.h>
 #include <nvrtc.h>
 #include <unistd.h>
-
-#include <fmt/format.h>
 
 #include <cctype>
 #include <cstdlib>
@@ -91,8 +90,8 @@ void ensure_writable_dir(const fs::path& dir, const std::string& what) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec || !fs::is_directory(dir) || ::access(dir.c_str(), W_OK) != 0)
-    throw usage_error(fmt::format("{} {} is not writable: choose another with --cache-dir or fix its permissions",
-                                  what, dir.string()));
+    throw usage_error(fmt::format("{} {} is not writable: choose another with --cache-dir or fix its permissions", what,
+                                  dir.string()));
 }
 
 std::string gpu_key(const std::string& gpu_name) {

@@ -37,10 +37,10 @@ bool cpu_has_sha_ni() {
 // Four rounds per step; state kept as ABEF/CDGH as the instructions want it.
 __attribute__((target("sha,sse4.1"))) void blocks_sha_ni(uint32_t h[8], const uint8_t* p, size_t n) {
   const __m128i byteswap = _mm_set_epi64x(0x0c0d0e0f08090a0bULL, 0x0405060700010203ULL);
-  __m128i tmp = _mm_shuffle_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(&h[0])), 0xB1);  // CDAB
+  __m128i tmp = _mm_shuffle_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(&h[0])), 0xB1);     // CDAB
   __m128i state1 = _mm_shuffle_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(&h[4])), 0x1B);  // EFGH
-  __m128i state0 = _mm_alignr_epi8(tmp, state1, 8);  // ABEF
-  state1 = _mm_blend_epi16(state1, tmp, 0xF0);       // CDGH
+  __m128i state0 = _mm_alignr_epi8(tmp, state1, 8);                                                    // ABEF
+  state1 = _mm_blend_epi16(state1, tmp, 0xF0);                                                         // CDGH
   for (; n > 0; --n, p += 64) {
     const __m128i abef = state0, cdgh = state1;
     __m128i w[4];
@@ -70,8 +70,7 @@ __attribute__((target("sha,sse4.1"))) void blocks_sha_ni(uint32_t h[8], const ui
 #endif
 }  // namespace
 
-Sha256::Sha256()
-    : h_{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19} {}
+Sha256::Sha256() : h_{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19} {}
 
 void Sha256::block(const uint8_t* p) {
   uint32_t w[64];
@@ -86,9 +85,23 @@ void Sha256::block(const uint8_t* p) {
   for (int i = 0; i < 64; ++i) {
     uint32_t t1 = h + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + kK[i] + w[i];
     uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
-    h = g; g = f; f = e; e = d + t1; d = c; c = b; b = a; a = t1 + t2;
+    h = g;
+    g = f;
+    f = e;
+    e = d + t1;
+    d = c;
+    c = b;
+    b = a;
+    a = t1 + t2;
   }
-  h_[0] += a; h_[1] += b; h_[2] += c; h_[3] += d; h_[4] += e; h_[5] += f; h_[6] += g; h_[7] += h;
+  h_[0] += a;
+  h_[1] += b;
+  h_[2] += c;
+  h_[3] += d;
+  h_[4] += e;
+  h_[5] += f;
+  h_[6] += g;
+  h_[7] += h;
 }
 
 void Sha256::blocks(const uint8_t* p, size_t n) {
@@ -109,8 +122,13 @@ Sha256& Sha256::update(const void* data, size_t size) {
   while (size > 0) {
     size_t take = std::min(size, sizeof(buf_) - buf_len_);
     std::memcpy(buf_ + buf_len_, p, take);
-    buf_len_ += take; p += take; size -= take;
-    if (buf_len_ == 64) { blocks(buf_, 1); buf_len_ = 0; }
+    buf_len_ += take;
+    p += take;
+    size -= take;
+    if (buf_len_ == 64) {
+      blocks(buf_, 1);
+      buf_len_ = 0;
+    }
   }
   return *this;
 }

@@ -23,8 +23,7 @@ double Shape::flops(bool causal) const {
 }
 
 double Shape::min_bytes(int elem_size) const {
-  return double(elem_size) * head_dim * batch *
-         (2.0 * heads_q * seq_q + 2.0 * heads_kv * seq_kv);
+  return double(elem_size) * head_dim * batch * (2.0 * heads_q * seq_q + 2.0 * heads_kv * seq_kv);
 }
 
 void Shape::strides(int heads, int seq, int64_t out[3]) const {
@@ -72,8 +71,8 @@ void validate_shape(const Shape& s, int task_head_dim) {
   if (s.heads_q % s.heads_kv != 0)
     throw usage_error(fmt::format("shape {}: Hkv ({}) must divide Hq ({})", s.dims(), s.heads_kv, s.heads_q));
   if (s.head_dim != task_head_dim)
-    throw usage_error(fmt::format("shape {}: head dim {} does not match the task's {}", s.dims(), s.head_dim,
-                                  task_head_dim));
+    throw usage_error(
+        fmt::format("shape {}: head dim {} does not match the task's {}", s.dims(), s.head_dim, task_head_dim));
   double elems = double(s.batch) * std::max(s.heads_q, s.heads_kv) * std::max(s.seq_q, s.seq_kv) * s.head_dim;
   if (elems > 4e9) throw usage_error(fmt::format("shape {}: too large ({} elements per tensor)", s.dims(), elems));
 }

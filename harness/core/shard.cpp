@@ -25,10 +25,11 @@ Shard parse_part(const std::string& flag, const std::string& spec) {
   const long i = slash == std::string::npos ? -1 : parse_count(spec.substr(0, slash));
   const long n = slash == std::string::npos ? -1 : parse_count(spec.substr(slash + 1));
   if (i < 0 || n < 1)
-    throw usage_error(fmt::format("{0} {1}: write i/N, {2} i (0-based) of N, e.g. {0} 0/4", flag, spec, flag.substr(2)));
+    throw usage_error(
+        fmt::format("{0} {1}: write i/N, {2} i (0-based) of N, e.g. {0} 0/4", flag, spec, flag.substr(2)));
   if (i >= n)
-    throw usage_error(fmt::format("{} {}: the index must be below the count (0-based: 0/{} to {}/{})", flag, spec, n,
-                                  n - 1, n));
+    throw usage_error(
+        fmt::format("{} {}: the index must be below the count (0-based: 0/{} to {}/{})", flag, spec, n, n - 1, n));
   return Shard{unsigned(i), unsigned(n), flag};
 }
 

@@ -35,8 +35,14 @@ SampleStats summarize(std::vector<double> v) {
 }
 
 nlohmann::json stats_json(const SampleStats& s) {
-  return {{"median_us", s.median}, {"p10_us", s.p10}, {"p90_us", s.p90}, {"mean_us", s.mean},
-          {"stdev_us", s.stdev},   {"min_us", s.min},  {"max_us", s.max}, {"n", s.n},
+  return {{"median_us", s.median},
+          {"p10_us", s.p10},
+          {"p90_us", s.p90},
+          {"mean_us", s.mean},
+          {"stdev_us", s.stdev},
+          {"min_us", s.min},
+          {"max_us", s.max},
+          {"n", s.n},
           {"rse", std::isfinite(s.rse()) ? nlohmann::json(s.rse()) : nlohmann::json(nullptr)}};
 }
 

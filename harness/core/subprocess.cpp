@@ -78,10 +78,10 @@ pid_t spawn(const std::vector<std::string>& argv, int in_fd, int out_fd, int err
 
 }  // namespace
 
-ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::string& stderr_path, ResourceLimits limits) {
+ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::string& stderr_path,
+                           ResourceLimits limits) {
   int in_pipe[2], out_pipe[2];
-  if (pipe2(in_pipe, O_CLOEXEC) != 0 || pipe2(out_pipe, O_CLOEXEC) != 0)
-    throw std::runtime_error("pipe failed");
+  if (pipe2(in_pipe, O_CLOEXEC) != 0 || pipe2(out_pipe, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
   int err_fd = open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   pid_ = spawn(argv, in_pipe[0], out_pipe[1], err_fd, limits);
   close(in_pipe[0]);

@@ -17,10 +17,10 @@ struct ResourceLimits {
 
 // How a child ended.
 struct ExitStatus {
-  bool exited = false;   // normal exit with `code`
+  bool exited = false;  // normal exit with `code`
   int code = 0;
-  int signal = 0;        // killed by this signal (0 if exited)
-  bool timed_out = false;  // the watchdog killed it
+  int signal = 0;                // killed by this signal (0 if exited)
+  bool timed_out = false;        // the watchdog killed it
   std::string describe() const;  // "exit 3", "signal SIGSEGV", "timed out"
 };
 
@@ -37,8 +37,8 @@ class ChildProcess {
   std::optional<std::string> read_line(std::chrono::milliseconds timeout);
   bool write_line(const std::string& line);  // false if the child is gone
   bool last_read_timed_out() const { return last_timed_out_; }
-  void kill_group();         // SIGKILL to the whole process group
-  ExitStatus wait();         // reaps; after kill_group, reports timed_out if it was a timeout kill
+  void kill_group();  // SIGKILL to the whole process group
+  ExitStatus wait();  // reaps; after kill_group, reports timed_out if it was a timeout kill
   void mark_timed_out() { timed_out_ = true; }
   pid_t pid() const { return pid_; }
 

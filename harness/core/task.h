@@ -16,15 +16,15 @@ struct Task {
 
   std::string name() const;  // e.g. "bf16-d128-causal"
   const char* dtype_name() const;
-  int dtype_code() const { return static_cast<int>(dtype); }  // EVO_DTYPE (evo_attn.cuh)
+  int dtype_code() const { return static_cast<int>(dtype); }       // EVO_DTYPE (evo_attn.cuh)
   int input_bytes() const { return dtype == DType::fp8 ? 1 : 2; }  // per element of Q, K, V
-  int output_bytes() const { return 2; }                          // O: fp16, bf16 (fp8 tasks: bf16)
+  int output_bytes() const { return 2; }                           // O: fp16, bf16 (fp8 tasks: bf16)
   bool operator==(const Task&) const = default;
 };
 
 // Throws a usage error naming the accepted forms.
 Task parse_task(const std::string& text);
-std::vector<Task> all_tasks();  // the default list: fp16 and bf16
+std::vector<Task> all_tasks();     // the default list: fp16 and bf16
 std::vector<Task> opt_in_tasks();  // only when named: fp8
 
 }  // namespace evo

@@ -73,7 +73,8 @@ json front_matter(const std::string& source, const std::string& origin) {
   static const std::vector<std::string> known{"summary", "parent", "params", "dtypes", "head_dims", "min_sm", "notes"};
   for (auto& [key, _] : j.items())
     if (std::find(known.begin(), known.end(), key) == known.end())
-      bad(origin, fmt::format("unknown field '{}' (known: summary, parent, params, dtypes, head_dims, min_sm, notes)", key));
+      bad(origin,
+          fmt::format("unknown field '{}' (known: summary, parent, params, dtypes, head_dims, min_sm, notes)", key));
   return j;
 }
 
@@ -83,7 +84,8 @@ std::vector<Tunable> parse_params(const json& params, const std::string& origin)
   std::vector<Tunable> out;
   for (auto& [name, values] : params.items()) {
     if (!is_param_name(name))
-      bad(origin, fmt::format("param name '{}' must be UPPER_CASE letters, digits and _ (at most 64)", name.substr(0, 64)));
+      bad(origin,
+          fmt::format("param name '{}' must be UPPER_CASE letters, digits and _ (at most 64)", name.substr(0, 64)));
     if (name.rfind("EVO_", 0) == 0) bad(origin, fmt::format("param name '{}': the EVO_ prefix is reserved", name));
     if (!values.is_array() || values.empty()) bad(origin, fmt::format("param '{}' must be a non-empty list", name));
     Tunable t{name, {}};
@@ -97,7 +99,8 @@ std::vector<Tunable> parse_params(const json& params, const std::string& origin)
   for (const auto& t : out) {
     configs *= t.values.size();
     if (configs > kMaxConfigs)
-      bad(origin, fmt::format("params span more than {} configs; split the variant or narrow the domains", kMaxConfigs));
+      bad(origin,
+          fmt::format("params span more than {} configs; split the variant or narrow the domains", kMaxConfigs));
   }
   return out;
 }
@@ -167,7 +170,8 @@ std::vector<Stage> discover_stages(const std::filesystem::path& root) {
         json j = json::parse(read_file(sj));
         if (j.contains("title") && j["title"].is_string()) s.title = j["title"];
         if (j.contains("min_sm") && j["min_sm"].is_number_integer()) s.min_sm = j["min_sm"];
-        if (j.contains("requires_sass")) s.requires_sass = parse_requires_sass(j["requires_sass"], (s.dir / "stage.json").string());
+        if (j.contains("requires_sass"))
+          s.requires_sass = parse_requires_sass(j["requires_sass"], (s.dir / "stage.json").string());
       } catch (const json::exception& e) {
         throw usage_error(fmt::format("{}: not valid JSON ({})", (s.dir / "stage.json").string(), e.what()));
       }
@@ -179,7 +183,8 @@ std::vector<Stage> discover_stages(const std::filesystem::path& root) {
       // that is not UTF-8 would make every JSON writer throw).
       const std::string stem = f.path().stem().string();
       if (stem.empty() || stem.size() > 100 ||
-          stem.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") != std::string::npos)
+          stem.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") !=
+              std::string::npos)
         throw usage_error(fmt::format("{}: a variant file name may use only letters, digits, '_', '-' and '.'",
                                       sanitized_name(rel.string())));
       Variant v = parse_variant(read_file(f.path()), rel.string());

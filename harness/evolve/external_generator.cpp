@@ -1,9 +1,9 @@
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <csignal>
 #include <filesystem>
-#include <unistd.h>
 
 #include "core/paths.h"
 #include "core/subprocess.h"
@@ -33,13 +33,18 @@ GeneratorReply parse_generator_output(const std::string& out, size_t max_source_
   try {
     j = json::parse(out);
   } catch (const json::exception&) {
-    r.error = fmt::format("the generator's stdout is not JSON (starts with \"{}\"); it must print "
-                          "{{\"candidates\": [{{\"source\", \"parent\", \"rationale\"}}]}}", preview(out));
+    r.error = fmt::format(
+        "the generator's stdout is not JSON (starts with \"{}\"); it must print "
+        "{{\"candidates\": [{{\"source\", \"parent\", \"rationale\"}}]}}",
+        preview(out));
     return r;
   }
   if (!j.is_object() || !j.contains("candidates") || !j["candidates"].is_array()) {
-    r.error = "the generator's JSON has no \"candidates\" list: it must print {\"candidates\": [{\"source\", \"parent\", \"rationale\"}]}";
-    if (j.is_object() && j.contains("error") && j["error"].is_string()) r.error += "; it said: " + preview(j["error"].get<std::string>());
+    r.error =
+        "the generator's JSON has no \"candidates\" list: it must print {\"candidates\": [{\"source\", \"parent\", "
+        "\"rationale\"}]}";
+    if (j.is_object() && j.contains("error") && j["error"].is_string())
+      r.error += "; it said: " + preview(j["error"].get<std::string>());
     return r;
   }
   size_t i = 0;
@@ -57,7 +62,8 @@ GeneratorReply parse_generator_output(const std::string& out, size_t max_source_
     Proposal p;
     p.source = c["source"];
     p.parent = c.contains("parent") && c["parent"].is_string() ? c["parent"].get<std::string>() : "";
-    p.rationale = c.contains("rationale") && c["rationale"].is_string() ? c["rationale"].get<std::string>().substr(0, 2000) : "";
+    p.rationale =
+        c.contains("rationale") && c["rationale"].is_string() ? c["rationale"].get<std::string>().substr(0, 2000) : "";
     r.proposals.push_back(std::move(p));
   }
   if (j.contains("notes") && j["notes"].is_string() && r.proposals.empty())
@@ -67,8 +73,9 @@ GeneratorReply parse_generator_output(const std::string& out, size_t max_source_
 
 GeneratorReply ask_external(const std::string& command, const json& request, const ExternalLimits& limits) {
   const auto t0 = std::chrono::steady_clock::now();
-  const fs::path req = fs::temp_directory_path() / fmt::format("evo-request-{}-{}.json", ::getpid(),
-                                                               std::chrono::steady_clock::now().time_since_epoch().count());
+  const fs::path req =
+      fs::temp_directory_path() /
+      fmt::format("evo-request-{}-{}.json", ::getpid(), std::chrono::steady_clock::now().time_since_epoch().count());
   const fs::path err = fs::path(req.string() + ".stderr"), out = fs::path(req.string() + ".stdout");
   write_file_atomic(req, request.dump(1));
   // sh runs the command with the request as its stdin, stdout and stderr in files (the paths
@@ -81,8 +88,7 @@ GeneratorReply ask_external(const std::string& command, const json& request, con
       "exec 0<\"$1\" 2>\"$2\"; ulimit -f {}; {{ {}\n}} >\"$3\"; rc=$?; "
       "if [ $rc -gt 128 ]; then trap - $((rc - 128)); kill -$((rc - 128)) $$; fi; exit $rc",
       blocks, command);
-  RunResult run = run_with_timeout({"/bin/sh", "-c", script,
-                                    "evo-generator", req.string(), err.string(), out.string()},
+  RunResult run = run_with_timeout({"/bin/sh", "-c", script, "evo-generator", req.string(), err.string(), out.string()},
                                    limits.timeout);
   auto tail_of = [](const fs::path& f, size_t n) {
     if (!fs::exists(f)) return std::string();

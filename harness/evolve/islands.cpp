@@ -40,14 +40,16 @@ Island resolve_island(const std::string& option, const std::string& group, int m
                       uint64_t rng_seed, const EnvLookup& env) {
   const Shard part = resolve_part("--island", option, env);
   Island island{part.index, part.count, group, part.source, migrate_every, wait_s};
-  if (migrate_every < 0) throw usage_error(fmt::format("--migrate-every {}: give a number of generations, 0 for never", migrate_every));
+  if (migrate_every < 0)
+    throw usage_error(fmt::format("--migrate-every {}: give a number of generations, 0 for never", migrate_every));
   if (wait_s < 0) throw usage_error("--migrate-wait must not be negative");
   if (island.group.empty()) {
     const char* job = env("SLURM_ARRAY_JOB_ID");
     island.group = job && *job ? fmt::format("slurm{}", job) : fmt::format("seed{}", rng_seed);
   }
   if (island.group.size() > 64 ||
-      island.group.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") != std::string::npos)
+      island.group.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") !=
+          std::string::npos)
     throw usage_error("--island-group " + island.group + ": use up to 64 letters, digits, '-', '_' and '.'");
   return island;
 }
@@ -55,7 +57,8 @@ Island resolve_island(const std::string& option, const std::string& group, int m
 json Migration::trace() const {
   json ids = json::array();
   for (const auto& m : migrants)
-    ids.push_back({{"candidate_id", string_or(m, "candidate_id")}, {"from", string_or(object_or_null(m, "evolve"), "run")},
+    ids.push_back({{"candidate_id", string_or(m, "candidate_id")},
+                   {"from", string_or(object_or_null(m, "evolve"), "run")},
                    {"fitness_us", number_or(object_or_null(m, "fitness"), "geomean_median_us", 0)}});
   return {{"imported", ids}, {"late", late}};
 }
@@ -67,7 +70,8 @@ int island_progress(const fs::path& trace_file) {
     const json j = json::parse(line, nullptr, false);  // a line being written is skipped
     if (!j.is_object()) continue;
     if (flag(j, "finished")) return std::numeric_limits<int>::max();
-    if (j.contains("generation") && j["generation"].is_number_integer()) done = std::max(done, j["generation"].get<int>());
+    if (j.contains("generation") && j["generation"].is_number_integer())
+      done = std::max(done, j["generation"].get<int>());
   }
   return done;
 }
@@ -84,7 +88,8 @@ std::vector<json> ranked_full(const std::vector<json>& records, const MigrationS
     out.push_back(r);
   }
   std::stable_sort(out.begin(), out.end(), [](const json& a, const json& b) {
-    const double fa = a["fitness"]["geomean_median_us"].get<double>(), fb = b["fitness"]["geomean_median_us"].get<double>();
+    const double fa = a["fitness"]["geomean_median_us"].get<double>(),
+                 fb = b["fitness"]["geomean_median_us"].get<double>();
     return fa != fb ? fa < fb : string_or(a, "candidate_id") < string_or(b, "candidate_id");
   });
   return out;
@@ -123,7 +128,8 @@ Migration migrate(const Island& self, int generation, const MigrationScope& scop
     std::vector<json> theirs;
     for (const auto& r : all) {
       const json ev = object_or_null(r, "evolve");
-      if (string_or(ev, "run") == self.run_id(i) && number_or(ev, "generation", generation) < generation) theirs.push_back(r);
+      if (string_or(ev, "run") == self.run_id(i) && number_or(ev, "generation", generation) < generation)
+        theirs.push_back(r);
     }
     size_t kept = 0;
     for (const auto& r : ranked_full(theirs, scope))

@@ -20,15 +20,15 @@ namespace evo {
 
 struct Island {
   unsigned index = 0, count = 1;
-  std::string group;       // names the search: every island of it has the same
-  std::string source;      // "--island" or "SLURM_ARRAY_TASK_ID", for the log line
-  int migrate_every = 0;   // K: imports at generations K, 2K, ...; 0: never
-  double wait_s = 600;     // how long an import waits for an island that is behind
+  std::string group;      // names the search: every island of it has the same
+  std::string source;     // "--island" or "SLURM_ARRAY_TASK_ID", for the log line
+  int migrate_every = 0;  // K: imports at generations K, 2K, ...; 0: never
+  double wait_s = 600;    // how long an import waits for an island that is behind
   bool active() const { return count > 1; }
   std::string run_id(unsigned island) const;  // "ev-<group>-island<i>of<N>"
   std::string run_id() const { return run_id(index); }
-  std::string text() const;                   // "1/4"
-  uint64_t seed(uint64_t rng_seed) const;     // this island's generator seed
+  std::string text() const;                // "1/4"
+  uint64_t seed(uint64_t rng_seed) const;  // this island's generator seed
   bool migrates_at(int generation) const {
     return active() && migrate_every > 0 && generation > 0 && generation % migrate_every == 0;
   }
@@ -62,8 +62,8 @@ int island_progress(const std::filesystem::path& trace_file);
 // The island's parents: the elites from before the search (records of no island of the group),
 // its own best full evaluations and the migrants, deduplicated, best first.
 std::vector<nlohmann::json> island_ranked(const std::vector<nlohmann::json>& baseline,
-                                          const std::vector<nlohmann::json>& own, const std::vector<nlohmann::json>& migrants,
-                                          size_t own_count);
+                                          const std::vector<nlohmann::json>& own,
+                                          const std::vector<nlohmann::json>& migrants, size_t own_count);
 
 // Full evaluations with fitness in `records` that match the scope (the baseline and migrant
 // candidates), as the population derivation would rank them: best first, ties by id.

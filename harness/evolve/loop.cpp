@@ -11,7 +11,8 @@ namespace evolve_loop {
 std::vector<Individual> Loop::parents() const {
   std::vector<json> own;
   for (const auto& r : mine)
-    if (object_or_null(r, "fitness").is_object() && string_or(object_or_null(r, "evolve"), "phase") == "full") own.push_back(r);
+    if (object_or_null(r, "fitness").is_object() && string_or(object_or_null(r, "evolve"), "phase") == "full")
+      own.push_back(r);
   std::sort(own.begin(), own.end(), [](const json& a, const json& b) {
     return a["fitness"]["geomean_median_us"].get<double>() < b["fitness"]["geomean_median_us"].get<double>();
   });
@@ -43,8 +44,11 @@ std::vector<Proposal> Loop::propose(int gen, json& step) {
       return novelty.seen(Candidate{&v, p, task, arch});
     });
     json resp = json::array();
-    for (const auto& p : props) resp.push_back({{"variant", p.variant->id}, {"params", Candidate{p.variant, p.params, task, arch}.params_text()},
-                                                {"parent", p.parent}, {"rationale", p.rationale}});
+    for (const auto& p : props)
+      resp.push_back({{"variant", p.variant->id},
+                      {"params", Candidate{p.variant, p.params, task, arch}.params_text()},
+                      {"parent", p.parent},
+                      {"rationale", p.rationale}});
     step["response"] = resp;
     return props;
   }
@@ -52,15 +56,22 @@ std::vector<Proposal> Loop::propose(int gen, json& step) {
   records = read_records(o.results_dir).records;
   // The newest few failures that are not records (generator errors, duplicates, compile-only runs).
   const size_t keep = std::min<size_t>(feedback.size(), 8);
-  RequestInputs in{&ctx, &stage, task, session ? session->gpu().key : "", o.op, &records,
-                   std::vector<json>(feedback.end() - long(keep), feedback.end()), 8};
+  RequestInputs in{&ctx,
+                   &stage,
+                   task,
+                   session ? session->gpu().key : "",
+                   o.op,
+                   &records,
+                   std::vector<json>(feedback.end() - long(keep), feedback.end()),
+                   8};
   const json request = build_request(in);
   step["request"] = request;
   ExternalLimits lim;
   lim.timeout = std::chrono::milliseconds(long(o.generator_timeout_s) * 1000);
   lim.max_source_bytes = ctx.gates.limits.source_bytes;
   GeneratorReply reply = ask_external(o.generator.substr(5), request, lim);
-  step["response"] = {{"raw", reply.raw}, {"error", reply.error}, {"rejected", reply.rejected}, {"seconds", reply.seconds}};
+  step["response"] = {
+      {"raw", reply.raw}, {"error", reply.error}, {"rejected", reply.rejected}, {"seconds", reply.seconds}};
   auto fail = [&](const std::string& why) {
     fmt::print(stderr, "evo evolve: generation {}: {}\n", gen, why);
     feedback.push_back({{"outcome", "generator"}, {"reason", why}, {"generation", gen}});
@@ -111,11 +122,12 @@ std::optional<Candidate> Loop::admit_proposal(const Proposal& p, json& verdict) 
   return c;
 }
 
-json Loop::one(size_t slot, const Proposal& p, const Candidate* c, const CompileResult& compiled, int gen, json verdict) {
+json Loop::one(size_t slot, const Proposal& p, const Candidate* c, const CompileResult& compiled, int gen,
+               json verdict) {
   json& annotation = annotations[slot];
   last_logs[slot] = compiled.log;
-  annotation = {{"run", run_id}, {"generation", gen}, {"generator", o.generator.substr(0, 200)}, {"parent", p.parent},
-                {"rationale", p.rationale}, {"operator", o.op}};
+  annotation = {{"run", run_id},      {"generation", gen},        {"generator", o.generator.substr(0, 200)},
+                {"parent", p.parent}, {"rationale", p.rationale}, {"operator", o.op}};
   if (island.active()) annotation["island"] = island.text();
   if (!session || !compiled.verdict.ok()) {
     verdict["outcome"] = std::string(to_string(compiled.verdict.outcome));
@@ -144,8 +156,9 @@ json Loop::one(size_t slot, const Proposal& p, const Candidate* c, const Compile
     if (!promote) {
       verdict["outcome"] = rec["outcome"];
       verdict["reason"] = rec["outcome"] != "ok" ? rec["reason"].get<std::string>()
-                          : f > 0 ? fmt::format("screened out: {:.2f} µs on the quick shape, best {:.2f}", f, best_quick)
-                                  : "screened out: timing pruned, clearly slower than the elite on the quick shape";
+                          : f > 0
+                              ? fmt::format("screened out: {:.2f} µs on the quick shape, best {:.2f}", f, best_quick)
+                              : "screened out: timing pruned, clearly slower than the elite on the quick shape";
       verdict["gpu_seconds"] = rec["gpu_seconds"];
       return verdict;
     }
@@ -165,11 +178,13 @@ json Loop::one(size_t slot, const Proposal& p, const Candidate* c, const Compile
 
 std::string Loop::summary() const {
   return fmt::format("{} evaluations, {:.1f} GPU-s ({:.2f} per evaluation), best {}", evaluated, gpu_s,
-                     evaluated ? gpu_s / double(evaluated) : 0.0, best > 0 ? fmt::format("{:.2f} µs", best) : "none yet");
+                     evaluated ? gpu_s / double(evaluated) : 0.0,
+                     best > 0 ? fmt::format("{:.2f} µs", best) : "none yet");
 }
 
 void Loop::generation(int gen, Progress& progress) {
-  json step = {{"run", run_id}, {"generation", gen}, {"generator", o.generator.substr(0, 200)}, {"time", utc_now_iso8601()}};
+  json step = {
+      {"run", run_id}, {"generation", gen}, {"generator", o.generator.substr(0, 200)}, {"time", utc_now_iso8601()}};
   const std::vector<Proposal> props = propose(gen, step);
   if (!pending_migration.is_null()) step["migration"] = std::exchange(pending_migration, json());
   // Novelty first, then every survivor compiled in parallel (cached), then the GPUs, one
@@ -179,7 +194,8 @@ void Loop::generation(int gen, Progress& progress) {
   std::vector<Candidate> to_compile;
   std::vector<size_t> compiled_at(props.size(), 0);
   for (size_t i = 0; i < props.size(); ++i)
-    if ((cands[i] = admit_proposal(props[i], early[i]))) compiled_at[i] = to_compile.size(), to_compile.push_back(*cands[i]);
+    if ((cands[i] = admit_proposal(props[i], early[i])))
+      compiled_at[i] = to_compile.size(), to_compile.push_back(*cands[i]);
   const std::vector<CompileResult> compiled = compile_all(compiler, to_compile, 0);
   std::vector<json> verdicts(props.size());
   auto work = [&](size_t slot, size_t i) {
@@ -211,7 +227,8 @@ void Loop::generation(int gen, Progress& progress) {
 // A GPU that failed under a proposal (--devices): its record says crash, the others go on.
 void Loop::lost_gpu(size_t slot, const Proposal& p, const Candidate& c, const CompileResult& compiled,
                     const std::string& why, json& verdict) {
-  annotations[slot] = {{"run", run_id}, {"generator", o.generator.substr(0, 200)}, {"parent", p.parent}, {"phase", "full"}};
+  annotations[slot] = {
+      {"run", run_id}, {"generator", o.generator.substr(0, 200)}, {"parent", p.parent}, {"phase", "full"}};
   const json rec = sessions[slot]->record_device_failure(c, compiled, full, "evolve", why);
   std::lock_guard lock(mu);
   mine.push_back(rec);
@@ -228,19 +245,22 @@ void run_evolve(const EvolveOptions& o) {
   Loop loop(o);
   loop.setup();
   Progress progress(size_t(o.generations) * o.population);
-  progress.note(fmt::format("evo evolve {}: stage {} ({}), {}, generator {}, {} generations x {}, budget {}; {}", loop.run_id,
-                            loop.stage.number, loop.stage.slug, loop.task.name(), o.generator.substr(0, 80), o.generations,
-                            o.population, o.budget_gpu_s > 0 ? fmt::format("{:.0f} GPU-s", o.budget_gpu_s) : "none",
-                            loop.session ? "records -> " + loop.session->results_file().string()
-                                         : "no GPU: through the compile phase only"));
-  if (loop.sessions.size() > 1) progress.note(fmt::format("{} GPUs, one evaluation on each at a time", loop.sessions.size()));
+  progress.note(fmt::format(
+      "evo evolve {}: stage {} ({}), {}, generator {}, {} generations x {}, budget {}; {}", loop.run_id,
+      loop.stage.number, loop.stage.slug, loop.task.name(), o.generator.substr(0, 80), o.generations, o.population,
+      o.budget_gpu_s > 0 ? fmt::format("{:.0f} GPU-s", o.budget_gpu_s) : "none",
+      loop.session ? "records -> " + loop.session->results_file().string() : "no GPU: through the compile phase only"));
+  if (loop.sessions.size() > 1)
+    progress.note(fmt::format("{} GPUs, one evaluation on each at a time", loop.sessions.size()));
   if (loop.island.active())
-    progress.note(fmt::format("island {} (from {}) of search '{}', generator seed {}; {}", loop.island.text(), loop.island.source,
-                              loop.island.group, loop.island.seed(o.rng_seed),
-                              o.migrate_every > 0 ? fmt::format("imports the other islands' elites every {} generations", o.migrate_every)
-                                                  : "no migration (--migrate-every 0)"));
+    progress.note(fmt::format(
+        "island {} (from {}) of search '{}', generator seed {}; {}", loop.island.text(), loop.island.source,
+        loop.island.group, loop.island.seed(o.rng_seed),
+        o.migrate_every > 0 ? fmt::format("imports the other islands' elites every {} generations", o.migrate_every)
+                            : "no migration (--migrate-every 0)"));
   if (loop.session) loop.session->prepare_references(loop.full, [&](const std::string& s) { progress.note(s); });
-  if (loop.session && o.quick) loop.session->prepare_references(loop.quick, [&](const std::string& s) { progress.note(s); });
+  if (loop.session && o.quick)
+    loop.session->prepare_references(loop.quick, [&](const std::string& s) { progress.note(s); });
   const auto t0 = std::chrono::steady_clock::now();
   for (int gen = loop.first_generation; gen < o.generations; ++gen) {
     if (o.budget_gpu_s > 0 && loop.gpu_s >= o.budget_gpu_s) {
@@ -249,22 +269,26 @@ void run_evolve(const EvolveOptions& o) {
     }
     if (loop.island.migrates_at(gen)) {
       loop.import(gen);
-      progress.note(fmt::format("generation {}: imported {} elite(s) of the other islands{}", gen, loop.migrants.size(),
-                                loop.pending_migration["late"].empty() ? "" : " (" + loop.pending_migration["late"].dump() + ")"));
+      progress.note(fmt::format(
+          "generation {}: imported {} elite(s) of the other islands{}", gen, loop.migrants.size(),
+          loop.pending_migration["late"].empty() ? "" : " (" + loop.pending_migration["late"].dump() + ")"));
     }
     loop.generation(gen, progress);
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const int done = gen + 1 - loop.first_generation, left = o.generations - gen - 1;
     double eta = wall / done * left;
-    if (o.budget_gpu_s > 0 && loop.gpu_s > 0) eta = std::min(eta, wall / loop.gpu_s * std::max(0.0, o.budget_gpu_s - loop.gpu_s));
+    if (o.budget_gpu_s > 0 && loop.gpu_s > 0)
+      eta = std::min(eta, wall / loop.gpu_s * std::max(0.0, o.budget_gpu_s - loop.gpu_s));
     progress.note(fmt::format("generation {}/{} done: {}; ETA {:.0f} s", gen + 1, o.generations, loop.summary(), eta));
   }
   if (loop.session) loop.session->drop_sampled_references(loop.full);
   if (loop.session && loop.sessions.size() > 1) loop.session->refresh_populations();  // after every GPU's last append
   // The other islands wait for this line (or this island's next generation) before importing.
-  if (loop.island.active()) append_line_durable(loop.trace, json{{"run", loop.run_id}, {"finished", true}, {"time", utc_now_iso8601()}}.dump());
+  if (loop.island.active())
+    append_line_durable(loop.trace, json{{"run", loop.run_id}, {"finished", true}, {"time", utc_now_iso8601()}}.dump());
   progress.note(fmt::format("evo evolve {}: {}; trace: {}", loop.run_id, loop.summary(), loop.trace.string()));
-  if (!loop.session) throw environment_error(loop.no_gpu + " (the generations above went through the compile phase only)");
+  if (!loop.session)
+    throw environment_error(loop.no_gpu + " (the generations above went through the compile phase only)");
 }
 
 }  // namespace evo

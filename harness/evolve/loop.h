@@ -16,20 +16,20 @@ struct EvolveOptions {
   std::string task = "fp16-d64";
   std::string generator = "builtin";  // builtin | random | exec:CMD
   int generations = 10;
-  size_t population = 4;               // proposals per generation
-  double budget_gpu_s = 0;             // 0: no GPU-second limit
-  std::string op = "full";             // free | insight | full
-  std::string resume;                  // an earlier run id
+  size_t population = 4;    // proposals per generation
+  double budget_gpu_s = 0;  // 0: no GPU-second limit
+  std::string op = "full";  // free | insight | full
+  std::string resume;       // an earlier run id
   uint64_t rng_seed = 0;
-  bool quick = false;                  // screen on a small gate and one shape before the full evaluation
-  double promote = 1.10;               // screened candidates within this factor of the best go on
+  bool quick = false;     // screen on a small gate and one shape before the full evaluation
+  double promote = 1.10;  // screened candidates within this factor of the best go on
   int generator_timeout_s = 120;
   std::string results_dir = "results", populations_dir = "populations", cache_dir;
   int device = 0;
-  std::string devices;                 // --devices 0,1|all: one evaluation per GPU at a time, from one queue
-  std::string island, island_group;    // --island i/N (else the Slurm array task); the search's name
-  int migrate_every = 0;               // islands import each other's elites every K generations
-  double migrate_wait_s = 600;         // how long an import waits for an island that is behind
+  std::string devices;               // --devices 0,1|all: one evaluation per GPU at a time, from one queue
+  std::string island, island_group;  // --island i/N (else the Slurm array task); the search's name
+  int migrate_every = 0;             // islands import each other's elites every K generations
+  double migrate_wait_s = 600;       // how long an import waits for an island that is behind
 };
 
 // Runs the loop; without a GPU it runs the generations through the compile phase, feeding

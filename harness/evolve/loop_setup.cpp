@@ -18,8 +18,11 @@ void Loop::setup() {
   if (island.active() && !o.resume.empty())
     throw usage_error("--resume with --island: an island resumes by itself (its run id comes from --island-group)");
   if (!exec) tunable.emplace(search_space(ctx.root, stage, task), o.generator == "random", island.seed(o.rng_seed));
-  run_id = island.active() ? island.run_id() : o.resume.empty() ? fmt::format("ev-{}-{}", utc_now_compact(), o.rng_seed) : o.resume;
-  if (run_id.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") != std::string::npos)
+  run_id = island.active()    ? island.run_id()
+           : o.resume.empty() ? fmt::format("ev-{}-{}", utc_now_compact(), o.rng_seed)
+                              : o.resume;
+  if (run_id.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") !=
+      std::string::npos)
     throw usage_error("--resume " + run_id + ": a run id has letters, digits, '-', '_' and '.' only");
   fs::create_directories(fs::path(o.results_dir) / "evolve");
   trace = fs::path(o.results_dir) / "evolve" / (run_id + ".trace.jsonl");
@@ -31,7 +34,8 @@ void Loop::setup() {
 // A selection this host cannot serve (--devices 7, mixed models) is a usage error before any work.
 void Loop::open_gpus(const SessionOptions& so) {
   try {
-    sessions = open_sessions(ctx, compiler, so, query_devices(o.devices.empty() ? std::to_string(o.device) : o.devices));
+    sessions =
+        open_sessions(ctx, compiler, so, query_devices(o.devices.empty() ? std::to_string(o.device) : o.devices));
   } catch (const EvoError& e) {
     if (e.code() != kExitEnvironment) throw;
     no_gpu = e.what();
@@ -45,9 +49,11 @@ void Loop::open_gpus(const SessionOptions& so) {
     sessions[slot]->set_annotate([this, slot](json& rec) {
       rec["origin"] = "evolve";
       rec["evolve"] = annotations[slot];
-      if (rec["outcome"] == "compile" && !last_logs[slot].empty()) rec["compile"]["log"] = last_logs[slot].substr(0, 4096);
+      if (rec["outcome"] == "compile" && !last_logs[slot].empty())
+        rec["compile"]["log"] = last_logs[slot].substr(0, 4096);
       if (rec["fitness"].is_object() && annotations[slot].value("phase", "") == "full") {
-        const Admission a = admit(rec["fitness"], stage_elites(session->population(task, full.benchmark), stage.number), kElites);
+        const Admission a =
+            admit(rec["fitness"], stage_elites(session->population(task, full.benchmark), stage.number), kElites);
         rec["evolve"]["admission"] = a.decision;
         rec["evolve"]["admission_spread"] = a.spread;
         if (!a.against.empty()) rec["evolve"]["compared_with"] = a.against;

@@ -8,27 +8,27 @@
 #include <mutex>
 #include <optional>
 
+#include "compile/compile_record.h"
 #include "compile/compile_set.h"
-#include "evolve/loop.h"
-#include "run/context.h"
 #include "core/errors.h"
 #include "core/paths.h"
-#include "gpu/device_select.h"
 #include "evolve/admission.h"
 #include "evolve/generator.h"
 #include "evolve/islands.h"
+#include "evolve/loop.h"
 #include "evolve/novelty.h"
 #include "evolve/request.h"
 #include "evolve/source_store.h"
+#include "gpu/device_select.h"
+#include "run/context.h"
 #include "run/device_pool.h"
 #include "run/progress.h"
+#include "run/sampler.h"
 #include "run/session.h"
 #include "store/atomic_file.h"
 #include "store/json_fields.h"
 #include "store/population.h"
-#include "compile/compile_record.h"
 #include "store/record.h"
-#include "run/sampler.h"
 #include "store/records.h"
 
 namespace evo::evolve_loop {
@@ -44,8 +44,8 @@ struct Loop {
   fs::path cache = o.cache_dir.empty() ? default_cache_dir() : fs::path(o.cache_dir);
   Compiler compiler{ctx.root, cache, ctx.gates};
   // The full evaluation draws the sampled gate cases with a seed chosen now (stored in every record).
-  EvalPlan full =
-      make_plan(ctx.gates, {task, ctx.gates.gate_sets, ctx.gates.benchmark_sets, ctx.gates.seeds, false, draw_gate_seed()});
+  EvalPlan full = make_plan(
+      ctx.gates, {task, ctx.gates.gate_sets, ctx.gates.benchmark_sets, ctx.gates.seeds, false, draw_gate_seed()});
   EvalPlan quick = make_plan(ctx.gates, quick_plan_request(ctx.gates, task));
   std::vector<std::unique_ptr<Session>> sessions;  // one per GPU of --devices
   Session* session = nullptr;                      // the first: populations, references
@@ -60,8 +60,8 @@ struct Loop {
   std::vector<json> feedback;                      // failures that are not records
   std::vector<json> mine;                          // this run's records (resumed ones too)
   std::optional<TunableGenerator> tunable;
-  std::vector<json> annotations{json()};         // per GPU slot: the record's "evolve" entry
-  std::vector<std::string> last_logs{""};         // per GPU slot: the compile log of its candidate
+  std::vector<json> annotations{json()};   // per GPU slot: the record's "evolve" entry
+  std::vector<std::string> last_logs{""};  // per GPU slot: the compile log of its candidate
   double gpu_s = 0, best = 0, best_quick = 0;
   size_t evaluated = 0;
   int first_generation = 0;
@@ -82,8 +82,8 @@ struct Loop {
   std::optional<Candidate> admit_proposal(const Proposal& p, json& verdict);
   json one(size_t slot, const Proposal& p, const Candidate* c, const CompileResult& compiled, int gen, json verdict);
   void generation(int gen, Progress& progress);
-  void lost_gpu(size_t slot, const Proposal& p, const Candidate& c, const CompileResult& compiled, const std::string& why,
-                json& verdict);
+  void lost_gpu(size_t slot, const Proposal& p, const Candidate& c, const CompileResult& compiled,
+                const std::string& why, json& verdict);
   std::string summary() const;
 };
 

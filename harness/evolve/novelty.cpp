@@ -49,8 +49,8 @@ std::string NoveltyFilter::key(const Candidate& c) const {
   std::map<std::string, long> sorted(c.params.begin(), c.params.end());
   std::string params;
   for (const auto& [k, v] : sorted) params += (params.empty() ? "" : " ") + k + "=" + std::to_string(v);
-  return normalized_hash(sha256_hex(c.variant->source), c.variant->source) + "|" + (params.empty() ? "(defaults)" : params) +
-         "|" + c.task.name();
+  return normalized_hash(sha256_hex(c.variant->source), c.variant->source) + "|" +
+         (params.empty() ? "(defaults)" : params) + "|" + c.task.name();
 }
 
 void NoveltyFilter::add_records(const std::vector<json>& records) {

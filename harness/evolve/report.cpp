@@ -37,17 +37,21 @@ bool reached_gpu(const json& r) {
   return o != "constraints" && o != "compile" && o != "resources" && o != "unsupported";
 }
 
-std::map<std::string, RunSummary> summarize(const std::vector<json>& records, const std::string& gpu, const std::string& task) {
+std::map<std::string, RunSummary> summarize(const std::vector<json>& records, const std::string& gpu,
+                                            const std::string& task) {
   std::map<std::string, RunSummary> runs;
   std::map<std::string, std::vector<const json*>> by_run;
   for (const auto& r : records) {
     const json ev = object_or_null(r, "evolve");
     if (!ev.is_object() || string_or(r, "kind") != "run") continue;
-    if ((!gpu.empty() && string_or(object_or_null(r, "env"), "gpu_key") != gpu) || (!task.empty() && string_or(r, "task") != task)) continue;
+    if ((!gpu.empty() && string_or(object_or_null(r, "env"), "gpu_key") != gpu) ||
+        (!task.empty() && string_or(r, "task") != task))
+      continue;
     by_run[string_or(ev, "run")].push_back(&r);
   }
   for (auto& [id, list] : by_run) {
-    std::stable_sort(list.begin(), list.end(), [](const json* a, const json* b) { return string_or(*a, "time") < string_or(*b, "time"); });
+    std::stable_sort(list.begin(), list.end(),
+                     [](const json* a, const json* b) { return string_or(*a, "time") < string_or(*b, "time"); });
     RunSummary s;
     s.id = id;
     bool screened = false;
@@ -89,8 +93,8 @@ std::string run_cost(const std::vector<json>& records, const RunSummary& s) {
   size_t n = 0;
   for (const auto& r : records) {
     const std::string origin = string_or(r, "origin");
-    if ((origin == "elite" || origin == "domain") && string_or(r, "task") == s.task && r.value("stage", -1) == s.stage &&
-        string_or(object_or_null(r, "env"), "gpu_key") == s.gpu && reached_gpu(r)) {
+    if ((origin == "elite" || origin == "domain") && string_or(r, "task") == s.task &&
+        r.value("stage", -1) == s.stage && string_or(object_or_null(r, "env"), "gpu_key") == s.gpu && reached_gpu(r)) {
       sum += number_or(r, "gpu_seconds", 0);
       ++n;
     }
@@ -99,17 +103,20 @@ std::string run_cost(const std::vector<json>& records, const RunSummary& s) {
 }
 
 void runs_table(std::string& md, const std::map<std::string, RunSummary>& runs, const std::vector<json>& records) {
-  md += "GPU evaluations count each candidate that reached the GPU once (its quick screen when the run screened). "
-        "The last column is what `evo run` spent per candidate on the same GPU, task and stage.\n\n";
-  md += "| run | generator | GPU | task | stage | generations | records | GPU evaluations | GPU-s | GPU-s / evaluation | best µs | admissions | evo run GPU-s / candidate |\n";
+  md +=
+      "GPU evaluations count each candidate that reached the GPU once (its quick screen when the run screened). "
+      "The last column is what `evo run` spent per candidate on the same GPU, task and stage.\n\n";
+  md +=
+      "| run | generator | GPU | task | stage | generations | records | GPU evaluations | GPU-s | GPU-s / evaluation | "
+      "best µs | admissions | evo run GPU-s / candidate |\n";
   md += "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|\n";
   for (const auto& [id, s] : runs) {
     std::string adm;
     for (const auto& [k, n] : s.admissions) adm += (adm.empty() ? "" : ", ") + fmt::format("{} {}", n, k);
-    md += fmt::format("| {} | `{}` | {} | {} | {} | {} | {} | {} | {:.1f} | {:.2f} | {} | {} | {} |\n", id, s.generator.substr(0, 60),
-                      s.gpu, s.task, s.stage, s.generations, s.records, s.evaluations, s.gpu_s,
-                      s.evaluations ? s.gpu_s / double(s.evaluations) : 0.0, s.best > 0 ? fmt::format("{:.2f}", s.best) : "-",
-                      adm.empty() ? "-" : adm, run_cost(records, s));
+    md += fmt::format("| {} | `{}` | {} | {} | {} | {} | {} | {} | {:.1f} | {:.2f} | {} | {} | {} |\n", id,
+                      s.generator.substr(0, 60), s.gpu, s.task, s.stage, s.generations, s.records, s.evaluations,
+                      s.gpu_s, s.evaluations ? s.gpu_s / double(s.evaluations) : 0.0,
+                      s.best > 0 ? fmt::format("{:.2f}", s.best) : "-", adm.empty() ? "-" : adm, run_cost(records, s));
   }
   md += "\n";
 }
@@ -153,19 +160,25 @@ void best_lineage(std::string& md, const std::map<std::string, RunSummary>& runs
     for (const auto& c : lineage(by_id, s.best_id)) {
       auto it = by_id.find(c);
       if (it == by_id.end()) break;
-      chain += (chain.empty() ? "" : " ← ") + fmt::format("`{}` {} {}", c.substr(0, 8), string_or(it->second, "variant"), params_of(it->second));
+      chain += (chain.empty() ? "" : " ← ") +
+               fmt::format("`{}` {} {}", c.substr(0, 8), string_or(it->second, "variant"), params_of(it->second));
     }
     rows += fmt::format("| {} | `{}` | {:.2f} | {} |\n", id, s.generator.substr(0, 40), s.best, chain);
   }
   if (!rows.empty())
-    md += "### Lineage of each run's best\n\n| run | generator | best µs | lineage (child ← parent) |\n|---|---|---:|---|\n" + rows + "\n";
+    md +=
+        "### Lineage of each run's best\n\n| run | generator | best µs | lineage (child ← parent) "
+        "|\n|---|---|---:|---|\n" +
+        rows + "\n";
 }
 
-void lineage_section(std::string& md, const std::vector<json>& records, const std::string& gpu, const std::string& task) {
+void lineage_section(std::string& md, const std::vector<json>& records, const std::string& gpu,
+                     const std::string& task) {
   const auto by_id = index_by_candidate(records);
   std::string rows;
   for (const auto& [key, pop] : derive_populations(records)) {
-    if ((!gpu.empty() && pop["gpu"] != gpu) || (!task.empty() && pop["task"] != task) || pop["benchmark"] != "default") continue;
+    if ((!gpu.empty() && pop["gpu"] != gpu) || (!task.empty() && pop["task"] != task) || pop["benchmark"] != "default")
+      continue;
     for (auto& [stage, elites] : pop["stages"].items())
       for (const auto& e : elites) {
         // The elite with its own fitness, then its ancestors (params only: their records may be
@@ -180,19 +193,24 @@ void lineage_section(std::string& md, const std::vector<json>& records, const st
         }
         std::string vparent = string_or(e, "parent");
         if (vparent == "none" || vparent == "null") vparent.clear();
-        rows += fmt::format("| {} | {} | {} | {} | {} | {}{} |\n", pop["gpu"].get<std::string>(), pop["task"].get<std::string>(),
-                            stage, e.value("rank", 0), string_or(e, "variant"), chain,
+        rows += fmt::format("| {} | {} | {} | {} | {} | {}{} |\n", pop["gpu"].get<std::string>(),
+                            pop["task"].get<std::string>(), stage, e.value("rank", 0), string_or(e, "variant"), chain,
                             vparent.empty() ? "" : " ← variant " + vparent);
       }
   }
   if (rows.empty()) return;
-  md += "### Lineage of the elites\n\nEach elite back through the candidates it was bred from (`evo evolve` records), then the "
-        "variant its file names as parent.\n\n| GPU | task | stage | rank | variant | lineage |\n|---|---|---:|---:|---|---|\n" + rows + "\n";
+  md +=
+      "### Lineage of the elites\n\nEach elite back through the candidates it was bred from (`evo evolve` records), "
+      "then the "
+      "variant its file names as parent.\n\n| GPU | task | stage | rank | variant | lineage "
+      "|\n|---|---|---:|---:|---|---|\n" +
+      rows + "\n";
 }
 
 }  // namespace
 
-std::string render_evolution_markdown(const std::vector<json>& records, const std::string& gpu, const std::string& task) {
+std::string render_evolution_markdown(const std::vector<json>& records, const std::string& gpu,
+                                      const std::string& task) {
   const auto runs = summarize(records, gpu, task);
   if (runs.empty()) return "";  // reports of records without evolution stay as they were
   std::string md = "\n## Evolution (`evo evolve`)\n\n";

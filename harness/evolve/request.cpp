@@ -44,7 +44,8 @@ json task_context(const RequestInputs& in, const std::string& gpu) {
   for (const auto& s : g.shapes(g.benchmark_sets, in.task)) shapes["benchmark"].push_back(s.dims());
   json caps = json::object();
   for (const auto& [arch, c] : g.resources)
-    caps[arch] = {{"max_registers", c.max_registers}, {"max_smem_bytes", c.max_smem_bytes}, {"max_threads", c.max_threads}};
+    caps[arch] = {
+        {"max_registers", c.max_registers}, {"max_smem_bytes", c.max_smem_bytes}, {"max_threads", c.max_threads}};
   json space = json::array();
   for (const auto& sv : search_space(in.ctx->root, *in.stage, in.task)) {
     json t = json::object();
@@ -63,9 +64,14 @@ json task_context(const RequestInputs& in, const std::string& gpu) {
 json elites_of(const RequestInputs& in, const json& pop, const std::map<std::string, json>& by_id) {
   json out = json::array();
   for (const auto& e : stage_elites(pop, in.stage->number)) {
-    json x = {{"candidate_id", e["candidate_id"]}, {"variant", e["variant"]}, {"params", e["params"]},
-              {"fitness", e["fitness"]}, {"timing", e["timing"]}, {"resources", e["resources"]},
-              {"lineage", lineage(by_id, string_or(e, "candidate_id"))}, {"source", source_text(in.ctx->root, e)}};
+    json x = {{"candidate_id", e["candidate_id"]},
+              {"variant", e["variant"]},
+              {"params", e["params"]},
+              {"fitness", e["fitness"]},
+              {"timing", e["timing"]},
+              {"resources", e["resources"]},
+              {"lineage", lineage(by_id, string_or(e, "candidate_id"))},
+              {"source", source_text(in.ctx->root, e)}};
     out.push_back(x);
   }
   return out;
@@ -89,11 +95,16 @@ json insights(const RequestInputs& in, const json& pop, const std::map<std::stri
     const double pf = number_or(object_or_null(parent, "fitness"), "geomean_median_us", 0);
     const double cf = number_or(object_or_null(e, "fitness"), "geomean_median_us", 0);
     if (pf > 0 && cf > 0)
-      deltas.push_back({{"parent", chain[1]}, {"child", chain[0]}, {"parent_params", parent["params"]},
-                        {"child_params", e["params"]}, {"parent_us", pf}, {"child_us", cf},
+      deltas.push_back({{"parent", chain[1]},
+                        {"child", chain[0]},
+                        {"parent_params", parent["params"]},
+                        {"child_params", e["params"]},
+                        {"parent_us", pf},
+                        {"child_us", cf},
                         {"change", fmt::format("{:+.1f} %", 100.0 * (cf / pf - 1.0))}});
   }
-  return {{"stage_notes", notes}, {"deltas", deltas},
+  return {{"stage_notes", notes},
+          {"deltas", deltas},
           {"profiles", notes.contains("profile") ? notes["profile"] : json("none recorded for this stage")}};
 }
 
@@ -127,8 +138,10 @@ std::vector<std::string> lineage(const std::map<std::string, json>& by, const st
 }
 
 json failure_feedback(const json& r) {
-  json f = {{"candidate_id", r.value("candidate_id", "")}, {"variant", r.value("variant", "")},
-            {"params", r.value("params", json::object())}, {"outcome", r.value("outcome", "")},
+  json f = {{"candidate_id", r.value("candidate_id", "")},
+            {"variant", r.value("variant", "")},
+            {"params", r.value("params", json::object())},
+            {"outcome", r.value("outcome", "")},
             {"reason", r.value("reason", "")}};
   const json compile = object_or_null(r, "compile");
   if (compile.is_object() && compile.contains("log") && compile["log"].is_string())
@@ -153,8 +166,11 @@ json build_request(const RequestInputs& in) {
   json pop = json::object();
   for (const auto& [key, p] : derive_populations(records))
     if (key == gpu + "/" + in.task.name()) pop = p;
-  json req = {{"schema_version", "1.0"},   {"kind", "evo-request"}, {"operator", in.op},
-              {"task", in.task.name()},    {"stage", {{"number", in.stage->number}, {"title", in.stage->title}}},
+  json req = {{"schema_version", "1.0"},
+              {"kind", "evo-request"},
+              {"operator", in.op},
+              {"task", in.task.name()},
+              {"stage", {{"number", in.stage->number}, {"title", in.stage->title}}},
               {"i1", task_context(in, gpu)}};
   if (in.op == "full") req["i2"] = {{"elites", elites_of(in, pop, by_id)}};
   if (in.op != "free") req["i3"] = insights(in, pop, by_id);
@@ -165,7 +181,8 @@ json build_request(const RequestInputs& in) {
         it->value("stage", -1) == in.stage->number && string_or(*it, "outcome") != "ok")
       failures.push_back(failure_feedback(*it));
   req["failures"] = failures;
-  req["answer_with"] = R"({"candidates": [{"source": "<whole .cu file, front matter first>", "parent": "<candidate id>", "rationale": "<why>"}]})";
+  req["answer_with"] =
+      R"({"candidates": [{"source": "<whole .cu file, front matter first>", "parent": "<candidate id>", "rationale": "<why>"}]})";
   return req;
 }
 

@@ -17,8 +17,8 @@ struct RequestInputs {
   const Context* ctx = nullptr;
   const Stage* stage = nullptr;
   Task task;
-  std::string gpu_key;         // whose elites; empty: the newest record's GPU for this task
-  std::string op = "full";     // free | insight | full
+  std::string gpu_key;                                   // whose elites; empty: the newest record's GPU for this task
+  std::string op = "full";                               // free | insight | full
   const std::vector<nlohmann::json>* records = nullptr;  // every record under results/
   std::vector<nlohmann::json> feedback;                  // this run's failures, newest last
   size_t max_failures = 8;

@@ -29,8 +29,8 @@ void task_section(std::string& md, const json& i1) {
     md += fmt::format("- {} caps: {} registers, {} B shared memory, {} threads\n", arch, c["max_registers"].dump(),
                       c["max_smem_bytes"].dump(), c["max_threads"].dump());
   for (const auto& sv : i1["search_space"])
-    md += fmt::format("- search space of {}: {} ({} configs)\n", sv["variant"].get<std::string>(), sv["tunables"].dump(),
-                      sv["configs"].dump());
+    md += fmt::format("- search space of {}: {} ({} configs)\n", sv["variant"].get<std::string>(),
+                      sv["tunables"].dump(), sv["configs"].dump());
   md += "\n<details><summary>ABI header variants/common/evo_attn.cuh</summary>\n\n```cuda\n" +
         i1.value("abi_header", "") + "\n```\n</details>\n\n";
 }
@@ -60,7 +60,8 @@ void insight_section(std::string& md, const json& i3) {
     md += fmt::format("- measured: {} → {} ({} → {}): {:.2f} → {:.2f} µs ({})\n", d["parent"].get<std::string>(),
                       d["child"].get<std::string>(), params_line(d["parent_params"]), params_line(d["child_params"]),
                       d["parent_us"].get<double>(), d["child_us"].get<double>(), d["change"].get<std::string>());
-  md += "- profiles: " + (i3["profiles"].is_string() ? i3["profiles"].get<std::string>() : i3["profiles"].dump()) + "\n\n";
+  md += "- profiles: " + (i3["profiles"].is_string() ? i3["profiles"].get<std::string>() : i3["profiles"].dump()) +
+        "\n\n";
 }
 
 void failures_section(std::string& md, const json& failures) {

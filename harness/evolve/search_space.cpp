@@ -29,7 +29,8 @@ std::vector<SearchVariant> search_space(const std::filesystem::path& root, const
       throw usage_error(fmt::format("{}: not valid JSON ({})", file.string(), e.what()));
     }
   }
-  if (!extra.is_object()) throw usage_error(file.string() + ": \"search\" must be an object {\"<variant>\": {\"PARAM\": [values]}}");
+  if (!extra.is_object())
+    throw usage_error(file.string() + ": \"search\" must be an object {\"<variant>\": {\"PARAM\": [values]}}");
   std::vector<SearchVariant> out;
   for (const auto& v : stage.variants) {
     if (!v.supports(task)) continue;
@@ -41,11 +42,13 @@ std::vector<SearchVariant> search_space(const std::filesystem::path& root, const
         auto it = std::find_if(sv.tunables.begin(), sv.tunables.end(),
                                [key = std::string(name)](const Tunable& t) { return t.name == key; });
         if (it == sv.tunables.end() || !values.is_array())
-          throw usage_error(fmt::format("{}: search.{}.{}: not a tunable of {} or not a list of integers", file.string(),
-                                        stem, name, v.id));
+          throw usage_error(fmt::format("{}: search.{}.{}: not a tunable of {} or not a list of integers",
+                                        file.string(), stem, name, v.id));
         for (const auto& x : values) {
-          if (!x.is_number_integer()) throw usage_error(fmt::format("{}: search.{}.{}: values must be integers", file.string(), stem, name));
-          if (std::find(it->values.begin(), it->values.end(), x.get<long>()) == it->values.end()) it->values.push_back(x.get<long>());
+          if (!x.is_number_integer())
+            throw usage_error(fmt::format("{}: search.{}.{}: values must be integers", file.string(), stem, name));
+          if (std::find(it->values.begin(), it->values.end(), x.get<long>()) == it->values.end())
+            it->values.push_back(x.get<long>());
         }
       }
     }

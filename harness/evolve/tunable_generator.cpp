@@ -1,7 +1,7 @@
-#include "evolve/generator.h"
-
 #include <algorithm>
 #include <random>
+
+#include "evolve/generator.h"
 
 namespace evo {
 
@@ -75,8 +75,9 @@ const SearchVariant* TunableGenerator::space_of(const Variant* v) const {
   return nullptr;
 }
 
-std::vector<Proposal> TunableGenerator::propose(const std::vector<Individual>& parents, size_t count, int generation,
-                                                const std::function<bool(const Variant&, const ParamSet&)>& known) const {
+std::vector<Proposal> TunableGenerator::propose(
+    const std::vector<Individual>& parents, size_t count, int generation,
+    const std::function<bool(const Variant&, const ParamSet&)>& known) const {
   std::mt19937_64 rng(seed_ * 1000003u + uint64_t(generation));
   std::vector<Proposal> out;
   std::vector<const Individual*> breeders;
@@ -93,15 +94,16 @@ std::vector<Proposal> TunableGenerator::propose(const std::vector<Individual>& p
     Proposal p;
     if (random_only_ || breeders.empty()) {
       const SearchVariant& sv = space_[draw(rng, space_.size())];
-      p = {sv.variant, uniform(sv, rng), "", "", random_only_ ? "uniform draw from the domain" : "no elite yet: uniform draw"};
+      p = {sv.variant, uniform(sv, rng), "", "",
+           random_only_ ? "uniform draw from the domain" : "no elite yet: uniform draw"};
     } else {
       // Tournament of two over the ranked parents (best first): the fitter one breeds.
       const Individual* a = breeders[std::min(draw(rng, breeders.size()), draw(rng, breeders.size()))];
       const SearchVariant& sv = *space_of(a->variant);
       const Individual* b = breeders[draw(rng, breeders.size())];
       if (b != a && b->variant == a->variant && draw(rng, 10) < 3) {
-        p = {sv.variant, cross(aligned(sv, a->params), aligned(sv, b->params), rng), "", a->candidate_id + "+" + b->candidate_id,
-             "crossover of two elites"};
+        p = {sv.variant, cross(aligned(sv, a->params), aligned(sv, b->params), rng), "",
+             a->candidate_id + "+" + b->candidate_id, "crossover of two elites"};
         if (seen(p)) p.params = mutate(sv, p.params, rng), p.rationale = "crossover of two elites, then a mutation";
       } else {
         p = {sv.variant, mutate(sv, aligned(sv, a->params), rng), "", a->candidate_id, "mutation of an elite"};

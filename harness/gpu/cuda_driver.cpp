@@ -25,11 +25,11 @@ void load() {
     return;
   }
   // EVO_STR expands API-version macros first (cuMemAlloc -> "cuMemAlloc_v2").
-#define EVO_LOAD(fn)                                                                     \
-  g_driver.fn = reinterpret_cast<decltype(g_driver.fn)>(dlsym(g_handle, EVO_STR(fn)));   \
-  if (!g_driver.fn) {                                                                    \
+#define EVO_LOAD(fn)                                                                        \
+  g_driver.fn = reinterpret_cast<decltype(g_driver.fn)>(dlsym(g_handle, EVO_STR(fn)));      \
+  if (!g_driver.fn) {                                                                       \
     g_error = std::string("libcuda.so.1 lacks ") + EVO_STR(fn) + ": the driver is too old"; \
-    return;                                                                              \
+    return;                                                                                 \
   }
   EVO_CUDA_DRIVER_FUNCTIONS(EVO_LOAD)
 #undef EVO_LOAD

@@ -8,17 +8,57 @@
 
 namespace evo {
 
-#define EVO_CUDA_DRIVER_FUNCTIONS(X)                                                                       \
-  X(cuInit) X(cuDriverGetVersion) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName)                    \
-  X(cuDeviceGetAttribute) X(cuDeviceGetUuid) X(cuDeviceTotalMem) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease)     \
-  X(cuCtxSetCurrent) X(cuCtxSynchronize) X(cuGetErrorName) X(cuGetErrorString) X(cuModuleLoadData)         \
-  X(cuModuleUnload) X(cuModuleGetFunction) X(cuModuleGetGlobal) X(cuFuncSetAttribute) X(cuFuncGetAttribute) \
-  X(cuLaunchKernel) X(cuLaunchKernelEx) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH)        \
-  X(cuMemcpyDtoD) X(cuMemsetD8) X(cuMemsetD16) X(cuMemsetD32) X(cuMemsetD8Async) X(cuStreamCreate)        \
-  X(cuStreamDestroy) X(cuStreamSynchronize) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord)            \
-  X(cuEventSynchronize) X(cuEventElapsedTime) X(cuStreamBeginCapture) X(cuStreamEndCapture)                \
-  X(cuGraphInstantiate) X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy) X(cuGetProcAddress)      \
+// One X(...) per driver function evo calls; clang-format would re-flow the list.
+// clang-format off
+#define EVO_CUDA_DRIVER_FUNCTIONS(X) \
+  X(cuInit) \
+  X(cuDriverGetVersion) \
+  X(cuDeviceGetCount) \
+  X(cuDeviceGet) \
+  X(cuDeviceGetName) \
+  X(cuDeviceGetAttribute) \
+  X(cuDeviceGetUuid) \
+  X(cuDeviceTotalMem) \
+  X(cuDevicePrimaryCtxRetain) \
+  X(cuDevicePrimaryCtxRelease) \
+  X(cuCtxSetCurrent) \
+  X(cuCtxSynchronize) \
+  X(cuGetErrorName) \
+  X(cuGetErrorString) \
+  X(cuModuleLoadData) \
+  X(cuModuleUnload) \
+  X(cuModuleGetFunction) \
+  X(cuModuleGetGlobal) \
+  X(cuFuncSetAttribute) \
+  X(cuFuncGetAttribute) \
+  X(cuLaunchKernel) \
+  X(cuLaunchKernelEx) \
+  X(cuMemAlloc) \
+  X(cuMemFree) \
+  X(cuMemcpyHtoD) \
+  X(cuMemcpyDtoH) \
+  X(cuMemcpyDtoD) \
+  X(cuMemsetD8) \
+  X(cuMemsetD16) \
+  X(cuMemsetD32) \
+  X(cuMemsetD8Async) \
+  X(cuStreamCreate) \
+  X(cuStreamDestroy) \
+  X(cuStreamSynchronize) \
+  X(cuEventCreate) \
+  X(cuEventDestroy) \
+  X(cuEventRecord) \
+  X(cuEventSynchronize) \
+  X(cuEventElapsedTime) \
+  X(cuStreamBeginCapture) \
+  X(cuStreamEndCapture) \
+  X(cuGraphInstantiate) \
+  X(cuGraphLaunch) \
+  X(cuGraphExecDestroy) \
+  X(cuGraphDestroy) \
+  X(cuGetProcAddress) \
   X(cuMemGetInfo)
+// clang-format on
 
 struct CudaDriver {
 #define EVO_DECLARE(fn) decltype(&::fn) fn = nullptr;

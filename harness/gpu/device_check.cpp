@@ -60,7 +60,8 @@ std::optional<DeviceCheckFacts> device_check_from_json(const json& j, std::strin
     return std::nullopt;
   }
   f.first_fail = j["first_fail"].get<int64_t>();
-  if (f.unwritten > f.n || f.nonfinite > f.n || f.bad > f.n || f.unwritten + f.nonfinite + f.bad > f.n || ((f.unwritten + f.nonfinite + f.bad > 0) != (f.first_fail >= 0))) {
+  if (f.unwritten > f.n || f.nonfinite > f.n || f.bad > f.n || f.unwritten + f.nonfinite + f.bad > f.n ||
+      ((f.unwritten + f.nonfinite + f.bad > 0) != (f.first_fail >= 0))) {
     error = "device_check counts do not add up";
     return std::nullopt;
   }

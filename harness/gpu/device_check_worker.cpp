@@ -82,7 +82,8 @@ class DeviceChecker {
           "compare init", "runtime");  // first_fail = ~0: none yet
     float atol = float(c.device_check.atol), rtol = float(c.device_check.rtol);
     void* cmp_args[] = {&dout, &ref.ptr, &atol, &rtol, &sums.ptr};
-    check(cu().cuLaunchKernel(compare_, 4096, 1, 1, 256, 1, 1, 0, stream_, cmp_args, nullptr), "compare launch", "runtime");
+    check(cu().cuLaunchKernel(compare_, 4096, 1, 1, 256, 1, 1, 0, stream_, cmp_args, nullptr), "compare launch",
+          "runtime");
     check(cu().cuStreamSynchronize(stream_), "reference and compare kernels", "runtime");
     DeviceCompareSums r{};
     check(cu().cuMemcpyDtoH(&r, sums.ptr, sizeof(r)), "compare readback", "runtime");
@@ -111,7 +112,7 @@ double since(std::chrono::steady_clock::time_point t0) {
 }  // namespace
 
 WorkerEvent check_on_device(Problem& p, const CaseSpec& c, const Support& support, const Task& task, CUstream stream,
-                     const std::function<void()>& launch_candidate) {
+                            const std::function<void()>& launch_candidate) {
   const auto t0 = std::chrono::steady_clock::now();
   const DeviceChecker checker(support, task, stream);
   const std::array<uint64_t, 3> before = checker.inputs(p);

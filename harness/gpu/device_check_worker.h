@@ -23,6 +23,6 @@ namespace evo {
 // The case_done event of one device-checked gate case. `launch_candidate` poisons the output,
 // launches the candidate once and waits for it.
 WorkerEvent check_on_device(worker_device::Problem& p, const CaseSpec& c, const worker_device::Support& support,
-                               const Task& task, CUstream stream, const std::function<void()>& launch_candidate);
+                            const Task& task, CUstream stream, const std::function<void()>& launch_candidate);
 
 }  // namespace evo

@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
-#include "core/paths.h"
 #include "core/errors.h"
+#include "core/paths.h"
 #include "gpu/cuda_driver.h"
 
 namespace evo {

@@ -21,7 +21,8 @@ std::vector<int> parse_device_spec(const std::string& spec) {
     const bool digits = !item.empty() && item.size() <= 4 &&
                         std::all_of(item.begin(), item.end(), [](char c) { return c >= '0' && c <= '9'; });
     if (!digits)
-      throw usage_error(fmt::format("--devices {}: use CUDA device indices separated by commas (e.g. 0,1) or all", spec));
+      throw usage_error(
+          fmt::format("--devices {}: use CUDA device indices separated by commas (e.g. 0,1) or all", spec));
     const int index = std::stoi(item);
     if (std::find(out.begin(), out.end(), index) != out.end())
       throw usage_error(fmt::format("--devices {}: device {} is named twice; name each GPU once", spec, index));
@@ -39,18 +40,21 @@ std::vector<GpuInfo> select_devices(const std::string& spec, const std::vector<G
   for (int index : wanted) {
     auto it = std::find_if(present.begin(), present.end(), [&](const GpuInfo& g) { return g.index == index; });
     if (it == present.end())
-      throw usage_error(fmt::format("--devices {}: this machine has no CUDA device {}; it has {} ({}): name those or use all",
-                                    spec, index, present.size(), present.size() == 1 ? "0" : fmt::format("0-{}", present.size() - 1)));
+      throw usage_error(
+          fmt::format("--devices {}: this machine has no CUDA device {}; it has {} ({}): name those or use all", spec,
+                      index, present.size(), present.size() == 1 ? "0" : fmt::format("0-{}", present.size() - 1)));
     out.push_back(*it);
   }
   std::map<std::string, std::vector<int>> by_model;
   for (const auto& g : out) by_model[g.name].push_back(g.index);
   if (by_model.size() > 1) {
     std::vector<std::string> parts;
-    for (const auto& [name, indices] : by_model) parts.push_back(fmt::format("{} on {}", name, fmt::join(indices, ",")));
-    throw usage_error(fmt::format("--devices {} mixes GPU models ({}); a population holds one model: name devices of one "
-                                  "model, e.g. --devices {}",
-                                  spec, fmt::join(parts, "; "), fmt::join(by_model.begin()->second, ",")));
+    for (const auto& [name, indices] : by_model)
+      parts.push_back(fmt::format("{} on {}", name, fmt::join(indices, ",")));
+    throw usage_error(
+        fmt::format("--devices {} mixes GPU models ({}); a population holds one model: name devices of one "
+                    "model, e.g. --devices {}",
+                    spec, fmt::join(parts, "; "), fmt::join(by_model.begin()->second, ",")));
   }
   return out;
 }

@@ -21,9 +21,11 @@ EncodeTiled encode_tiled(std::string* error) {
     looked = true;
     void* p = nullptr;
     CUdriverProcAddressQueryResult status{};
-    CUresult r = cuda_driver().cuGetProcAddress("cuTensorMapEncodeTiled", &p, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &status);
+    CUresult r =
+        cuda_driver().cuGetProcAddress("cuTensorMapEncodeTiled", &p, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &status);
     if (r != CUDA_SUCCESS || status != CU_GET_PROC_ADDRESS_SUCCESS || !p)
-      why = fmt::format("cuGetProcAddress(cuTensorMapEncodeTiled) failed ({}, status {})", cuda_error_text(r), int(status));
+      why = fmt::format("cuGetProcAddress(cuTensorMapEncodeTiled) failed ({}, status {})", cuda_error_text(r),
+                        int(status));
     else
       fn = reinterpret_cast<EncodeTiled>(p);
   }
@@ -49,7 +51,8 @@ TmaElement tma_element(DType dtype, uint32_t tensor) {
   return {dtype == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2};
 }
 
-std::optional<std::string> encode_one(EncodeTiled fn, const TmaSpec& s, const TmaTensor& t, TmaElement e, CUtensorMap* map) {
+std::optional<std::string> encode_one(EncodeTiled fn, const TmaSpec& s, const TmaTensor& t, TmaElement e,
+                                      CUtensorMap* map) {
   if (s.box_rows < 1 || s.box_rows > 256 || s.box_cols < 8 || s.box_cols > 256 || s.swizzle > 3 || s.l2_promotion > 3)
     return fmt::format("box {}x{}, swizzle {}, l2 {} is outside what TMA accepts", s.box_rows, s.box_cols, s.swizzle,
                        s.l2_promotion);
@@ -59,13 +62,13 @@ std::optional<std::string> encode_one(EncodeTiled fn, const TmaSpec& s, const Tm
                                  cuuint64_t(t.stride[0]) * e.bytes};
   const cuuint32_t box[4] = {s.box_cols, s.box_rows, 1, 1};
   const cuuint32_t elem_strides[4] = {1, 1, 1, 1};
-  CUresult r = fn(map, e.type, 4,
-                  reinterpret_cast<void*>(t.data), dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                  CUtensorMapSwizzle(s.swizzle), CUtensorMapL2promotion(s.l2_promotion), CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  CUresult r = fn(map, e.type, 4, reinterpret_cast<void*>(t.data), dims, strides, box, elem_strides,
+                  CU_TENSOR_MAP_INTERLEAVE_NONE, CUtensorMapSwizzle(s.swizzle), CUtensorMapL2promotion(s.l2_promotion),
+                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS)
     return fmt::format("cuTensorMapEncodeTiled: {} (dims {}x{}x{}x{}, byte strides {}/{}/{}, box {}x{}, swizzle {})",
-                       cuda_error_text(r), t.dim, t.seq, t.heads, t.batch, strides[0], strides[1], strides[2], s.box_rows,
-                       s.box_cols, s.swizzle);
+                       cuda_error_text(r), t.dim, t.seq, t.heads, t.batch, strides[0], strides[1], strides[2],
+                       s.box_rows, s.box_cols, s.swizzle);
   return std::nullopt;
 }
 

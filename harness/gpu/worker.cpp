@@ -76,8 +76,12 @@ class Worker {
     cu().cuDriverGetVersion(&driver);
     auto clock = nvml_sm_clock_mhz(job_.device);
     auto max_clock = nvml_max_sm_clock_mhz(job_.device);
-    emit(device_event({{"name", name}, {"cc", major * 10 + minor}, {"sms", sms_}, {"l2_bytes", l2_bytes_},
-                       {"driver", driver}, {"sm_clock_mhz", clock ? json(*clock) : json(nullptr)},
+    emit(device_event({{"name", name},
+                       {"cc", major * 10 + minor},
+                       {"sms", sms_},
+                       {"l2_bytes", l2_bytes_},
+                       {"driver", driver},
+                       {"sm_clock_mhz", clock ? json(*clock) : json(nullptr)},
                        {"sm_clock_max_mhz", max_clock ? json(*max_clock) : json(nullptr)}}));
     support_ = load_support_kernels(job_.support_cubin, job_.task);
     // L2 flush buffer: writing twice the L2 evicts every line the previous sample left there.
@@ -101,8 +105,8 @@ class Worker {
       void* args[] = {&dq, &dk, &dv, &out, &scale, &causal, &p.descale[0], &p.descale[1], &p.descale[2]};
       const long long rows = (long long)s.batch * s.heads_q * s.seq_q;
       const unsigned blocks = unsigned((rows * 32 + 255) / 256);
-      check(cu().cuLaunchKernel(support_.reference, blocks, 1, 1, 256, 1, 1, 0, stream_, args, nullptr), "reference launch",
-            "runtime");
+      check(cu().cuLaunchKernel(support_.reference, blocks, 1, 1, 256, 1, 1, 0, stream_, args, nullptr),
+            "reference launch", "runtime");
       check(cu().cuStreamSynchronize(stream_), "reference kernel", "runtime");
       std::string host(n * sizeof(float), '\0');
       check(cu().cuMemcpyDtoH(host.data(), out, host.size()), "reference readback", "runtime");
@@ -126,14 +130,15 @@ class Worker {
       check(cu().cuFuncSetAttribute(fn_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(job_.launch.smem_bytes)),
             "raising the dynamic shared memory limit", "runtime");
     if (job_.launch.cluster_x > 1)
-      check(cu().cuFuncSetAttribute(fn_, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1), "cluster size attribute",
-            "runtime");
+      check(cu().cuFuncSetAttribute(fn_, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
+            "cluster size attribute", "runtime");
   }
 
   void launch(Params& a) {
     const auto& L = job_.launch;
     const Shape& s = current_->shape;
-    unsigned gx = unsigned((s.seq_q + L.rows_per_cta - 1) / L.rows_per_cta), gy = unsigned(s.heads_q), gz = unsigned(s.batch);
+    unsigned gx = unsigned((s.seq_q + L.rows_per_cta - 1) / L.rows_per_cta), gy = unsigned(s.heads_q),
+             gz = unsigned(s.batch);
     if (L.persistent) {
       long long tiles = (long long)gx * gy * gz;
       gx = unsigned(std::min<long long>(tiles, (long long)L.persistent * sms_));
@@ -192,7 +197,8 @@ class Worker {
       std::string second = launch_once(p);  // poisoned again: stale output cannot pass
       const bool deterministic = first == second;
       const bool inputs_intact = timed("hash", [&] { return p.input_hash(); }) == before;
-      const bool guards_intact = p.q.guards_intact() && p.k.guards_intact() && p.v.guards_intact() && p.o.guards_intact();
+      const bool guards_intact =
+          p.q.guards_intact() && p.k.guards_intact() && p.v.guards_intact() && p.o.guards_intact();
       timed("write", [&] { write_scratch_file(c.out_path, first); });
       emit(case_done_event(c.id, c.out_path, deterministic, inputs_intact, guards_intact));
       current_ = nullptr;
@@ -280,7 +286,8 @@ class Worker {
     while (int(samples.size()) < t.max_samples) {
       samples.push_back(timed_launch(a, true));
       const double spent = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s0).count();
-      if (int(samples.size()) >= t.min_samples && (summarize(samples).rse() <= t.target_rse || spent > t.shape_budget_ms))
+      if (int(samples.size()) >= t.min_samples &&
+          (summarize(samples).rse() <= t.target_rse || spent > t.shape_budget_ms))
         break;
     }
     auto clock_after = nvml_sm_clock_mhz(job_.device);
@@ -346,8 +353,9 @@ class Worker {
     TmaTensors t;
     const TensorDesc* d[4] = {&p.dq, &p.dk, &p.dv, &p.dout};
     for (int i = 0; i < 4; ++i)
-      t.t[i] = TmaTensor{d[i]->data, {d[i]->stride[0], d[i]->stride[1], d[i]->stride[2]}, d[i]->batch, d[i]->heads,
-                         d[i]->seq, d[i]->dim};
+      t.t[i] = TmaTensor{d[i]->data,  {d[i]->stride[0], d[i]->stride[1], d[i]->stride[2]},
+                         d[i]->batch, d[i]->heads,
+                         d[i]->seq,   d[i]->dim};
     if (auto err = encode_tma_maps(tma_specs_, t, job_.task.dtype, a.tma)) throw CudaFailure{"load", *err};
     return a;
   }

@@ -22,7 +22,9 @@ auto timed(const char* what, F&& f) {
   struct Add {
     const char* what;
     std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
-    ~Add() { worker_clock_totals()[what] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); }
+    ~Add() {
+      worker_clock_totals()[what] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
   } add{what};
   return std::forward<F>(f)();
 }

@@ -16,8 +16,8 @@
 #include "gpu/cuda_driver.h"
 #include "gpu/fp8_inputs.h"
 #include "gpu/input_fill.h"
-#include "gpu/worker_events.h"
 #include "gpu/worker_clock.h"  // timed(): the worker reports where its time went
+#include "gpu/worker_events.h"
 #include "gpu/worker_protocol.h"
 
 namespace evo::worker_device {
@@ -31,9 +31,7 @@ struct CudaFailure {
 };
 
 // One event to the parent, one line, through the protocol's one encoder (gpu/worker_events.h).
-inline void emit(const WorkerEvent& e) {
-  std::cout << encode_worker_event(e) << "\n" << std::flush;
-}
+inline void emit(const WorkerEvent& e) { std::cout << encode_worker_event(e) << "\n" << std::flush; }
 
 inline void check(CUresult r, const char* what, const char* outcome = "crash") {
   if (r != CUDA_SUCCESS) throw CudaFailure{outcome, fmt::format("{}: {}", what, cuda_error_text(r))};
@@ -104,7 +102,7 @@ struct Problem {
   TensorDesc dq{}, dk{}, dv{}, dout{};
   std::vector<int64_t> offsets;  // q, k, v, o: elements from the buffer start (packed layouts)
   bool padded = false;
-  float scale = 0;  // the case's softmax scale
+  float scale = 0;               // the case's softmax scale
   float descale[3] = {1, 1, 1};  // Q, K, V: fp8 tasks' per-tensor descales (gpu/fp8_inputs.h)
 
   void allocate(const Shape& s, const std::string& layout = "", size_t guard = kGuardBytes) {
@@ -113,7 +111,11 @@ struct Problem {
     const CaseLayout lay = case_layout(s, layout);
     auto place = [&](GuardedBuffer& b, const TensorPlacement& t, int heads, int seq, int bytes) {
       b.allocate(size_t(t.buffer_elements) * bytes, guard);
-      TensorDesc d{b.data() + CUdeviceptr(t.offset * bytes), {t.stride[0], t.stride[1], t.stride[2]}, s.batch, heads, seq,
+      TensorDesc d{b.data() + CUdeviceptr(t.offset * bytes),
+                   {t.stride[0], t.stride[1], t.stride[2]},
+                   s.batch,
+                   heads,
+                   seq,
                    s.head_dim};
       offsets.push_back(t.offset);
       return d;
@@ -160,7 +162,8 @@ struct Problem {
     for (int b = 0; b < d.batch; ++b)
       for (int h = 0; h < d.heads; ++h)
         for (int s = 0; s < d.seq; ++s, pos += row)
-          std::memcpy(out.data() + pos, raw.data() + (offset + b * d.stride[0] + h * d.stride[1] + s * d.stride[2]) * elem_size, row);
+          std::memcpy(out.data() + pos,
+                      raw.data() + (offset + b * d.stride[0] + h * d.stride[1] + s * d.stride[2]) * elem_size, row);
     return out;
   }
 

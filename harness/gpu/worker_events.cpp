@@ -55,7 +55,8 @@ bool read_strings(const json& j, WorkerEvent& e, std::string& error) {
   return string_field(j, "phase", k == K::phase, e.phase, error) &&
          string_field(j, "case", k == K::case_done, e.case_id, error) &&
          string_field(j, "bench", k == K::timing || k == K::post_done, e.bench, error) &&
-         string_field(j, "out", (k == K::case_done && !j.contains("device_check")) || k == K::post_done, e.out, error) &&
+         string_field(j, "out", (k == K::case_done && !j.contains("device_check")) || k == K::post_done, e.out,
+                      error) &&
          string_field(j, "outcome", false, e.outcome, error) && string_field(j, "reason", false, e.reason, error);
 }
 

@@ -19,15 +19,15 @@ std::optional<WorkerEventKind> worker_event_kind_from_string(std::string_view s)
 
 struct WorkerEvent {
   WorkerEventKind kind = WorkerEventKind::done;
-  std::string phase;    // phase: init, reference, load, gate, timing, post_check, ...
-  std::string case_id;  // phase (reference, gate), case_done
-  std::string bench;    // phase (timing, post_check), timing, post_done
-  std::string out;      // case_done, post_done: the file the output was written to
+  std::string phase;                             // phase: init, reference, load, gate, timing, post_check, ...
+  std::string case_id;                           // phase (reference, gate), case_done
+  std::string bench;                             // phase (timing, post_check), timing, post_done
+  std::string out;                               // case_done, post_done: the file the output was written to
   std::optional<DeviceCheckFacts> device_check;  // case_done of a case checked on the GPU (no `out`)
   std::optional<bool> deterministic, inputs_intact, guards_intact;  // case_done, post_done
-  std::optional<double> us;       // post_done: the fresh launch's time
-  bool pruned = false;            // timing: the worker stopped timing this candidate early
-  std::string outcome, reason;    // error
+  std::optional<double> us;                                         // post_done: the fresh launch's time
+  bool pruned = false;          // timing: the worker stopped timing this candidate early
+  std::string outcome, reason;  // error
   // The whole object as sent: timing statistics and device facts pass into the record as they
   // are (their names are the record's names, docs/records.md).
   nlohmann::json fields = nlohmann::json::object();

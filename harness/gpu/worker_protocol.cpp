@@ -5,9 +5,14 @@ namespace evo {
 using nlohmann::json;
 
 json shape_json(const Shape& s) {
-  return {{"batch", s.batch},   {"heads_q", s.heads_q}, {"heads_kv", s.heads_kv},
-          {"seq_q", s.seq_q},   {"seq_kv", s.seq_kv},   {"head_dim", s.head_dim},
-          {"layout", s.layout == Layout::bshd ? "bshd" : "bhsd"}, {"set", s.set}};
+  return {{"batch", s.batch},
+          {"heads_q", s.heads_q},
+          {"heads_kv", s.heads_kv},
+          {"seq_q", s.seq_q},
+          {"seq_kv", s.seq_kv},
+          {"head_dim", s.head_dim},
+          {"layout", s.layout == Layout::bshd ? "bshd" : "bhsd"},
+          {"set", s.set}};
 }
 
 Shape shape_from_json(const json& j) {
@@ -25,10 +30,19 @@ Shape shape_from_json(const json& j) {
 
 namespace {
 json case_json(const CaseSpec& c) {
-  return {{"id", c.id},         {"shape", shape_json(c.shape)}, {"seed", c.seed}, {"inputs", c.inputs},
-          {"qk_std", c.qk_std}, {"v_std", c.v_std},             {"out", c.out_path},
-          {"q_mean", c.q_mean}, {"outlier_every", c.outlier_every}, {"outlier_scale", c.outlier_scale},
-          {"k_sink", c.k_sink}, {"scale", c.scale},             {"layout", c.layout},
+  return {{"id", c.id},
+          {"shape", shape_json(c.shape)},
+          {"seed", c.seed},
+          {"inputs", c.inputs},
+          {"qk_std", c.qk_std},
+          {"v_std", c.v_std},
+          {"out", c.out_path},
+          {"q_mean", c.q_mean},
+          {"outlier_every", c.outlier_every},
+          {"outlier_scale", c.outlier_scale},
+          {"k_sink", c.k_sink},
+          {"scale", c.scale},
+          {"layout", c.layout},
           {"device_check", {{"on", c.device_check.on}, {"atol", c.device_check.atol}, {"rtol", c.device_check.rtol}}}};
 }
 CaseSpec case_from_json(const json& j) {
@@ -55,22 +69,32 @@ CaseSpec case_from_json(const json& j) {
 json to_json(const WorkerJob& w) {
   json cases = json::array(), bench = json::array();
   for (const auto& c : w.cases) cases.push_back(case_json(c));
-  for (const auto& b : w.bench) bench.push_back({{"id", b.id}, {"timed", case_json(b.timed)}, {"fresh", case_json(b.fresh)}});
+  for (const auto& b : w.bench)
+    bench.push_back({{"id", b.id}, {"timed", case_json(b.timed)}, {"fresh", case_json(b.fresh)}});
   const auto& t = w.timing;
   return {{"mode", w.mode},
           {"device", w.device},
           {"task", w.task.name()},
           {"support_cubin", w.support_cubin},
           {"cubin", w.cubin},
-          {"launch", {{"threads", w.launch.threads}, {"smem_bytes", w.launch.smem_bytes},
-                      {"rows_per_cta", w.launch.rows_per_cta}, {"cluster_x", w.launch.cluster_x},
-                      {"persistent", w.launch.persistent}, {"abi_version", w.launch.abi_version}}},
+          {"launch",
+           {{"threads", w.launch.threads},
+            {"smem_bytes", w.launch.smem_bytes},
+            {"rows_per_cta", w.launch.rows_per_cta},
+            {"cluster_x", w.launch.cluster_x},
+            {"persistent", w.launch.persistent},
+            {"abi_version", w.launch.abi_version}}},
           {"cases", cases},
           {"bench", bench},
-          {"timing", {{"warmup_ms", t.warmup_ms}, {"min_samples", t.min_samples}, {"max_samples", t.max_samples},
-                      {"target_rse", t.target_rse}, {"shape_budget_ms", t.shape_budget_ms},
-                      {"launch_bound_us", t.launch_bound_us}, {"graph_launches", t.graph_launches},
-                      {"prune_factor", t.prune_factor}}},
+          {"timing",
+           {{"warmup_ms", t.warmup_ms},
+            {"min_samples", t.min_samples},
+            {"max_samples", t.max_samples},
+            {"target_rse", t.target_rse},
+            {"shape_budget_ms", t.shape_budget_ms},
+            {"launch_bound_us", t.launch_bound_us},
+            {"graph_launches", t.graph_launches},
+            {"prune_factor", t.prune_factor}}},
           {"prune_us", w.prune_us},
           {"dump_inputs", w.dump_inputs}};
 }
@@ -83,12 +107,14 @@ WorkerJob worker_job_from_json(const json& j) {
   w.support_cubin = j.at("support_cubin");
   w.cubin = j.at("cubin");
   const json& l = j.at("launch");
-  w.launch = {l.at("threads"), l.at("smem_bytes"), l.at("rows_per_cta"), l.at("cluster_x"), l.at("persistent"), l.at("abi_version")};
+  w.launch = {l.at("threads"),   l.at("smem_bytes"), l.at("rows_per_cta"),
+              l.at("cluster_x"), l.at("persistent"), l.at("abi_version")};
   for (const auto& c : j.at("cases")) w.cases.push_back(case_from_json(c));
-  for (const auto& b : j.at("bench")) w.bench.push_back({b.at("id"), case_from_json(b.at("timed")), case_from_json(b.at("fresh"))});
+  for (const auto& b : j.at("bench"))
+    w.bench.push_back({b.at("id"), case_from_json(b.at("timed")), case_from_json(b.at("fresh"))});
   const json& t = j.at("timing");
-  w.timing = {t.at("warmup_ms"), t.at("min_samples"), t.at("max_samples"), t.at("target_rse"), t.at("shape_budget_ms"),
-              t.at("launch_bound_us"), t.at("graph_launches"), t.at("prune_factor")};
+  w.timing = {t.at("warmup_ms"),       t.at("min_samples"),     t.at("max_samples"),    t.at("target_rse"),
+              t.at("shape_budget_ms"), t.at("launch_bound_us"), t.at("graph_launches"), t.at("prune_factor")};
   w.prune_us = j.at("prune_us");
   w.dump_inputs = j.at("dump_inputs");
   return w;

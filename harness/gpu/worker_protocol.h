@@ -10,7 +10,7 @@
 #include "compile/cubin.h"
 #include "core/shape.h"
 #include "core/task.h"
-#include "gates/config.h"
+#include "policy/config.h"
 
 namespace evo {
 
@@ -25,7 +25,7 @@ struct CaseSpec {
   std::string out_path;
   // Sampled cases (gates.json "sampled") also vary these; the defaults are the fixed sets'.
   double q_mean = 0, outlier_every = 0, outlier_scale = 1, k_sink = 0;  // see InputDistribution
-  double scale = 0;    // softmax scale; 0 means 1/sqrt(D)
+  double scale = 0;                                                     // softmax scale; 0 means 1/sqrt(D)
   std::string layout;  // "" (the shape's own), packed_qkv, mixed, kv_cache: gpu/case_layout.h
   // Cases too large for host copies (gates.json limits.device_check_elements): the worker
   // hashes the inputs, computes the reference and compares on the GPU with this tolerance, and
@@ -54,7 +54,7 @@ struct WorkerJob {
   std::vector<CaseSpec> cases;
   std::vector<BenchSpec> bench;
   TimingConfig timing;
-  double prune_us = 0;  // candidate's first bench shape p10 above prune_factor x this: stop timing
+  double prune_us = 0;       // candidate's first bench shape p10 above prune_factor x this: stop timing
   bool dump_inputs = false;  // reference mode: also write <out>.q/.k/.v (logical BHSD, dtype)
 };
 

@@ -30,16 +30,18 @@ namespace {
 void add_warnings(CompareSection& sec, const CompareThresholds& th) {
   const double noisy_rse = th.verdict.noisy_rse, suspicious = th.compare.suspicious_speedup;
   auto check_figures = [&](const std::string& name, const ShapeFigures& f) {
-    if (f.clock_before_mhz && f.clock_after_mhz && *f.clock_after_mhz < *f.clock_before_mhz * th.verdict.clock_drop_ratio)
+    if (f.clock_before_mhz && f.clock_after_mhz &&
+        *f.clock_after_mhz < *f.clock_before_mhz * th.verdict.clock_drop_ratio)
       sec.warnings.push_back(fmt::format("{}, {}: SM clock fell from {:.0f} to {:.0f} MHz while timing", name, f.shape,
                                          *f.clock_before_mhz, *f.clock_after_mhz));
     if (f.rse && *f.rse > noisy_rse)
       sec.warnings.push_back(fmt::format("{}, {}: noisy timing, rse {:.1f} % (n {}), above {:.0f} %", name, f.shape,
                                          *f.rse * 100, f.sample.n, noisy_rse * 100));
     if (f.ceiling_share && *f.ceiling_share > 1)
-      sec.warnings.push_back(fmt::format("{}, {}: {:.1f} TFLOPS is above the {:.0f} TFLOPS ceiling: check the FLOP count "
-                                         "and that the kernel does all the work",
-                                         name, f.shape, *f.tflops, *sec.ceiling_tflops));
+      sec.warnings.push_back(
+          fmt::format("{}, {}: {:.1f} TFLOPS is above the {:.0f} TFLOPS ceiling: check the FLOP count "
+                      "and that the kernel does all the work",
+                      name, f.shape, *f.tflops, *sec.ceiling_tflops));
   };
   for (const auto& s : sec.stages) {
     for (const auto& row : s.shapes) check_figures(who(s), row.figures);
@@ -49,9 +51,10 @@ void add_warnings(CompareSection& sec, const CompareThresholds& th) {
         fast += fmt::format("{}{} ({}×)", fast.empty() ? "" : ", ", row.figures.shape,
                             ratio_text(1 / row.time_vs_prev->ratio));
     if (!fast.empty())
-      sec.warnings.push_back(fmt::format("{} is over {:.0f}× faster than stage {} on {}: suspicious; check that it does "
-                                         "all the work",
-                                         who(s), suspicious, *s.prev_stage, fast));
+      sec.warnings.push_back(
+          fmt::format("{} is over {:.0f}× faster than stage {} on {}: suspicious; check that it does "
+                      "all the work",
+                      who(s), suspicious, *s.prev_stage, fast));
   }
   for (const auto& p : sec.peers)
     for (const auto& f : p.shapes) check_figures(p.label, f);
@@ -65,8 +68,8 @@ std::string speed_phrase(const RatioInterval& speedup, const std::string& other)
 
 void add_summary(CompareSection& sec) {
   if (sec.stages.empty()) {
-    sec.summary = fmt::format("no stage has an elite yet ({} run records, none ok with a complete fitness)",
-                              sec.run_records);
+    sec.summary =
+        fmt::format("no stage has an elite yet ({} run records, none ok with a complete fitness)", sec.run_records);
     return;
   }
   const StageRow& top = sec.stages.back();
@@ -78,14 +81,15 @@ void add_summary(CompareSection& sec) {
     s = fmt::format("stage {} and stage {} were timed on no common shape", top.stage, base.stage);
   } else {
     s = fmt::format("stage {} {} (geomean over {} shapes)", top.stage,
-                    speed_phrase(*top.speedup_vs_base, fmt::format("stage {}", base.stage)), top.speedup_vs_base->terms);
+                    speed_phrase(*top.speedup_vs_base, fmt::format("stage {}", base.stage)),
+                    top.speedup_vs_base->terms);
   }
   std::string peers;
   for (const auto& p : sec.peers) {
     auto it = top.speedup_vs_peer.find(p.name);
     if (it == top.speedup_vs_peer.end()) continue;
-    std::string part = fmt::format("{} ± {}× {}", ratio_text(it->second.ratio), ratio_text(it->second.half_width()),
-                                   p.label);
+    std::string part =
+        fmt::format("{} ± {}× {}", ratio_text(it->second.ratio), ratio_text(it->second.half_width()), p.label);
     if (size_t(it->second.terms) < top.shapes.size())
       part += fmt::format(" ({} of {} shapes)", it->second.terms, top.shapes.size());
     peers += (peers.empty() ? "" : ", ") + part;
@@ -152,7 +156,9 @@ void add_stage_rows(CompareSection& sec, const json* population, const std::vect
         sec.shapes.push_back(s.figures.shape);
     sec.stages.push_back(std::move(row));
   }
-  auto shape_index = [&](const std::string& s) { return std::find(sec.shapes.begin(), sec.shapes.end(), s) - sec.shapes.begin(); };
+  auto shape_index = [&](const std::string& s) {
+    return std::find(sec.shapes.begin(), sec.shapes.end(), s) - sec.shapes.begin();
+  };
   for (auto& row : sec.stages)
     std::stable_sort(row.shapes.begin(), row.shapes.end(), [&](const StageShapeRow& a, const StageShapeRow& b) {
       return shape_index(a.figures.shape) < shape_index(b.figures.shape);
@@ -216,7 +222,8 @@ void add_stage_ratios(StageRow& row, const std::vector<ShapeFigures>& mine, cons
 // peer record nearest in time to the stage's record.
 std::map<std::string, std::vector<ShapeFigures>> peer_figures_near(const StageRow& row,
                                                                    const std::vector<const Record*>& peers,
-                                                                   const TaskFacts& facts, std::optional<double> ceiling) {
+                                                                   const TaskFacts& facts,
+                                                                   std::optional<double> ceiling) {
   std::map<std::string, std::vector<ShapeFigures>> figures;
   for (const auto& s : row.shapes) {
     const std::string& shape = s.figures.shape;
@@ -304,7 +311,8 @@ Record typed(const json& j) {
   return std::move(*read.record);
 }
 
-EvoError nothing_to_report(const CompareFilter& filter, const std::set<std::string>& gpus, const std::set<std::string>& tasks) {
+EvoError nothing_to_report(const CompareFilter& filter, const std::set<std::string>& gpus,
+                           const std::set<std::string>& tasks) {
   auto list = [](const std::set<std::string>& s) {
     return s.empty() ? std::string("none") : fmt::format("{}", fmt::join(s, ", "));
   };
@@ -315,7 +323,8 @@ EvoError nothing_to_report(const CompareFilter& filter, const std::set<std::stri
 
 }  // namespace
 
-Comparison build_comparison(const CompareInput& input, const CompareFilter& filter, const CompareThresholds& thresholds) {
+Comparison build_comparison(const CompareInput& input, const CompareFilter& filter,
+                            const CompareThresholds& thresholds) {
   if (!filter.task.empty()) parse_task(filter.task);  // a usage error naming the accepted forms
   Comparison c;
   c.thresholds = thresholds;

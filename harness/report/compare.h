@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "gates/config.h"
 #include "gates/regression.h"
+#include "policy/config.h"
 
 namespace evo {
 
@@ -43,8 +43,8 @@ struct CompareThresholds {
 };
 
 struct CompareInput {
-  std::vector<nlohmann::json> records;  // results/*.jsonl, kind "run" (others are ignored)
-  std::vector<nlohmann::json> peers;    // results/peers/*.json, kind "peer"
+  std::vector<nlohmann::json> records;                // results/*.jsonl, kind "run" (others are ignored)
+  std::vector<nlohmann::json> peers;                  // results/peers/*.json, kind "peer"
   std::vector<std::string> record_files, peer_files;  // file names only, for provenance
 };
 
@@ -68,8 +68,8 @@ struct ShapeFigures {
 // One shape of one stage, with its ratios. speedup = other's time / this time (> 1: faster).
 struct StageShapeRow {
   ShapeFigures figures;
-  std::optional<RatioInterval> time_vs_prev;       // this / previous stage (< 1: faster)
-  std::optional<RatioInterval> speedup_vs_base;    // base stage / this
+  std::optional<RatioInterval> time_vs_prev;             // this / previous stage (< 1: faster)
+  std::optional<RatioInterval> speedup_vs_base;          // base stage / this
   std::map<std::string, RatioInterval> speedup_vs_peer;  // peer name -> peer / this
 };
 
@@ -85,15 +85,15 @@ struct StageRow {
   std::map<std::string, RatioInterval> speedup_vs_peer;
   std::optional<long> registers, smem_bytes, spill_bytes;
   std::string technique;  // nonzero SASS technique counts, "HGMMA 48, UTMALDG 6"; "" when not recorded
-  std::string gates;  // "30/30 + post 5/5, det ok, max rel L2 3.1e-04"
+  std::string gates;      // "30/30 + post 5/5, det ok, max rel L2 3.1e-04"
 };
 
 struct PeerRow {
-  std::string name;   // "pytorch-sdpa-flash" (the variant without "peer/")
-  std::string label;  // "PyTorch flash"
-  std::string versions;  // "torch 2.11.0, cuDNN 91900"
-  std::vector<ShapeFigures> shapes;                  // measured (outcome ok)
-  std::map<std::string, std::string> unsupported;    // shape -> reason
+  std::string name;                                // "pytorch-sdpa-flash" (the variant without "peer/")
+  std::string label;                               // "PyTorch flash"
+  std::string versions;                            // "torch 2.11.0, cuDNN 91900"
+  std::vector<ShapeFigures> shapes;                // measured (outcome ok)
+  std::map<std::string, std::string> unsupported;  // shape -> reason
 };
 
 struct FailureRow {

@@ -1,6 +1,4 @@
 // The comparison as JSON and CSV, for tools rather than readers.
-#include "report/compare.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -12,6 +10,7 @@
 #include "core/paths.h"
 #include "core/shape.h"
 #include "core/task.h"
+#include "report/compare.h"
 #include "report/compare_parts.h"
 #include "store/json_fields.h"
 #include "store/population.h"
@@ -100,7 +99,10 @@ json section_json(const CompareSection& sec) {
   for (const auto& p : sec.peers) {
     json shapes = json::array();
     for (const auto& f : p.shapes) shapes.push_back(figures_json(f));
-    peers.push_back({{"name", p.name}, {"label", p.label}, {"versions", p.versions}, {"shapes", shapes},
+    peers.push_back({{"name", p.name},
+                     {"label", p.label},
+                     {"versions", p.versions},
+                     {"shapes", shapes},
                      {"unsupported", p.unsupported}});
   }
   json failures = json::array();
@@ -123,7 +125,8 @@ json section_json(const CompareSection& sec) {
 std::string render_json(const Comparison& c) {
   json ceilings = json::array();
   for (const auto& g : gpu_ceilings())
-    ceilings.push_back({{"gpu", g.gpu_key}, {"fp16_tflops", g.fp16_tflops}, {"bf16_tflops", g.bf16_tflops}, {"source", g.source}});
+    ceilings.push_back(
+        {{"gpu", g.gpu_key}, {"fp16_tflops", g.fp16_tflops}, {"bf16_tflops", g.bf16_tflops}, {"source", g.source}});
   json sections = json::array();
   for (const auto& sec : c.sections) sections.push_back(section_json(sec));
   json out = {{"schema_version", kCompareSchemaVersion},

@@ -1,6 +1,4 @@
 // Ceilings and loading the records and peer files for `evo compare`.
-#include "report/compare.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -12,6 +10,7 @@
 #include "core/paths.h"
 #include "core/shape.h"
 #include "core/task.h"
+#include "report/compare.h"
 #include "report/compare_parts.h"
 #include "store/json_fields.h"
 #include "store/population.h"
@@ -102,8 +101,8 @@ CompareInput load_compare_input(const fs::path& results_dir) {
     in.peer_files.push_back("peers/" + f.filename().string());
   }
   if (!problems.empty()) {
-    std::string msg = fmt::format("{} unreadable record(s); fix or remove them so the report covers everything:",
-                                  problems.size());
+    std::string msg =
+        fmt::format("{} unreadable record(s); fix or remove them so the report covers everything:", problems.size());
     for (const auto& p : problems) msg += "\n  " + p;
     throw usage_error(msg);
   }

@@ -24,7 +24,6 @@
 
 namespace evo::compare_parts {
 
-
 TaskFacts task_facts(const std::string& name) {
   TaskFacts f;
   f.dtype = name.substr(0, name.find('-'));
@@ -37,12 +36,11 @@ TaskFacts task_facts(const std::string& name) {
 
 namespace {
 // A figure of a record only when it is a finite number.
-std::optional<double> finite(const std::optional<double>& v) {
-  return v && std::isfinite(*v) ? v : std::nullopt;
-}
+std::optional<double> finite(const std::optional<double>& v) { return v && std::isfinite(*v) ? v : std::nullopt; }
 }  // namespace
 
-std::optional<ShapeFigures> figures_from_timing(const TimingEntry& t, const TaskFacts& facts, std::optional<double> ceiling) {
+std::optional<ShapeFigures> figures_from_timing(const TimingEntry& t, const TaskFacts& facts,
+                                                std::optional<double> ceiling) {
   const auto median = finite(t.median_us);
   if (!t.shape || !median || *median <= 0) return std::nullopt;
   ShapeFigures f;
@@ -195,7 +193,8 @@ std::string who(const StageRow& s) { return fmt::format("stage {} ({})", s.stage
 std::string params_text(const json& params) {
   if (!params.is_object() || params.empty()) return "-";
   std::string s;
-  for (const auto& [k, v] : params.items()) s += fmt::format("{}{}={}", s.empty() ? "" : " ", k, v.is_string() ? v.get<std::string>() : v.dump());
+  for (const auto& [k, v] : params.items())
+    s += fmt::format("{}{}={}", s.empty() ? "" : " ", k, v.is_string() ? v.get<std::string>() : v.dump());
   return s;
 }
 

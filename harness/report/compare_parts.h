@@ -2,8 +2,8 @@
 // compare_data.cpp): figures from records (typed: store/typed_record.h), ratios, labels.
 // Internal to the report layer.
 #pragma once
-#include <nlohmann/json.hpp>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,7 +22,8 @@ struct TaskFacts {
 };
 
 TaskFacts task_facts(const std::string& name);
-std::optional<ShapeFigures> figures_from_timing(const TimingEntry& t, const TaskFacts& facts, std::optional<double> ceiling);
+std::optional<ShapeFigures> figures_from_timing(const TimingEntry& t, const TaskFacts& facts,
+                                                std::optional<double> ceiling);
 std::vector<ShapeFigures> timing_figures(const Record& r, const TaskFacts& facts, std::optional<double> ceiling);
 const ShapeFigures* find_shape(const std::vector<ShapeFigures>& list, const std::string& shape);
 double geomean(const std::vector<double>& v);

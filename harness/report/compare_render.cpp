@@ -1,6 +1,4 @@
 // COMPARE.md: fixed formats only, so equal inputs give equal bytes.
-#include "report/compare.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -12,6 +10,7 @@
 #include "core/paths.h"
 #include "core/shape.h"
 #include "core/task.h"
+#include "report/compare.h"
 #include "report/compare_parts.h"
 #include "store/json_fields.h"
 #include "store/population.h"
@@ -33,8 +32,9 @@ std::string speedup_cell(const std::optional<RatioInterval>& r, bool with_interv
 
 std::string time_change_cell(const std::optional<RatioInterval>& r) { return r ? signed_percent(r->ratio - 1) : "-"; }
 
-
-std::string kib_text(std::optional<long> bytes) { return bytes ? fmt::format("{:.1f} KiB", double(*bytes) / 1024) : "-"; }
+std::string kib_text(std::optional<long> bytes) {
+  return bytes ? fmt::format("{:.1f} KiB", double(*bytes) / 1024) : "-";
+}
 
 // Table cells: no pipes, no line breaks, bounded length.
 std::string cell(std::string s, size_t max_chars = 160) {
@@ -124,7 +124,8 @@ std::string chart_md(const CompareSection& sec) {
     out += fmt::format("    bar [{}]\n", fmt::join(values, ", "));
     out += "```\n";
   }
-  if (!left_out.empty()) out += fmt::format("\nNot in the chart (not every shape measured): {}.\n", fmt::join(left_out, ", "));
+  if (!left_out.empty())
+    out += fmt::format("\nNot in the chart (not every shape measured): {}.\n", fmt::join(left_out, ", "));
   return out;
 }
 
@@ -148,7 +149,8 @@ void add_peer_columns(const CompareSection& sec, std::vector<std::string>& head,
   }
 }
 
-std::string peer_speedup_cell(const std::map<std::string, RatioInterval>& m, const std::string& peer, bool with_interval) {
+std::string peer_speedup_cell(const std::map<std::string, RatioInterval>& m, const std::string& peer,
+                              bool with_interval) {
   auto it = m.find(peer);
   return speedup_cell(it == m.end() ? std::nullopt : std::optional(it->second), with_interval);
 }
@@ -156,16 +158,25 @@ std::string peer_speedup_cell(const std::map<std::string, RatioInterval>& m, con
 std::string stages_md(const CompareSection& sec) {
   const int base = sec.stages.front().stage;
   std::string out = "\n### Stages (best candidate of each)\n\n";
-  std::vector<std::string> head = {"stage", "best variant", "params", "p50 µs (geomean)", "p90 µs (geomean)",
-                                   "Δ time vs prev", fmt::format("× vs stage {}", base)};
+  std::vector<std::string> head = {"stage",
+                                   "best variant",
+                                   "params",
+                                   "p50 µs (geomean)",
+                                   "p90 µs (geomean)",
+                                   "Δ time vs prev",
+                                   fmt::format("× vs stage {}", base)};
   std::string align = "rllrrrr";
   add_peer_columns(sec, head, align);
   for (const char* h : {"regs", "smem", "spills", "SASS technique", "gates"}) head.push_back(h);
   align += "rrrll";
   out += row_md(head) + rule_md(align);
   for (const auto& s : sec.stages) {
-    std::vector<std::string> r = {std::to_string(s.stage), cell(s.variant), cell(params_text(s.params)),
-                                  us_text(s.geomean_p50_us), us_text(s.geomean_p90_us), time_change_cell(s.time_vs_prev),
+    std::vector<std::string> r = {std::to_string(s.stage),
+                                  cell(s.variant),
+                                  cell(params_text(s.params)),
+                                  us_text(s.geomean_p50_us),
+                                  us_text(s.geomean_p90_us),
+                                  time_change_cell(s.time_vs_prev),
                                   speedup_cell(s.speedup_vs_base, true)};
     for (const auto& p : sec.peers) r.push_back(peer_speedup_cell(s.speedup_vs_peer, p.name, true));
     r.push_back(s.registers ? std::to_string(*s.registers) : "-");
@@ -181,7 +192,14 @@ std::string stages_md(const CompareSection& sec) {
 std::string per_shape_md(const CompareSection& sec) {
   const int base = sec.stages.front().stage;
   std::string out = "\n### Per shape\n\n";
-  std::vector<std::string> head = {"stage", "shape", "p50 µs", "p90 µs", "rse", "TFLOPS", "% of ceiling", "Δ time vs prev",
+  std::vector<std::string> head = {"stage",
+                                   "shape",
+                                   "p50 µs",
+                                   "p90 µs",
+                                   "rse",
+                                   "TFLOPS",
+                                   "% of ceiling",
+                                   "Δ time vs prev",
                                    fmt::format("× vs stage {}", base)};
   std::string align = "rlrrrrrrr";
   add_peer_columns(sec, head, align);
@@ -189,9 +207,14 @@ std::string per_shape_md(const CompareSection& sec) {
   for (const auto& s : sec.stages)
     for (const auto& row : s.shapes) {
       const auto& f = row.figures;
-      std::vector<std::string> r = {std::to_string(s.stage), f.shape, us_text(f.sample.median_us), us_text(f.p90_us),
-                                    rse_text(f.rse), optional_number(f.tflops, "{:.1f}").value_or("-"),
-                                    share_text(f.ceiling_share), time_change_cell(row.time_vs_prev),
+      std::vector<std::string> r = {std::to_string(s.stage),
+                                    f.shape,
+                                    us_text(f.sample.median_us),
+                                    us_text(f.p90_us),
+                                    rse_text(f.rse),
+                                    optional_number(f.tflops, "{:.1f}").value_or("-"),
+                                    share_text(f.ceiling_share),
+                                    time_change_cell(row.time_vs_prev),
                                     speedup_cell(row.speedup_vs_base, false)};
       for (const auto& p : sec.peers) r.push_back(peer_speedup_cell(row.speedup_vs_peer, p.name, false));
       out += row_md(r);
@@ -201,7 +224,8 @@ std::string per_shape_md(const CompareSection& sec) {
 
 std::string peers_md(const CompareSection& sec) {
   std::string out = "\n### Peers\n\n";
-  if (sec.peers.empty()) return out + "No peer measurements for these shapes (run `scripts/peers_sdpa.py` on this GPU).\n";
+  if (sec.peers.empty())
+    return out + "No peer measurements for these shapes (run `scripts/peers_sdpa.py` on this GPU).\n";
   out += row_md({"peer", "shape", "p50 µs", "p90 µs", "rse", "TFLOPS", "% of ceiling", "note"}) + rule_md("llrrrrrl");
   for (const auto& p : sec.peers)
     for (const auto& shape : sec.shapes) {
@@ -214,8 +238,9 @@ std::string peers_md(const CompareSection& sec) {
   out += "\n";
   for (const auto& p : sec.peers)
     out += fmt::format("- {}: `peer/{}`{}\n", p.label, p.name, p.versions.empty() ? "" : " (" + p.versions + ")");
-  out += "\nThis table shows each peer's latest record. The × columns above hold each stage against the peer "
-         "records nearest in time to its own record: those of the same device call, where the peers ran in it.\n";
+  out +=
+      "\nThis table shows each peer's latest record. The × columns above hold each stage against the peer "
+      "records nearest in time to its own record: those of the same device call, where the peers ran in it.\n";
   return out;
 }
 
@@ -226,7 +251,8 @@ std::string failures_and_warnings_md(const CompareSection& sec) {
   } else {
     out += row_md({"stage", "outcome", "count", "reason"}) + rule_md("rlrl");
     for (const auto& f : sec.failures)
-      out += row_md({std::to_string(f.stage), f.outcome, std::to_string(f.count), cell(f.reason.empty() ? "-" : f.reason)});
+      out += row_md(
+          {std::to_string(f.stage), f.outcome, std::to_string(f.count), cell(f.reason.empty() ? "-" : f.reason)});
   }
   out += "\n### Warnings\n\n";
   if (sec.warnings.empty()) out += "None.\n";
@@ -248,10 +274,11 @@ std::string section_md(const CompareSection& sec) {
 
 std::string render_markdown(const Comparison& c) {
   std::string out = "# evo: stage-by-stage comparison\n\n";
-  out += fmt::format("Generated by `evo compare` from {} run records ({}) and {} peer records ({}). "
-                     "Regenerate it with `evo compare`; do not edit it by hand.\n\n",
-                     c.run_records, c.record_files.empty() ? "no files" : fmt::format("{}", fmt::join(c.record_files, ", ")),
-                     c.peer_records, c.peer_files.empty() ? "no files" : fmt::format("{}", fmt::join(c.peer_files, ", ")));
+  out += fmt::format(
+      "Generated by `evo compare` from {} run records ({}) and {} peer records ({}). "
+      "Regenerate it with `evo compare`; do not edit it by hand.\n\n",
+      c.run_records, c.record_files.empty() ? "no files" : fmt::format("{}", fmt::join(c.record_files, ", ")),
+      c.peer_records, c.peer_files.empty() ? "no files" : fmt::format("{}", fmt::join(c.peer_files, ", ")));
   out += fmt::format(
       "How to read it (docs/compare-and-gate.md has the details): times are medians per call with the L2 flushed; "
       "a stage's row is its rank-1 elite (lowest geomean median over the benchmark shapes). "

@@ -74,7 +74,8 @@ std::string figure_gpu(const Comparison& c, const Args& a) {
     if (!gpus.count(gpu)) throw usage_error(fmt::format("figure '{}': no records of GPU '{}'", a.figure(), gpu));
     return gpu;
   }
-  if (gpus.size() != 1) throw usage_error(fmt::format("figure '{}' needs gpu=... (the records have {} GPUs)", a.figure(), gpus.size()));
+  if (gpus.size() != 1)
+    throw usage_error(fmt::format("figure '{}' needs gpu=... (the records have {} GPUs)", a.figure(), gpus.size()));
   return *gpus.begin();
 }
 
@@ -101,7 +102,8 @@ std::vector<const CompareSection*> figure_sections(const Comparison& c, const Ar
 
 // The stage row a figure names (stage=N), or the section's last stage.
 const StageRow& figure_stage(const CompareSection& s, const Args& a) {
-  if (s.stages.empty()) throw usage_error(fmt::format("figure '{}': {} has no stage with an elite", a.figure(), s.task));
+  if (s.stages.empty())
+    throw usage_error(fmt::format("figure '{}': {} has no stage with an elite", a.figure(), s.task));
   const int stage = a.number("stage", s.stages.back().stage);
   for (const auto& row : s.stages)
     if (row.stage == stage) return row;
@@ -123,11 +125,11 @@ std::string summary_table(const Comparison& c, const Args& a) {
   std::string out = "\n" + head + "\n" + rule + "\n";
   for (const CompareSection* s : figure_sections(c, a, false)) {
     if (s->stages.empty()) continue;
-    const StageRow& top = *std::min_element(s->stages.begin(), s->stages.end(), [](const StageRow& x, const StageRow& y) {
-      return x.geomean_p50_us < y.geomean_p50_us;
-    });
-    out += fmt::format("| {} | {} → {} | {} | {} |", s->task, s->stages.front().stage, s->stages.back().stage, top.stage,
-                       top.speedup_vs_base ? times(top.speedup_vs_base->ratio) : "-");
+    const StageRow& top =
+        *std::min_element(s->stages.begin(), s->stages.end(),
+                          [](const StageRow& x, const StageRow& y) { return x.geomean_p50_us < y.geomean_p50_us; });
+    out += fmt::format("| {} | {} → {} | {} | {} |", s->task, s->stages.front().stage, s->stages.back().stage,
+                       top.stage, top.speedup_vs_base ? times(top.speedup_vs_base->ratio) : "-");
     for (const auto& p : peers) out += " " + peer_ratio_cell(top, p) + " |";
     out += "\n";
   }
@@ -226,7 +228,8 @@ std::string shapes_figure(const Comparison& c, const Args& a) {
     for (const auto& sh : figure_stage(*s, a).shapes) {
       if ((!shape.empty() && sh.figures.shape != shape) || seq_q_of(sh.figures.shape) < min_seq) continue;
       const ShapeFigures& f = sh.figures;
-      if (auto v = value_of(what, f.sample.median_us, f.tflops, sh.time_vs_prev, sh.speedup_vs_base, sh.speedup_vs_peer))
+      if (auto v =
+              value_of(what, f.sample.median_us, f.tflops, sh.time_vs_prev, sh.speedup_vs_base, sh.speedup_vs_peer))
         values.push_back(*v);
     }
   if (values.empty()) throw usage_error(fmt::format("figure 'shapes': no shape has what={} there", what));
@@ -245,7 +248,8 @@ std::string stage_figure(const Comparison& c, const Args& a) {
   std::vector<double> values;
   for (const CompareSection* s : sections) {
     const StageRow& row = figure_stage(*s, a);
-    auto v = value_of(what, row.geomean_p50_us, std::nullopt, row.time_vs_prev, row.speedup_vs_base, row.speedup_vs_peer);
+    auto v =
+        value_of(what, row.geomean_p50_us, std::nullopt, row.time_vs_prev, row.speedup_vs_base, row.speedup_vs_peer);
     if (!v) throw usage_error(fmt::format("figure 'stage': stage {} of {} has no what={}", row.stage, s->task, what));
     values.push_back(*v);
   }
@@ -278,8 +282,10 @@ Mark parse_mark(const std::string& text, size_t at, const std::string& where) {
   std::vector<std::string> words;
   std::string word;
   for (char ch : text.substr(at + std::string(kOpen).size(), end - at - std::string(kOpen).size()) + " ") {
-    if (ch != ' ' && ch != '\n') word += ch;
-    else if (!word.empty()) words.push_back(word), word.clear();
+    if (ch != ' ' && ch != '\n')
+      word += ch;
+    else if (!word.empty())
+      words.push_back(word), word.clear();
   }
   if (words.empty()) throw usage_error(where + ": an evo:figures mark names no figure");
   Mark m;

@@ -7,7 +7,8 @@ namespace evo {
 namespace {
 // Display width of UTF-8 text: count code points, not bytes.
 size_t width(const std::string& s) {
-  return size_t(std::count_if(s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+  return size_t(
+      std::count_if(s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
 }
 }  // namespace
 

@@ -6,7 +6,7 @@
 
 #include "core/candidate.h"
 #include "core/variant.h"
-#include "gates/config.h"
+#include "policy/config.h"
 
 namespace evo {
 

@@ -13,9 +13,9 @@
 namespace evo {
 
 struct PoolReport {
-  std::vector<size_t> not_run;                // items left when every device had failed
-  std::vector<std::string> failed_devices;    // "device 1: <why>"
-  std::vector<size_t> items_per_device;       // how many items each slot finished
+  std::vector<size_t> not_run;              // items left when every device had failed
+  std::vector<std::string> failed_devices;  // "device 1: <why>"
+  std::vector<size_t> items_per_device;     // how many items each slot finished
 };
 
 // `work(slot, item)` evaluates item on device slot `slot`; it may throw. An EvoError with the

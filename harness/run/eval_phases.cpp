@@ -20,7 +20,8 @@ void EvalPhases::on_event(const WorkerEvent& ev) {
     if (v.is_number() && v.get<double>() >= 0 && k.size() <= 32 && worker_.size() < 32) worker_[k] = v.get<double>();
 }
 
-OutputCheck EvalPhases::check(const std::string& out_path, const std::string& ref_path, DType dtype, const Tolerance& tol) {
+OutputCheck EvalPhases::check(const std::string& out_path, const std::string& ref_path, DType dtype,
+                              const Tolerance& tol) {
   const auto t0 = std::chrono::steady_clock::now();
   auto ref = std::async(std::launch::async, [&] { return read_file(ref_path); });
   const std::string out = read_file(out_path);
@@ -52,9 +53,10 @@ std::string phase_means(const std::vector<json>& records) {
   if (n == 0) return "";
   std::string out;
   // Worker phases in the order they happen, then what is inside them, then the parent's.
-  const char* order[] = {"process_start_s", "worker_init_s",    "worker_load_s",  "worker_gate_s",   "worker_await_s",
-                         "worker_timing_s", "worker_post_check_s", "worker_hash_s", "worker_readback_s", "worker_write_s",
-                         "parent_read_s",   "parent_compare_s", "record_s"};
+  const char* order[] = {"process_start_s",   "worker_init_s",   "worker_load_s",       "worker_gate_s",
+                         "worker_await_s",    "worker_timing_s", "worker_post_check_s", "worker_hash_s",
+                         "worker_readback_s", "worker_write_s",  "parent_read_s",       "parent_compare_s",
+                         "record_s"};
   for (const char* k : order) {
     auto it = sum.find(k);
     if (it == sum.end()) continue;

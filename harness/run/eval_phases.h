@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "core/task.h"
-#include "gates/config.h"
 #include "gates/correctness.h"
 #include "gpu/worker_events.h"
+#include "policy/config.h"
 
 namespace evo {
 

@@ -1,8 +1,10 @@
 #include "run/evaluator.h"
 
 #include <fmt/format.h>
+
 #include <map>
 
+#include "compile/compile_record.h"
 #include "core/errors.h"
 #include "core/paths.h"
 #include "gates/correctness.h"
@@ -14,14 +16,14 @@
 #include "run/sanitizer.h"
 #include "run/worker_client.h"
 #include "store/population.h"
-#include "compile/compile_record.h"
 
 namespace evo {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-WorkerJob candidate_job(const EvalEnv& env, const Candidate& c, const CompileResult& compiled, const std::string& mode) {
+WorkerJob candidate_job(const EvalEnv& env, const Candidate& c, const CompileResult& compiled,
+                        const std::string& mode) {
   WorkerJob job;
   job.mode = mode;
   job.device = env.device;
@@ -36,8 +38,10 @@ WorkerJob candidate_job(const EvalEnv& env, const Candidate& c, const CompileRes
 EliteStanding elite_standing(const json& population, int stage, const std::string& candidate_id) {
   EliteStanding s;
   const auto elites = stage_elites(population, stage);
-  if (!elites.empty() && !elites.front()["timing"].empty()) s.prune_us = elites.front()["timing"][0]["median_us"].get<double>();
-  if (elites.size() >= size_t(kElites)) s.entry_us = elites[size_t(kElites) - 1]["fitness"]["geomean_median_us"].get<double>();
+  if (!elites.empty() && !elites.front()["timing"].empty())
+    s.prune_us = elites.front()["timing"][0]["median_us"].get<double>();
+  if (elites.size() >= size_t(kElites))
+    s.entry_us = elites[size_t(kElites) - 1]["fitness"]["geomean_median_us"].get<double>();
   for (const auto& e : elites)
     if (e.contains("candidate_id") && e["candidate_id"] == candidate_id) s.is_elite = true;
   return s;
@@ -129,7 +133,8 @@ class GpuEvaluation {
     std::optional<Verdict>& verdict = found.verdict;
     if (!verdict) {
       verdict = determinism_verdict(found.deterministic);
-      if (verdict) verdict->reason = nondeterministic_case + ": " + verdict->reason;  // names the case (and its dimensions)
+      if (verdict)
+        verdict->reason = nondeterministic_case + ": " + verdict->reason;  // names the case (and its dimensions)
     }
     worker.send(verdict ? "stop" : "continue");
     return !verdict;
@@ -143,7 +148,8 @@ class GpuEvaluation {
       const VerdictPolicy& policy = env_.gates->verdict;
       const json before = t.extra["sm_clock_before_mhz"], after = t.extra["sm_clock_after_mhz"];
       if (before.is_number() && after.is_number())
-        if (auto w = clock_drop_warning(b.id, before.get<double>(), after.get<double>(), policy)) rec_.warnings->push_back(*w);
+        if (auto w = clock_drop_warning(b.id, before.get<double>(), after.get<double>(), policy))
+          rec_.warnings->push_back(*w);
       if (t.rse)
         if (auto w = noisy_timing_warning(b.id, *t.rse, policy)) rec_.warnings->push_back(*w);
       rec_.timing->push_back(std::move(t));
@@ -168,7 +174,8 @@ class GpuEvaluation {
     return true;
   }
 
-  GateCheck check_case(const WorkerEvent& ev, const CaseSpec& spec, const std::string& ref_path, const std::string& prefix) {
+  GateCheck check_case(const WorkerEvent& ev, const CaseSpec& spec, const std::string& ref_path,
+                       const std::string& prefix) {
     const Tolerance& tol = env_.gates->tolerance(c_.task, spec.inputs);  // per input distribution
     OutputCheck oc = ev.device_check ? check_counts(*ev.device_check, tol, spec.shape)
                                      : phases.check(ev.out, ref_path, c_.task.dtype, tol);
@@ -205,7 +212,8 @@ class GpuEvaluation {
 // A would-be elite under compute-sanitizer (evo run --sanitize): a report keeps it out.
 double sanitize_would_be_elite(Record& rec, const EvalEnv& env, const Candidate& c, const CompileResult& compiled,
                                const EvalPlan& plan, const EliteStanding& standing, const ProgressFn& progress) {
-  if (env.compute_sanitizer.empty() || !rec.fitness || !standing.would_enter(rec.fitness->geomean_median_us.value_or(0)))
+  if (env.compute_sanitizer.empty() || !rec.fitness ||
+      !standing.would_enter(rec.fitness->geomean_median_us.value_or(0)))
     return 0;
   SanitizerResult san = run_sanitizer(env, c, compiled, plan, progress);
   rec.gates->extra["sanitizer"] = san.report;
@@ -239,8 +247,10 @@ Record evaluate_candidate(const EvalEnv& env, const Candidate& c, const CompileR
   const double worker_s = worker.seconds();
   settle_record(rec, evaluation.found, worker.failure(), plan.bench.size());
   rec.gates->extra["sampled"] = sampled_summary(plan, evaluation.found.checks);
-  if (plan.gate_seed) rec.gate_seed = *plan.gate_seed;
-  else rec.extra["gate_seed"] = nullptr;
+  if (plan.gate_seed)
+    rec.gate_seed = *plan.gate_seed;
+  else
+    rec.extra["gate_seed"] = nullptr;
   add_fitness(rec, plan.bench.size());
   const double sanitizer_s = sanitize_would_be_elite(rec, env, c, compiled, plan, standing, progress);
   rec.gpu_seconds = worker_s + sanitizer_s;

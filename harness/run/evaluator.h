@@ -9,8 +9,8 @@
 
 #include "compile/compiler.h"
 #include "core/candidate.h"
-#include "gates/config.h"
 #include "gpu/device_query.h"
+#include "policy/config.h"
 #include "run/plan.h"
 #include "run/reference.h"
 #include "store/typed_record.h"
@@ -21,7 +21,7 @@ struct EvalEnv {
   const GatesConfig* gates = nullptr;
   const ReferenceStore* references = nullptr;
   std::filesystem::path support_cubin;
-  std::filesystem::path work_root;  // scratch space for job files and outputs
+  std::filesystem::path work_root;          // scratch space for job files and outputs
   std::filesystem::path compute_sanitizer;  // set by `evo run --sanitize`; empty: no sanitizer pass
   GpuInfo gpu;
   std::string run_id, nvrtc_version;

@@ -39,10 +39,9 @@ void mark_device_checks(const GatesConfig& gates, const Task& task, std::vector<
 double gate_case_limit_s(const CaseSpec& c, const Task& task, const Limits& limits) {
   const double bytes = buffer_bytes(c, 2);
   const double flops = 3 * c.shape.flops(task.causal);
-  const double moving = c.device_check.on
-                            ? (bytes + double(c.shape.elements(c.shape.heads_q, c.shape.seq_q)) * 4) /
-                                  limits.watchdog_device_bytes_per_s
-                            : bytes / limits.watchdog_host_bytes_per_s;
+  const double moving = c.device_check.on ? (bytes + double(c.shape.elements(c.shape.heads_q, c.shape.seq_q)) * 4) /
+                                                limits.watchdog_device_bytes_per_s
+                                          : bytes / limits.watchdog_host_bytes_per_s;
   return limits.gate_case_s + moving + flops / limits.watchdog_flops_per_s;
 }
 

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "core/task.h"
-#include "gates/config.h"
 #include "gpu/worker_protocol.h"
+#include "policy/config.h"
 
 namespace evo {
 

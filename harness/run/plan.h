@@ -8,8 +8,8 @@
 
 #include "core/shape.h"
 #include "core/task.h"
-#include "gates/config.h"
 #include "gpu/worker_protocol.h"
+#include "policy/config.h"
 
 namespace evo {
 
@@ -29,7 +29,7 @@ struct EvalPlan {
 
 struct PlanRequest {
   Task task;
-  std::vector<std::string> gate_sets;   // names or explicit dims
+  std::vector<std::string> gate_sets;  // names or explicit dims
   std::vector<std::string> bench_sets;
   std::vector<int> seeds;
   bool sanitize = false;

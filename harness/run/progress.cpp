@@ -7,7 +7,8 @@
 
 namespace evo {
 
-Progress::Progress(size_t total) : total_(total), tty_(isatty(STDERR_FILENO)), start_(std::chrono::steady_clock::now()) {}
+Progress::Progress(size_t total)
+    : total_(total), tty_(isatty(STDERR_FILENO)), start_(std::chrono::steady_clock::now()) {}
 
 void Progress::start_candidate(size_t index, const std::string& label) {
   index_ = index;

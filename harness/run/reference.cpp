@@ -12,8 +12,11 @@ namespace fs = std::filesystem;
 
 ReferenceStore::ReferenceStore(fs::path cache_dir, fs::path support_cubin, std::string support_hash, Limits limits,
                                int device)
-    : dir_(std::move(cache_dir) / "reference"), support_cubin_(std::move(support_cubin)),
-      support_hash_(std::move(support_hash)), limits_(limits), device_(device) {}
+    : dir_(std::move(cache_dir) / "reference"),
+      support_cubin_(std::move(support_cubin)),
+      support_hash_(std::move(support_hash)),
+      limits_(limits),
+      device_(device) {}
 
 fs::path ReferenceStore::path_for(const Task& task, const CaseSpec& c) const {
   const std::string key = Sha256()

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "gates/config.h"
 #include "gpu/worker_protocol.h"
+#include "policy/config.h"
 
 namespace evo {
 

@@ -37,7 +37,8 @@ std::vector<Task> remeasure_tasks(const Context& ctx, const RemeasureOptions& o,
         tasks.push_back(parse_task(e.path().stem().string()));
   }
   if (tasks.empty())
-    throw usage_error(fmt::format("no populations for {} under {}: run `evo run` first", session.gpu().key, pop_dir.string()));
+    throw usage_error(
+        fmt::format("no populations for {} under {}: run `evo run` first", session.gpu().key, pop_dir.string()));
   std::sort(tasks.begin(), tasks.end(), [](const Task& a, const Task& b) { return a.name() < b.name(); });
   return tasks;
 }
@@ -51,7 +52,9 @@ struct Item {
 // An elite's candidate as the variant file is now (warning when it changed since).
 Candidate elite_candidate(const Context& ctx, const json& e, const Task& task, const Session& session) {
   const Variant* v = find_variant(ctx, e["variant"]);
-  if (!v) throw usage_error(fmt::format("elite {} of {} is no longer in variants/", e["variant"].get<std::string>(), task.name()));
+  if (!v)
+    throw usage_error(
+        fmt::format("elite {} of {} is no longer in variants/", e["variant"].get<std::string>(), task.name()));
   if (sha256_hex(v->source) != e["source_sha256"].get<std::string>())
     spdlog::warn("{} changed since it became an elite; measuring the file as it is now", v->id);
   ParamSet params;
@@ -70,7 +73,8 @@ void plan_elites(const Context& ctx, const RemeasureOptions& o, Session& session
         if (!v.empty()) stage = std::max(stage, std::stoi(k));
     auto elites = stage_elites(pop, stage);
     if (elites.empty()) continue;
-    plans.push_back(make_plan(ctx.gates, {task, ctx.gates.gate_sets, ctx.gates.benchmark_sets, ctx.gates.seeds, false, o.gate_seed}));
+    plans.push_back(make_plan(
+        ctx.gates, {task, ctx.gates.gate_sets, ctx.gates.benchmark_sets, ctx.gates.seeds, false, o.gate_seed}));
     session.prepare_references(plans.back(), [](const std::string& s) { spdlog::info("{}", s); });
     for (int i = 0; i < o.top && i < int(elites.size()); ++i) {
       Candidate c = elite_candidate(ctx, elites[size_t(i)], task, session);
@@ -83,9 +87,10 @@ void plan_elites(const Context& ctx, const RemeasureOptions& o, Session& session
 std::vector<json> remeasure_elites(const Context& ctx, const RemeasureOptions& o) {
   Compiler compiler(ctx.root, o.cache_dir, ctx.gates);
   const fs::path results_dir = o.results_file.parent_path().empty() ? fs::path(".") : o.results_file.parent_path();
-  auto sessions = open_sessions(ctx, compiler,
-                                SessionOptions{results_dir, ctx.root / "populations", o.cache_dir, 0, "gate", o.results_file, false, {}, {}},
-                                query_devices(o.devices));
+  auto sessions = open_sessions(
+      ctx, compiler,
+      SessionOptions{results_dir, ctx.root / "populations", o.cache_dir, 0, "gate", o.results_file, false, {}, {}},
+      query_devices(o.devices));
   std::vector<EvalPlan> plans;
   std::vector<Item> items;
   plan_elites(ctx, o, *sessions.front(), compiler, plans, items);
@@ -105,8 +110,8 @@ std::vector<json> remeasure_elites(const Context& ctx, const RemeasureOptions& o
         out[k] = sessions[slot]->record_device_failure(it.candidate, it.compiled, plans[it.plan], "gate", why);
       });
   if (!pool.not_run.empty())
-    throw environment_error(fmt::format("every GPU failed ({}); {} elite(s) were not measured", fmt::join(pool.failed_devices, "; "),
-                                        pool.not_run.size()));
+    throw environment_error(fmt::format("every GPU failed ({}); {} elite(s) were not measured",
+                                        fmt::join(pool.failed_devices, "; "), pool.not_run.size()));
   return out;
 }
 

@@ -19,7 +19,7 @@ struct RemeasureOptions {
   int top = 1;                     // how many elites per (task, stage)
   std::filesystem::path results_file;
   std::filesystem::path cache_dir;
-  std::string devices = "0";  // --devices: elites are shared out over these GPUs (one model)
+  std::string devices = "0";          // --devices: elites are shared out over these GPUs (one model)
   std::optional<uint32_t> gate_seed;  // draws the sampled gate cases (evo gate: per run); none: fixed sets only
 };
 

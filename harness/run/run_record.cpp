@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "compile/compile_record.h"
+#include "core/version.h"
 #include "gates/verdict.h"
 #include "run/sampler.h"
 #include "store/record.h"
@@ -30,7 +31,7 @@ Record run_record_head(const EvalEnv& env, const Candidate& c, const CompileResu
   e.sms = env.gpu.sms;
   e.driver = env.gpu.driver;
   e.nvrtc = env.nvrtc_version;
-  e.evo = "0.1.0";
+  e.evo = evo_version();
   e.host = host;
   r.env = std::move(e);
   r.compile = compile_part(compiled);

@@ -55,7 +55,8 @@ double case_flops(const Shape& s) { return 4.0 * s.batch * s.heads_q * double(s.
 // (73× the K elements for 71/1), and all of it is filled, hashed and guarded.
 bool fits(const Shape& s, const SampleSpace& sp, const std::string& layout) {
   const CaseLayout l = case_layout(s, layout);
-  const int64_t biggest = std::max({l.q.buffer_elements, l.k.buffer_elements, l.v.buffer_elements, l.o.buffer_elements});
+  const int64_t biggest =
+      std::max({l.q.buffer_elements, l.k.buffer_elements, l.v.buffer_elements, l.o.buffer_elements});
   return biggest <= sp.max_tensor_elements && case_flops(s) <= sp.max_flops;
 }
 
@@ -109,9 +110,11 @@ void trade_layouts(const SampleSpace& sp, const std::vector<size_t>& heads, cons
 uint32_t draw_gate_seed() { return std::random_device{}(); }
 
 uint32_t parse_gate_seed(const std::string& text) {
-  bool ok = !text.empty() && text.size() <= 10 && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+  bool ok = !text.empty() && text.size() <= 10 &&
+            std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
   if (ok && std::stoull(text) <= 0xFFFFFFFFull) return uint32_t(std::stoull(text));
-  throw usage_error(fmt::format("--gate-seed '{}': use a decimal integer from 0 to 4294967295 (a record's gate_seed)", text));
+  throw usage_error(
+      fmt::format("--gate-seed '{}': use a decimal integer from 0 to 4294967295 (a record's gate_seed)", text));
 }
 
 bool is_sampled_case(const std::string& id) { return id.rfind(kSampledPrefix, 0) == 0; }

@@ -63,7 +63,8 @@ SanitizerFindings parse_sanitizer_log(std::string_view log) {
       f.summary = std::string(body);
       f.hazards = std::max(f.hazards, count_before(body, " hazard").value_or(0));
       const size_t paren = body.find('(');
-      if (paren != std::string_view::npos) f.errors = std::max(f.errors, count_before(body.substr(paren), " error").value_or(0));
+      if (paren != std::string_view::npos)
+        f.errors = std::max(f.errors, count_before(body.substr(paren), " error").value_or(0));
       continue;
     }
     const size_t text = body.find_first_not_of(' ');
@@ -102,7 +103,8 @@ std::optional<fs::path> find_compute_sanitizer() {
       if (!dir.empty()) candidates.push_back(fs::path(std::string(dir)) / "compute-sanitizer");
       rest = colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
     }
-  if (const char* home = std::getenv("CUDA_HOME"); home && *home) candidates.push_back(fs::path(home) / "bin" / "compute-sanitizer");
+  if (const char* home = std::getenv("CUDA_HOME"); home && *home)
+    candidates.push_back(fs::path(home) / "bin" / "compute-sanitizer");
   candidates.push_back("/usr/local/cuda/bin/compute-sanitizer");
   for (const auto& p : candidates)
     if (executable(p)) return p;
@@ -132,9 +134,11 @@ ToolCases read_tool_cases(WorkerClient& worker, const EvalEnv& env, const Candid
       break;
     }
     ++out.done;
-    OutputCheck oc = check_output(read_file(ev->out), read_file(env.references->path_for(c.task, *cs)), c.task.dtype, tol);
+    OutputCheck oc =
+        check_output(read_file(ev->out), read_file(env.references->path_for(c.task, *cs)), c.task.dtype, tol);
     fs::remove(ev->out);
-    if (!out.wrong && !oc.pass) out.wrong = Verdict{Outcome::correctness, fmt::format("under {}, {}: {}", tool, cs->id, oc.reason)};
+    if (!out.wrong && !oc.pass)
+      out.wrong = Verdict{Outcome::correctness, fmt::format("under {}, {}: {}", tool, cs->id, oc.reason)};
     if (!out.wrong && !ev->inputs_intact.value_or(true))
       out.wrong = Verdict{Outcome::correctness, fmt::format("under {}, {}: modified its inputs", tool, cs->id)};
   }
@@ -159,8 +163,9 @@ std::optional<Verdict> tool_verdict(const std::string& tool, const SanitizerFind
   }
   if (cases.wrong) return cases.wrong;
   if (!f.summary_seen || cases.done != expected_cases)
-    return Verdict{Outcome::sanitizer, fmt::format("compute-sanitizer {} ended without its summary ({}, {} of {} cases)", tool,
-                                                   st ? st->describe() : "still running", cases.done, expected_cases)};
+    return Verdict{Outcome::sanitizer,
+                   fmt::format("compute-sanitizer {} ended without its summary ({}, {} of {} cases)", tool,
+                               st ? st->describe() : "still running", cases.done, expected_cases)};
   return std::nullopt;
 }
 
@@ -177,16 +182,18 @@ json tool_entry(const std::string& tool, const SanitizerFindings& f, const Worke
                 {"first", f.first}};
   // Keep a failing tool's log in the record, capped and valid UTF-8: its head (the first
   // reports) and its tail (the summary) are the evidence.
-  if (v) entry["log"] = log.size() <= 4096 ? sanitize_log(log, 4096)
-                                           : sanitize_log(log.substr(0, 3072), 3072) + "\n[…]\n" +
-                                                 sanitize_log(log.substr(log.size() - 1024), 1024);
+  if (v)
+    entry["log"] = log.size() <= 4096 ? sanitize_log(log, 4096)
+                                      : sanitize_log(log.substr(0, 3072), 3072) + "\n[…]\n" +
+                                            sanitize_log(log.substr(log.size() - 1024), 1024);
   return entry;
 }
 
 // One tool over the plan's sanitize cases in its own worker; the report entry, its verdict
 // and its seconds.
-std::optional<Verdict> run_tool(const std::string& tool, const EvalEnv& env, const Candidate& c, const CompileResult& compiled,
-                                const EvalPlan& plan, const ProgressFn& progress, json& entries, double& seconds) {
+std::optional<Verdict> run_tool(const std::string& tool, const EvalEnv& env, const Candidate& c,
+                                const CompileResult& compiled, const EvalPlan& plan, const ProgressFn& progress,
+                                json& entries, double& seconds) {
   // Instrumented runs are one to two orders slower: every phase gets the sanitizer's limit.
   Limits limits = env.gates->limits;
   limits.load_s = limits.gate_case_s = limits.timing_shape_s = env.gates->sanitizer.tool_s;
@@ -199,8 +206,9 @@ std::optional<Verdict> run_tool(const std::string& tool, const EvalEnv& env, con
     job.cases.push_back(cs);
   }
   const fs::path log_path = work / "sanitizer.log";
-  const std::vector<std::string> wrapper{env.compute_sanitizer.string(), "--tool", tool, "--log-file", log_path.string(),
-                                         "--error-exitcode", std::to_string(kSanitizerErrorExit), "--print-limit", "20"};
+  const std::vector<std::string> wrapper{
+      env.compute_sanitizer.string(),      "--tool",        tool, "--log-file", log_path.string(), "--error-exitcode",
+      std::to_string(kSanitizerErrorExit), "--print-limit", "20"};
   progress("sanitizer " + tool);
   WorkerClient worker(job, work, limits, wrapper);
   const ToolCases cases = read_tool_cases(worker, env, c, job, tool, progress);
@@ -216,8 +224,8 @@ std::optional<Verdict> run_tool(const std::string& tool, const EvalEnv& env, con
 
 }  // namespace
 
-SanitizerResult run_sanitizer(const EvalEnv& env, const Candidate& c, const CompileResult& compiled, const EvalPlan& plan,
-                              const ProgressFn& progress) {
+SanitizerResult run_sanitizer(const EvalEnv& env, const Candidate& c, const CompileResult& compiled,
+                              const EvalPlan& plan, const ProgressFn& progress) {
   SanitizerResult out;
   json report = {{"pass", false}, {"cases", json::array()}, {"tools", json::array()}};
   for (const auto& cs : plan.sanitize_cases) report["cases"].push_back(cs.id);

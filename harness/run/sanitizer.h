@@ -3,9 +3,9 @@
 // Any error a tool reports, a tool that ends without its summary, or a wrong output under the
 // instrumented run fails the candidate: nothing unchecked enters the elite.
 #pragma once
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
-#include <algorithm>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -45,13 +45,13 @@ std::vector<std::string> sanitizer_tools(const PtxasResources& resources, const 
 std::optional<std::filesystem::path> find_compute_sanitizer();
 
 struct SanitizerResult {
-  nlohmann::json report;          // the record's gates.sanitizer
+  nlohmann::json report;           // the record's gates.sanitizer
   std::optional<Verdict> verdict;  // set when the candidate fails
   double seconds = 0;
 };
 
 // Runs every tool `sanitizer_tools` names on the plan's sanitize cases.
-SanitizerResult run_sanitizer(const EvalEnv& env, const Candidate& c, const CompileResult& compiled, const EvalPlan& plan,
-                              const ProgressFn& progress);
+SanitizerResult run_sanitizer(const EvalEnv& env, const Candidate& c, const CompileResult& compiled,
+                              const EvalPlan& plan, const ProgressFn& progress);
 
 }  // namespace evo

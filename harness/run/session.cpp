@@ -7,22 +7,21 @@
 #include <mutex>
 #include <random>
 
-#include "core/paths.h"
 #include "compile/compile_record.h"
+#include "core/paths.h"
 #include "core/sha256.h"
 #include "run/sampler.h"
-#include "gpu/support_source.h"
 #include "store/population.h"
 #include "store/record.h"
 #include "store/records.h"
+#include "support/support_source.h"
 
 namespace evo {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-Session::Session(const Context& ctx, const Compiler& compiler, SessionOptions options)
-    : options_(std::move(options)) {
+Session::Session(const Context& ctx, const Compiler& compiler, SessionOptions options) : options_(std::move(options)) {
   env_.gpu = query_gpu(options_.device);
   env_.gates = &ctx.gates;
   env_.device = options_.device;
@@ -35,11 +34,12 @@ Session::Session(const Context& ctx, const Compiler& compiler, SessionOptions op
   env_.run_id = fmt::format("{}-{:04x}", compact, rd() & 0xffff);
   env_.work_root = fs::temp_directory_path() / fmt::format("evo-{}-{}", ::getpid(), env_.run_id);
   fs::create_directories(env_.work_root);
-  references_ = std::make_unique<ReferenceStore>(options_.cache_dir, env_.support_cubin,
-                                                 sha256_hex(support_kernels_source()), ctx.gates.limits, options_.device);
+  references_ = std::make_unique<ReferenceStore>(
+      options_.cache_dir, env_.support_cubin, sha256_hex(support_kernels_source()), ctx.gates.limits, options_.device);
   env_.references = references_.get();
-  results_file_ = !options_.results_file.empty() ? options_.results_file
-                                               : options_.results_dir / fmt::format("{}-{}-{}.jsonl", compact, env_.gpu.key, options_.tag);
+  results_file_ = !options_.results_file.empty()
+                      ? options_.results_file
+                      : options_.results_dir / fmt::format("{}-{}-{}.jsonl", compact, env_.gpu.key, options_.tag);
 }
 
 Session::~Session() {
@@ -73,12 +73,13 @@ json Session::evaluate(const Candidate& c, const CompileResult& compiled, const 
 }
 
 json Session::record_device_failure(const Candidate& c, const CompileResult& compiled, const EvalPlan& plan,
-                                   const std::string& origin, const std::string& why) {
+                                    const std::string& origin, const std::string& why) {
   // The evaluator writes a complete record without touching the GPU for a candidate whose
   // verdict is already decided: hand it the crash, then restore the resource gate it passed.
   CompileResult decided = compiled;
   decided.verdict = Verdict{Outcome::crash, fmt::format("GPU {} (device {}) failed while evaluating this candidate; it "
-                                                        "takes no more work: {}", env_.gpu.uuid, env_.device, why)};
+                                                        "takes no more work: {}",
+                                                        env_.gpu.uuid, env_.device, why)};
   Record typed = evaluate_candidate(env_, c, decided, plan, EliteStanding{}, origin, [](const std::string&) {});
   typed.gates->resources = resource_gate_part(compiled.verdict);
   stamp(typed);
@@ -106,12 +107,16 @@ void Session::refresh_populations() const {
 
 json Session::population(const Task& task, const std::string& benchmark) const {
   const fs::path file = population_path(options_.populations_dir, env_.gpu.key, task.name(), benchmark);
-  if (!fs::exists(file)) return json{{"schema_version", kPopulationSchemaVersion}, {"gpu", env_.gpu.key}, {"task", task.name()}, {"stages", json::object()}};
+  if (!fs::exists(file))
+    return json{{"schema_version", kPopulationSchemaVersion},
+                {"gpu", env_.gpu.key},
+                {"task", task.name()},
+                {"stages", json::object()}};
   return read_population(file);
 }
 
-std::vector<std::unique_ptr<Session>> open_sessions(const Context& ctx, const Compiler& compiler, SessionOptions options,
-                                                    const std::vector<GpuInfo>& gpus) {
+std::vector<std::unique_ptr<Session>> open_sessions(const Context& ctx, const Compiler& compiler,
+                                                    SessionOptions options, const std::vector<GpuInfo>& gpus) {
   std::vector<std::unique_ptr<Session>> sessions;
   for (const GpuInfo& g : gpus) {
     options.device = g.index;

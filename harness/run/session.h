@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "run/context.h"
 #include "compile/compiler.h"
+#include "run/context.h"
 #include "run/evaluator.h"
 #include "run/plan.h"
 #include "run/reference.h"
@@ -19,11 +19,11 @@ namespace evo {
 struct SessionOptions {
   std::filesystem::path results_dir, populations_dir, cache_dir;
   int device = 0;
-  std::string tag;  // part of the results file name, e.g. "stage3"
-  std::filesystem::path results_file;  // explicit file; default <results_dir>/<time>-<gpu>-<tag>.jsonl
-  bool update_populations = true;      // the gate measures elites; it never changes them
+  std::string tag;                          // part of the results file name, e.g. "stage3"
+  std::filesystem::path results_file;       // explicit file; default <results_dir>/<time>-<gpu>-<tag>.jsonl
+  bool update_populations = true;           // the gate measures elites; it never changes them
   std::filesystem::path compute_sanitizer;  // `evo run --sanitize`: would-be elites run under it
-  std::string shard;  // "i/N" under `--shard`: written into each record
+  std::string shard;                        // "i/N" under `--shard`: written into each record
 };
 
 class Session {
@@ -61,7 +61,7 @@ class Session {
 
 // One session per GPU of `gpus` (one model, from query_devices), all appending to the first
 // session's results file: one run, one results file, one population, whatever the GPU count.
-std::vector<std::unique_ptr<Session>> open_sessions(const Context& ctx, const Compiler& compiler, SessionOptions options,
-                                                    const std::vector<GpuInfo>& gpus);
+std::vector<std::unique_ptr<Session>> open_sessions(const Context& ctx, const Compiler& compiler,
+                                                    SessionOptions options, const std::vector<GpuInfo>& gpus);
 
 }  // namespace evo

@@ -67,8 +67,8 @@ std::optional<WorkerEvent> WorkerClient::next_event() {
     if (ev.kind == WorkerEventKind::error) {
       auto o = outcome_from_string(ev.outcome.empty() ? "runtime" : ev.outcome);
       if (o == Outcome::ok) o = Outcome::runtime;  // an error event never passes a candidate
-      failure_ = Verdict{o.value_or(Outcome::runtime), ev.reason +
-                                                            (phase_detail_.empty() ? "" : " (during " + phase_ + " " + phase_detail_ + ")")};
+      failure_ = Verdict{o.value_or(Outcome::runtime),
+                         ev.reason + (phase_detail_.empty() ? "" : " (during " + phase_ + " " + phase_detail_ + ")")};
       finished_ = true;
       exit_status_ = child_->wait();
     }
@@ -92,7 +92,8 @@ std::optional<WorkerEvent> WorkerClient::next_event() {
     for (char& ch : tail)
       if (ch == '\n' || ch == '\r') ch = ' ';
   }
-  failure_ = Verdict{Outcome::crash, fmt::format("worker {} during {}{}", st.describe(), where, tail.empty() ? "" : ": " + tail)};
+  failure_ = Verdict{Outcome::crash,
+                     fmt::format("worker {} during {}{}", st.describe(), where, tail.empty() ? "" : ": " + tail)};
   return std::nullopt;
 }
 

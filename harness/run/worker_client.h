@@ -12,9 +12,9 @@
 
 #include "core/outcome.h"
 #include "core/subprocess.h"
-#include "gates/config.h"
 #include "gpu/worker_events.h"
 #include "gpu/worker_protocol.h"
+#include "policy/config.h"
 
 namespace evo {
 

@@ -7,7 +7,6 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
-
 #include <nlohmann/json.hpp>
 #include <string>
 

@@ -46,7 +46,8 @@ inline bool newer_by_time_then_run(const std::string& time_a, const std::string&
   return run_a > run_b;
 }
 inline bool newer_record(const nlohmann::json& a, const nlohmann::json& b) {
-  return newer_by_time_then_run(string_or(a, "time"), string_or(a, "run_id"), string_or(b, "time"), string_or(b, "run_id"));
+  return newer_by_time_then_run(string_or(a, "time"), string_or(a, "run_id"), string_or(b, "time"),
+                                string_or(b, "run_id"));
 }
 
 }  // namespace evo

@@ -22,7 +22,9 @@ bool complete_fitness(const Record& r) {
   return r.fitness && r.fitness->complete.value_or(false) && r.fitness->geomean_median_us.has_value();
 }
 
-bool sanitized(const Record& r) { return r.gates && r.gates->extra.contains("sanitizer") && r.gates->extra["sanitizer"].is_object(); }
+bool sanitized(const Record& r) {
+  return r.gates && r.gates->extra.contains("sanitizer") && r.gates->extra["sanitizer"].is_object();
+}
 
 bool sanitizer_passed(const Record& r) {
   const json& verdict = r.gates->extra["sanitizer"];
@@ -52,8 +54,8 @@ std::string identity(const Record& r) {
 json elite_entry(const json& r, int rank) {
   json e;
   e["rank"] = rank;
-  for (const char* k : {"candidate_id", "variant", "parent", "source_path", "source_sha256", "params", "fitness",
-                        "run_id", "time"})
+  for (const char* k :
+       {"candidate_id", "variant", "parent", "source_path", "source_sha256", "params", "fitness", "run_id", "time"})
     e[k] = r.contains(k) ? r[k] : json(nullptr);
   const json compile = object_or_null(r, "compile");
   e["resources"] = object_or_null(compile, "resources");
@@ -74,8 +76,10 @@ json elite_entry(const json& r, int rank) {
   json timing = json::array();
   if (r.contains("timing") && r["timing"].is_array())
     for (const auto& t : r["timing"])
-      timing.push_back({{"shape", string_or(t, "shape")}, {"median_us", number_or(t, "median_us", 0.0)},
-                        {"p90_us", number_or(t, "p90_us", 0.0)}, {"tflops", number_or(t, "tflops", 0.0)}});
+      timing.push_back({{"shape", string_or(t, "shape")},
+                        {"median_us", number_or(t, "median_us", 0.0)},
+                        {"p90_us", number_or(t, "p90_us", 0.0)},
+                        {"tflops", number_or(t, "tflops", 0.0)}});
   e["timing"] = timing;
   return e;
 }
@@ -123,19 +127,23 @@ std::map<std::string, json> derive_populations(const std::vector<json>& records)
   std::map<std::string, json> out;
   for (auto& [gt, stages] : groups) {
     const auto slash = gt.find('/'), slash2 = gt.rfind('/');
-    json pop = {{"schema_version", kPopulationSchemaVersion}, {"gpu", gt.substr(0, slash)},
-                {"task", gt.substr(slash + 1, slash2 - slash - 1)}, {"benchmark", gt.substr(slash2 + 1)},
+    json pop = {{"schema_version", kPopulationSchemaVersion},
+                {"gpu", gt.substr(0, slash)},
+                {"task", gt.substr(slash + 1, slash2 - slash - 1)},
+                {"benchmark", gt.substr(slash2 + 1)},
                 {"stages", json::object()}};
     for (auto& [stage, list] : stages) {
       std::sort(list.begin(), list.end(), [](const ReadRecord* a, const ReadRecord* b) {
         const double ma = *a->rec.fitness->geomean_median_us, mb = *b->rec.fitness->geomean_median_us;
         if (ma != mb) return ma < mb;
-        const double pa = a->rec.fitness->geomean_p90_us.value_or(0.0), pb = b->rec.fitness->geomean_p90_us.value_or(0.0);
+        const double pa = a->rec.fitness->geomean_p90_us.value_or(0.0),
+                     pb = b->rec.fitness->geomean_p90_us.value_or(0.0);
         if (pa != pb) return pa < pb;
         return a->rec.candidate_id < b->rec.candidate_id;
       });
       json elites = json::array();
-      for (size_t i = 0; i < list.size() && i < size_t(kElites); ++i) elites.push_back(elite_entry(*list[i]->raw, int(i) + 1));
+      for (size_t i = 0; i < list.size() && i < size_t(kElites); ++i)
+        elites.push_back(elite_entry(*list[i]->raw, int(i) + 1));
       pop["stages"][std::to_string(stage)] = elites;
     }
     // Key "<gpu>/<task>" for the default benchmark, "<gpu>/<task>@<benchmark>" otherwise.
@@ -145,7 +153,8 @@ std::map<std::string, json> derive_populations(const std::vector<json>& records)
   return out;
 }
 
-fs::path population_path(const fs::path& dir, const std::string& gpu, const std::string& task, const std::string& benchmark) {
+fs::path population_path(const fs::path& dir, const std::string& gpu, const std::string& task,
+                         const std::string& benchmark) {
   const bool standard = benchmark.empty() || benchmark == "default";
   return dir / gpu / (task + (standard ? "" : "@" + benchmark) + ".json");
 }
@@ -179,7 +188,8 @@ json parse_population(const std::string& text, const std::string& origin, std::s
     if (!elites.is_array()) throw usage_error(fmt::format("{}: stage {} is not a list{}", origin, stage, fix));
     for (const auto& e : elites)
       if (!e.is_object() || !e.contains("variant") || !e.contains("params") || !e.contains("fitness"))
-        throw usage_error(fmt::format("{}: stage {} has an elite without variant/params/fitness{}", origin, stage, fix));
+        throw usage_error(
+            fmt::format("{}: stage {} has an elite without variant/params/fitness{}", origin, stage, fix));
   }
   return j;
 }

@@ -1,12 +1,11 @@
 #include "store/record.h"
 
 #include <algorithm>
-
 #include <ctime>
 
 #include "core/outcome.h"
-#include "store/typed_record.h"
 #include "core/sha256.h"
+#include "store/typed_record.h"
 
 namespace evo {
 
@@ -33,8 +32,10 @@ Record candidate_record(const Candidate& c) {
   r.candidate_id = c.id();
   r.variant = c.variant->id;
   r.stage = c.variant->stage;
-  if (c.variant->parent) r.parent = *c.variant->parent;
-  else r.extra["parent"] = nullptr;
+  if (c.variant->parent)
+    r.parent = *c.variant->parent;
+  else
+    r.extra["parent"] = nullptr;
   r.source_path = c.variant->path.string();
   r.source_sha256 = sha256_hex(c.variant->source);
   for (const auto& [k, v] : c.params) r.params[k] = v;

@@ -14,8 +14,8 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
-constexpr size_t kMaxLine = 16 << 20;   // a record line larger than this is not one of ours
-constexpr int kMaxDepth = 64;           // nesting deeper than this is rejected before parsing
+constexpr size_t kMaxLine = 16 << 20;  // a record line larger than this is not one of ours
+constexpr int kMaxDepth = 64;          // nesting deeper than this is rejected before parsing
 
 // Rejects pathological nesting without recursing (nlohmann's parser recurses per level).
 bool nesting_ok(const std::string& s) {
@@ -23,12 +23,16 @@ bool nesting_ok(const std::string& s) {
   bool in_string = false, escaped = false;
   for (char c : s) {
     if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
       continue;
     }
-    if (c == '"') in_string = true;
+    if (c == '"')
+      in_string = true;
     else if (c == '{' || c == '[') {
       if (++depth > kMaxDepth) return false;
     } else if (c == '}' || c == ']') {
@@ -62,7 +66,8 @@ void parse_records_text(const std::string& text, const std::string& origin, Reco
     if (j.is_discarded()) {
       // A writer killed mid-append leaves an unterminated last line; it was never reported
       // written (append returns only after fsync of the whole line), so it is not a lost record.
-      (last_unterminated ? out.warnings : out.problems).push_back(where + ": not valid JSON" + (last_unterminated ? " (torn last line, ignored)" : ""));
+      (last_unterminated ? out.warnings : out.problems)
+          .push_back(where + ": not valid JSON" + (last_unterminated ? " (torn last line, ignored)" : ""));
       continue;
     }
     std::string bad = validate_record(j);

@@ -14,11 +14,16 @@ namespace {
 
 template <typename T>
 bool has_type(const json& v) {
-  if constexpr (std::is_same_v<T, std::string>) return v.is_string();
-  else if constexpr (std::is_same_v<T, bool>) return v.is_boolean();
-  else if constexpr (std::is_same_v<T, long long>) return v.is_number_integer();
-  else if constexpr (std::is_same_v<T, double>) return v.is_number();
-  else return false;
+  if constexpr (std::is_same_v<T, std::string>)
+    return v.is_string();
+  else if constexpr (std::is_same_v<T, bool>)
+    return v.is_boolean();
+  else if constexpr (std::is_same_v<T, long long>)
+    return v.is_number_integer();
+  else if constexpr (std::is_same_v<T, double>)
+    return v.is_number();
+  else
+    return false;
 }
 
 // Moves a field of the expected type out of `obj` into a typed member; anything else (absent,
@@ -78,54 +83,89 @@ void put_list(json& obj, const char* key, const std::optional<std::vector<Part>>
 
 RecordEnv read_env(json j) {
   RecordEnv e;
-  take(j, "gpu", e.gpu); take(j, "gpu_key", e.gpu_key); take(j, "nvrtc", e.nvrtc); take(j, "evo", e.evo);
-  take(j, "host", e.host); take(j, "cc", e.cc); take(j, "sms", e.sms); take(j, "driver", e.driver);
-  take(j, "gpu_uuid", e.gpu_uuid); take(j, "device", e.device);
+  take(j, "gpu", e.gpu);
+  take(j, "gpu_key", e.gpu_key);
+  take(j, "nvrtc", e.nvrtc);
+  take(j, "evo", e.evo);
+  take(j, "host", e.host);
+  take(j, "cc", e.cc);
+  take(j, "sms", e.sms);
+  take(j, "driver", e.driver);
+  take(j, "gpu_uuid", e.gpu_uuid);
+  take(j, "device", e.device);
   e.extra = std::move(j);
   return e;
 }
 
 json write_env(const RecordEnv& e) {
   json j = e.extra;
-  put(j, "gpu", e.gpu); put(j, "gpu_key", e.gpu_key); put(j, "nvrtc", e.nvrtc); put(j, "evo", e.evo);
-  put(j, "host", e.host); put(j, "cc", e.cc); put(j, "sms", e.sms); put(j, "driver", e.driver);
-  put(j, "gpu_uuid", e.gpu_uuid); put(j, "device", e.device);
+  put(j, "gpu", e.gpu);
+  put(j, "gpu_key", e.gpu_key);
+  put(j, "nvrtc", e.nvrtc);
+  put(j, "evo", e.evo);
+  put(j, "host", e.host);
+  put(j, "cc", e.cc);
+  put(j, "sms", e.sms);
+  put(j, "driver", e.driver);
+  put(j, "gpu_uuid", e.gpu_uuid);
+  put(j, "device", e.device);
   return j;
 }
 
 RecordCompile read_compile(json j) {
   RecordCompile c;
-  take(j, "cache_key", c.cache_key); take(j, "cached", c.cached); take(j, "seconds", c.seconds);
+  take(j, "cache_key", c.cache_key);
+  take(j, "cached", c.cached);
+  take(j, "seconds", c.seconds);
   c.extra = std::move(j);
   return c;
 }
 
 json write_compile(const RecordCompile& c) {
   json j = c.extra;
-  put(j, "cache_key", c.cache_key); put(j, "cached", c.cached); put(j, "seconds", c.seconds);
+  put(j, "cache_key", c.cache_key);
+  put(j, "cached", c.cached);
+  put(j, "seconds", c.seconds);
   return j;
 }
 
 GateCheck read_check(json j) {
   GateCheck c;
-  take(j, "case", c.case_id); take(j, "shape", c.shape); take(j, "inputs", c.inputs); take(j, "seed", c.seed);
-  take(j, "pass", c.pass); take(j, "inputs_intact", c.inputs_intact); take(j, "guards_intact", c.guards_intact);
-  take(j, "deterministic", c.deterministic); take(j, "max_abs", c.max_abs); take(j, "rel_l2", c.rel_l2); take(j, "us", c.us);
+  take(j, "case", c.case_id);
+  take(j, "shape", c.shape);
+  take(j, "inputs", c.inputs);
+  take(j, "seed", c.seed);
+  take(j, "pass", c.pass);
+  take(j, "inputs_intact", c.inputs_intact);
+  take(j, "guards_intact", c.guards_intact);
+  take(j, "deterministic", c.deterministic);
+  take(j, "max_abs", c.max_abs);
+  take(j, "rel_l2", c.rel_l2);
+  take(j, "us", c.us);
   c.extra = std::move(j);
   return c;
 }
 
 json write_check(const GateCheck& c) {
   json j = c.extra;
-  put(j, "case", c.case_id); put(j, "shape", c.shape); put(j, "inputs", c.inputs); put(j, "seed", c.seed);
-  put(j, "pass", c.pass); put(j, "inputs_intact", c.inputs_intact); put(j, "guards_intact", c.guards_intact);
-  put(j, "deterministic", c.deterministic); put(j, "max_abs", c.max_abs); put(j, "rel_l2", c.rel_l2); put(j, "us", c.us);
+  put(j, "case", c.case_id);
+  put(j, "shape", c.shape);
+  put(j, "inputs", c.inputs);
+  put(j, "seed", c.seed);
+  put(j, "pass", c.pass);
+  put(j, "inputs_intact", c.inputs_intact);
+  put(j, "guards_intact", c.guards_intact);
+  put(j, "deterministic", c.deterministic);
+  put(j, "max_abs", c.max_abs);
+  put(j, "rel_l2", c.rel_l2);
+  put(j, "us", c.us);
   return j;
 }
 
 RecordGate read_gate(json j) {
   RecordGate g;
-  take(j, "pass", g.pass); take(j, "reason", g.reason);
+  take(j, "pass", g.pass);
+  take(j, "reason", g.reason);
   take_list(j, "checks", g.checks, read_check);
   g.extra = std::move(j);
   return g;
@@ -133,15 +173,18 @@ RecordGate read_gate(json j) {
 
 json write_gate(const RecordGate& g) {
   json j = g.extra;
-  put(j, "pass", g.pass); put(j, "reason", g.reason);
+  put(j, "pass", g.pass);
+  put(j, "reason", g.reason);
   put_list(j, "checks", g.checks, write_check);
   return j;
 }
 
 RecordGates read_gates(json j) {
   RecordGates g;
-  take_part(j, "resources", g.resources, read_gate); take_part(j, "correctness", g.correctness, read_gate);
-  take_part(j, "determinism", g.determinism, read_gate); take_part(j, "post_timing", g.post_timing, read_gate);
+  take_part(j, "resources", g.resources, read_gate);
+  take_part(j, "correctness", g.correctness, read_gate);
+  take_part(j, "determinism", g.determinism, read_gate);
+  take_part(j, "post_timing", g.post_timing, read_gate);
   g.extra = std::move(j);
   return g;
 }
@@ -157,8 +200,14 @@ json write_gates(const RecordGates& g) {
 
 TimingEntry read_timing(json j) {
   TimingEntry t;
-  take(j, "shape", t.shape); take(j, "set", t.set); take(j, "median_us", t.median_us); take(j, "p10_us", t.p10_us);
-  take(j, "p90_us", t.p90_us); take(j, "stdev_us", t.stdev_us); take(j, "n", t.n); take(j, "rse", t.rse);
+  take(j, "shape", t.shape);
+  take(j, "set", t.set);
+  take(j, "median_us", t.median_us);
+  take(j, "p10_us", t.p10_us);
+  take(j, "p90_us", t.p90_us);
+  take(j, "stdev_us", t.stdev_us);
+  take(j, "n", t.n);
+  take(j, "rse", t.rse);
   take(j, "tflops", t.tflops);
   t.extra = std::move(j);
   return t;
@@ -166,37 +215,51 @@ TimingEntry read_timing(json j) {
 
 json write_timing(const TimingEntry& t) {
   json j = t.extra;
-  put(j, "shape", t.shape); put(j, "set", t.set); put(j, "median_us", t.median_us); put(j, "p10_us", t.p10_us);
-  put(j, "p90_us", t.p90_us); put(j, "stdev_us", t.stdev_us); put(j, "n", t.n); put(j, "rse", t.rse);
+  put(j, "shape", t.shape);
+  put(j, "set", t.set);
+  put(j, "median_us", t.median_us);
+  put(j, "p10_us", t.p10_us);
+  put(j, "p90_us", t.p90_us);
+  put(j, "stdev_us", t.stdev_us);
+  put(j, "n", t.n);
+  put(j, "rse", t.rse);
   put(j, "tflops", t.tflops);
   return j;
 }
 
 Fitness read_fitness(json j) {
   Fitness f;
-  take(j, "geomean_median_us", f.geomean_median_us); take(j, "geomean_p90_us", f.geomean_p90_us);
-  take(j, "shapes", f.shapes); take(j, "complete", f.complete);
+  take(j, "geomean_median_us", f.geomean_median_us);
+  take(j, "geomean_p90_us", f.geomean_p90_us);
+  take(j, "shapes", f.shapes);
+  take(j, "complete", f.complete);
   f.extra = std::move(j);
   return f;
 }
 
 json write_fitness(const Fitness& f) {
   json j = f.extra;
-  put(j, "geomean_median_us", f.geomean_median_us); put(j, "geomean_p90_us", f.geomean_p90_us);
-  put(j, "shapes", f.shapes); put(j, "complete", f.complete);
+  put(j, "geomean_median_us", f.geomean_median_us);
+  put(j, "geomean_p90_us", f.geomean_p90_us);
+  put(j, "shapes", f.shapes);
+  put(j, "complete", f.complete);
   return j;
 }
 
 RecordPhases read_phases(json j) {
   RecordPhases p;
-  take(j, "compile_s", p.compile_s); take(j, "gpu_s", p.gpu_s); take(j, "sanitizer_s", p.sanitizer_s);
+  take(j, "compile_s", p.compile_s);
+  take(j, "gpu_s", p.gpu_s);
+  take(j, "sanitizer_s", p.sanitizer_s);
   p.extra = std::move(j);
   return p;
 }
 
 json write_phases(const RecordPhases& p) {
   json j = p.extra;
-  put(j, "compile_s", p.compile_s); put(j, "gpu_s", p.gpu_s); put(j, "sanitizer_s", p.sanitizer_s);
+  put(j, "compile_s", p.compile_s);
+  put(j, "gpu_s", p.gpu_s);
+  put(j, "sanitizer_s", p.sanitizer_s);
   return j;
 }
 
@@ -210,9 +273,11 @@ std::string required_fields_error(const json& j) {
     if (!j.contains(k) || !j[k].is_string()) return std::string("field '") + k + "' missing or not a string";
   if (!j.contains("stage") || !j["stage"].is_number_integer()) return "field 'stage' missing or not an integer";
   if (!j.contains("params") || !j["params"].is_object()) return "field 'params' missing or not an object";
-  if (!outcome_from_string(j["outcome"].get<std::string>())) return "unknown outcome '" + j["outcome"].get<std::string>() + "'";
+  if (!outcome_from_string(j["outcome"].get<std::string>()))
+    return "unknown outcome '" + j["outcome"].get<std::string>() + "'";
   if (j.contains("timing") && !j["timing"].is_array()) return "field 'timing' is not a list";
-  if (j.contains("fitness") && !j["fitness"].is_null() && !j["fitness"].is_object()) return "field 'fitness' is not an object";
+  if (j.contains("fitness") && !j["fitness"].is_null() && !j["fitness"].is_object())
+    return "field 'fitness' is not an object";
   return "";
 }
 
@@ -260,19 +325,33 @@ RecordRead read_record(const json& in) {
   Record r;
   r.schema = *schema;
   j.erase("schema_version");
-  take_required(j, "kind", r.kind); take_required(j, "candidate_id", r.candidate_id);
-  take_required(j, "variant", r.variant); take_required(j, "task", r.task); take_required(j, "time", r.time);
+  take_required(j, "kind", r.kind);
+  take_required(j, "candidate_id", r.candidate_id);
+  take_required(j, "variant", r.variant);
+  take_required(j, "task", r.task);
+  take_required(j, "time", r.time);
   take_required(j, "source_sha256", r.source_sha256);
   r.outcome = *outcome_from_string(j["outcome"].get<std::string>());
   r.stage = j["stage"].get<int>();
   r.params = j["params"];
   for (const char* k : {"outcome", "stage", "params"}) j.erase(k);
-  take(j, "run_id", r.run_id); take(j, "parent", r.parent); take(j, "source_path", r.source_path);
-  take(j, "arch", r.arch); take(j, "origin", r.origin); take(j, "benchmark", r.benchmark); take(j, "reason", r.reason);
-  take(j, "pruned", r.pruned); take(j, "gpu_seconds", r.gpu_seconds); take(j, "gate_seed", r.gate_seed);
-  take(j, "shard", r.shard); take_strings(j, "warnings", r.warnings); take_part(j, "phases", r.phases, read_phases);
-  take_part(j, "env", r.env, read_env); take_part(j, "compile", r.compile, read_compile);
-  take_part(j, "gates", r.gates, read_gates); take_part(j, "fitness", r.fitness, read_fitness);
+  take(j, "run_id", r.run_id);
+  take(j, "parent", r.parent);
+  take(j, "source_path", r.source_path);
+  take(j, "arch", r.arch);
+  take(j, "origin", r.origin);
+  take(j, "benchmark", r.benchmark);
+  take(j, "reason", r.reason);
+  take(j, "pruned", r.pruned);
+  take(j, "gpu_seconds", r.gpu_seconds);
+  take(j, "gate_seed", r.gate_seed);
+  take(j, "shard", r.shard);
+  take_strings(j, "warnings", r.warnings);
+  take_part(j, "phases", r.phases, read_phases);
+  take_part(j, "env", r.env, read_env);
+  take_part(j, "compile", r.compile, read_compile);
+  take_part(j, "gates", r.gates, read_gates);
+  take_part(j, "fitness", r.fitness, read_fitness);
   take_list(j, "timing", r.timing, read_timing);
   r.extra = std::move(j);
   out.record = std::move(r);
@@ -292,9 +371,17 @@ json write_record(const Record& r) {
   j["stage"] = r.stage;
   j["params"] = r.params;
   j["outcome"] = std::string(to_string(r.outcome));
-  put(j, "run_id", r.run_id); put(j, "parent", r.parent); put(j, "source_path", r.source_path); put(j, "arch", r.arch);
-  put(j, "origin", r.origin); put(j, "benchmark", r.benchmark); put(j, "reason", r.reason); put(j, "pruned", r.pruned);
-  put(j, "gpu_seconds", r.gpu_seconds); put(j, "gate_seed", r.gate_seed); put(j, "shard", r.shard);
+  put(j, "run_id", r.run_id);
+  put(j, "parent", r.parent);
+  put(j, "source_path", r.source_path);
+  put(j, "arch", r.arch);
+  put(j, "origin", r.origin);
+  put(j, "benchmark", r.benchmark);
+  put(j, "reason", r.reason);
+  put(j, "pruned", r.pruned);
+  put(j, "gpu_seconds", r.gpu_seconds);
+  put(j, "gate_seed", r.gate_seed);
+  put(j, "shard", r.shard);
   put(j, "warnings", r.warnings);
   if (r.phases) j["phases"] = write_phases(*r.phases);
   if (r.env) j["env"] = write_env(*r.env);

@@ -87,8 +87,8 @@ struct Record {
   std::optional<Fitness> fitness;  // empty also when the record says null
   std::optional<bool> pruned;
   std::optional<double> gpu_seconds;
-  std::optional<long long> gate_seed;               // the sampled gate's seed (null: none drawn)
-  std::optional<std::string> shard;                 // "i/N" under --shard
+  std::optional<long long> gate_seed;  // the sampled gate's seed (null: none drawn)
+  std::optional<std::string> shard;    // "i/N" under --shard
   std::optional<std::vector<std::string>> warnings;
   std::optional<RecordPhases> phases;
   // Unknown fields, and fields that are null in the record (fitness, gate_seed, parent, ...):

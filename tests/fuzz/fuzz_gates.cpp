@@ -6,7 +6,7 @@
 
 #include "core/errors.h"
 #include "core/task.h"
-#include "gates/config.h"
+#include "policy/config.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

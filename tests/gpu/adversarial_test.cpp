@@ -8,9 +8,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
-#include <nlohmann/json.hpp>
 
 #include "core/variant.h"
 #include "store/population.h"
@@ -65,7 +65,8 @@ bool caught_by_sampled(const json& r, const std::vector<std::string>& tokens) {
   // trick against them (H200, merged main: no_running_max failed there on outlier_rows).
   const bool sampled_or_post = reason.rfind("sampled/", 0) == 0 || reason.rfind("after timing, fresh inputs", 0) == 0;
   if (!sampled_or_post || !names_one_of(reason, tokens)) {
-    ADD_FAILURE() << name << ": the reason must name a sampled or post-timing case with one of the dimensions that catch it: "
+    ADD_FAILURE() << name
+                  << ": the reason must name a sampled or post-timing case with one of the dimensions that catch it: "
                   << reason;
     ok = false;
   }
@@ -74,7 +75,8 @@ bool caught_by_sampled(const json& r, const std::vector<std::string>& tokens) {
     const bool failed = !ch["pass"].get<bool>() || !ch.value("deterministic", true);
     if (!failed) continue;
     if (id.rfind("sampled/", 0) != 0) {
-      ADD_FAILURE() << name << ": failed fixed case " << id << " (" << ch.value("reason", "") << "): only the sampled gate should catch it";
+      ADD_FAILURE() << name << ": failed fixed case " << id << " (" << ch.value("reason", "")
+                    << "): only the sampled gate should catch it";
       ok = false;
     } else if (!names_one_of(id, tokens)) {
       ADD_FAILURE() << name << ": failed sampled case " << id << ", which has none of the dimensions it is wrong on";
@@ -170,7 +172,8 @@ TEST(Adversarial, EveryTrickGetsItsVerdictAndOnlyHonestKernelsEnterThePopulation
     }
     const json& r = it->second;
     const std::string got = r["outcome"];
-    EXPECT_EQ(got, want) << file << ": expected verdict " << want << ", got " << got << " (" << r["reason"].get<std::string>()
+    EXPECT_EQ(got, want) << file << ": expected verdict " << want << ", got " << got << " ("
+                         << r["reason"].get<std::string>()
                          << ")\n  what the trick is and what must catch it: " << notes_of(file)
                          << "\n  timing: " << r["timing"].dump() << "\n  post-timing checks: "
                          << r["gates"].value("post_timing", json::object()).value("checks", json::array()).dump();
@@ -226,7 +229,8 @@ TEST(Adversarial, EveryTrickGetsItsVerdictAndOnlyHonestKernelsEnterThePopulation
   EXPECT_TRUE(in_file.count(variant_id(kControl))) << "the real baseline must be an elite: " << pop.dump(1);
 
   const std::string figure = fmt::format(
-      "{}{} adversarial candidates tried, {} rejected with the expected verdict, {} admitted, {} population entries lost "
+      "{}{} adversarial candidates tried, {} rejected with the expected verdict, {} admitted, {} population entries "
+      "lost "
       "({} honest but slow: spin_delayed_writes {})",
       selected("") ? "" : fmt::format("[EVO_ADVERSARIAL_FILES={}] ", std::getenv("EVO_ADVERSARIAL_FILES")), adversarial,
       rejected, admitted, lost, honest_ok, spin_summary);
@@ -239,11 +243,13 @@ TEST(Adversarial, EveryTrickGetsItsVerdictAndOnlyHonestKernelsEnterThePopulation
   const std::string good = read_text(pop_file);
   for (const auto& [bad, what] : std::vector<std::pair<std::string, std::string>>{
            {good.substr(0, good.size() / 3), "not a valid population JSON object"},
-           {R"({"schema_version": "2.0", "gpu": "x", "task": "fp16-d64", "stages": {}})", "schema_version 2.0 is not supported"}}) {
+           {R"({"schema_version": "2.0", "gpu": "x", "task": "fp16-d64", "stages": {}})",
+            "schema_version 2.0 is not supported"}}) {
     write_text(pop_file, bad);
     const CliResult refused = evo_run(s, 1, sets);
     EXPECT_EQ(refused.exit_code, 1) << tail(refused.out);
-    EXPECT_NE(refused.out.find(pop_file.string()), std::string::npos) << "the message must name the file:\n" << tail(refused.out);
+    EXPECT_NE(refused.out.find(pop_file.string()), std::string::npos) << "the message must name the file:\n"
+                                                                      << tail(refused.out);
     EXPECT_NE(refused.out.find(what), std::string::npos) << tail(refused.out);
     EXPECT_NE(refused.out.find("evo population rebuild"), std::string::npos) << tail(refused.out);
     const CliResult rebuilt = run_evo("population rebuild --results-dir " + quoted(s.results) + " --populations-dir " +

@@ -27,9 +27,10 @@ TEST(ClusterLaunch, Stage8ClusterAndPersistentGridPassTheGate) {
   ASSERT_EQ(cu.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev), CUDA_SUCCESS);
   if (major < 9) GTEST_SKIP() << "clusters with TMA multicast need sm_90 (this GPU: sm_" << major << "x)";
   const fs::path dir = scratch_dir("cluster-launch");
-  const CliResult r = run_evo(fmt::format("run --stage 8 --task fp16-d128,bf16-d64-causal --budget 1 --shapes small,ragged "
-                                          "--seeds 0 --bench mission --results-dir '{}' --populations-dir '{}'",
-                                          (dir / "results").string(), (dir / "populations").string()));
+  const CliResult r =
+      run_evo(fmt::format("run --stage 8 --task fp16-d128,bf16-d64-causal --budget 1 --shapes small,ragged "
+                          "--seeds 0 --bench mission --results-dir '{}' --populations-dir '{}'",
+                          (dir / "results").string(), (dir / "populations").string()));
   ASSERT_EQ(r.exit_code, 0) << r.out.substr(r.out.size() > 4000 ? r.out.size() - 4000 : 0);
   const RecordSet rs = read_records(dir / "results");
   ASSERT_TRUE(rs.problems.empty()) << rs.problems.front();

@@ -26,7 +26,8 @@ double device_memory_bytes() {
   const CudaDriver& cu = cuda_driver();
   CUdevice dev = 0;
   size_t bytes = 0;
-  if (cu.cuInit(0) != CUDA_SUCCESS || cu.cuDeviceGet(&dev, 0) != CUDA_SUCCESS || cu.cuDeviceTotalMem(&bytes, dev) != CUDA_SUCCESS)
+  if (cu.cuInit(0) != CUDA_SUCCESS || cu.cuDeviceGet(&dev, 0) != CUDA_SUCCESS ||
+      cu.cuDeviceTotalMem(&bytes, dev) != CUDA_SUCCESS)
     return 0;
   return double(bytes);
 }
@@ -40,17 +41,20 @@ const json* huge_check(const json& record) {
 TEST(HugeSet, HonestKernelPassesAndThirtyTwoBitOffsetsAreRejected) {
   EVO_REQUIRE_GPU();
   if (device_memory_bytes() < kHugeDeviceBytes)
-    GTEST_SKIP() << fmt::format("the huge set needs {:.0f} GB of device memory; device 0 has {:.1f} GB", kHugeDeviceBytes / 1e9,
-                                device_memory_bytes() / 1e9);
+    GTEST_SKIP() << fmt::format("the huge set needs {:.0f} GB of device memory; device 0 has {:.1f} GB",
+                                kHugeDeviceBytes / 1e9, device_memory_bytes() / 1e9);
   const json expected = json::parse(read_text(kSuite / "expected.json")).at("offsets_32bit.cu");
   std::vector<std::string> verdicts{expected.at("verdict").get<std::string>()};
   for (const auto& v : expected.value("also", json::array())) verdicts.push_back(v);
-  const fs::path root = make_repo("huge", {{"variants/0-adversarial/control_scalar_pattern.cu", read_text(kSuite / "control_scalar_pattern.cu")},
-                                           {"variants/0-adversarial/offsets_32bit.cu", read_text(kSuite / "offsets_32bit.cu")}});
+  const fs::path root = make_repo(
+      "huge", {{"variants/0-adversarial/control_scalar_pattern.cu", read_text(kSuite / "control_scalar_pattern.cu")},
+               {"variants/0-adversarial/offsets_32bit.cu", read_text(kSuite / "offsets_32bit.cu")}});
   const std::string q = "'" + root.string() + "'";
-  const CliResult run = run_evo("run --stage 0 --task fp16-d64 --budget 2 --shapes huge --bench mission --seeds 0 --rng-seed 1 "
-                                "--results-dir " + q + "/results --populations-dir " + q + "/populations --cache-dir " + q + "/cache",
-                                "cd " + q + " && EVO_ROOT=" + q);
+  const CliResult run = run_evo(
+      "run --stage 0 --task fp16-d64 --budget 2 --shapes huge --bench mission --seeds 0 --rng-seed 1 "
+      "--results-dir " +
+          q + "/results --populations-dir " + q + "/populations --cache-dir " + q + "/cache",
+      "cd " + q + " && EVO_ROOT=" + q);
   ASSERT_EQ(run.exit_code, 0) << run.out;
   const RecordSet rs = read_records(root / "results");
   ASSERT_TRUE(rs.problems.empty()) << rs.problems.front();
@@ -71,7 +75,8 @@ TEST(HugeSet, HonestKernelPassesAndThirtyTwoBitOffsetsAreRejected) {
 
   const json& tricked = by_variant["0-adversarial/offsets_32bit"];
   const std::string got = tricked["outcome"], reason = tricked["reason"];
-  EXPECT_NE(std::find(verdicts.begin(), verdicts.end(), got), verdicts.end()) << "offsets_32bit: got " << got << " (" << reason << ")";
+  EXPECT_NE(std::find(verdicts.begin(), verdicts.end(), got), verdicts.end())
+      << "offsets_32bit: got " << got << " (" << reason << ")";
   EXPECT_NE(reason.find("huge/"), std::string::npos) << "the reason must name the huge case: " << reason;
   for (const auto& ch : tricked["gates"]["correctness"]["checks"]) {
     if (ch.value("case", "").rfind("huge/", 0) == 0) continue;

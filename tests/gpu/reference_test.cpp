@@ -1,6 +1,8 @@
 // The FP32 GPU reference against a CPU double-precision reference on small shapes, over the
 // same inputs (dumped by the reference worker; fp8: e4m3 codes and descales, decoded here):
 // relative L2 below 1e-6.
+#include "run/reference.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,9 +14,8 @@
 #include "core/paths.h"
 #include "gates/correctness.h"
 #include "gpu/device_query.h"
-#include "gpu/support_source.h"
 #include "run/plan.h"
-#include "run/reference.h"
+#include "support/support_source.h"
 #include "support/test_support.h"
 
 namespace evo {
@@ -23,7 +24,8 @@ namespace {
 std::vector<double> load_half(const std::string& bytes, DType dt) {
   std::vector<double> out(bytes.size() / 2);
   const auto* p = reinterpret_cast<const uint16_t*>(bytes.data());
-  for (size_t i = 0; i < out.size(); ++i) out[i] = dt == DType::fp16 ? half_bits_to_float(p[i]) : bf16_bits_to_float(p[i]);
+  for (size_t i = 0; i < out.size(); ++i)
+    out[i] = dt == DType::fp16 ? half_bits_to_float(p[i]) : bf16_bits_to_float(p[i]);
   return out;
 }
 
@@ -50,8 +52,8 @@ std::vector<double> load_input(const std::string& out_path, int which, const Tas
 }
 
 // Plain softmax(QKᵀ·scale)·V in double, logical BHSD inputs.
-std::vector<double> cpu_attention(const Shape& s, bool causal, const std::vector<double>& q, const std::vector<double>& k,
-                                  const std::vector<double>& v) {
+std::vector<double> cpu_attention(const Shape& s, bool causal, const std::vector<double>& q,
+                                  const std::vector<double>& k, const std::vector<double>& v) {
   const int D = s.head_dim, g = s.heads_q / s.heads_kv;
   std::vector<double> o(size_t(s.batch) * s.heads_q * s.seq_q * D);
   const double scale = 1.0 / std::sqrt(double(D));
@@ -86,7 +88,8 @@ TEST(GpuReference, MatchesCpuDoublePrecision) {
   const GpuInfo gpu = query_gpu(0);
   const auto support = compiler.compile_support(gpu.cc >= 90 ? "sm_90a" : "sm_" + std::to_string(gpu.cc));
   ReferenceStore store(cache, support, "test", ctx.gates.limits, 0);
-  for (const std::string task_name : {"fp16-d64", "bf16-d128-causal", "fp16-d128-causal", "fp8-d64", "fp8-d128-causal"}) {
+  for (const std::string task_name :
+       {"fp16-d64", "bf16-d128-causal", "fp16-d128-causal", "fp8-d64", "fp8-d128-causal"}) {
     const Task task = parse_task(task_name);
     EvalPlan plan = make_plan(ctx.gates, {task, {"small", "1x4x2x100x77xD:bshd"}, {}, {0, 1}, false, std::nullopt});
     ASSERT_FALSE(plan.gate_cases.empty());

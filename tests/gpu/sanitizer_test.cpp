@@ -4,6 +4,8 @@
 // with it each must be kept out by the tool tests/adversarial/sanitizer/expected.json names,
 // while two honest kernels (the suite's scalar pattern and the real stage-0 baseline) pass all
 // four tools and are the only elites.
+#include "run/sanitizer.h"
+
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -13,7 +15,6 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "run/sanitizer.h"
 #include "store/population.h"
 #include "store/records.h"
 #include "support/test_support.h"

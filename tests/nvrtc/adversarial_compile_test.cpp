@@ -1,6 +1,6 @@
 // Every file of the adversarial suites (tests/adversarial/ and tests/adversarial/sanitizer/)
-// compiles for sm_80 and sm_90a at every task it declares (fp8 fixtures at the fp8 tasks), so a fixture broken by an edit to
-// evo_attn.cuh shows here, on any machine, and not first as a wrong verdict on the GPU.
+// compiles for sm_80 and sm_90a at every task it declares (fp8 fixtures at the fp8 tasks), so a fixture broken by an
+// edit to evo_attn.cuh shows here, on any machine, and not first as a wrong verdict on the GPU.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -27,10 +27,11 @@ TEST(AdversarialFixtures, EveryFixtureCompilesForEveryTaskItDeclares) {
   ASSERT_GE(files.size(), 20u);
   const fs::path root = make_repo("adversarial-compile", files);
   for (const char* arch : {"sm_80", "sm_90a"}) {
-    const CliResult r = run_evo(std::string("compile --stage 0 --arch ") + arch +
-                                    " --task fp16-d64,fp16-d128,bf16-d128,fp16-d64-causal,fp8-d64,fp8-d128-causal --json --cache-dir " +
-                                    (root / "cache").string(),
-                                "cd '" + root.string() + "' && EVO_ROOT='" + root.string() + "'");
+    const CliResult r =
+        run_evo(std::string("compile --stage 0 --arch ") + arch +
+                    " --task fp16-d64,fp16-d128,bf16-d128,fp16-d64-causal,fp8-d64,fp8-d128-causal --json --cache-dir " +
+                    (root / "cache").string(),
+                "cd '" + root.string() + "' && EVO_ROOT='" + root.string() + "'");
     ASSERT_EQ(r.exit_code, 0) << r.out.substr(0, 2000);
     std::set<std::string> compiled;
     std::istringstream lines(r.out);

@@ -22,7 +22,8 @@ using nlohmann::json;
 
 // A scratch repo like test::make_repo's (gates.json, variants/common, the given files), built
 // here because make_repo copies variants/common before variants/ exists.
-std::filesystem::path scratch_repo(const std::string& name, const std::vector<std::pair<std::string, std::string>>& files) {
+std::filesystem::path scratch_repo(const std::string& name,
+                                   const std::vector<std::pair<std::string, std::string>>& files) {
   const std::filesystem::path root = scratch_dir(name);
   std::filesystem::create_directories(root / "gates");
   std::filesystem::create_directories(root / "variants");
@@ -192,12 +193,13 @@ TEST(CompileSafety, HeaderBesideTheVariantCannotShadowAnAllowedHeader) {
   // `#include "mma.h"` is allowed; NVRTC searches the directory of the source name before -I,
   // so a header dropped next to the variant would be compiled instead of the toolkit's.
   const std::string body = "#include \"mma.h\"\n__device__ int evo_probe_y;\n";
-  const CompileRun run = compile_probes(
-      "compile-safety-sibling",
-      {{"sibling.cu", kFrontMatter + body}, {"mma.h", "#include \"" + secret().path.string() + "\"\n"}});
+  const CompileRun run =
+      compile_probes("compile-safety-sibling",
+                     {{"sibling.cu", kFrontMatter + body}, {"mma.h", "#include \"" + secret().path.string() + "\"\n"}});
   ASSERT_EQ(run.records.count("0-probe/sibling"), 1u) << run.cli.out;
-  expect_nothing_leaked(run, "\nNVRTC resolved `#include \"mma.h\"` to the file beside the variant: the program "
-                             "name given to NVRTC must not be a real directory (see docs/safety.md)");
+  expect_nothing_leaked(run,
+                        "\nNVRTC resolved `#include \"mma.h\"` to the file beside the variant: the program "
+                        "name given to NVRTC must not be a real directory (see docs/safety.md)");
 }
 
 TEST(CompileSafety, LongLinesInSourceAndLogDoNotCrashEvo) {
@@ -208,13 +210,13 @@ TEST(CompileSafety, LongLinesInSourceAndLogDoNotCrashEvo) {
   const std::string kernel =
       "EVO_EXPORT_LAUNCH(32, 0, 1, 1, 0);\n"
       "extern \"C\" __global__ void evo_attn_fwd(const __grid_constant__ EvoAttnParams p) {\n";
-  const CompileRun run = compile_probes(
-      "compile-safety-long-lines",
-      {{"long_include.cu", kFrontMatter + "#include \"" + std::string(200000, 'a') + "\"\n"},
-       {"long_constraint.cu",
-        kFrontMatter + abi + "EVO_CONSTRAINT(EVO_HEAD_DIM == 1, \"" + std::string(40000, 'x') + "\");\n"},
-       {"long_warning.cu", kFrontMatter + abi + kernel + "  int wgmma_unused = 0; /* " + std::string(40000, 'y') +
-                               " serialized */\n  (void)p;\n}\n"}});
+  const CompileRun run =
+      compile_probes("compile-safety-long-lines",
+                     {{"long_include.cu", kFrontMatter + "#include \"" + std::string(200000, 'a') + "\"\n"},
+                      {"long_constraint.cu", kFrontMatter + abi + "EVO_CONSTRAINT(EVO_HEAD_DIM == 1, \"" +
+                                                 std::string(40000, 'x') + "\");\n"},
+                      {"long_warning.cu", kFrontMatter + abi + kernel + "  int wgmma_unused = 0; /* " +
+                                              std::string(40000, 'y') + " serialized */\n  (void)p;\n}\n"}});
   EXPECT_TRUE(run.cli.exit_code == 0 || run.cli.exit_code == 1)
       << "evo compile died (exit " << run.cli.exit_code << "): a std::regex over a long line?\n"
       << run.cli.out.substr(0, 2000);
@@ -290,16 +292,17 @@ TEST(CompileSafety, LogsAreStoredAsValidUtf8AndCapped) {
   for (int i = 0; i < 300; ++i)
     many += "__device__ int evo_probe_e" + std::to_string(i) + " = evo_undefined_" + std::to_string(i) + ";\n";
   const long cap = 2048;
-  const CompileRun run = compile_probes(
-      "compile-safety-logs",
-      {{"invalid_utf8.cu", invalid_utf8}, {"control_chars.cu", control_chars}, {"many_errors.cu", many}},
-      [&](json& g) { g["limits"]["log_bytes"] = cap; });
+  const CompileRun run =
+      compile_probes("compile-safety-logs",
+                     {{"invalid_utf8.cu", invalid_utf8}, {"control_chars.cu", control_chars}, {"many_errors.cu", many}},
+                     [&](json& g) { g["limits"]["log_bytes"] = cap; });
   EXPECT_EQ(run.cli.exit_code, 1) << run.cli.out.substr(0, 2000);
   for (const char* id : {"0-probe/invalid_utf8", "0-probe/control_chars", "0-probe/many_errors"}) {
     ASSERT_EQ(run.records.count(id), 1u) << id << ": no record\n" << run.cli.out.substr(0, 2000);
     EXPECT_EQ(run.records.at(id)["outcome"], "compile") << id;
   }
-  EXPECT_NE(run.records.at("0-probe/invalid_utf8")["reason"].get<std::string>().find("not valid UTF-8"), std::string::npos)
+  EXPECT_NE(run.records.at("0-probe/invalid_utf8")["reason"].get<std::string>().find("not valid UTF-8"),
+            std::string::npos)
       << run.records.at("0-probe/invalid_utf8")["reason"];
   const auto logs = cached_logs(run.cache);
   ASSERT_EQ(logs.size(), 2u) << "one cache entry per NVRTC failure (the invalid UTF-8 never reached NVRTC)";
@@ -313,7 +316,8 @@ TEST(CompileSafety, LogsAreStoredAsValidUtf8AndCapped) {
   }
   EXPECT_TRUE(truncated) << "the long log should be cut with a marker";
   for (const auto& [id, r] : run.records)
-    for (unsigned char c : r["reason"].get<std::string>()) EXPECT_TRUE(c >= 0x20) << id << ": control character in reason";
+    for (unsigned char c : r["reason"].get<std::string>())
+      EXPECT_TRUE(c >= 0x20) << id << ": control character in reason";
 }
 
 TEST(CompileSafety, VariantFileNameThatIsNotPlainIsAUsageError) {

@@ -22,12 +22,14 @@ TEST(EvalCli, FileOutsideVariantsGetsItsCompileVerdictThenNeedsAGpu) {
   std::string broken = good;
   broken.replace(broken.find("#include \"evo_attn.cuh\""), 23, "#include \"evo_attn.cuh\"\nnot_a_type x;");
   write_text(dir / "broken.cu", broken);
-  const std::string common = " --stage 5 --task fp16-d64 --results-dir " + shell_quote(dir / "results") + " --populations-dir " + shell_quote(dir / "pops");
+  const std::string common = " --stage 5 --task fp16-d64 --results-dir " + shell_quote(dir / "results") +
+                             " --populations-dir " + shell_quote(dir / "pops");
   const auto ok = run_evo("eval " + shell_quote(dir / "mine.cu") + common + " --quick");
   EXPECT_EQ(ok.exit_code, gpu ? 0 : 2) << ok.out;
   EXPECT_NE(ok.out.find("fp16-d64 5-swizzle/x-"), std::string::npos) << ok.out;
   EXPECT_NE(ok.out.find("resources: {"), std::string::npos) << ok.out;
-  EXPECT_NE(ok.out.find("SASS technique: {\"GMMA\":"), std::string::npos) << "the verdict counts the SASS technique:\n" << ok.out;
+  EXPECT_NE(ok.out.find("SASS technique: {\"GMMA\":"), std::string::npos) << "the verdict counts the SASS technique:\n"
+                                                                          << ok.out;
   if (!gpu) {
     EXPECT_NE(ok.out.find("the gates and timing need a GPU"), std::string::npos) << ok.out;
   }
@@ -45,12 +47,13 @@ TEST(EvolveCli, MockLlmGeneratorThroughTheCompilePhaseWithFeedback) {
   if (gpu_available(&reason)) GTEST_SKIP() << "a GPU is present: the recorded GPU run covers this path";
   const fs::path dir = scratch_dir("evolve-mock"), root = source_root();
   const fs::path log = dir / "requests.jsonl";
-  const std::string cmd = "python3 " + shell_quote(root / "tests" / "fixtures" / "evolve" / "mock_llm_server.py") + " --good " +
-                          shell_quote(root / "variants" / "5-swizzle" / "swizzle.cu") + " --cheat " +
-                          shell_quote(root / "tests" / "adversarial" / "cache_by_content.cu") + " --log " + shell_quote(log) + " -- " + EVO_BINARY +
-                          " evolve --stage 5 --task fp16-d64 --generations 5 --population 1 --results-dir " + shell_quote(dir / "results") +
-                          " --populations-dir " + shell_quote(dir / "pops") + " --generator 'exec:python3 " +
-                          (root / "scripts" / "generators" / "llm_openai.py").string() + "'";
+  const std::string cmd =
+      "python3 " + shell_quote(root / "tests" / "fixtures" / "evolve" / "mock_llm_server.py") + " --good " +
+      shell_quote(root / "variants" / "5-swizzle" / "swizzle.cu") + " --cheat " +
+      shell_quote(root / "tests" / "adversarial" / "cache_by_content.cu") + " --log " + shell_quote(log) + " -- " +
+      EVO_BINARY + " evolve --stage 5 --task fp16-d64 --generations 5 --population 1 --results-dir " +
+      shell_quote(dir / "results") + " --populations-dir " + shell_quote(dir / "pops") + " --generator 'exec:python3 " +
+      (root / "scripts" / "generators" / "llm_openai.py").string() + "'";
   const auto [exit_code, out] = run_shell(cmd);
   EXPECT_EQ(exit_code, 2) << out;
   // Each canned reply gets its verdict.
@@ -67,7 +70,8 @@ TEST(EvolveCli, MockLlmGeneratorThroughTheCompilePhaseWithFeedback) {
   auto prompt = [&](size_t i) { return reqs[i]["body"]["messages"][1]["content"].get<std::string>(); };
   EXPECT_EQ(prompt(1).find("this_is_not_cuda"), std::string::npos) << "no failure yet in the second request";
   EXPECT_NE(prompt(2).find("this_is_not_cuda"), std::string::npos) << "the compile log reaches the third request";
-  EXPECT_NE(prompt(4).find("the generator proposed nothing"), std::string::npos) << "the malformed reply is reported back";
+  EXPECT_NE(prompt(4).find("the generator proposed nothing"), std::string::npos)
+      << "the malformed reply is reported back";
   // The trace: one line per generation with request, response and verdicts.
   const auto traces = read_jsonl(fs::directory_iterator(dir / "results" / "evolve")->path());
   ASSERT_EQ(traces.size(), 5u);

@@ -17,13 +17,28 @@ using nlohmann::json;
 
 // A full evaluation of island 0 at generation `gen`, as `evo evolve --island 0/2` writes it.
 json island0_record(const std::string& id, int block_m, int block_n, int nwarps, double fitness_us, int gen) {
-  return {{"schema_version", "1.0"}, {"kind", "run"}, {"candidate_id", id}, {"variant", "3-wmma-pv/mma_pv"},
-          {"source_path", "variants/3-wmma-pv/mma_pv.cu"}, {"source_sha256", "00"}, {"task", "fp16-d64"}, {"stage", 3},
-          {"arch", "sm_90a"}, {"params", {{"BLOCK_M", block_m}, {"BLOCK_N", block_n}, {"NWARPS", nwarps}}},
-          {"time", "2026-11-23T00:00:00Z"}, {"run_id", "r0"}, {"origin", "evolve"}, {"outcome", "ok"}, {"reason", ""},
-          {"benchmark", "default"}, {"env", {{"gpu", "NVIDIA H200"}, {"gpu_key", "nvidia-h200"}}},
-          {"fitness", {{"geomean_median_us", fitness_us}, {"geomean_p90_us", fitness_us}, {"shapes", 1}, {"complete", true}}},
-          {"timing", json::array()}, {"pruned", false}, {"gpu_seconds", 1.0},
+  return {{"schema_version", "1.0"},
+          {"kind", "run"},
+          {"candidate_id", id},
+          {"variant", "3-wmma-pv/mma_pv"},
+          {"source_path", "variants/3-wmma-pv/mma_pv.cu"},
+          {"source_sha256", "00"},
+          {"task", "fp16-d64"},
+          {"stage", 3},
+          {"arch", "sm_90a"},
+          {"params", {{"BLOCK_M", block_m}, {"BLOCK_N", block_n}, {"NWARPS", nwarps}}},
+          {"time", "2026-11-23T00:00:00Z"},
+          {"run_id", "r0"},
+          {"origin", "evolve"},
+          {"outcome", "ok"},
+          {"reason", ""},
+          {"benchmark", "default"},
+          {"env", {{"gpu", "NVIDIA H200"}, {"gpu_key", "nvidia-h200"}}},
+          {"fitness",
+           {{"geomean_median_us", fitness_us}, {"geomean_p90_us", fitness_us}, {"shapes", 1}, {"complete", true}}},
+          {"timing", json::array()},
+          {"pruned", false},
+          {"gpu_seconds", 1.0},
           {"evolve", {{"run", "ev-t-island0of2"}, {"generation", gen}, {"phase", "full"}, {"island", "0/2"}}}};
 }
 
@@ -34,14 +49,16 @@ fs::path island0_history(const std::string& name, std::string& records_text) {
                  island0_record("island0second", 64, 64, 4, 950, 0).dump() + "\n" +
                  island0_record("island0gen1", 128, 32, 4, 100, 1).dump() + "\n";
   write_text(dir / "results" / "island0.jsonl", records_text);
-  write_text(dir / "results" / "evolve" / "ev-t-island0of2.trace.jsonl", json{{"run", "ev-t-island0of2"}, {"generation", 0}}.dump() + "\n");
+  write_text(dir / "results" / "evolve" / "ev-t-island0of2.trace.jsonl",
+             json{{"run", "ev-t-island0of2"}, {"generation", 0}}.dump() + "\n");
   return dir;
 }
 
 CliResult island1(const fs::path& dir) {
-  return run_evo("evolve --stage 3 --task fp16-d64 --island 1/2 --island-group t --migrate-every 1 --generations 2 "
-                 "--population 2 --migrate-wait 5 --rng-seed 3 --results-dir " + shell_quote(dir / "results") +
-                 " --populations-dir " + shell_quote(dir / "pops"));
+  return run_evo(
+      "evolve --stage 3 --task fp16-d64 --island 1/2 --island-group t --migrate-every 1 --generations 2 "
+      "--population 2 --migrate-wait 5 --rng-seed 3 --results-dir " +
+      shell_quote(dir / "results") + " --populations-dir " + shell_quote(dir / "pops"));
 }
 
 TEST(IslandsCli, AnElitOfIslandZeroIsIslandOnesParentAfterTheMigrationNotBefore) {
@@ -67,7 +84,8 @@ TEST(IslandsCli, AnElitOfIslandZeroIsIslandOnesParentAfterTheMigrationNotBefore)
   // ... are island 1's parents, best first, and its proposals descend from them.
   EXPECT_EQ(trace[1]["request"]["parents"], json({"island0best", "island0second"}));
   bool bred = false;
-  for (const auto& p : trace[1]["response"]) bred = bred || p["parent"].get<std::string>().find("island0") != std::string::npos;
+  for (const auto& p : trace[1]["response"])
+    bred = bred || p["parent"].get<std::string>().find("island0") != std::string::npos;
   EXPECT_TRUE(bred) << trace[1]["response"].dump();
   EXPECT_TRUE(trace[2].value("finished", false));
   // Nothing of island 0's was lost or changed.
@@ -83,7 +101,8 @@ TEST(IslandsCli, AnElitOfIslandZeroIsIslandOnesParentAfterTheMigrationNotBefore)
 
 TEST(IslandsCli, BadIslandAndDevicesAreOneLineErrors) {
   const fs::path dir = scratch_dir("islands-bad");
-  const std::string common = " --stage 3 --task fp16-d64 --results-dir " + shell_quote(dir / "r") + " --populations-dir " + shell_quote(dir / "p");
+  const std::string common = " --stage 3 --task fp16-d64 --results-dir " + shell_quote(dir / "r") +
+                             " --populations-dir " + shell_quote(dir / "p");
   const CliResult bad = run_evo("evolve --island 3/2" + common);
   EXPECT_EQ(bad.exit_code, 1) << bad.out;
   EXPECT_NE(bad.out.find("--island 3/2: the index must be below the count (0-based: 0/2 to 1/2)"), std::string::npos)

@@ -22,7 +22,8 @@ json front_matter(const fs::path& cu) {
 CliResult screen(const fs::path& dir, const std::string& configs) {
   return run_shell("python3 " + shell_quote(source_root() / "scripts" / "screen_configs.py") +
                    " --task fp16-d64 --stage 5 --bench 1x2x2x256x256x64 --shapes 1x2x2x64x64x64 --evo " + EVO_BINARY +
-                   " --scratch " + shell_quote(dir / "roots") + " --results-dir " + shell_quote(dir / "results") + " " + configs);
+                   " --scratch " + shell_quote(dir / "roots") + " --results-dir " + shell_quote(dir / "results") + " " +
+                   configs);
 }
 
 TEST(ScreenConfigs, EachConfigurationRunsInItsOwnRootWithEveryTunablePinned) {
@@ -33,7 +34,8 @@ TEST(ScreenConfigs, EachConfigurationRunsInItsOwnRootWithEveryTunablePinned) {
   const json domain = front_matter(v)["params"];
   ASSERT_TRUE(domain.contains("BLOCK_N") && domain["BLOCK_N"].size() > 1) << domain.dump();
   const int other_n = domain["BLOCK_N"][1];
-  const auto r = screen(dir, shell_quote(v) + " " + shell_quote(v.string() + ":BLOCK_N=" + std::to_string(other_n)) + " mine=" + shell_quote(v));
+  const auto r = screen(dir, shell_quote(v) + " " + shell_quote(v.string() + ":BLOCK_N=" + std::to_string(other_n)) +
+                                 " mine=" + shell_quote(v));
   EXPECT_EQ(r.exit_code, gpu ? 0 : 2) << r.out;
   // Root c1 pins BLOCK_N to the named value and every other tunable to its first value.
   const json pinned = front_matter(dir / "roots" / "c1" / "variants" / "5-swizzle" / "swizzle.cu")["params"];
@@ -52,7 +54,8 @@ TEST(ScreenConfigs, EachConfigurationRunsInItsOwnRootWithEveryTunablePinned) {
 
 TEST(ScreenConfigs, ATunableTheVariantLacksIsOneLineAndExit1) {
   const fs::path dir = scratch_dir("screen-bad");
-  const auto r = screen(dir, shell_quote((source_root() / "variants" / "5-swizzle" / "swizzle.cu").string() + ":NOPE=3"));
+  const auto r =
+      screen(dir, shell_quote((source_root() / "variants" / "5-swizzle" / "swizzle.cu").string() + ":NOPE=3"));
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("has no tunable NOPE"), std::string::npos) << r.out;
   EXPECT_FALSE(fs::exists(dir / "results"));

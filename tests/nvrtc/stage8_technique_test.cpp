@@ -26,8 +26,10 @@ std::vector<json> records_of(const std::string& out) {
 std::string pinned(std::string src, const std::string& key, const std::string& domain, const std::string& value) {
   const std::string from = "\"" + key + "\": " + domain, to = "\"" + key + "\": [" + value + "]";
   const size_t at = src.find(from);
-  if (at == std::string::npos) ADD_FAILURE() << "front matter has no " << from;
-  else src.replace(at, from.size(), to);
+  if (at == std::string::npos)
+    ADD_FAILURE() << "front matter has no " << from;
+  else
+    src.replace(at, from.size(), to);
   return src;
 }
 
@@ -35,7 +37,8 @@ TEST(Technique, Stage8CandidateWithoutMulticastIsRejected) {
   // CLUSTER=1 (outside the stage's domain, which requires multicast): the same TMA + wgmma +
   // setmaxnreg kernel, each CTA loading its own K/V.
   const std::string src = test::read_text(test::source_root() / "variants/8-cluster/cluster.cu");
-  auto root = test::make_repo("technique8", {{"variants/8-cluster/no_multicast.cu", pinned(src, "CLUSTER", "[2]", "1")}});
+  auto root =
+      test::make_repo("technique8", {{"variants/8-cluster/no_multicast.cu", pinned(src, "CLUSTER", "[2]", "1")}});
   test::write_text(root / "variants/8-cluster/stage.json",
                    test::read_text(test::source_root() / "variants/8-cluster/stage.json"));
   auto r = test::run_evo("compile --stage 8 --task fp16-d128 --sample 1 --json --cache-dir " +
@@ -46,7 +49,8 @@ TEST(Technique, Stage8CandidateWithoutMulticastIsRejected) {
   ASSERT_EQ(recs.size(), 1u) << r.out;
   EXPECT_EQ(recs[0]["params"]["CLUSTER"], 1) << recs[0].dump();
   EXPECT_EQ(recs[0]["outcome"], "technique") << recs[0].dump();
-  EXPECT_NE(recs[0]["reason"].get<std::string>().find("requires MULTICAST >= 1 in the SASS, found 0"), std::string::npos)
+  EXPECT_NE(recs[0]["reason"].get<std::string>().find("requires MULTICAST >= 1 in the SASS, found 0"),
+            std::string::npos)
       << recs[0]["reason"];
   // Everything else stage 8 asks for is there: only the multicast is missing.
   const json& t = recs[0]["compile"]["technique"];

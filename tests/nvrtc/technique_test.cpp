@@ -44,11 +44,13 @@ TEST(Technique, Stage7CandidateWithoutTmaIsRejected) {
   auto recs = records(r.out);
   ASSERT_EQ(recs.size(), 1u) << r.out;
   EXPECT_EQ(recs[0]["outcome"], "technique") << recs[0].dump();
-  EXPECT_NE(recs[0]["reason"].get<std::string>().find("requires UTMALDG >= 1 in the SASS, found 0"), std::string::npos) << recs[0]["reason"];
+  EXPECT_NE(recs[0]["reason"].get<std::string>().find("requires UTMALDG >= 1 in the SASS, found 0"), std::string::npos)
+      << recs[0]["reason"];
   // The counts that were found are in the record: wgmma yes, TMA no.
   EXPECT_GT(recs[0]["compile"]["technique"]["HGMMA"].get<long>(), 0);
   EXPECT_EQ(recs[0]["compile"]["technique"]["UTMALDG"].get<long>(), 0);
-  EXPECT_TRUE(recs[0]["gates"]["resources"]["pass"].get<bool>()) << "the resource gate passed before the technique check";
+  EXPECT_TRUE(recs[0]["gates"]["resources"]["pass"].get<bool>())
+      << "the resource gate passed before the technique check";
 }
 
 TEST(Technique, Stage7KernelShowsItsTechnique) {
@@ -75,11 +77,11 @@ TEST(Technique, Stage7KernelShowsItsTechnique) {
 
 TEST(Technique, RequirementWithoutDisassemblerIsAnEnvironmentError) {
   auto root = test::make_repo("technique-env", {{"variants/7-fix/no_tma.cu",
-                                                  test::read_text(test::source_root() / "variants/6-wgmma/wgmma.cu")}});
+                                                 test::read_text(test::source_root() / "variants/6-wgmma/wgmma.cu")}});
   test::write_text(root / "variants/7-fix/stage.json", kStage7Requires);
-  auto r = test::run_evo("compile --stage 7 --task fp16-d64 --sample 1 --cache-dir " +
-                             test::scratch_dir("technique-env-cache").string(),
-                         "EVO_ROOT=" + root.string() + " EVO_NVDISASM=/nonexistent/nvdisasm");
+  auto r = test::run_evo(
+      "compile --stage 7 --task fp16-d64 --sample 1 --cache-dir " + test::scratch_dir("technique-env-cache").string(),
+      "EVO_ROOT=" + root.string() + " EVO_NVDISASM=/nonexistent/nvdisasm");
   EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_NE(r.out.find("nvdisasm not found"), std::string::npos) << r.out;
 }

@@ -37,8 +37,8 @@ TEST_P(AllVariants, EveryConfigCompilesOrIsAConstraint) {
     const std::string o = j["outcome"];
     // A valid config must compile within the caps; invalid ones are rejected as constraints;
     // sm_90a-only variants (wgmma, min_sm 90) are unsupported on sm_80 and nowhere else.
-    const bool hopper_only_on_ampere =
-        o == "unsupported" && arch == "sm_80" && j["reason"].get<std::string>().find("needs sm_90") != std::string::npos;
+    const bool hopper_only_on_ampere = o == "unsupported" && arch == "sm_80" &&
+                                       j["reason"].get<std::string>().find("needs sm_90") != std::string::npos;
     // A variant without fp16/bf16 (an fp8-only one) at the default tasks: Fp8Variants below compiles it.
     if (o == "unsupported" && j["reason"].get<std::string>().find("does not declare") != std::string::npos) continue;
     EXPECT_TRUE(o == "ok" || o == "constraints" || hopper_only_on_ampere)
@@ -70,19 +70,22 @@ TEST_P(AllVariants, EveryConfigCompilesOrIsAConstraint) {
 TEST(Fp8Variants, EveryConfigCompilesOrIsAConstraint) {
   const auto cache = test::scratch_dir("fp8-variants");
   for (const char* arch : {"sm_89", "sm_90a"}) {
-    auto r = test::run_evo(std::string("compile --stage all --sample 12 --arch ") + arch +
-                           " --task fp8-d64,fp8-d128,fp8-d64-causal,fp8-d128-causal --json --cache-dir " + cache.string());
+    auto r =
+        test::run_evo(std::string("compile --stage all --sample 12 --arch ") + arch +
+                      " --task fp8-d64,fp8-d128,fp8-d64-causal,fp8-d128-causal --json --cache-dir " + cache.string());
     ASSERT_EQ(r.exit_code, 0) << r.out.substr(0, 2000);
     std::map<std::string, int> ok_per_task;
     for (const auto& j : json_lines(r.out)) {
       const std::string o = j["outcome"];
-      if (o == "unsupported" && j["reason"].get<std::string>().find("does not declare fp8") != std::string::npos) continue;
+      if (o == "unsupported" && j["reason"].get<std::string>().find("does not declare fp8") != std::string::npos)
+        continue;
       // sm_89 has 99 KB of shared memory per block: the largest tiles at D=128 are a resource verdict there.
       const bool too_big_for_ada = o == "resources" && std::string(arch) == "sm_89";
       const bool hopper_only_on_ada = o == "unsupported" && std::string(arch) == "sm_89" &&
                                       j["reason"].get<std::string>().find("needs sm_90") != std::string::npos;
       EXPECT_TRUE(o == "ok" || o == "constraints" || too_big_for_ada || hopper_only_on_ada)
-          << arch << " " << j["variant"] << " " << j["task"] << " " << j["params"].dump() << ": " << o << " " << j["reason"];
+          << arch << " " << j["variant"] << " " << j["task"] << " " << j["params"].dump() << ": " << o << " "
+          << j["reason"];
       if (o == "ok") ++ok_per_task[j["task"].get<std::string>()];
     }
     for (const char* t : {"fp8-d64", "fp8-d128", "fp8-d64-causal", "fp8-d128-causal"})
@@ -149,7 +152,8 @@ extern "C" __global__ void evo_attn_fwd(const __grid_constant__ EvoAttnParams p)
   EXPECT_NE(readonly.out.find("not writable"), std::string::npos) << readonly.out;
 
   // Malformed front matter: exit 1, the message names the file and the field.
-  test::write_text(root / "variants/3-fix/bad.cu", "/*evo {\"summary\": \"x\", \"dtypes\": [\"fp64\"], \"head_dims\": [64]} */\n");
+  test::write_text(root / "variants/3-fix/bad.cu",
+                   "/*evo {\"summary\": \"x\", \"dtypes\": [\"fp64\"], \"head_dims\": [64]} */\n");
   auto bad = test::run_evo("list", env);
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_NE(bad.out.find("variants/3-fix/bad.cu"), std::string::npos) << bad.out;

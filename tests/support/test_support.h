@@ -27,8 +27,7 @@ std::filesystem::path scratch_dir(const std::string& name);
 
 // A minimal repo (gates/gates.json copied from the source tree, variants/common, and the given
 // variant files as variants/<stage dir>/<name>.cu) for fixture tests.
-std::filesystem::path make_repo(const std::string& name,
-                                const std::vector<std::pair<std::string, std::string>>& files);
+std::filesystem::path make_repo(const std::string& name, const std::vector<std::pair<std::string, std::string>>& files);
 
 std::filesystem::path source_root();
 std::string read_text(const std::filesystem::path& p);
@@ -43,9 +42,8 @@ bool gpu_available(std::string* reason);
 }  // namespace evo::test
 
 // Skips a GPU test with the reason when no GPU is present.
-#define EVO_REQUIRE_GPU()                                   \
-  do {                                                      \
-    std::string evo_gpu_reason;                             \
-    if (!evo::test::gpu_available(&evo_gpu_reason))         \
-      GTEST_SKIP() << "no GPU: " << evo_gpu_reason;         \
+#define EVO_REQUIRE_GPU()                                                                         \
+  do {                                                                                            \
+    std::string evo_gpu_reason;                                                                   \
+    if (!evo::test::gpu_available(&evo_gpu_reason)) GTEST_SKIP() << "no GPU: " << evo_gpu_reason; \
   } while (0)

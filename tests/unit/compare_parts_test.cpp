@@ -1,8 +1,8 @@
 // report/compare_parts: the number formats COMPARE.md and the generated doc figures share, and
 // the peers' labels and order.
-#include <gtest/gtest.h>
-
 #include "report/compare_parts.h"
+
+#include <gtest/gtest.h>
 
 namespace evo {
 namespace {

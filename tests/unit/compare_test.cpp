@@ -101,30 +101,55 @@ TEST(CompareCli, RepoCompareMdIsUpToDate) {
 // The model
 
 json timing(const std::string& shape, double median, double rel_stdev = 0.003, int n = 60) {
-  return {{"shape", shape}, {"median_us", median}, {"p10_us", median * 0.99}, {"p90_us", median * 1.01},
-          {"stdev_us", median * rel_stdev}, {"n", n}, {"rse", rel_stdev / std::sqrt(double(n))},
-          {"sm_clock_before_mhz", 1980}, {"sm_clock_after_mhz", 1980}};
+  return {{"shape", shape},
+          {"median_us", median},
+          {"p10_us", median * 0.99},
+          {"p90_us", median * 1.01},
+          {"stdev_us", median * rel_stdev},
+          {"n", n},
+          {"rse", rel_stdev / std::sqrt(double(n))},
+          {"sm_clock_before_mhz", 1980},
+          {"sm_clock_after_mhz", 1980}};
 }
 
 json run(int stage, const std::string& id, std::vector<json> timings, const std::string& outcome = "ok",
          const std::string& reason = "") {
   double log_sum = 0;
   for (const auto& t : timings) log_sum += std::log(t["median_us"].get<double>());
-  json r = {{"schema_version", "1.0"}, {"kind", "run"}, {"run_id", "r1"}, {"time", "2026-11-21T00:00:00Z"},
-            {"candidate_id", id}, {"variant", std::to_string(stage) + "-s/v"}, {"stage", stage},
-            {"params", {{"ID", id}}}, {"task", "fp16-d64"}, {"source_sha256", "ab"},
-            {"env", {{"gpu_key", "nvidia-h200"}}}, {"outcome", outcome}, {"reason", reason},
-            {"timing", outcome == "ok" ? json(timings) : json::array()}, {"fitness", nullptr}};
+  json r = {{"schema_version", "1.0"},
+            {"kind", "run"},
+            {"run_id", "r1"},
+            {"time", "2026-11-21T00:00:00Z"},
+            {"candidate_id", id},
+            {"variant", std::to_string(stage) + "-s/v"},
+            {"stage", stage},
+            {"params", {{"ID", id}}},
+            {"task", "fp16-d64"},
+            {"source_sha256", "ab"},
+            {"env", {{"gpu_key", "nvidia-h200"}}},
+            {"outcome", outcome},
+            {"reason", reason},
+            {"timing", outcome == "ok" ? json(timings) : json::array()},
+            {"fitness", nullptr}};
   if (outcome == "ok" && !timings.empty())
     r["fitness"] = {{"geomean_median_us", std::exp(log_sum / double(timings.size()))}, {"complete", true}};
   return r;
 }
 
 json peer(const std::string& backend, const std::string& shape, double median, const std::string& outcome = "ok") {
-  return {{"schema_version", "1.0"}, {"kind", "peer"}, {"run_id", "p"}, {"time", "2026-11-21T00:00:00Z"},
-          {"candidate_id", "p-" + backend + shape}, {"variant", "peer/pytorch-sdpa-" + backend}, {"stage", -1},
-          {"params", json::object()}, {"task", "fp16-d64"}, {"shape", shape}, {"source_sha256", "cd"},
-          {"env", {{"gpu_key", "nvidia-h200"}, {"torch", "2.11.0"}}}, {"outcome", outcome},
+  return {{"schema_version", "1.0"},
+          {"kind", "peer"},
+          {"run_id", "p"},
+          {"time", "2026-11-21T00:00:00Z"},
+          {"candidate_id", "p-" + backend + shape},
+          {"variant", "peer/pytorch-sdpa-" + backend},
+          {"stage", -1},
+          {"params", json::object()},
+          {"task", "fp16-d64"},
+          {"shape", shape},
+          {"source_sha256", "cd"},
+          {"env", {{"gpu_key", "nvidia-h200"}, {"torch", "2.11.0"}}},
+          {"outcome", outcome},
           {"reason", outcome == "ok" ? "" : "no kernel"},
           {"timing", outcome == "ok" ? json::array({timing(shape, median, 0.004, 200)}) : json::array()}};
 }
@@ -135,7 +160,8 @@ TEST(CompareModel, BestOfEachStageWithRatios) {
   CompareInput in;
   in.records = {run(0, "a", {timing(kS1, 100), timing(kS2, 4000)}), run(0, "b", {timing(kS1, 120), timing(kS2, 4400)}),
                 run(1, "c", {timing(kS1, 50), timing(kS2, 2000)})};
-  in.peers = {peer("flash", kS1, 40), peer("flash", kS2, 2000), peer("cudnn", kS1, 25), peer("cudnn", kS2, 0, "unsupported")};
+  in.peers = {peer("flash", kS1, 40), peer("flash", kS2, 2000), peer("cudnn", kS1, 25),
+              peer("cudnn", kS2, 0, "unsupported")};
   const Comparison c = build_comparison(in, {});
   ASSERT_EQ(c.sections.size(), 1u);
   const CompareSection& s = c.sections[0];
@@ -349,7 +375,8 @@ TEST(CompareRender, MarkdownHasTheChartAndEscapesCells) {
   const std::string md = render_markdown(build_comparison(in, {}));
   EXPECT_NE(md.find("```mermaid\nxychart-beta\n"), std::string::npos) << md;
   EXPECT_NE(md.find("x-axis [\"stage 0\"]"), std::string::npos) << md;
-  EXPECT_NE(md.find("Not in the chart (not every shape measured): PyTorch flash (1 of 2 shapes)"), std::string::npos) << md;
+  EXPECT_NE(md.find("Not in the chart (not every shape measured): PyTorch flash (1 of 2 shapes)"), std::string::npos)
+      << md;
   EXPECT_NE(md.find("| 1 | crash | 1 | a \\| b c |"), std::string::npos) << md;
 }
 

@@ -9,7 +9,7 @@
 #include "core/stats.h"
 #include "core/task.h"
 #include "core/variant.h"
-#include "gates/config.h"
+#include "policy/config.h"
 #include "run/selection.h"
 #include "support/test_support.h"
 
@@ -49,8 +49,8 @@ TEST(Shape, ParsesPlaceholdersAndLayouts) {
   EXPECT_EQ(s.dims(), "2x16x16x8192x8192x128:bshd");
   int64_t st[3];
   s.strides(16, 8192, st);
-  EXPECT_EQ(st[1], 128);             // heads are adjacent in BSHD
-  EXPECT_EQ(st[2], 16 * 128);        // rows stride over all heads
+  EXPECT_EQ(st[1], 128);       // heads are adjacent in BSHD
+  EXPECT_EQ(st[2], 16 * 128);  // rows stride over all heads
   EXPECT_DOUBLE_EQ(s.flops(false), 4.0 * 2 * 16 * 8192.0 * 8192 * 128);
   // Causal top-left on a square problem: (S+1)/2S of the pairs.
   EXPECT_NEAR(s.flops(true) / s.flops(false), (8192.0 + 1) / (2 * 8192.0), 1e-12);
@@ -65,7 +65,7 @@ TEST(GatesConfig, NamedSetsExpandPerTask) {
   auto longs = g.shapes({"long"}, parse_task("fp16-d64"));
   ASSERT_EQ(longs.size(), 4u);
   for (const auto& s : longs) EXPECT_EQ(int64_t(s.batch) * s.seq_q, 16384) << s.dims();  // 16k tokens
-  EXPECT_EQ(longs[0].heads_q, 32);  // hidden 2048 / D 64
+  EXPECT_EQ(longs[0].heads_q, 32);                                                       // hidden 2048 / D 64
   auto ragged = g.shapes({"ragged"}, parse_task("fp16-d128"));
   EXPECT_EQ(ragged[0].dims(), "2x8x2x1000x777x128:bshd");
   EXPECT_THROW(g.shapes({"nope"}, parse_task("fp16-d64")), EvoError);
@@ -112,9 +112,10 @@ TEST(FrontMatter, RejectsWithMessagesNamingTheField) {
   EXPECT_NE(message("/*evo {\"summary\": 1} */").find("summary"), std::string::npos);
   EXPECT_NE(message("/*evo {\"summary\": \"s\", \"dtypes\": [\"fp32\"], \"head_dims\": [64]} */").find("dtypes"),
             std::string::npos);
-  EXPECT_NE(message("/*evo {\"summary\": \"s\", \"dtypes\": [\"fp16\"], \"head_dims\": [64], \"params\": {\"x\": [1]}} */")
-                .find("UPPER_CASE"),
-            std::string::npos);
+  EXPECT_NE(
+      message("/*evo {\"summary\": \"s\", \"dtypes\": [\"fp16\"], \"head_dims\": [64], \"params\": {\"x\": [1]}} */")
+          .find("UPPER_CASE"),
+      std::string::npos);
   EXPECT_NE(message("/*evo {\"summary\": \"s\", \"dtypes\": [\"fp16\"], \"head_dims\": [64], \"colour\": 1} */")
                 .find("unknown field 'colour'"),
             std::string::npos);

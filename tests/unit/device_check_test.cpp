@@ -4,9 +4,9 @@
 #include <gtest/gtest.h>
 
 #include "core/errors.h"
-#include "gates/config.h"
 #include "gates/correctness.h"
 #include "gpu/worker_events.h"
+#include "policy/config.h"
 #include "run/job_events.h"
 #include "run/large_cases.h"
 #include "run/plan.h"
@@ -49,7 +49,8 @@ TEST(DeviceCheck, OnlyTheHugeSetIsCheckedOnTheGpuAndItNeedsNoReferenceFile) {
       EXPECT_EQ(c.device_check.rtol, g.tolerance(t, c.inputs).rtol) << c.id;
     }
     EXPECT_EQ(on, 1u) << task << ": the huge shape runs once, whatever the seeds and distributions";
-    for (const auto& c : reference_cases(huge)) EXPECT_FALSE(c.device_check.on) << c.id << " would be written as a file";
+    for (const auto& c : reference_cases(huge))
+      EXPECT_FALSE(c.device_check.on) << c.id << " would be written as a file";
   }
 }
 
@@ -61,8 +62,10 @@ TEST(DeviceCheck, TheWatchdogGrowsWithTheWorkAndKeepsItsFloor) {
   for (const auto& c : plan.gate_cases) {
     const double s = gate_case_limit_s(c, t, g.limits);
     EXPECT_GE(s, g.limits.gate_case_s) << c.id;
-    if (c.device_check.on) huge_min = std::min(huge_min, s);
-    else if (c.id.rfind("small/", 0) == 0) small_max = std::max(small_max, s);
+    if (c.device_check.on)
+      huge_min = std::min(huge_min, s);
+    else if (c.id.rfind("small/", 0) == 0)
+      small_max = std::max(small_max, s);
   }
   EXPECT_LT(small_max, g.limits.gate_case_s + 0.1) << "a small case keeps the fixed limit";
   // 1.1e12 FLOPs x 3 at 2e11 FLOP/s, 26 GB at 2e10 B/s: about 28 s, bounded (a hang is still killed).
@@ -126,8 +129,9 @@ TEST(DeviceCheck, TheVerdictOverCountsIsTheVerdictOverAFileAndNamesTheElement) {
   f.first_fail = 2147483648;  // element 2^31 of BHSD 8129x32x129x64: row 2^25 = (8128 * 32 + 15) * 129 + 113
   OutputCheck c = check_counts(f, tol, s);
   EXPECT_FALSE(c.pass);
-  EXPECT_EQ(c.reason, "133120 of 2147616768 output elements never written (poison left); first at b=8128 h=15 s=113 d=0 "
-                      "(element 2147483648)");
+  EXPECT_EQ(c.reason,
+            "133120 of 2147616768 output elements never written (poison left); first at b=8128 h=15 s=113 d=0 "
+            "(element 2147483648)");
   f = passing_facts();
   f.err2 = 1e6 * tol.rel_l2 * tol.rel_l2 * 4;  // relative L2 = 2 x the tolerance
   c = check_counts(f, tol, s);

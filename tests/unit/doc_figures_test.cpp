@@ -1,15 +1,15 @@
 // Figures in the docs come from the records (report/doc_figures.h, `evo docs`): each marked
 // figure is regenerated from the comparison, a bad mark is a usage error naming the line, and the
 // committed README.md and docs/*.md are what their records give.
-#include <gtest/gtest.h>
+#include "report/doc_figures.h"
 
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "core/errors.h"
 #include "report/compare.h"
-#include "report/doc_figures.h"
 #include "support/test_support.h"
 
 namespace evo {
@@ -19,25 +19,50 @@ using nlohmann::json;
 namespace fs = std::filesystem;
 
 json timing(const std::string& shape, double median) {
-  return {{"shape", shape}, {"median_us", median}, {"p10_us", median * 0.99}, {"p90_us", median * 1.01},
-          {"stdev_us", median * 0.003}, {"n", 60}, {"rse", 0.0004}};
+  return {{"shape", shape},
+          {"median_us", median},
+          {"p10_us", median * 0.99},
+          {"p90_us", median * 1.01},
+          {"stdev_us", median * 0.003},
+          {"n", 60},
+          {"rse", 0.0004}};
 }
 
 json run(const std::string& task, int stage, const std::string& id, std::vector<json> timings) {
   double log_sum = 0;
   for (const auto& t : timings) log_sum += std::log(t["median_us"].get<double>());
-  return {{"schema_version", "1.0"}, {"kind", "run"}, {"run_id", "r1"}, {"time", "2026-11-21T00:00:00Z"},
-          {"candidate_id", id}, {"variant", std::to_string(stage) + "-s" + std::to_string(stage) + "/v"},
-          {"stage", stage}, {"params", json::object()}, {"task", task}, {"source_sha256", "ab"},
-          {"env", {{"gpu_key", "nvidia-h200"}}}, {"outcome", "ok"}, {"reason", ""}, {"timing", timings},
+  return {{"schema_version", "1.0"},
+          {"kind", "run"},
+          {"run_id", "r1"},
+          {"time", "2026-11-21T00:00:00Z"},
+          {"candidate_id", id},
+          {"variant", std::to_string(stage) + "-s" + std::to_string(stage) + "/v"},
+          {"stage", stage},
+          {"params", json::object()},
+          {"task", task},
+          {"source_sha256", "ab"},
+          {"env", {{"gpu_key", "nvidia-h200"}}},
+          {"outcome", "ok"},
+          {"reason", ""},
+          {"timing", timings},
           {"fitness", {{"geomean_median_us", std::exp(log_sum / double(timings.size()))}, {"complete", true}}}};
 }
 
 json peer(const std::string& task, const std::string& backend, const std::string& shape, double median) {
-  return {{"schema_version", "1.0"}, {"kind", "peer"}, {"run_id", "p"}, {"time", "2026-11-21T00:00:00Z"},
-          {"candidate_id", "p-" + backend + shape}, {"variant", "peer/pytorch-sdpa-" + backend}, {"stage", -1},
-          {"params", json::object()}, {"task", task}, {"shape", shape}, {"source_sha256", "cd"},
-          {"env", {{"gpu_key", "nvidia-h200"}}}, {"outcome", "ok"}, {"reason", ""},
+  return {{"schema_version", "1.0"},
+          {"kind", "peer"},
+          {"run_id", "p"},
+          {"time", "2026-11-21T00:00:00Z"},
+          {"candidate_id", "p-" + backend + shape},
+          {"variant", "peer/pytorch-sdpa-" + backend},
+          {"stage", -1},
+          {"params", json::object()},
+          {"task", task},
+          {"shape", shape},
+          {"source_sha256", "cd"},
+          {"env", {{"gpu_key", "nvidia-h200"}}},
+          {"outcome", "ok"},
+          {"reason", ""},
           {"timing", json::array({timing(shape, median)})}};
 }
 
@@ -67,7 +92,8 @@ TEST(DocFigures, SummaryQuotesTheFastestStageNotTheLast) {
   in.records = {run("fp16-d64", 0, "a", {timing(kShort, 100), timing(kLong, 4000)}),
                 run("fp16-d64", 1, "b", {timing(kShort, 50), timing(kLong, 2000)}),
                 run("fp16-d64", 2, "c", {timing(kShort, 60), timing(kLong, 2400)})};
-  const std::string t = render_figure(build_comparison(in, {}), "summary", {{"tasks", "fp16-d64"}, {"peers", "pytorch-sdpa-flash"}});
+  const std::string t =
+      render_figure(build_comparison(in, {}), "summary", {{"tasks", "fp16-d64"}, {"peers", "pytorch-sdpa-flash"}});
   EXPECT_NE(t.find("| fp16-d64 | 0 → 2 | 1 | 2.00× | - |"), std::string::npos) << t;
 }
 
@@ -90,8 +116,10 @@ TEST(DocFigures, InlineFiguresOfAStageAndItsShapes) {
             "0.80 / 1.00×");
   EXPECT_EQ(render_figure(c, "shapes", {{"tasks", "fp16-d64"}, {"what", "prev"}}), "-50.0 %");
   const double long_tflops = 4.0 * 16 * 4096 * 4096 * 64 / 2000e6, short_tflops = 4.0 * 8 * 512 * 512 * 64 / 50e6;
-  EXPECT_EQ(render_figure(c, "shapes", {{"tasks", "fp16-d64"}, {"min_seq", "2048"}}), fmt::format("{:.0f}", long_tflops));
-  EXPECT_EQ(render_figure(c, "shapes", {{"tasks", "fp16-d64"}}), fmt::format("{:.0f}–{:.0f}", short_tflops, long_tflops));
+  EXPECT_EQ(render_figure(c, "shapes", {{"tasks", "fp16-d64"}, {"min_seq", "2048"}}),
+            fmt::format("{:.0f}", long_tflops));
+  EXPECT_EQ(render_figure(c, "shapes", {{"tasks", "fp16-d64"}}),
+            fmt::format("{:.0f}–{:.0f}", short_tflops, long_tflops));
   EXPECT_EQ(render_figure(c, "elite", {{"task", "fp16-d64"}, {"what", "variant"}}), "1-s1/v");
   EXPECT_EQ(render_figure(c, "elite", {{"task", "fp16-d64"}, {"what", "technique"}}), "-");
   // Two tasks' stage 0 on one shape: 4000 and 4400 µs.
@@ -114,7 +142,8 @@ TEST(DocFigures, WhatTheRecordsDoNotHaveIsAUsageErrorNamingIt) {
   EXPECT_NE(message("summary", {{"colour", "red"}}).find("no argument 'colour'"), std::string::npos);
   EXPECT_NE(message("summary", {{"tasks", "fp8-d64"}}).find("no records of task 'fp8-d64'"), std::string::npos);
   EXPECT_NE(message("stage", {{"task", "fp16-d64"}, {"stage", "7"}}).find("no elite of stage 7"), std::string::npos);
-  EXPECT_NE(message("stage", {{"task", "bf16-d64"}, {"what", "pytorch-sdpa-flash"}}).find("has no what="), std::string::npos);
+  EXPECT_NE(message("stage", {{"task", "bf16-d64"}, {"what", "pytorch-sdpa-flash"}}).find("has no what="),
+            std::string::npos);
   EXPECT_NE(message("shapes", {{"tasks", "fp16-d64"}, {"min_seq", "99999"}}).find("no shape has"), std::string::npos);
   EXPECT_NE(message("stage", {}).find("needs task="), std::string::npos);
 }
@@ -125,13 +154,15 @@ TEST(DocFigures, FillReplacesOnlyTheTextBetweenTheMarks) {
       "<!-- evo:figures fitness-table tasks=fp16-d64 -->\nold table\n<!-- /evo:figures -->\nTail.\n";
   const FilledDoc f = fill_figures(doc, sample(), "doc.md");
   EXPECT_EQ(f.figures, 2);
-  EXPECT_EQ(f.text,
-            "# Title\nStage 1 is <!-- evo:figures stage task=fp16-d64 what=base -->2.00×<!-- /evo:figures --> stage 0.\n"
-            "<!-- evo:figures fitness-table tasks=fp16-d64 -->\n| stage | fp16-d64 | bf16-d64 |\n|---|---:|---:|\n"
-            "| 0 s0 | 632.5 | 695.7 |\n| 1 s1 | 316.2 (-50.0 %) | - |\n<!-- /evo:figures -->\nTail.\n");
+  EXPECT_EQ(
+      f.text,
+      "# Title\nStage 1 is <!-- evo:figures stage task=fp16-d64 what=base -->2.00×<!-- /evo:figures --> stage 0.\n"
+      "<!-- evo:figures fitness-table tasks=fp16-d64 -->\n| stage | fp16-d64 | bf16-d64 |\n|---|---:|---:|\n"
+      "| 0 s0 | 632.5 | 695.7 |\n| 1 s1 | 316.2 (-50.0 %) | - |\n<!-- /evo:figures -->\nTail.\n");
   EXPECT_EQ(fill_figures(f.text, sample(), "doc.md").text, f.text) << "filling twice changes nothing";
   // Quoted marks (after a backtick, inside a fence) are examples: left as they are.
-  const std::string quoted = "Write `<!-- evo:figures stage -->` ...\n```\n<!-- evo:figures nope -->x<!-- /evo:figures -->\n```\n";
+  const std::string quoted =
+      "Write `<!-- evo:figures stage -->` ...\n```\n<!-- evo:figures nope -->x<!-- /evo:figures -->\n```\n";
   EXPECT_EQ(fill_figures(quoted, sample(), "doc.md").text, quoted);
   EXPECT_EQ(fill_figures(quoted, sample(), "doc.md").figures, 0);
 }

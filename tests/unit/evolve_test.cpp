@@ -25,7 +25,8 @@ Variant tunable_variant() {
   return v;
 }
 
-std::vector<Proposal> draw(const Variant& v, bool random_only, uint64_t seed, const std::vector<Individual>& parents, int gen = 0) {
+std::vector<Proposal> draw(const Variant& v, bool random_only, uint64_t seed, const std::vector<Individual>& parents,
+                           int gen = 0) {
   TunableGenerator g({SearchVariant{&v, v.params}}, random_only, seed);
   return g.propose(parents, 6, gen, [](const Variant&, const ParamSet&) { return false; });
 }
@@ -92,7 +93,8 @@ TEST(ExternalGenerator, GarbageAndOversizeAreRefused) {
   lim.max_output_bytes = 1000;
   const auto big = ask_external("head -c 100000 /dev/zero | tr '\\0' 'a'", json::object(), lim);
   EXPECT_NE(big.error.find("more than 1000 bytes"), std::string::npos) << big.error;
-  const auto mixed = parse_generator_output(R"({"candidates": [{"source": "k1", "parent": "p", "rationale": "r"}, {"parent": "x"}, 7]})", 100);
+  const auto mixed = parse_generator_output(
+      R"({"candidates": [{"source": "k1", "parent": "p", "rationale": "r"}, {"parent": "x"}, 7]})", 100);
   ASSERT_EQ(mixed.proposals.size(), 1u);
   EXPECT_EQ(mixed.proposals[0].parent, "p");
   EXPECT_EQ(mixed.rejected.size(), 2u);
@@ -100,7 +102,8 @@ TEST(ExternalGenerator, GarbageAndOversizeAreRefused) {
 
 TEST(ExternalGenerator, ReadsTheRequestOnStdin) {
   const auto r = ask_external(
-      "grep -q '\"kind\": \"evo-request\"' && echo '{\"candidates\": [{\"source\": \"K\", \"parent\": \"abc\", \"rationale\": \"why\"}]}'",
+      "grep -q '\"kind\": \"evo-request\"' && echo '{\"candidates\": [{\"source\": \"K\", \"parent\": \"abc\", "
+      "\"rationale\": \"why\"}]}'",
       json{{"kind", "evo-request"}}, {});
   ASSERT_EQ(r.proposals.size(), 1u) << r.error << r.raw;
   EXPECT_EQ(r.proposals[0].source, "K");
@@ -124,9 +127,18 @@ TEST(Admission, DisplacesOnlyBeyondTheSpread) {
 
 TEST(Admission, ATieRecordTakesNoPlaceInThePopulation) {
   auto rec = [](const std::string& id, double f, const char* admission) {
-    json r = {{"schema_version", "1.0"}, {"kind", "run"}, {"candidate_id", id}, {"variant", "5-s/" + id}, {"params", json::object()}, {"task", "fp16-d64"},
-              {"source_sha256", id}, {"stage", 5}, {"outcome", "ok"}, {"time", "2026-01-01T00:00:00Z"},
-              {"env", {{"gpu_key", "gpu"}}}, {"fitness", {{"geomean_median_us", f}, {"complete", true}}}};
+    json r = {{"schema_version", "1.0"},
+              {"kind", "run"},
+              {"candidate_id", id},
+              {"variant", "5-s/" + id},
+              {"params", json::object()},
+              {"task", "fp16-d64"},
+              {"source_sha256", id},
+              {"stage", 5},
+              {"outcome", "ok"},
+              {"time", "2026-01-01T00:00:00Z"},
+              {"env", {{"gpu_key", "gpu"}}},
+              {"fitness", {{"geomean_median_us", f}, {"complete", true}}}};
     if (admission) r["evolve"] = {{"admission", admission}};
     return r;
   };
@@ -138,17 +150,20 @@ TEST(Admission, ATieRecordTakesNoPlaceInThePopulation) {
 }
 
 TEST(Novelty, CommentsAndWhitespaceDoNotMakeAKernelNew) {
-  EXPECT_EQ(normalized_source("/*evo {\"a\":1} */\nint  x; // one\n\tint y;"), normalized_source("int x;\n/* two */ int y;"));
+  EXPECT_EQ(normalized_source("/*evo {\"a\":1} */\nint  x; // one\n\tint y;"),
+            normalized_source("int x;\n/* two */ int y;"));
   EXPECT_NE(normalized_source("int x; int y;"), normalized_source("int x; int z;"));
 }
 
 TEST(ContextCli, MarkdownRequestForAStage) {
-  const auto r = run_evo("context --stage 5 --task fp16-d64 --md --results-dir '" + (source_root() / "results").string() + "'");
+  const auto r =
+      run_evo("context --stage 5 --task fp16-d64 --md --results-dir '" + (source_root() / "results").string() + "'");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   for (const char* part : {"# evo request: fp16-d64 stage 5", "## I1 — the task", "evo_attn_fwd", "## I2 — the elites",
                            "## I3 — insights", "## Recent failures", "search space of 5-swizzle/swizzle", "lineage:"})
     EXPECT_NE(r.out.find(part), std::string::npos) << part << "\n" << r.out.substr(0, 3000);
-  const auto free = run_evo("context --stage 5 --task fp16-d64 --operator free --results-dir '" + (source_root() / "results").string() + "'");
+  const auto free = run_evo("context --stage 5 --task fp16-d64 --operator free --results-dir '" +
+                            (source_root() / "results").string() + "'");
   ASSERT_EQ(free.exit_code, 0) << free.out;
   const json j = json::parse(free.out);
   EXPECT_TRUE(j.contains("i1"));

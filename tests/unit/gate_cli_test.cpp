@@ -143,7 +143,8 @@ TEST(GateCli, BadBaselineExits1NamingFileAndField) {
 TEST(GateCli, BadReplayExits1NamingFileAndLine) {
   const fs::path dir = scratch_dir("gate-bad-replay");
   write_text(dir / "r.jsonl", read_text(fixture("unchanged.jsonl")) + "{\"schema_version\": \"1.0\"}\n");
-  const auto r = run_evo("gate --baseline " + quoted(fixture("baseline.json")) + " --replay " + quoted(dir / "r.jsonl"));
+  const auto r =
+      run_evo("gate --baseline " + quoted(fixture("baseline.json")) + " --replay " + quoted(dir / "r.jsonl"));
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("r.jsonl:3"), std::string::npos) << r.out;
 }
@@ -160,8 +161,8 @@ TEST(GateCli, WithoutReplayAndWithoutGpuExits2) {
   std::string why;
   if (gpu_available(&why)) GTEST_SKIP() << "a GPU is present: measuring would run for real";
   const fs::path dir = scratch_dir("gate-nogpu");
-  const auto r = run_evo("gate --baseline " + quoted(fixture("baseline.json")) + " --record " + quoted(dir / "r.jsonl") +
-                         " --cache-dir " + quoted(dir / "cache"));
+  const auto r = run_evo("gate --baseline " + quoted(fixture("baseline.json")) + " --record " +
+                         quoted(dir / "r.jsonl") + " --cache-dir " + quoted(dir / "cache"));
   EXPECT_EQ(r.exit_code, 2) << r.out;
 }
 

@@ -13,7 +13,8 @@ TEST(GateSampled, ABadGateSeedIsOneLineAndExit1BeforeAnyWork) {
   for (const char* bad : {"abc", "4294967296", "1e3"}) {
     const CliResult r = run_evo(std::string("gate --baseline '") + baseline + "' --gate-seed " + bad);
     EXPECT_EQ(r.exit_code, 1) << bad << ": " << r.out;
-    EXPECT_NE(r.out.find(std::string("--gate-seed '") + bad + "': use a decimal integer from 0 to 4294967295"), std::string::npos)
+    EXPECT_NE(r.out.find(std::string("--gate-seed '") + bad + "': use a decimal integer from 0 to 4294967295"),
+              std::string::npos)
         << r.out;
     EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << "one line: " << r.out;
   }

@@ -1,13 +1,14 @@
 // `evo evolve --island i/N` without a GPU: parsing (flags and the Slurm variables), which
 // records an island imports at a migration (other islands' elites of earlier generations only,
 // once they got there), the wait for an island that is behind, and the parents it breeds from.
+#include "evolve/islands.h"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <map>
 
 #include "core/errors.h"
-#include "evolve/islands.h"
 #include "store/atomic_file.h"
 #include "store/records.h"
 #include "support/test_support.h"
@@ -36,8 +37,10 @@ TEST(Islands, FlagOrSlurmArrayNamesTheIslandAndTheGroup) {
   EXPECT_FALSE(a.migrates_at(0));
   EXPECT_FALSE(a.migrates_at(3));
   const Island s = resolve_island("", "", 1, 60, 7,
-                                  env_of({{"SLURM_ARRAY_TASK_ID", "5"}, {"SLURM_ARRAY_TASK_MIN", "4"},
-                                          {"SLURM_ARRAY_TASK_COUNT", "2"}, {"SLURM_ARRAY_JOB_ID", "991"}}));
+                                  env_of({{"SLURM_ARRAY_TASK_ID", "5"},
+                                          {"SLURM_ARRAY_TASK_MIN", "4"},
+                                          {"SLURM_ARRAY_TASK_COUNT", "2"},
+                                          {"SLURM_ARRAY_JOB_ID", "991"}}));
   EXPECT_EQ(s.text(), "1/2");
   EXPECT_EQ(s.source, "SLURM_ARRAY_TASK_ID");
   EXPECT_EQ(s.group, "slurm991");
@@ -59,17 +62,27 @@ TEST(Islands, BadIslandsAreOneLineUsageErrors) {
   EXPECT_NE(msg.find("--island-group a b"), std::string::npos) << msg;
   EXPECT_EQ(test::exit_code_of([&] { resolve_island("0/2", "", -1, 60, 0, env_of({})); }), kExitUsage);
   EXPECT_EQ(test::exit_code_of([&] { resolve_island("0/2", "", 1, -1, 0, env_of({})); }), kExitUsage);
-  EXPECT_EQ(test::exit_code_of([&] { resolve_island("", "", 1, 60, 0, env_of({{"SLURM_ARRAY_TASK_ID", "3"},
-                                                                         {"SLURM_ARRAY_TASK_COUNT", "2"}})); }),
+  EXPECT_EQ(test::exit_code_of([&] {
+              resolve_island("", "", 1, 60, 0, env_of({{"SLURM_ARRAY_TASK_ID", "3"}, {"SLURM_ARRAY_TASK_COUNT", "2"}}));
+            }),
             kExitEnvironment);
 }
 
 json record(const std::string& id, const std::string& run, int generation, double fitness_us,
             const std::string& phase = "full", const std::string& gpu = "nvidia-h200") {
-  return {{"schema_version", "1.0"}, {"kind", "run"}, {"candidate_id", id}, {"variant", "3-wmma-pv/mma_pv"},
-          {"task", "fp16-d64"}, {"stage", 3}, {"params", {{"BLOCK_M", 64}}}, {"source_sha256", "ab"},
-          {"time", "2026-11-23T00:00:00Z"}, {"outcome", "ok"}, {"benchmark", "default"},
-          {"env", {{"gpu_key", gpu}}}, {"fitness", {{"geomean_median_us", fitness_us}}},
+  return {{"schema_version", "1.0"},
+          {"kind", "run"},
+          {"candidate_id", id},
+          {"variant", "3-wmma-pv/mma_pv"},
+          {"task", "fp16-d64"},
+          {"stage", 3},
+          {"params", {{"BLOCK_M", 64}}},
+          {"source_sha256", "ab"},
+          {"time", "2026-11-23T00:00:00Z"},
+          {"outcome", "ok"},
+          {"benchmark", "default"},
+          {"env", {{"gpu_key", gpu}}},
+          {"fitness", {{"geomean_median_us", fitness_us}}},
           {"evolve", {{"run", run}, {"generation", generation}, {"phase", phase}}}};
 }
 
@@ -88,11 +101,11 @@ TEST(Islands, ImportsTheOtherIslandsElitesOfEarlierGenerationsOnly) {
   const Island me = resolve_island("1/3", "g", 1, 5, 0, env_of({}));
   const std::string a = me.run_id(0), c = me.run_id(2);
   for (const json& r : {record("a1", a, 0, 10), record("a2", a, 0, 12), record("a3", a, 1, 11), record("a4", a, 1, 13),
-                        record("a5", a, 2, 1),                       // generation 2: not yet, at generation 2
-                        record("aq", a, 0, 2, "screen"),             // a quick screen is no fitness
+                        record("a5", a, 2, 1),                         // generation 2: not yet, at generation 2
+                        record("aq", a, 0, 2, "screen"),               // a quick screen is no fitness
                         record("ah", a, 0, 3, "full", "nvidia-h100"),  // another GPU model
                         record("c1", c, 0, 20), record("m1", me.run_id(), 0, 5),  // my own
-                        record("x1", "ev-other-island0of3", 0, 4)})                 // another search
+                        record("x1", "ev-other-island0of3", 0, 4)})               // another search
     append_record(results / "records.jsonl", r);
   trace_line(results, a, {{"run", a}, {"generation", 2}});
   trace_line(results, c, {{"run", c}, {"generation", 1}});
@@ -122,7 +135,8 @@ TEST(Islands, WaitsForAnIslandThatIsBehindThenSaysSo) {
   EXPECT_NE(m.late[0].find("island 1 had reached generation -1 of 0"), std::string::npos) << m.late[0];
   EXPECT_EQ(ids(m.migrants), std::vector<std::string>{"b1"});
   // Once its trace shows the generation (a torn last line is skipped), no wait.
-  test::write_text(results / "evolve" / (other + ".trace.jsonl"), json{{"run", other}, {"generation", 0}}.dump() + "\n{\"gen");
+  test::write_text(results / "evolve" / (other + ".trace.jsonl"),
+                   json{{"run", other}, {"generation", 0}}.dump() + "\n{\"gen");
   EXPECT_EQ(island_progress(results / "evolve" / (other + ".trace.jsonl")), 0);
   me.wait_s = 30;
   m = migrate(me, 1, scope);

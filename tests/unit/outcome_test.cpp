@@ -1,10 +1,10 @@
 // core/outcome: every outcome has one spelling in records and reads back from it; anything
 // else is not an outcome (the record reader rejects the line).
+#include "core/outcome.h"
+
 #include <gtest/gtest.h>
 
 #include <set>
-
-#include "core/outcome.h"
 
 namespace evo {
 namespace {

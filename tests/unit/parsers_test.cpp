@@ -6,14 +6,14 @@
 
 #include <chrono>
 #include <filesystem>
-#include <map>
 #include <functional>
-#include <typeinfo>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <typeinfo>
 
 #include "core/errors.h"
 #include "core/variant.h"
-#include "gates/config.h"
+#include "policy/config.h"
 #include "store/population.h"
 #include "store/records.h"
 #include "support/test_support.h"
@@ -41,7 +41,8 @@ void expect_usage_error(F&& parse, const std::string& origin, const std::string&
   } catch (const EvoError& e) {
     EXPECT_EQ(e.code(), kExitUsage) << why;
     const std::string m = e.what();
-    EXPECT_NE(m.find(origin), std::string::npos) << why << ": the message must name " << origin << ": " << m.substr(0, 300);
+    EXPECT_NE(m.find(origin), std::string::npos)
+        << why << ": the message must name " << origin << ": " << m.substr(0, 300);
     EXPECT_NE(m.find(expected), std::string::npos) << why << ": " << m.substr(0, 300);
   } catch (const std::exception& e) {
     ADD_FAILURE() << why << ": escaped as " << typeid(e).name() << ": " << e.what();
@@ -71,12 +72,12 @@ TEST(VariantParser, RejectsHostileFrontMatterWithAMessage) {
        "200000 nested objects, the innermost without a value"},
       {"/*evo {\"summary\": \"\xff\xfe\", \"dtypes\": [\"fp16\"], \"head_dims\": [64]} */", "not valid JSON",
        "invalid UTF-8 in a string"},
-      {"/*evo {\"summary\": \"s\", \"dtypes\": [\"fp16\"], \"head_dims\": [64], \"params\": {\"" + std::string(100000, 'A') +
-           "\": [1]}} */",
+      {"/*evo {\"summary\": \"s\", \"dtypes\": [\"fp16\"], \"head_dims\": [64], \"params\": {\"" +
+           std::string(100000, 'A') + "\": [1]}} */",
        "param name", "a 100 KB param name (std::regex would overflow the stack)"},
       {"/*evo {\"summary\": \"s\", \"dtypes\": [\"fp16\"], \"head_dims\": [64], \"params\": {\"A\": " +
-           json(std::vector<int>(1000, 1)).dump() + ", \"B\": " + json(std::vector<int>(1000, 2)).dump() + ", \"C\": " +
-           json(std::vector<int>(1000, 3)).dump() + "}} */",
+           json(std::vector<int>(1000, 1)).dump() + ", \"B\": " + json(std::vector<int>(1000, 2)).dump() +
+           ", \"C\": " + json(std::vector<int>(1000, 3)).dump() + "}} */",
        "configs", "a domain of 10^9 configs"},
       {"/*evo {\"summary\": \"s\", \"dtypes\": [\"fp16\"], \"head_dims\": [64], \"params\": {\"A\": [1e300]}} */",
        "must be integers", "a float param value"},
@@ -86,23 +87,32 @@ TEST(VariantParser, RejectsHostileFrontMatterWithAMessage) {
        "reserved", "a param overriding the task macros"},
       {"/*evo {\"summary\": \"s\", \"dtypes\": [\"fp8_e5m2\"], \"head_dims\": [64]} */", "dtypes", "unknown dtype"},
       {"/*evo {\"summary\": \"s\", \"dtypes\": [\"fp16\"], \"head_dims\": [96]} */", "head_dims", "unknown head dim"},
-      {"/*evo {\"summary\": \"s\", \"dtypes\": [\"fp16\"], \"head_dims\": [64], \"min_sm\": 1e9} */", "min_sm", "min_sm"},
+      {"/*evo {\"summary\": \"s\", \"dtypes\": [\"fp16\"], \"head_dims\": [64], \"min_sm\": 1e9} */", "min_sm",
+       "min_sm"},
       {"/*evo {\"summary\": \"s\", \"dtypes\": [\"fp16\"], \"head_dims\": [64], \"schema_version\": \"9.0\"} */",
        "unknown field 'schema_version'", "an unknown field"},
       {"/*evo {\"summary\": \"*/\"} */", "not valid JSON", "*/ inside a string ends the comment"},
       {"/*evo " + std::string(8 << 20, ' ') + "{\"summary\": 1} */", "summary", "8 MiB of blanks"},
   };
   for (const auto& [source, expected, why] : cases)
-    expect_usage_error([&source = source] { parse_variant(source, "variants/0-x/hostile.cu"); }, "variants/0-x/hostile.cu", expected, why);
+    expect_usage_error([&source = source] { parse_variant(source, "variants/0-x/hostile.cu"); },
+                       "variants/0-x/hostile.cu", expected, why);
 }
 
 // ---------------------------------------------------------------------------------------------
 // Records (store/records.h): never throw; every bad line is a problem naming file:line.
 
 json good_record() {
-  return {{"schema_version", "1.0"}, {"kind", "run"},     {"variant", "0-x/v"},  {"task", "fp16-d64"},
-          {"outcome", "ok"},         {"candidate_id", "0123456789abcdef"},      {"source_sha256", "00"},
-          {"time", "2026-11-21T00:00:00Z"},               {"stage", 0},          {"params", json::object()}};
+  return {{"schema_version", "1.0"},
+          {"kind", "run"},
+          {"variant", "0-x/v"},
+          {"task", "fp16-d64"},
+          {"outcome", "ok"},
+          {"candidate_id", "0123456789abcdef"},
+          {"source_sha256", "00"},
+          {"time", "2026-11-21T00:00:00Z"},
+          {"stage", 0},
+          {"params", json::object()}};
 }
 
 RecordSet parse(const std::string& text) {
@@ -155,7 +165,8 @@ TEST(RecordsParser, NewerMinorVersionAndTornLastLineAreWarningsOnly) {
   json minor = good_record();
   minor["schema_version"] = "1.3";
   minor["field_from_the_future"] = {1, 2};
-  const std::string text = good_record().dump() + "\r\n\n   \n" + minor.dump() + "\n" + good_record().dump().substr(0, 40);
+  const std::string text =
+      good_record().dump() + "\r\n\n   \n" + minor.dump() + "\n" + good_record().dump().substr(0, 40);
   const RecordSet rs = parse(text);
   EXPECT_EQ(rs.records.size(), 2u);
   EXPECT_TRUE(rs.problems.empty()) << rs.problems.front();
@@ -243,17 +254,20 @@ TEST(PopulationParser, RejectsHostileFilesWithAMessage) {
        "a future major version"},
       {R"({"schema_version": "10.0"})", "schema_version 10.0 is not supported", "major 10 is not major 1"},
       {R"({"schema_version": 1})", "missing schema_version", "a numeric version"},
-      {R"({"schema_version": "1.0", "gpu": 5, "task": "t", "stages": {}})", "field 'gpu' missing", "gpu of the wrong type"},
-      {R"({"schema_version": "1.0", "gpu": "g", "task": "t", "stages": []})", "field 'stages' missing", "stages as a list"},
-      {R"({"schema_version": "1.0", "gpu": "g", "task": "t", "stages": {"0": {}}})", "is not a list", "a stage as an object"},
+      {R"({"schema_version": "1.0", "gpu": 5, "task": "t", "stages": {}})", "field 'gpu' missing",
+       "gpu of the wrong type"},
+      {R"({"schema_version": "1.0", "gpu": "g", "task": "t", "stages": []})", "field 'stages' missing",
+       "stages as a list"},
+      {R"({"schema_version": "1.0", "gpu": "g", "task": "t", "stages": {"0": {}}})", "is not a list",
+       "a stage as an object"},
       {R"({"schema_version": "1.0", "gpu": "g", "task": "t", "stages": {"0": [1]}})", "has an elite without",
        "an elite that is a number"},
       {"{\"schema_version\": \"1.0\", \"gpu\": \"\xff\"}", "not a valid population JSON object", "invalid UTF-8"},
       {good + "garbage", "not a valid population JSON object", "trailing garbage"},
   };
   for (const auto& [text, expected, why] : cases)
-    expect_usage_error([&text = text] { parse_population(text, "populations/g/fp16-d64.json"); }, "populations/g/fp16-d64.json",
-                       expected, why);
+    expect_usage_error([&text = text] { parse_population(text, "populations/g/fp16-d64.json"); },
+                       "populations/g/fp16-d64.json", expected, why);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -272,19 +286,23 @@ TEST(GatesConfigParser, RejectsHostileFilesWithAMessage) {
       {"", "not valid JSON", "empty"},
       {nested(1000000), "missing field 'schema_version'", "a million nested lists"},
       {"{\"schema_version\": " + nested(1000000) + "}", "wrong type", "a nested version"},
-      {with([](json& c) { c["schema_version"] = "2.0"; }), "schema_version 2.0 is not supported", "a future major version"},
+      {with([](json& c) { c["schema_version"] = "2.0"; }), "schema_version 2.0 is not supported",
+       "a future major version"},
       {with([](json& c) { c.erase("limits"); }), "missing field 'limits'", "no limits"},
-      {with([](json& c) { c["limits"]["compile_s"] = "sixty"; }), "field 'compile_s' has the wrong type", "a string limit"},
+      {with([](json& c) { c["limits"]["compile_s"] = "sixty"; }), "field 'compile_s' has the wrong type",
+       "a string limit"},
       {with([](json& c) { c["defaults"]["seeds"] = {1e300}; }), "'seeds' has the wrong type", "a huge seed"},
-      {with([](json& c) { c["defaults"]["inputs"] = {"no-such-distribution"}; }), "missing field 'no-such-distribution'",
-       "an input distribution that is not defined"},
+      {with([](json& c) { c["defaults"]["inputs"] = {"no-such-distribution"}; }),
+       "missing field 'no-such-distribution'", "an input distribution that is not defined"},
       {with([](json& c) { c["timing"]["min_samples"] = 2; }), "min_samples must be at least 10", "too few samples"},
       {with([](json& c) { c["shape_sets"]["x"] = json::parse(nested(5000)); }), "wrong type", "a nested shape set"},
       {"{\"schema_version\": \"1.\xff\"}", "not valid JSON", "invalid UTF-8"},
-      {with([](json& c) { c["tolerances"]["fp8"]["atol"] = "loose"; }), "field 'atol' has the wrong type", "a string fp8 atol"},
+      {with([](json& c) { c["tolerances"]["fp8"]["atol"] = "loose"; }), "field 'atol' has the wrong type",
+       "a string fp8 atol"},
   };
   for (const auto& [text, expected, why] : cases)
-    expect_usage_error([&text = text] { parse_gates_config(text, "gates/gates.json"); }, "gates/gates.json", expected, why);
+    expect_usage_error([&text = text] { parse_gates_config(text, "gates/gates.json"); }, "gates/gates.json", expected,
+                       why);
 }
 
 // fp8 tolerances are optional in gates.json (fp8 tasks are opt-in); a task that needs them and
@@ -297,7 +315,8 @@ TEST(GatesConfigParser, Fp8ToleranceIsOptionalButNamedWhenMissing) {
   g["tolerances"].erase("fp8");
   const GatesConfig without = parse_gates_config(g.dump(), "gates/gates.json");
   EXPECT_NO_THROW(without.tolerance(parse_task("bf16-d64")));
-  expect_usage_error([&] { without.tolerance(parse_task("fp8-d64")); }, "tolerances.fp8", "fp8-d64", "no fp8 tolerance");
+  expect_usage_error([&] { without.tolerance(parse_task("fp8-d64")); }, "tolerances.fp8", "fp8-d64",
+                     "no fp8 tolerance");
 }
 
 }  // namespace

@@ -56,33 +56,42 @@ json make_record(std::mt19937_64& rng, const std::string& run_id, size_t serial)
   const double median = 50 + double(rng() % 100000) / 100.0;
   json timing = json::array();
   for (int s = 0; s < 3; ++s)
-    timing.push_back({{"shape", fmt::format("8x16x16x{}x{}x64", 512 << s, 512 << s)}, {"set", "long"},
-                      {"median_us", median * (1 + s)}, {"p10_us", median * (1 + s) * 0.99},
-                      {"p90_us", median * (1 + s) * 1.02}, {"n", 40}, {"rse", 0.003}, {"tflops", 100.0 + s}});
-  json r = {{"schema_version", "1.0"},
-            {"kind", "run"},
-            {"run_id", run_id},
-            {"time", fmt::format("2026-11-{:02}T{:02}:{:02}:{:02}Z", 1 + serial % 28, serial % 24, serial % 60, (serial / 60) % 60)},
-            {"candidate_id", fmt::format("{:016x}", std::hash<std::string>{}(run_id) ^ (serial * 0x9E3779B97F4A7C15ull))},
-            {"variant", variant},
-            {"stage", stage},
-            {"parent", nullptr},
-            {"source_path", "variants/" + variant + ".cu"},
-            {"source_sha256", fmt::format("{:064x}", pick(3))},
-            {"params", {{"BLOCK_M", 32 << pick(3)}, {"BLOCK_N", 64}}},
-            {"task", tasks[pick(4)]},
-            {"arch", "sm_90a"},
-            {"origin", "domain"},
-            {"env", {{"gpu", "test"}, {"gpu_key", gpus[pick(4)]}, {"cc", 90}, {"sms", 132}}},
-            {"compile", {{"cached", true}, {"resources", {{"registers", 128}}}, {"launch", {{"threads", 128}}}}},
-            {"outcome", outcome},
-            {"reason", outcome == "ok" ? "" : "synthetic failure for the persistence test"},
-            {"gates", {{"correctness", {{"pass", outcome == "ok"}, {"checks", json::array()}}}}},
-            {"timing", outcome == "ok" ? timing : json::array()},
-            {"pruned", false},
-            {"gpu_seconds", 1.5}};
-  r["fitness"] = outcome == "ok" ? json{{"geomean_median_us", median * 1.8}, {"geomean_p90_us", median * 1.85},
-                                        {"shapes", 3}, {"complete", true}}
+    timing.push_back({{"shape", fmt::format("8x16x16x{}x{}x64", 512 << s, 512 << s)},
+                      {"set", "long"},
+                      {"median_us", median * (1 + s)},
+                      {"p10_us", median * (1 + s) * 0.99},
+                      {"p90_us", median * (1 + s) * 1.02},
+                      {"n", 40},
+                      {"rse", 0.003},
+                      {"tflops", 100.0 + s}});
+  json r = {
+      {"schema_version", "1.0"},
+      {"kind", "run"},
+      {"run_id", run_id},
+      {"time",
+       fmt::format("2026-11-{:02}T{:02}:{:02}:{:02}Z", 1 + serial % 28, serial % 24, serial % 60, (serial / 60) % 60)},
+      {"candidate_id", fmt::format("{:016x}", std::hash<std::string>{}(run_id) ^ (serial * 0x9E3779B97F4A7C15ull))},
+      {"variant", variant},
+      {"stage", stage},
+      {"parent", nullptr},
+      {"source_path", "variants/" + variant + ".cu"},
+      {"source_sha256", fmt::format("{:064x}", pick(3))},
+      {"params", {{"BLOCK_M", 32 << pick(3)}, {"BLOCK_N", 64}}},
+      {"task", tasks[pick(4)]},
+      {"arch", "sm_90a"},
+      {"origin", "domain"},
+      {"env", {{"gpu", "test"}, {"gpu_key", gpus[pick(4)]}, {"cc", 90}, {"sms", 132}}},
+      {"compile", {{"cached", true}, {"resources", {{"registers", 128}}}, {"launch", {{"threads", 128}}}}},
+      {"outcome", outcome},
+      {"reason", outcome == "ok" ? "" : "synthetic failure for the persistence test"},
+      {"gates", {{"correctness", {{"pass", outcome == "ok"}, {"checks", json::array()}}}}},
+      {"timing", outcome == "ok" ? timing : json::array()},
+      {"pruned", false},
+      {"gpu_seconds", 1.5}};
+  r["fitness"] = outcome == "ok" ? json{{"geomean_median_us", median * 1.8},
+                                        {"geomean_p90_us", median * 1.85},
+                                        {"shapes", 3},
+                                        {"complete", true}}
                                  : json(nullptr);
   return r;
 }
@@ -289,7 +298,7 @@ TEST(Persistence, MergeKilledAtRandomPointsLosesNothing) {
     }
     for (size_t round_kills = 0; round_kills < per_round;) {
       ASSERT_LT(++attempts, 4 * rounds * per_round) << "runs keep finishing before the kill";
-      const double delay_s = !appending          ? unit(rng) * rederive_s * 0.9
+      const double delay_s = !appending        ? unit(rng) * rederive_s * 0.9
                              : unit(rng) < 0.2 ? unit(rng) * first_s
                                                : first_s + 1e-6 * std::pow(1e5, unit(rng));
       MergeProcess m(inputs, results, populations);
@@ -323,14 +332,16 @@ TEST(Persistence, MergeKilledAtRandomPointsLosesNothing) {
   EXPECT_EQ(ids.size(), all_ids.size()) << "duplicates or missing records after the final merge";
   EXPECT_EQ(std::set<std::string>(ids.begin(), ids.end()), all_ids);
   for (const auto& [key, pop] : derive_populations(rs.records))
-    EXPECT_EQ(read_population(population_file(populations, pop)), pop) << key << " differs from the records' population";
+    EXPECT_EQ(read_population(population_file(populations, pop)), pop)
+        << key << " differs from the records' population";
 
   RecordProperty("kills", int(kills));
   RecordProperty("files_checked", int(files_checked));
   RecordProperty("records_lost", int(lost));
-  std::cout << fmt::format("kills={} files_checked={} records_lost={} (records reported written and checked: {}; "
-                           "runs that finished before their kill: {}; full merge {:.0f} ms, re-derive {:.0f} ms)\n",
-                           kills, files_checked, lost, reported, attempts - kills, total_s * 1000, rederive_s * 1000);
+  std::cout << fmt::format(
+      "kills={} files_checked={} records_lost={} (records reported written and checked: {}; "
+      "runs that finished before their kill: {}; full merge {:.0f} ms, re-derive {:.0f} ms)\n",
+      kills, files_checked, lost, reported, attempts - kills, total_s * 1000, rederive_s * 1000);
 }
 
 TEST(Persistence, EightProcessesAppendingToOneLogLoseNoLine) {
@@ -372,8 +383,8 @@ TEST(Persistence, EightProcessesAppendingToOneLogLoseNoLine) {
   std::set<std::string> ids;
   for (const auto& r : rs.records) ids.insert(r["candidate_id"].get<std::string>());
   EXPECT_EQ(ids.size(), size_t(writers * each)) << "a line was lost or interleaved";
-  std::cout << fmt::format("concurrent appenders: writers={} lines_expected={} distinct_records_read={} lost={}\n", writers,
-                           writers * each, ids.size(), writers * each - int(ids.size()));
+  std::cout << fmt::format("concurrent appenders: writers={} lines_expected={} distinct_records_read={} lost={}\n",
+                           writers, writers * each, ids.size(), writers * each - int(ids.size()));
 }
 
 TEST(Persistence, EightConcurrentMergesLoseNoRecord) {
@@ -396,8 +407,8 @@ TEST(Persistence, EightConcurrentMergesLoseNoRecord) {
     EXPECT_EQ(read_population(population_file(populations, pop)), pop) << key;
   size_t found = 0;
   for (const auto& id : all_ids) found += c.ids.count(id);
-  std::cout << fmt::format("concurrent merges: writers=8 records_expected={} records_present={} lost={}\n", all_ids.size(),
-                           found, all_ids.size() - found);
+  std::cout << fmt::format("concurrent merges: writers=8 records_expected={} records_present={} lost={}\n",
+                           all_ids.size(), found, all_ids.size() - found);
 }
 
 TEST(Persistence, MergeSkipsDuplicatesAndBadLinesAndNamesThem) {
@@ -418,8 +429,8 @@ TEST(Persistence, MergeSkipsDuplicatesAndBadLinesAndNamesThem) {
   EXPECT_NE(r.out.find("torn last line"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("merged 40 records"), std::string::npos) << r.out;
   // Again, plus the merged file itself: nothing new.
-  r = run_evo("merge " + quoted(files[1]) + " " + quoted(results / "merged.jsonl") + " --results-dir " + quoted(results) +
-              " --populations-dir " + quoted(populations));
+  r = run_evo("merge " + quoted(files[1]) + " " + quoted(results / "merged.jsonl") + " --results-dir " +
+              quoted(results) + " --populations-dir " + quoted(populations));
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("merged 0 records"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("wrote "), std::string::npos) << r.out;
@@ -457,7 +468,8 @@ TEST(Persistence, DamagedOrFutureVersionPopulationIsRefusedAndRebuilt) {
       EXPECT_EQ(e.code(), kExitUsage) << why;
       const std::string m = e.what();
       EXPECT_NE(m.find(file.string()), std::string::npos) << why << ": the message must name the file: " << m;
-      EXPECT_NE(m.find("evo population rebuild"), std::string::npos) << why << ": the message must say how to restore: " << m;
+      EXPECT_NE(m.find("evo population rebuild"), std::string::npos)
+          << why << ": the message must say how to restore: " << m;
       EXPECT_NE(m.find(expected), std::string::npos) << why << ": " << m;
     }
     r = run_evo("population rebuild --results-dir " + quoted(results) + " --populations-dir " + quoted(populations));

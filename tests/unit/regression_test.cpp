@@ -76,9 +76,8 @@ TEST(RegressionStats, RatioWithoutSpreadIsUnbounded) {
 }
 
 TEST(RegressionStats, GeomeanRatioAveragesLogs) {
-  const auto r = geomean_ratio_interval({{sample(200, 0.01, 100), sample(100, 0.01, 100)},
-                                         {sample(50, 0.02, 100), sample(100, 0.02, 100)}},
-                                        0.95);
+  const auto r = geomean_ratio_interval(
+      {{sample(200, 0.01, 100), sample(100, 0.01, 100)}, {sample(50, 0.02, 100), sample(100, 0.02, 100)}}, 0.95);
   EXPECT_NEAR(r.ratio, 1.0, 1e-12);  // 2 and 1/2
   EXPECT_EQ(r.terms, 2);
   const double a = log_median_se(sample(200, 0.01, 100)), b = log_median_se(sample(50, 0.02, 100));
@@ -146,14 +145,25 @@ TEST(RegressionCheck, TwentyPercentFasterIsFast) {
 // Baselines
 
 json entry_json(const std::string& task = "fp16-d64", const std::string& shape = "8x32x32x2048x2048x64") {
-  return {{"task", task},       {"stage", 5},        {"variant", "5-swizzle/swizzle"},
-          {"params", {{"BLOCK_M", 128}}}, {"candidate_id", "00112233aabbccdd"}, {"shape", shape},
-          {"median_us", 905.0}, {"p10_us", 903.0}, {"p90_us", 908.0}, {"stdev_us", 2.7}, {"n", 60}};
+  return {{"task", task},
+          {"stage", 5},
+          {"variant", "5-swizzle/swizzle"},
+          {"params", {{"BLOCK_M", 128}}},
+          {"candidate_id", "00112233aabbccdd"},
+          {"shape", shape},
+          {"median_us", 905.0},
+          {"p10_us", 903.0},
+          {"p90_us", 908.0},
+          {"stdev_us", 2.7},
+          {"n", 60}};
 }
 
 json baseline_doc(json entries) {
-  return {{"schema_version", "1.0"}, {"kind", "gate-baseline"}, {"gpu", "nvidia-h200"},
-          {"time", "2026-11-20T08:00:00Z"}, {"entries", std::move(entries)}};
+  return {{"schema_version", "1.0"},
+          {"kind", "gate-baseline"},
+          {"gpu", "nvidia-h200"},
+          {"time", "2026-11-20T08:00:00Z"},
+          {"entries", std::move(entries)}};
 }
 
 std::string parse_error(const json& doc) {
@@ -233,29 +243,39 @@ json run_record(const std::string& time, double median, double rel_stdev = 0.003
                 const std::string& gpu = "nvidia-h200") {
   json timing = json::array();
   if (outcome == "ok")
-    timing.push_back({{"shape", "8x32x32x2048x2048x64"}, {"median_us", median}, {"stdev_us", median * rel_stdev},
-                      {"n", n}});
-  return {{"schema_version", "1.0"}, {"kind", "run"}, {"run_id", "r-" + time}, {"time", time},
-          {"candidate_id", "00112233aabbccdd"}, {"variant", "5-swizzle/swizzle"}, {"stage", 5},
-          {"params", params}, {"task", "fp16-d64"}, {"source_sha256", "ab"}, {"env", {{"gpu_key", gpu}}},
-          {"outcome", outcome}, {"reason", outcome == "ok" ? "" : "max_abs 0.3 > atol"}, {"timing", timing},
+    timing.push_back(
+        {{"shape", "8x32x32x2048x2048x64"}, {"median_us", median}, {"stdev_us", median * rel_stdev}, {"n", n}});
+  return {{"schema_version", "1.0"},
+          {"kind", "run"},
+          {"run_id", "r-" + time},
+          {"time", time},
+          {"candidate_id", "00112233aabbccdd"},
+          {"variant", "5-swizzle/swizzle"},
+          {"stage", 5},
+          {"params", params},
+          {"task", "fp16-d64"},
+          {"source_sha256", "ab"},
+          {"env", {{"gpu_key", gpu}}},
+          {"outcome", outcome},
+          {"reason", outcome == "ok" ? "" : "max_abs 0.3 > atol"},
+          {"timing", timing},
           {"pruned", false}};
 }
 
 GateBaseline one_entry_baseline() { return parse_baseline(baseline_doc({entry_json()}).dump(), "b.json"); }
 
 TEST(GateEvaluate, UsesTheLatestMatchingRecord) {
-  const auto results = evaluate_gate(one_entry_baseline(),
-                                     {run_record("2026-11-21T09:00:00Z", 905 * 1.1), run_record("2026-11-21T08:00:00Z", 905)},
-                                     config());
+  const auto results =
+      evaluate_gate(one_entry_baseline(),
+                    {run_record("2026-11-21T09:00:00Z", 905 * 1.1), run_record("2026-11-21T08:00:00Z", 905)}, config());
   ASSERT_EQ(results.size(), 1u);
   EXPECT_EQ(results[0].status, GateStatus::slow) << "the 09:00 record is the latest";
 }
 
 TEST(GateEvaluate, BrokenCurrentRecordIsBroken) {
   const auto results = evaluate_gate(
-      one_entry_baseline(), {run_record("2026-11-21T08:00:00Z", 905), run_record("2026-11-21T09:00:00Z", 0, 0, 0, "correctness")},
-      config());
+      one_entry_baseline(),
+      {run_record("2026-11-21T08:00:00Z", 905), run_record("2026-11-21T09:00:00Z", 0, 0, 0, "correctness")}, config());
   EXPECT_EQ(results[0].status, GateStatus::broken);
   EXPECT_NE(results[0].note.find("outcome correctness"), std::string::npos);
 }

@@ -2,6 +2,8 @@
 // typed Record and its one writer: a whole evaluation against a fake worker (no GPU) gives a
 // record with the fields of a committed record of a real H200 run, and it round-trips through
 // the one reader and writer unchanged.
+#include "run/run_record.h"
+
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -13,7 +15,6 @@
 #include "core/stats.h"
 #include "gpu/worker_events.h"
 #include "run/evaluator.h"
-#include "run/run_record.h"
 #include "store/typed_record.h"
 #include "support/test_support.h"
 
@@ -127,25 +128,28 @@ struct FakeEvaluation {
     const std::string gate_out = (work / "gate0.out").string(), post_out = (work / "post1.out").string();
     const SampleStats st = summarize({10.0, 10.1, 10.2, 9.9, 10.0});
     WorkerEvent timing = timing_event(plan.bench[0].id);
-    timing.fields = {{"stats", stats_json(st)}, {"warmup_launches", 3}, {"sm_clock_before_mhz", 1980},
+    timing.fields = {{"stats", stats_json(st)},    {"warmup_launches", 3},   {"sm_clock_before_mhz", 1980},
                      {"sm_clock_after_mhz", 1980}, {"back_to_back_us", 9.5}, {"graph_us", 9.0}};
     const std::string before = encode_worker_event(phase_event("init")) + "\n" +
                                encode_worker_event(case_done_event(plan.gate_cases[0].id, gate_out, true, true, true)) +
                                "\n" + encode_worker_event(worker_event(WorkerEventKind::await)) + "\n";
     const std::string after = encode_worker_event(timing) + "\n" +
-                              encode_worker_event(post_done_event(plan.bench[0].id, post_out, 10.3, true, true)) + "\n" +
-                              encode_worker_event(worker_event(WorkerEventKind::done)) + "\n";
+                              encode_worker_event(post_done_event(plan.bench[0].id, post_out, 10.3, true, true)) +
+                              "\n" + encode_worker_event(worker_event(WorkerEventKind::done)) + "\n";
     test::write_text(dir / "before.txt", before);
     test::write_text(dir / "after.txt", after);
     const fs::path script = dir / "fake-evo";
-    test::write_text(script, "#!/bin/sh\ncp '" + good.string() + "' '" + gate_out + "'\ncat '" + (dir / "before.txt").string() +
+    test::write_text(script, "#!/bin/sh\ncp '" + good.string() + "' '" + gate_out + "'\ncat '" +
+                                 (dir / "before.txt").string() +
                                  "'\nread answer\n[ \"$answer\" = continue ] || exit 0\ncp '" + good.string() + "' '" +
                                  post_out + "'\ncat '" + (dir / "after.txt").string() + "'\n");
     ::chmod(script.c_str(), 0755);
     ::setenv("EVO_EXECUTABLE", script.c_str(), 1);
   }
 
-  Record evaluate() { return evaluate_candidate(env, c, compiled, plan, EliteStanding{}, "test", [](const std::string&) {}); }
+  Record evaluate() {
+    return evaluate_candidate(env, c, compiled, plan, EliteStanding{}, "test", [](const std::string&) {});
+  }
 };
 
 TEST(RunRecord, FakeEvaluationHasTheFieldsOfACommittedRunRecordAndRoundTrips) {
@@ -169,7 +173,8 @@ TEST(RunRecord, FakeEvaluationHasTheFieldsOfACommittedRunRecordAndRoundTrips) {
   // (env.gpu_uuid, env.device: run/session.cpp).
   const json real = committed_record("20261123T062851Z-nvidia-h200-stage7.jsonl", 0);
   // phases.detail (where the evaluation's time went) is newer than that record.
-  const std::vector<std::string> skip = {"params.", "compile.technique.", "env.gpu_uuid", "env.device", "phases.detail"};
+  const std::vector<std::string> skip = {"params.", "compile.technique.", "env.gpu_uuid", "env.device",
+                                         "phases.detail"};
   EXPECT_EQ(fields_of(written, skip), fields_of(real, skip));
   ASSERT_TRUE(written["phases"].contains("detail"));
   EXPECT_TRUE(written["phases"]["detail"].contains("parent_compare_s")) << written["phases"]["detail"].dump();
@@ -226,7 +231,8 @@ TEST(RunRecord, FitnessOnlyForAPassingUnprunedCandidateTimedOnEveryShape) {
 
 TEST(RunRecord, TimingEntryCarriesTheWorkersStatisticsAndNullsForWhatItDidNotMeasure) {
   const Shape s = parse_shape("1x8x8x512x512x64", 64);
-  const TimingEntry t = run_timing_entry({{"stats", stats_json(summarize({20.0, 21.0, 22.0}))}}, s, parse_task("fp16-d64"));
+  const TimingEntry t =
+      run_timing_entry({{"stats", stats_json(summarize({20.0, 21.0, 22.0}))}}, s, parse_task("fp16-d64"));
   EXPECT_EQ(t.shape, "1x8x8x512x512x64");
   EXPECT_EQ(t.median_us, 21.0);
   EXPECT_NEAR(*t.tflops, s.flops(false) / 21.0 / 1e6, 1e-9);

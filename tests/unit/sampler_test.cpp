@@ -1,16 +1,17 @@
 // The sampled gate (gates.json "sampled", harness/run/sampler.cpp): a seed replays its cases,
 // another seed draws others, every declared value is drawn in every run, every case keeps the
 // space's bounds, and a malformed space or seed is a one-line usage error.
+#include "run/sampler.h"
+
 #include <gtest/gtest.h>
 
 #include <map>
 #include <set>
 
 #include "core/errors.h"
-#include "gates/config.h"
 #include "gpu/case_layout.h"
+#include "policy/config.h"
 #include "run/plan.h"
-#include "run/sampler.h"
 #include "support/test_support.h"
 
 namespace evo {
@@ -30,7 +31,8 @@ TEST(Sampler, TheSeedReplaysItsCasesAndAnotherSeedDrawsOthers) {
   EXPECT_NE(ids(7), ids(8));
   EXPECT_NE(ids(7), [&] {
     std::vector<std::string> out;
-    for (const auto& c : draw_sampled_cases(g, parse_task("fp16-d64"), 7)) out.push_back(c.id + "/" + std::to_string(c.seed));
+    for (const auto& c : draw_sampled_cases(g, parse_task("fp16-d64"), 7))
+      out.push_back(c.id + "/" + std::to_string(c.seed));
     return out;
   }());
 }

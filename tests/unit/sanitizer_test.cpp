@@ -1,9 +1,10 @@
 // The GPU-free parts of `evo run --sanitize`: which tools a kernel gets, what a tool's log
 // says, and a run that cannot sanitize stopping before any work instead of admitting elites
 // unchecked. tests/gpu/sanitizer_test.cpp runs the tools themselves.
+#include "run/sanitizer.h"
+
 #include <gtest/gtest.h>
 
-#include "run/sanitizer.h"
 #include "support/test_support.h"
 
 namespace evo::test {
@@ -49,12 +50,13 @@ TEST(SanitizerLog, MemcheckReportGivesTotalAndWhere) {
   EXPECT_EQ(f.errors, 107);
   EXPECT_EQ(f.reports(), 107);
   EXPECT_EQ(f.summary, "ERROR SUMMARY: 107 errors");
-  EXPECT_EQ(f.first, "Invalid __global__ read of size 4 bytes — at __half2::__half2(const __half2&)+0x9b0 in cuda_fp16.h:5122");
+  EXPECT_EQ(f.first,
+            "Invalid __global__ read of size 4 bytes — at __half2::__half2(const __half2&)+0x9b0 in cuda_fp16.h:5122");
 }
 
 TEST(SanitizerLog, RacecheckWarningsCountAsReports) {
   // The head of the report racecheck gave for stage 3's mma_pv before its epilogue __syncwarp
-  // (results/sanitize/): intra-warp hazards are "Warning", and they fail the candidate too.
+  // (lab/sanitize/): intra-warp hazards are "Warning", and they fail the candidate too.
   const auto f = parse_sanitizer_log(
       "========= COMPUTE-SANITIZER\n"
       "========= Warning: Race reported between Read access at <unnamed>::ldsm_x4(unsigned int, unsigned int &, "
@@ -77,7 +79,8 @@ TEST(SanitizerLog, RacecheckWarningsCountAsReports) {
 
 TEST(SanitizerLog, NoSummaryIsNotAPass) {
   // A tool that died mid-run leaves no summary: the caller must not read that as clean.
-  const auto f = parse_sanitizer_log("========= COMPUTE-SANITIZER\n========= Internal Sanitizer Error: out of memory\n");
+  const auto f =
+      parse_sanitizer_log("========= COMPUTE-SANITIZER\n========= Internal Sanitizer Error: out of memory\n");
   EXPECT_FALSE(f.summary_seen);
   EXPECT_EQ(f.first, "Internal Sanitizer Error: out of memory");
   EXPECT_FALSE(parse_sanitizer_log("").summary_seen);

@@ -165,7 +165,10 @@ TEST(DevicePool, WhenEveryGpuFailsTheRestIsReportedNotRun) {
 
 TEST(DevicePool, AnEvoBugStopsThePoolAndIsRethrown) {
   EXPECT_THROW(run_device_pool(
-                   2, 10, [](size_t, size_t item) { if (item == 3) throw std::logic_error("bug"); },
+                   2, 10,
+                   [](size_t, size_t item) {
+                     if (item == 3) throw std::logic_error("bug");
+                   },
                    [](size_t, size_t, const std::string&) {}),
                std::logic_error);
 }

@@ -1,7 +1,7 @@
 // core/sha256: the digest behind cache keys and records' source hashes (FIPS 180-4 vectors).
-#include <gtest/gtest.h>
-
 #include "core/sha256.h"
+
+#include <gtest/gtest.h>
 
 namespace evo {
 namespace {
@@ -16,7 +16,8 @@ TEST(Sha256, KnownVectors) {
 }
 
 TEST(Sha256, PiecewiseUpdatesEqualOneShot) {
-  const std::string text = "evo evolves CUDA attention kernels stage by stage, across block boundaries: " + std::string(200, 'x');
+  const std::string text =
+      "evo evolves CUDA attention kernels stage by stage, across block boundaries: " + std::string(200, 'x');
   for (size_t cut : {size_t(0), size_t(1), size_t(63), size_t(64), size_t(65), size_t(130)}) {
     Sha256 h;
     h.update(std::string_view(text).substr(0, cut)).update(text.data() + cut, text.size() - cut);

@@ -7,10 +7,10 @@
 
 #include "compile/cubin.h"
 #include "compile/ptxas_report.h"
+#include "compile/resources.h"
 #include "compile/source_policy.h"
 #include "core/errors.h"
 #include "gates/correctness.h"
-#include "gates/resources.h"
 #include "gpu/worker_protocol.h"
 #include "store/atomic_file.h"
 #include "store/population.h"
@@ -23,23 +23,37 @@ namespace {
 
 using nlohmann::json;
 
-json record(const std::string& id, const std::string& variant, int stage, double fitness, const std::string& outcome = "ok",
-            const std::string& time = "2026-11-21T00:00:00Z") {
-  json r = {{"schema_version", "1.0"}, {"kind", "run"}, {"run_id", "r1"}, {"time", time}, {"candidate_id", id},
-            {"variant", variant}, {"stage", stage}, {"parent", nullptr}, {"source_path", "variants/x.cu"},
-            {"source_sha256", "abc"}, {"params", {{"BLOCK_M", 64}, {"ID", id}}}, {"task", "fp16-d64"},
-            {"outcome", outcome}, {"reason", ""}, {"env", {{"gpu", "NVIDIA H200"}, {"gpu_key", "nvidia-h200"}}},
-            {"timing", json::array({{{"shape", "1x8x8x512x512x64"}, {"median_us", fitness}, {"p90_us", fitness * 1.01}}})}};
-  r["fitness"] = outcome == "ok" ? json{{"geomean_median_us", fitness}, {"geomean_p90_us", fitness * 1.01},
-                                        {"shapes", 1}, {"complete", true}}
-                                 : json(nullptr);
+json record(const std::string& id, const std::string& variant, int stage, double fitness,
+            const std::string& outcome = "ok", const std::string& time = "2026-11-21T00:00:00Z") {
+  json r = {
+      {"schema_version", "1.0"},
+      {"kind", "run"},
+      {"run_id", "r1"},
+      {"time", time},
+      {"candidate_id", id},
+      {"variant", variant},
+      {"stage", stage},
+      {"parent", nullptr},
+      {"source_path", "variants/x.cu"},
+      {"source_sha256", "abc"},
+      {"params", {{"BLOCK_M", 64}, {"ID", id}}},
+      {"task", "fp16-d64"},
+      {"outcome", outcome},
+      {"reason", ""},
+      {"env", {{"gpu", "NVIDIA H200"}, {"gpu_key", "nvidia-h200"}}},
+      {"timing", json::array({{{"shape", "1x8x8x512x512x64"}, {"median_us", fitness}, {"p90_us", fitness * 1.01}}})}};
+  r["fitness"] =
+      outcome == "ok"
+          ? json{{"geomean_median_us", fitness}, {"geomean_p90_us", fitness * 1.01}, {"shapes", 1}, {"complete", true}}
+          : json(nullptr);
   return r;
 }
 
 TEST(Records, ValidateAndReportBadLines) {
   RecordSet rs;
   const std::string good = record("a", "0-x/v", 0, 10).dump();
-  parse_records_text(good + "\n{not json}\n" + json{{"schema_version", "2.0"}}.dump() + "\n" + good.substr(0, 40), "f.jsonl", rs);
+  parse_records_text(good + "\n{not json}\n" + json{{"schema_version", "2.0"}}.dump() + "\n" + good.substr(0, 40),
+                     "f.jsonl", rs);
   EXPECT_EQ(rs.records.size(), 1u);
   ASSERT_EQ(rs.problems.size(), 2u);
   EXPECT_NE(rs.problems[0].find("f.jsonl:2"), std::string::npos);
@@ -49,9 +63,9 @@ TEST(Records, ValidateAndReportBadLines) {
 }
 
 TEST(Population, TopThreeLatestOkOnly) {
-  std::vector<json> recs{record("a", "0-x/v", 0, 30), record("b", "0-x/v", 0, 10), record("c", "0-x/v", 0, 20),
-                         record("d", "0-x/v", 0, 5, "correctness"), record("e", "0-x/v", 0, 40),
-                         record("f", "1-y/w", 1, 7)};
+  std::vector<json> recs{record("a", "0-x/v", 0, 30), record("b", "0-x/v", 0, 10),
+                         record("c", "0-x/v", 0, 20), record("d", "0-x/v", 0, 5, "correctness"),
+                         record("e", "0-x/v", 0, 40), record("f", "1-y/w", 1, 7)};
   // A newer record of "b" that failed replaces its older success.
   recs.push_back(record("b", "0-x/v", 0, 10, "crash", "2026-11-22T00:00:00Z"));
   auto pops = derive_populations(recs);
@@ -84,7 +98,8 @@ TEST(Population, ASanitizerReportOutlastsLaterUnsanitizedRuns) {
   const json other = record("b", "0-x/v", 0, 20);
   auto ids = [](const std::vector<json>& recs) {
     std::vector<std::string> out;
-    for (const auto& e : stage_elites(derive_populations(recs).at("nvidia-h200/fp16-d64"), 0)) out.push_back(e["candidate_id"]);
+    for (const auto& e : stage_elites(derive_populations(recs).at("nvidia-h200/fp16-d64"), 0))
+      out.push_back(e["candidate_id"]);
     return out;
   };
   EXPECT_EQ(ids({reported, later_plain, other}), std::vector<std::string>{"b"});
@@ -178,7 +193,9 @@ TEST(OutputCheck, ClassifiesUnwrittenNanAndTolerance) {
   const Tolerance tol{1e-3, 1e-3, 1e-3};
   std::vector<float> ref{0.5f, -0.25f, 1.0f, 0.125f};
   std::string ref_bytes(reinterpret_cast<const char*>(ref.data()), ref.size() * 4);
-  auto half = [](std::vector<uint16_t> v) { return std::string(reinterpret_cast<const char*>(v.data()), v.size() * 2); };
+  auto half = [](std::vector<uint16_t> v) {
+    return std::string(reinterpret_cast<const char*>(v.data()), v.size() * 2);
+  };
   // fp16 bits of 0.5, -0.25, 1.0, 0.125
   auto exact = check_output(half({0x3800, 0xB400, 0x3C00, 0x3000}), ref_bytes, DType::fp16, tol);
   EXPECT_TRUE(exact.pass) << exact.reason;
@@ -237,9 +254,10 @@ TEST(ResourceGate, RejectsSpillsAndOverCaps) {
 TEST(SourcePolicy, OnlyEvoHeaders) {
   SourcePolicy pol;
   EXPECT_FALSE(check_source("#include \"evo_attn.cuh\"\n#include <mma.h>\n", pol));
-  for (const char* bad : {"#include \"/etc/passwd\"\n", "#  include </etc/passwd>\n", "#define P \"/etc/passwd\"\n#include P\n",
-                          "%:include \"/etc/passwd\"\n", "#inc\\\nlude \"/etc/passwd\"\n", "#if __has_include(\"/etc/x\")\n#endif\n",
-                          "#include_next <x.h>\n", "#embed \"/etc/passwd\"\n"})
+  for (const char* bad :
+       {"#include \"/etc/passwd\"\n", "#  include </etc/passwd>\n", "#define P \"/etc/passwd\"\n#include P\n",
+        "%:include \"/etc/passwd\"\n", "#inc\\\nlude \"/etc/passwd\"\n", "#if __has_include(\"/etc/x\")\n#endif\n",
+        "#include_next <x.h>\n", "#embed \"/etc/passwd\"\n"})
     EXPECT_TRUE(check_source(bad, pol)) << bad;
   EXPECT_TRUE(check_source(std::string("int x;\0", 7), pol));
   pol.max_bytes = 10;

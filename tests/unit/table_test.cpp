@@ -1,7 +1,7 @@
 // report/table: terminal tables sized by display width (UTF-8 code points, not bytes).
-#include <gtest/gtest.h>
-
 #include "report/table.h"
+
+#include <gtest/gtest.h>
 
 namespace evo {
 namespace {

@@ -44,7 +44,8 @@ TEST(SassTechnique, UnmetRequirementNamesTheInstruction) {
   EXPECT_EQ(*why, "the stage requires UTMALDG >= 1 in the SASS, found 0");
   EXPECT_TRUE(unmet_requirement(c, {{"HGMMA", 2}}));
   EXPECT_TRUE(unmet_requirement(c, {{"NOSUCHOP", 1}})) << "an unknown key is never met";
-  TechniqueCounts fp8 = count_techniques("        /*0000*/                   QGMMA.64x128x32.F32.E4M3.E4M3 R24, R88, gdesc[UR8], R24 ;\n");
+  TechniqueCounts fp8 = count_techniques(
+      "        /*0000*/                   QGMMA.64x128x32.F32.E4M3.E4M3 R24, R88, gdesc[UR8], R24 ;\n");
   EXPECT_FALSE(unmet_requirement(fp8, {{"GMMA", 1}})) << "an fp8 wgmma meets a wgmma requirement";
   EXPECT_TRUE(unmet_requirement(fp8, {{"HGMMA", 1}}));
 }

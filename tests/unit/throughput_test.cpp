@@ -76,10 +76,11 @@ TEST(EvalPhases, KeepsTheWorkersNumbersOnlyAndAveragesThem) {
   EXPECT_FALSE(j.contains("worker_evil_s"));
   EXPECT_FALSE(j.contains("worker_neg_s"));
   EXPECT_EQ(j["parent_read_s"], 0.0);
-  std::vector<json> records{{{"phases", {{"detail", {{"worker_hash_s", 1.0}, {"parent_read_s", 0.5}, {"record_s", 0.1}}}}}},
-                            {{"phases", {{"detail", {{"worker_hash_s", 3.0}, {"parent_read_s", 0.5}}}}}},
-                            {{"phases", {{"gpu_s", 1.0}}}},  // no detail (a compile failure): not counted
-                            json()};
+  std::vector<json> records{
+      {{"phases", {{"detail", {{"worker_hash_s", 1.0}, {"parent_read_s", 0.5}, {"record_s", 0.1}}}}}},
+      {{"phases", {{"detail", {{"worker_hash_s", 3.0}, {"parent_read_s", 0.5}}}}}},
+      {{"phases", {{"gpu_s", 1.0}}}},  // no detail (a compile failure): not counted
+      json()};
   EXPECT_EQ(phase_means(records), "per candidate, mean s over 2: hash 2.000, parent_read 0.500, record 0.050");
   EXPECT_EQ(phase_means({}), "");
 }

@@ -1,13 +1,14 @@
 // The typed record (store/typed_record.h): every committed record reads and writes back to the
 // same JSON; a newer minor is read with a warning and its unknown fields kept; another major is
 // refused.
+#include "store/typed_record.h"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
 
 #include "store/json_fields.h"
 #include "store/record.h"
-#include "store/typed_record.h"
 #include "support/test_support.h"
 
 namespace evo {
@@ -38,9 +39,10 @@ TEST(TypedRecord, EveryCommittedRecordRoundTrips) {
 }
 
 json minimal() {
-  return {{"schema_version", "1.0"}, {"kind", "run"},      {"candidate_id", "c1"}, {"variant", "0-baseline/v"},
-          {"stage", 0},              {"task", "fp16-d64"}, {"params", json::object()}, {"outcome", "ok"},
-          {"source_sha256", "ab"},   {"time", "2026-11-21T00:00:00Z"}};
+  return {{"schema_version", "1.0"},       {"kind", "run"},   {"candidate_id", "c1"},
+          {"variant", "0-baseline/v"},     {"stage", 0},      {"task", "fp16-d64"},
+          {"params", json::object()},      {"outcome", "ok"}, {"source_sha256", "ab"},
+          {"time", "2026-11-21T00:00:00Z"}};
 }
 
 TEST(TypedRecord, NewerMinorKeepsUnknownFields) {

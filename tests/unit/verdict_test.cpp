@@ -1,8 +1,9 @@
 // The verdict rules (gates/verdict.h) without a GPU: fake evidence in, verdict out.
+#include "gates/verdict.h"
+
 #include <gtest/gtest.h>
 
-#include "gates/config.h"
-#include "gates/verdict.h"
+#include "policy/config.h"
 #include "support/test_support.h"
 
 namespace evo {
@@ -40,7 +41,7 @@ TEST(Verdict, FirstFailureWins) {
 }
 
 TEST(Verdict, ReplayRuleUsesThePolicy) {
-  VerdictPolicy p;  // 3.0 x p90 + 20 µs
+  VerdictPolicy p;                                    // 3.0 x p90 + 20 µs
   EXPECT_FALSE(replay_verdict("b0", 50.0, 10.0, p));  // limit 50: not above it
   auto v = replay_verdict("b0", 50.5, 10.0, p);
   ASSERT_TRUE(v);

@@ -1,12 +1,13 @@
 // The worker protocol seen from the parent (gpu/worker_events.h, run/worker_client.h): every
 // event decodes to a type or to a reason; a worker that sends a line that does not decode gets
 // a crash verdict and is killed, and the parent goes on.
+#include "gpu/worker_events.h"
+
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <cstdlib>
 
-#include "gpu/worker_events.h"
 #include "run/job_events.h"
 #include "run/worker_client.h"
 #include "support/test_support.h"
@@ -15,7 +16,8 @@ namespace evo {
 namespace {
 
 TEST(WorkerEvents, DecodesEachKindWithItsFields) {
-  auto d = decode_worker_event(R"({"event":"case_done","case":"small/0","out":"/w/gate0.out","deterministic":false,"inputs_intact":true})");
+  auto d = decode_worker_event(
+      R"({"event":"case_done","case":"small/0","out":"/w/gate0.out","deterministic":false,"inputs_intact":true})");
   ASSERT_TRUE(d.event) << d.error;
   EXPECT_EQ(d.event->kind, WorkerEventKind::case_done);
   EXPECT_EQ(d.event->case_id, "small/0");
@@ -80,7 +82,8 @@ TEST(WorkerEvents, MalformedLinesDecodeToAReason) {
 std::filesystem::path fake_worker(const std::filesystem::path& dir, const std::string& line, bool linger = true) {
   test::write_text(dir / "line.txt", line + "\n");
   const auto script = dir / "fake-evo";
-  test::write_text(script, "#!/bin/sh\ncat '" + (dir / "line.txt").string() + "'\n" + (linger ? "exec sleep 30\n" : "exit 0\n"));
+  test::write_text(
+      script, "#!/bin/sh\ncat '" + (dir / "line.txt").string() + "'\n" + (linger ? "exec sleep 30\n" : "exit 0\n"));
   ::chmod(script.c_str(), 0755);
   return script;
 }
@@ -113,7 +116,8 @@ TEST(WorkerClient, WellFormedButForeignEventIsACleanCrashVerdict) {
   const auto base = test::scratch_dir("fake-worker-foreign");
   const std::pair<std::string, std::string> cases[] = {
       {R"({"event":"case_done","case":"huge/9","out":"OUT"})", "case_done for unknown case 'huge/9'"},
-      {R"({"event":"case_done","case":"small/0","out":"/tmp/elsewhere.out"})", "case small/0: output in a file it was not given"},
+      {R"({"event":"case_done","case":"small/0","out":"/tmp/elsewhere.out"})",
+       "case small/0: output in a file it was not given"},
   };
   int n = 0;
   for (const auto& [line_template, reason] : cases) {
@@ -151,7 +155,8 @@ TEST(WorkerClient, WellFormedButForeignEventIsACleanCrashVerdict) {
 TEST(WorkerClient, ErrorEventNeverPassesACandidate) {
   const auto dir = test::scratch_dir("fake-worker-error-ok");
   const std::string saved = std::getenv("EVO_EXECUTABLE");
-  ::setenv("EVO_EXECUTABLE", fake_worker(dir, R"({"event":"error","outcome":"ok","reason":"all good"})", false).c_str(), 1);
+  ::setenv("EVO_EXECUTABLE", fake_worker(dir, R"({"event":"error","outcome":"ok","reason":"all good"})", false).c_str(),
+           1);
   WorkerJob job;
   job.mode = "candidate";
   WorkerClient worker(job, dir, Limits{});

@@ -1,10 +1,11 @@
 // The parent <-> worker protocol's one encoder and decoder per direction (gpu/worker_protocol.h
 // for jobs, gpu/worker_events.h for events): a job survives the trip to the worker field by
 // field, and each event the worker sends has the wire form the parent and older logs read.
+#include "gpu/worker_protocol.h"
+
 #include <gtest/gtest.h>
 
 #include "gpu/worker_events.h"
-#include "gpu/worker_protocol.h"
 
 namespace evo {
 namespace {
@@ -18,7 +19,8 @@ CaseSpec sample_case(const std::string& id, unsigned seed) {
   c.shape.set = "sampled";
   c.seed = seed;
   c.inputs = "outliers";
-  c.qk_std = 1.5, c.v_std = 0.5, c.q_mean = 0.25, c.outlier_every = 97, c.outlier_scale = 30, c.k_sink = 4, c.scale = 0.07;
+  c.qk_std = 1.5, c.v_std = 0.5, c.q_mean = 0.25, c.outlier_every = 97, c.outlier_scale = 30, c.k_sink = 4,
+  c.scale = 0.07;
   c.layout = "packed_qkv";
   c.out_path = "/w/" + id + ".out";
   return c;
@@ -99,26 +101,39 @@ TEST(WorkerEvents, ConstructorsGiveTheWireForm) {
   EXPECT_EQ(wire(phase_event("gate", "small/0")), json({{"event", "phase"}, {"phase", "gate"}, {"case", "small/0"}}));
   EXPECT_EQ(wire(phase_event("timing", "", "b0")), json({{"event", "phase"}, {"phase", "timing"}, {"bench", "b0"}}));
   EXPECT_EQ(wire(case_done_event("c", "/o")), json({{"event", "case_done"}, {"case", "c"}, {"out", "/o"}}));
-  EXPECT_EQ(wire(case_done_event("c", "/o", false, true, true)),
-            json({{"event", "case_done"}, {"case", "c"}, {"out", "/o"}, {"deterministic", false},
-                  {"inputs_intact", true}, {"guards_intact", true}}));
-  EXPECT_EQ(wire(case_done_event("c", "/o", std::nullopt, false, true)),
-            json({{"event", "case_done"}, {"case", "c"}, {"out", "/o"}, {"inputs_intact", false}, {"guards_intact", true}}));
+  EXPECT_EQ(wire(case_done_event("c", "/o", false, true, true)), json({{"event", "case_done"},
+                                                                       {"case", "c"},
+                                                                       {"out", "/o"},
+                                                                       {"deterministic", false},
+                                                                       {"inputs_intact", true},
+                                                                       {"guards_intact", true}}));
+  EXPECT_EQ(
+      wire(case_done_event("c", "/o", std::nullopt, false, true)),
+      json({{"event", "case_done"}, {"case", "c"}, {"out", "/o"}, {"inputs_intact", false}, {"guards_intact", true}}));
   // A case checked on the GPU (gpu/device_check_worker.cpp): no output file, its facts instead.
   WorkerEvent on_device = case_done_event("huge/0", "", true, true, true);
   on_device.device_check = DeviceCheckFacts{};
   on_device.device_check->n = 1ull << 32;
-  EXPECT_EQ(wire(on_device), json({{"event", "case_done"}, {"case", "huge/0"}, {"deterministic", true},
-                                   {"inputs_intact", true}, {"guards_intact", true},
+  EXPECT_EQ(wire(on_device), json({{"event", "case_done"},
+                                   {"case", "huge/0"},
+                                   {"deterministic", true},
+                                   {"inputs_intact", true},
+                                   {"guards_intact", true},
                                    {"device_check", to_json(*on_device.device_check)}}));
   EXPECT_TRUE(decode_worker_event(encode_worker_event(on_device)).event);
-  EXPECT_EQ(wire(post_done_event("b", "/p", 12.5, true, false)),
-            json({{"event", "post_done"}, {"bench", "b"}, {"out", "/p"}, {"us", 12.5}, {"inputs_intact", true},
-                  {"guards_intact", false}}));
+  EXPECT_EQ(wire(post_done_event("b", "/p", 12.5, true, false)), json({{"event", "post_done"},
+                                                                       {"bench", "b"},
+                                                                       {"out", "/p"},
+                                                                       {"us", 12.5},
+                                                                       {"inputs_intact", true},
+                                                                       {"guards_intact", false}}));
   WorkerEvent timing = timing_event("b");
   timing.fields = {{"stats", {{"median_us", 3.0}}}, {"warmup_launches", 4}};
   timing.pruned = true;
-  EXPECT_EQ(wire(timing), json({{"event", "timing"}, {"bench", "b"}, {"pruned", true}, {"stats", {{"median_us", 3.0}}},
+  EXPECT_EQ(wire(timing), json({{"event", "timing"},
+                                {"bench", "b"},
+                                {"pruned", true},
+                                {"stats", {{"median_us", 3.0}}},
                                 {"warmup_launches", 4}}));
   EXPECT_EQ(wire(device_event({{"name", "NVIDIA H200"}, {"cc", 90}})),
             json({{"event", "device"}, {"name", "NVIDIA H200"}, {"cc", 90}}));
@@ -127,8 +142,9 @@ TEST(WorkerEvents, ConstructorsGiveTheWireForm) {
   EXPECT_EQ(wire(error_event("load", "cuModuleLoadData: bad image")),
             json({{"event", "error"}, {"outcome", "load"}, {"reason", "cuModuleLoadData: bad image"}}));
   // And each decodes: the parent accepts everything the worker's constructors make.
-  for (const WorkerEvent& e : {phase_event("load"), case_done_event("c", "/o", true, true, true),
-                               post_done_event("b", "/p", 1.0, true, true), timing, worker_event(WorkerEventKind::done)})
+  for (const WorkerEvent& e :
+       {phase_event("load"), case_done_event("c", "/o", true, true, true), post_done_event("b", "/p", 1.0, true, true),
+        timing, worker_event(WorkerEventKind::done)})
     EXPECT_TRUE(decode_worker_event(encode_worker_event(e)).event) << encode_worker_event(e);
 }
 

@@ -1,0 +1,35 @@
+// The correctness gate's arithmetic: a candidate's output (raw fp16/bf16, logical BHSD)
+// against the FP32 reference of the same inputs. Runs in the parent, never in the worker.
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/task.h"
+#include "gpu/device_check.h"
+#include "policy/config.h"
+
+namespace evo {
+
+struct OutputCheck {
+  bool pass = false;
+  size_t n = 0;
+  size_t unwritten = 0;  // elements still holding the poison bits
+  size_t nonfinite = 0;  // NaN or Inf written by the kernel
+  size_t bad = 0;        // |out - ref| > atol + rtol * |ref|
+  double max_abs = 0, rel_l2 = 0;
+  std::string reason;  // one line when !pass
+};
+
+float half_bits_to_float(uint16_t h);
+float bf16_bits_to_float(uint16_t b);
+
+OutputCheck check_output(const std::string& out, const std::string& ref_f32, DType dtype, const Tolerance& tol);
+// The same rules over the counts a worker computed on the GPU (gpu/device_check.h); a failure
+// names the first failing element's (b, h, s, d) in the case's shape.
+OutputCheck check_counts(const DeviceCheckFacts& facts, const Tolerance& tol, const Shape& shape);
+// Sets rel_l2, reason and pass from the counts and the sums of squared error and reference.
+void conclude(OutputCheck& c, double err2, double ref2, const Tolerance& tol);
+nlohmann::json check_json(const OutputCheck& c);
+
+}  // namespace evo

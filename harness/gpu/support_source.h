@@ -1,7 +1,0 @@
-// The text of gpu/support_kernels.cu, embedded at build time (see embed_support.cmake).
-#pragma once
-#include <string>
-
-namespace evo {
-const std::string& support_kernels_source();
-}

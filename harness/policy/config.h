@@ -1,0 +1,119 @@
+// gates/gates.json: named shape sets, seeds, input distributions, tolerances, resource caps,
+// timing and watchdog limits. Loaded once; every field is validated with a message naming it.
+#pragma once
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/shape.h"
+#include "core/task.h"
+#include "policy/sample_space.h"
+
+namespace evo {
+
+struct Tolerance {
+  double atol = 0, rtol = 0, rel_l2 = 0;
+};
+
+struct ResourceCaps {
+  int max_registers = 255;
+  long max_smem_bytes = 0;
+  int max_threads = 1024;
+  long max_stack_bytes = 0;
+  long max_spill_bytes = 0;
+};
+
+// Inputs are mean + std·N(0,1) per element (Q gets q_mean; K and Q qk_std; V v_std). Real
+// activations also have outlier query rows (every `outlier_every`-th row, by hash, times
+// `outlier_scale`) and attention sinks (key 0 set to `k_sink` in every channel).
+struct InputDistribution {
+  std::string name;
+  double qk_std = 1.0, v_std = 1.0;
+  double q_mean = 0, outlier_every = 0, outlier_scale = 1, k_sink = 0;
+};
+
+struct TimingConfig {
+  double warmup_ms = 25;
+  int min_samples = 10, max_samples = 400;
+  double target_rse = 0.005;
+  double shape_budget_ms = 1500;
+  double launch_bound_us = 50;
+  int graph_launches = 20;
+  double prune_factor = 1.5;
+};
+
+struct Limits {
+  double compile_s = 60;
+  long compile_memory_mb = 4096;
+  long source_bytes = 256 * 1024;
+  long log_bytes = 64 * 1024;
+  double load_s = 30, gate_case_s = 10, timing_shape_s = 30;
+  // Gate cases with a buffer of at least this many elements are checked on the GPU
+  // (run/large_cases.h); the gate-case watchdog adds their work at these floor rates.
+  long long device_check_elements = 1LL << 28;
+  double watchdog_host_bytes_per_s = 2e8, watchdog_device_bytes_per_s = 2e10, watchdog_flops_per_s = 2e11;
+};
+
+// `evo run --sanitize`: the cases a would-be elite runs under each compute-sanitizer tool.
+struct SanitizerConfig {
+  std::vector<std::string> shape_sets{"small"};  // small and ragged: instrumented runs are slow
+  std::vector<int> seeds{0};
+  std::string inputs = "normal";  // one of `inputs`
+  double tool_s = 300;            // watchdog per phase under the instrumented run
+};
+
+struct RegressionConfig {
+  double confidence = 0.99;
+  double min_effect = 0.03;
+};
+
+// The numbers behind the verdict rules of gates/verdict.h ("verdict" in gates.json).
+struct VerdictPolicy {
+  // A fresh launch after timing slower than factor x timed p90 + slack: the timed launches did
+  // not do the work (result cache, replay). The slack covers launch jitter on tiny shapes.
+  double replay_p90_factor = 3.0, replay_slack_us = 20.0;
+  double clock_drop_ratio = 0.9;  // SM clock after / before below this: a warning
+  double noisy_rse = 0.02;        // a shape's relative standard error above this: a warning
+};
+
+// How `evo compare` reads the records (COMPARE.md): the confidence of the ± shown next to ratios
+// (two-sided), and the speedup over the previous stage above which a stage is called suspicious.
+// Its noisy-timing and clock-drop warnings use VerdictPolicy's thresholds, the same as a run's.
+struct ComparePolicy {
+  double confidence = 0.95;
+  double suspicious_speedup = 10.0;
+};
+
+struct GatesConfig {
+  std::map<std::string, std::vector<std::string>> shape_sets;  // entries before D/H substitution
+  std::vector<std::string> gate_sets, benchmark_sets;
+  std::vector<int> seeds;
+  std::vector<InputDistribution> inputs;                   // defaults.inputs: the fixed sets' distributions
+  std::map<std::string, InputDistribution> distributions;  // every entry of "inputs"
+  SampleSpace sampled;                                     // "sampled": drawn per run with the run's gate seed
+  long post_timing_seed = 1000003;
+  std::vector<std::string> post_timing_inputs{"normal"};  // fresh inputs of bench shape i: entry i mod n
+  std::map<std::string, Tolerance> tolerances;            // by dtype name
+  std::map<std::string, std::map<std::string, Tolerance>> input_tolerances;  // dtype -> inputs -> override
+  std::map<std::string, ResourceCaps> resources;                             // by arch
+  TimingConfig timing;
+  Limits limits;
+  RegressionConfig regression;
+  SanitizerConfig sanitizer;
+  VerdictPolicy verdict;
+  ComparePolicy compare;
+
+  // Expands set names or explicit BxHqxHkvxSqxSkvxD entries (comma separated) for a task.
+  std::vector<Shape> shapes(const std::vector<std::string>& sets_or_dims, const Task& task) const;
+  const Tolerance& tolerance(const Task& task) const;
+  // The dtype's tolerance for one input distribution (its calibrated override, if any).
+  const Tolerance& tolerance(const Task& task, const std::string& inputs) const;
+  const ResourceCaps& caps(const std::string& arch) const;        // throws usage_error for unknown arch
+  const InputDistribution& input(const std::string& name) const;  // throws usage_error naming it
+};
+
+GatesConfig load_gates_config(const std::filesystem::path& file);
+GatesConfig parse_gates_config(const std::string& json_text, const std::string& origin);
+
+}  // namespace evo
