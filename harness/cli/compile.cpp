@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/context.h"
+#include "cli/options.h"
 #include "compile/compile_record.h"
 #include "compile/compile_set.h"
 #include "core/errors.h"
@@ -20,11 +21,10 @@ namespace evo {
 
 namespace {
 
-struct CompileOptions {
+struct CompileOptions : CacheDir {
   std::string stage = "all";
   std::string arch = "sm_90a";
   std::vector<std::string> tasks;
-  std::string cache_dir;
   bool json = false;
   unsigned jobs = 0;
   std::string shard;  // i/N; default inside a Slurm job array: its task
@@ -89,7 +89,7 @@ void run_compile(const CompileOptions& o) {
   Context ctx = Context::load();
   ctx.gates.caps(o.arch);  // unknown arch -> usage error naming the known ones
   std::vector<Candidate> candidates = compile_candidates(ctx, o);
-  const std::filesystem::path cache = o.cache_dir.empty() ? default_cache_dir() : std::filesystem::path(o.cache_dir);
+  const std::filesystem::path cache = o.cache_path();
   ensure_writable_dir(cache, "cache dir");
   Compiler compiler(ctx.root, cache, ctx.gates);
   const Shard shard = resolve_shard(o.shard);
@@ -146,13 +146,11 @@ void add_compile_command(CLI::App& app) {
   cmd->add_option("--stage", o->stage, "stage number or all")->capture_default_str();
   cmd->add_option("--arch", o->arch, "sm_80, sm_89 or sm_90a")->capture_default_str();
   cmd->add_option("--task", o->tasks, "task(s), e.g. fp16-d64, bf16-d128-causal (default: all)")->delimiter(',');
-  cmd->add_option("--cache-dir", o->cache_dir, "compile cache (default: $XDG_CACHE_HOME/evo)");
+  add_cache_dir(cmd, *o);
   cmd->add_option("-j,--jobs", o->jobs, "parallel compiles (default: CPU count)");
   cmd->add_option("--sample", o->sample, "compile N configs per variant and task, evenly spread (default: all)");
   cmd->add_flag("--json", o->json, "one JSON record per config (schema: docs/records.md)");
-  cmd->add_option("--shard", o->shard,
-                  "compile shard i/N of the configs (0-based; default inside a Slurm job array: SLURM_ARRAY_TASK_ID of "
-                  "SLURM_ARRAY_TASK_COUNT)");
+  add_shard_option(cmd, o->shard, "compile the configs'");
   cmd->callback([o] { run_compile(*o); });
 }
 

@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "cli/context.h"
+#include "cli/options.h"
 #include "compile/compiler.h"
 #include "compile/nvrtc.h"
 #include "core/errors.h"
@@ -56,7 +57,7 @@ void check_devices(const Report& report) {
   }
 }
 
-void run_doctor(const std::string& cache_dir) {
+void run_doctor(const CacheDir& cache_dir) {
   bool all_ok = true;
   auto report = [&](bool ok, const std::string& what, const std::string& detail) {
     all_ok &= ok;
@@ -78,7 +79,7 @@ void run_doctor(const std::string& cache_dir) {
   } else {
     report(false, "cuda headers", "not found: set CUDA_HOME to the CUDA toolkit (the dir with include/cuda_fp16.h)");
   }
-  const std::filesystem::path cache = cache_dir.empty() ? default_cache_dir() : std::filesystem::path(cache_dir);
+  const std::filesystem::path cache = cache_dir.cache_path();
   try {
     ensure_writable_dir(cache, "cache dir");
     report(true, "cache dir", cache.string());
@@ -98,9 +99,9 @@ void run_doctor(const std::string& cache_dir) {
 }  // namespace
 
 void add_doctor_command(CLI::App& app) {
-  auto cache_dir = std::make_shared<std::string>();
+  auto cache_dir = std::make_shared<CacheDir>();
   auto* cmd = app.add_subcommand("doctor", "Check GPU, driver, NVRTC, headers and cache dir");
-  cmd->add_option("--cache-dir", *cache_dir, "compile cache to check");
+  add_cache_dir(cmd, *cache_dir);
   cmd->callback([cache_dir] { run_doctor(*cache_dir); });
 }
 

@@ -16,6 +16,7 @@
 
 #include "cli/commands.h"
 #include "cli/context.h"
+#include "cli/options.h"
 #include "core/errors.h"
 #include "core/paths.h"
 #include "gates/regression.h"
@@ -30,8 +31,8 @@ namespace evo {
 
 namespace {
 
-struct GateOptions {
-  std::string baseline, write_baseline, replay, junit, record, cache_dir, gpu;
+struct GateOptions : CacheDir {
+  std::string baseline, write_baseline, replay, junit, record, gpu;
   std::string devices = "0";  // when measuring: GPUs to share the elites over
   std::string gate_seed;      // when measuring: seed of the sampled gate cases (empty: drawn now)
   std::vector<std::string> tasks;
@@ -73,7 +74,7 @@ std::vector<nlohmann::json> measured_records(const GateOptions& o, const std::ve
                            *r.gate_seed);
   r.results_file = o.record.empty() ? ctx.root / "results" / ("gate-" + utc_now_compact() + ".jsonl")
                                     : std::filesystem::path(o.record);
-  r.cache_dir = o.cache_dir.empty() ? default_cache_dir() : std::filesystem::path(o.cache_dir);
+  r.cache_dir = o.cache_path();
   auto records = remeasure_elites(ctx, r);
   std::cout << fmt::format("measured {} record(s) again; appended to {}\n", records.size(), r.results_file.string());
   return records;
@@ -273,7 +274,7 @@ void add_gate_command(CLI::App& app) {
   cmd->add_option("--gpu", o->gpu, "with --write-baseline: the GPU (gpu_key) when the records hold several");
   cmd->add_option("--record", o->record,
                   "when measuring: results file to append to (default: results/gate-<time>.jsonl)");
-  cmd->add_option("--cache-dir", o->cache_dir, "when measuring: compile cache (default: $XDG_CACHE_HOME/evo)");
+  add_cache_dir(cmd, *o);
   cmd->add_option("--devices", o->devices, "when measuring: GPUs to share the elites over, e.g. 0,1 or all (one model)")
       ->capture_default_str();
   cmd->add_option(

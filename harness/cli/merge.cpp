@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "core/errors.h"
 #include "core/paths.h"
 #include "store/atomic_file.h"
@@ -23,9 +24,8 @@ using nlohmann::json;
 
 namespace {
 
-struct MergeOptions {
+struct MergeOptions : StoreDirs {
   std::vector<std::string> files;
-  std::string results_dir = "results", populations_dir = "populations";
 };
 
 // One evaluation is one (run, candidate, time): the same record merged twice, or a log merged
@@ -88,9 +88,7 @@ void add_merge_command(CLI::App& app) {
   auto o = std::make_shared<MergeOptions>();
   auto* cmd = app.add_subcommand("merge", "Merge results logs from other machines; populations follow from the logs");
   cmd->add_option("files", o->files, "results files (*.jsonl) to merge")->required();
-  cmd->add_option("--results-dir", o->results_dir, "results of this repo; merged records go to merged.jsonl there")
-      ->capture_default_str();
-  cmd->add_option("--populations-dir", o->populations_dir, "where populations are written")->capture_default_str();
+  add_store_dirs(cmd, *o, "results of this repo; merged records go to merged.jsonl there");
   cmd->callback([o] { run_merge(*o); });
 }
 

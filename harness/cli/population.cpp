@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "core/errors.h"
 #include "store/records.h"
 
@@ -36,10 +37,9 @@ void add_population_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("population", "Population files (elite top-3 per stage)");
   cmd->require_subcommand(1);
   auto* rb = cmd->add_subcommand("rebuild", "Derive every population from the records alone");
-  auto results = std::make_shared<std::string>("results"), pops = std::make_shared<std::string>("populations");
-  rb->add_option("--results-dir", *results, "records to read")->capture_default_str();
-  rb->add_option("--populations-dir", *pops, "where to write")->capture_default_str();
-  rb->callback([results, pops] { rebuild(*results, *pops); });
+  auto dirs = std::make_shared<StoreDirs>();
+  add_store_dirs(rb, *dirs, "records to read");
+  rb->callback([dirs] { rebuild(dirs->results_dir, dirs->populations_dir); });
 }
 
 }  // namespace evo

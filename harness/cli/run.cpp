@@ -11,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "cli/context.h"
+#include "cli/options.h"
 #include "compile/compile_set.h"
 #include "core/errors.h"
 #include "core/paths.h"
@@ -34,31 +35,19 @@ using nlohmann::json;
 
 namespace {
 
-struct RunOptions {
+struct RunOptions : StoreDirs, CacheDir, DeviceChoice {
   int stage = 0;
   std::vector<std::string> tasks{"fp16-d64"};
   size_t budget = 16;
   std::vector<std::string> shapes, bench;
   std::vector<int> seeds;
-  std::string results_dir = "results", populations_dir = "populations", cache_dir;
   uint64_t rng_seed = 0;
-  int device = 0;
-  std::string devices, shard;  // --devices 0,1|all; --shard i/N (else the Slurm array task)
+  std::string shard;  // --shard i/N (else the Slurm array task)
   unsigned jobs = 0;
   int repeat = 1;
   bool sanitize = false;
   std::string gate_seed;  // empty: drawn now
 };
-
-std::string short_shape(const std::string& dims) {
-  // "8x16x16x2048x2048x128" -> "S2048"; keeps the header narrow.
-  auto parts = dims.substr(0, dims.find(':'));
-  size_t p = 0;
-  for (int i = 0; i < 3; ++i) p = parts.find('x', p) + 1;
-  const std::string sq = parts.substr(p, parts.find('x', p) - p);
-  const std::string b = parts.substr(0, parts.find('x'));
-  return "B" + b + "·S" + sq;
-}
 
 // The best (lowest) fitness of a stage in a population, or 0.
 double best_fitness(const json& pop, int stage) {
@@ -147,7 +136,7 @@ TaskWork choose_and_compile(const Stage& stage, const Task& task, const EvalPlan
   std::string arch = "sm_90a";
   if (session) {
     if (o.stage > 0) prev = stage_elites(session->population(task, plan.benchmark), o.stage - 1);
-    arch = session->gpu().cc >= 90 ? "sm_90a" : fmt::format("sm_{}", session->gpu().cc);
+    arch = session->gpu().arch();
   }
   TaskWork w;
   w.chosen = select_candidates(stage, task, arch, prev, o.rng_seed);
@@ -328,7 +317,7 @@ void run_stage(const RunOptions& o) {
   Context ctx = Context::load();
   const Stage& stage = find_stage(ctx.stages, o.stage);
   auto tasks = ctx.select_tasks(o.tasks);
-  const fs::path cache = o.cache_dir.empty() ? default_cache_dir() : fs::path(o.cache_dir);
+  const fs::path cache = o.cache_path();
   ensure_writable_dir(cache, "cache dir");
   ensure_writable_dir(o.results_dir, "results dir");
   ensure_writable_dir(o.populations_dir, "populations dir");
@@ -383,17 +372,11 @@ void add_run_command(CLI::App& app) {
       ->delimiter(',');
   cmd->add_option("--bench", o->bench, "benchmark shape sets or dims (default: gates.json)")->delimiter(',');
   cmd->add_option("--seeds", o->seeds, "input seeds for the gate (default: gates.json)")->delimiter(',');
-  cmd->add_option("--results-dir", o->results_dir, "where records are appended")->capture_default_str();
-  cmd->add_option("--populations-dir", o->populations_dir, "where populations are written")->capture_default_str();
-  cmd->add_option("--cache-dir", o->cache_dir, "compile and reference cache (default: $XDG_CACHE_HOME/evo)");
+  add_store_dirs(cmd, *o);
+  add_cache_dir(cmd, *o);
   cmd->add_option("--rng-seed", o->rng_seed, "seed of the reproducible draw from the domain")->capture_default_str();
-  auto* device = cmd->add_option("--device", o->device, "CUDA device index")->capture_default_str();
-  cmd->add_option("--devices", o->devices,
-                  "GPUs to use at once, e.g. 0,1 or all: one worker per GPU from one queue (one GPU model only)")
-      ->excludes(device);
-  cmd->add_option("--shard", o->shard,
-                  "evaluate shard i/N of the candidate list (0-based; default inside a Slurm job array: "
-                  "SLURM_ARRAY_TASK_ID of SLURM_ARRAY_TASK_COUNT)");
+  add_device_choice(cmd, *o);
+  add_shard_option(cmd, o->shard, "evaluate the candidate list's");
   cmd->add_option("-j,--jobs", o->jobs, "parallel compiles (default: CPU count)");
   cmd->add_option("--repeat", o->repeat, "evaluate each candidate this many times in a row (measures the spread)")
       ->check(CLI::Range(1, 10))

@@ -8,6 +8,8 @@
 
 namespace evo {
 
+std::string GpuInfo::arch() const { return cc >= 90 ? "sm_90a" : fmt::format("sm_{}", cc); }
+
 namespace {
 const CudaDriver& initialized_driver() {
   std::string why;

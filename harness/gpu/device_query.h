@@ -10,6 +10,9 @@ struct GpuInfo {
   std::string uuid;       // "GPU-8c3b…", as nvidia-smi prints it: which physical GPU measured
   int index = 0;          // CUDA device index on this host
   int cc = 0, sms = 0, driver = 0;
+  // The NVRTC target for this GPU: sm_90a from compute capability 9.0 on (the Hopper-only
+  // wgmma/TMA instructions need the "a" target), sm_<cc> below. The one place this rule lives.
+  std::string arch() const;
 };
 
 // Throws an environment error (exit 2) that says plainly what is missing.

@@ -38,4 +38,13 @@ std::string TextTable::render() const {
   return out;
 }
 
+std::string short_shape(const std::string& dims) {
+  auto parts = dims.substr(0, dims.find(':'));
+  size_t p = 0;
+  for (int i = 0; i < 3; ++i) p = parts.find('x', p) + 1;
+  const std::string sq = parts.substr(p, parts.find('x', p) - p);
+  const std::string b = parts.substr(0, parts.find('x'));
+  return "B" + b + "·S" + sq;
+}
+
 }  // namespace evo

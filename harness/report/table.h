@@ -17,4 +17,7 @@ class TextTable {
   std::vector<std::vector<std::string>> rows_;
 };
 
+// "8x16x16x2048x2048x128" -> "B8·S2048": a shape in a narrow column header.
+std::string short_shape(const std::string& dims);
+
 }  // namespace evo

@@ -59,7 +59,7 @@ Candidate elite_candidate(const Context& ctx, const json& e, const Task& task, c
     spdlog::warn("{} changed since it became an elite; measuring the file as it is now", v->id);
   ParamSet params;
   for (auto& [k, val] : e["params"].items()) params.emplace_back(k, val.get<long>());
-  return Candidate{v, params, task, session.gpu().cc >= 90 ? "sm_90a" : fmt::format("sm_{}", session.gpu().cc)};
+  return Candidate{v, params, task, session.gpu().arch()};
 }
 
 // Per task, the plan and the top elites of the asked (or highest) stage, compiled.

@@ -27,8 +27,7 @@ Session::Session(const Context& ctx, const Compiler& compiler, SessionOptions op
   env_.device = options_.device;
   env_.compute_sanitizer = options_.compute_sanitizer;
   env_.nvrtc_version = compiler.nvrtc_version();
-  const std::string arch = env_.gpu.cc >= 90 ? "sm_90a" : fmt::format("sm_{}", env_.gpu.cc);
-  env_.support_cubin = compiler.compile_support(arch);
+  env_.support_cubin = compiler.compile_support(env_.gpu.arch());
   std::random_device rd;
   const std::string compact = utc_now_compact();
   env_.run_id = fmt::format("{}-{:04x}", compact, rd() & 0xffff);
