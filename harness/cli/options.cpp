@@ -26,8 +26,9 @@ void add_device_choice(CLI::App* cmd, DeviceChoice& choice) {
 
 void add_shard_option(CLI::App* cmd, std::string& shard, const std::string& what) {
   cmd->add_option("--shard", shard,
-                  what + " shard i/N (0-based; default inside a Slurm job array: SLURM_ARRAY_TASK_ID of "
-                         "SLURM_ARRAY_TASK_COUNT)");
+                  what +
+                      " shard i/N (0-based; default inside a Slurm job array: SLURM_ARRAY_TASK_ID of "
+                      "SLURM_ARRAY_TASK_COUNT)");
 }
 
 }  // namespace evo

@@ -114,4 +114,19 @@ bool gpu_available(std::string* reason) {
   return true;
 }
 
+fs::path committed_results() {
+  const fs::path root = source_root();
+  const CliResult listed = run_shell("git -C " + shell_quote(root) + " ls-files results 2>/dev/null");
+  if (listed.exit_code != 0 || listed.out.empty()) return root / "results";
+  const fs::path copy = scratch_dir("committed-results");
+  std::istringstream lines(listed.out);
+  for (std::string rel; std::getline(lines, rel);) {
+    if (rel.empty()) continue;
+    const fs::path to = copy / fs::path(rel).lexically_relative("results");
+    fs::create_directories(to.parent_path());
+    fs::copy_file(root / rel, to, fs::copy_options::overwrite_existing);
+  }
+  return copy;
+}
+
 }  // namespace evo::test

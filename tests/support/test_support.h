@@ -30,6 +30,10 @@ std::filesystem::path scratch_dir(const std::string& name);
 std::filesystem::path make_repo(const std::string& name, const std::vector<std::pair<std::string, std::string>>& files);
 
 std::filesystem::path source_root();
+// The repository's results/ as committed: a scratch copy of the files git tracks there, so a
+// user's own runs (scripts/setup.sh runs stage 0 into results/) do not make the "committed
+// docs match the committed records" tests fail. Without git, results/ itself.
+std::filesystem::path committed_results();
 std::string read_text(const std::filesystem::path& p);
 void write_text(const std::filesystem::path& p, const std::string& text);
 

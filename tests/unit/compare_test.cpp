@@ -92,7 +92,7 @@ TEST(CompareCli, RepoCompareMdIsUpToDate) {
   const fs::path committed = source_root() / "results" / "COMPARE.md";
   if (!fs::exists(committed)) GTEST_SKIP() << committed.string() << " is not committed yet";
   const fs::path out = scratch_dir("compare-repo") / "COMPARE.md";
-  const auto r = run_evo("compare --results " + quoted(source_root() / "results") + " --out " + quoted(out));
+  const auto r = run_evo("compare --results " + quoted(test::committed_results()) + " --out " + quoted(out));
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_EQ(read_text(out), read_text(committed)) << "results/COMPARE.md is stale: run `evo compare` and commit it";
 }

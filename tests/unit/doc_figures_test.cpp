@@ -205,7 +205,8 @@ TEST(DocsCli, StaleDocIsNamedByCheckAndFixedByDocs) {
 
 // Like CompareCli.RepoCompareMdIsUpToDate: the figures in the committed docs are the records'.
 TEST(DocsCli, RepoDocsAreUpToDate) {
-  const auto r = test::run_evo("docs --check", "EVO_ROOT='" + test::source_root().string() + "'");
+  const auto r = test::run_evo("docs --check --results " + test::shell_quote(test::committed_results()),
+                               "EVO_ROOT='" + test::source_root().string() + "'");
   EXPECT_EQ(r.exit_code, 0) << r.out << "a doc is stale: run `evo docs` and commit it";
   EXPECT_NE(r.out.find("README.md: "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("stages.md: "), std::string::npos) << r.out;
