@@ -20,7 +20,7 @@ says which it used), so its error includes rounding O to e4m3 (up to 2^-4 relati
 fp8 O is bf16 (2^-9): 2x cuDNN's total error is already several times the error of a bf16-output
 kernel as precise inside as cuDNN, and 4x would pass kernels off by 20 % in relative L2.
 
-  python3 scripts/calibrate_fp8.py --gates gates/gates.json --out results/calibration/nvidia-h200-fp8.json
+  python3 scripts/calibrate_fp8.py --gates gates/gates.json --out lab/calibration/nvidia-h200-fp8.json
   python3 scripts/calibrate_fp8.py --recompute RECORDED.json --factor 2 --out FILE   # no GPU: new factor, same errors
 
 A probe instead of a calibration: --shapes (explicit D, e.g. a sampled case's 5x32x1x538x92x128),

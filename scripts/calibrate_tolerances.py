@@ -17,8 +17,8 @@ distribution is checked more loosely than SDPA's own error allows or more tightl
 dtype's base tolerance. Each distribution also runs at softmax scale 1 (an unscaled model),
 the largest logits the sampled gate draws.
 
-  python3 scripts/calibrate_tolerances.py --out results/calibration/nvidia-h200.json
-  python3 scripts/calibrate_tolerances.py --inputs gates/gates.json --out results/calibration/nvidia-h200-inputs.json
+  python3 scripts/calibrate_tolerances.py --out lab/calibration/nvidia-h200.json
+  python3 scripts/calibrate_tolerances.py --inputs gates/gates.json --out lab/calibration/nvidia-h200-inputs.json
 """
 import argparse, json, math, re
 
