@@ -98,7 +98,7 @@ void run_compile(const CompileOptions& o) {
   auto results = compile_all(compiler, candidates, o.jobs);
 
   TextTable table({"variant", "task", "params", "outcome", "regs", "spill", "smem", "threads", "time", "reason"});
-  size_t counts[16] = {};
+  size_t counts[kOutcomeCount] = {};
   const CompileResult* first_broken = nullptr;
   const Candidate* first_broken_c = nullptr;
   double total = 0;
@@ -106,7 +106,7 @@ void run_compile(const CompileOptions& o) {
   for (size_t i = 0; i < candidates.size(); ++i) {
     const auto& c = candidates[i];
     const auto& r = results[i];
-    counts[int(r.verdict.outcome)]++;
+    counts[size_t(r.verdict.outcome)]++;
     total += r.seconds;
     cached += r.cached;
     if ((r.verdict.outcome == Outcome::compile || r.verdict.outcome == Outcome::timeout) && !first_broken) {
@@ -124,7 +124,7 @@ void run_compile(const CompileOptions& o) {
   if (!o.json) {
     std::cout << table.render();
     std::string summary;
-    for (int k = 0; k < 16; ++k)
+    for (size_t k = 0; k < kOutcomeCount; ++k)
       if (counts[k]) summary += fmt::format("{}{} {}", summary.empty() ? "" : ", ", counts[k], to_string(Outcome(k)));
     std::cout << fmt::format("{} configs for {}: {} ({} from cache, {:.1f} s compile time)\n", candidates.size(),
                              o.arch, summary.empty() ? "none" : summary, cached, total);

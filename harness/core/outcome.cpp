@@ -5,7 +5,7 @@
 
 namespace evo {
 namespace {
-constexpr std::array<std::pair<Outcome, std::string_view>, 13> kNames{{
+constexpr std::array<std::pair<Outcome, std::string_view>, kOutcomeCount> kNames{{
     {Outcome::ok, "ok"},
     {Outcome::constraints, "constraints"},
     {Outcome::compile, "compile"},
@@ -19,7 +19,19 @@ constexpr std::array<std::pair<Outcome, std::string_view>, 13> kNames{{
     {Outcome::unsupported, "unsupported"},
     {Outcome::sanitizer, "sanitizer"},
     {Outcome::technique, "technique"},
+    {Outcome::integrity, "integrity"},
+    {Outcome::generator, "generator"},
+    {Outcome::input, "input"},
+    {Outcome::duplicate, "duplicate"},
 }};
+// Every value in enum order, so Outcome(i) has kNames[i]: a value added to the enum without a
+// name here fails the build.
+constexpr bool names_in_enum_order() {
+  for (std::size_t i = 0; i < kNames.size(); ++i)
+    if (kNames[i].first != Outcome(i) || kNames[i].second.empty()) return false;
+  return true;
+}
+static_assert(names_in_enum_order(), "kNames must name every Outcome, in enum order");
 }  // namespace
 
 std::string_view to_string(Outcome o) {
