@@ -112,7 +112,7 @@ const Record* elite_record(const json& elite, const std::vector<const Record*>& 
 const Record* latest_sanitized(const std::string& candidate_id, const std::vector<const Record*>& runs) {
   const Record* sanitized = nullptr;
   for (const Record* r : runs)
-    if (r->candidate_id == candidate_id && r->gates && object_or_null(r->gates->extra, "sanitizer").is_object() &&
+    if (r->candidate_id == candidate_id && r->gates && r->gates->sanitizer &&
         (!sanitized || !sanitized->newer_than(*r)))
       sanitized = r;
   return sanitized;
@@ -273,14 +273,14 @@ void add_ratios(CompareSection& sec, const std::vector<const Record*>& peers, co
 
 // Phase 4: every evaluation that did not end ok, counted by stage, outcome and reason.
 void add_failures(CompareSection& sec, const std::vector<const Record*>& runs) {
-  std::map<std::tuple<int, std::string, std::string>, int> counts;
+  std::map<std::tuple<int, Outcome, std::string>, int> counts;
   for (const Record* r : runs)
-    if (r->outcome != Outcome::ok) ++counts[{r->stage, std::string(to_string(r->outcome)), r->reason.value_or("")}];
+    if (r->outcome != Outcome::ok) ++counts[{r->stage, r->outcome, r->reason.value_or("")}];
   for (const auto& [key, n] : counts) sec.failures.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key), n});
   std::stable_sort(sec.failures.begin(), sec.failures.end(), [](const FailureRow& a, const FailureRow& b) {
     if (a.stage != b.stage) return a.stage < b.stage;
     if (a.count != b.count) return a.count > b.count;
-    if (a.outcome != b.outcome) return a.outcome < b.outcome;
+    if (a.outcome != b.outcome) return to_string(a.outcome) < to_string(b.outcome);  // by name, as written
     return a.reason < b.reason;
   });
 }

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "core/outcome.h"
 #include "gates/regression.h"
 #include "policy/config.h"
 
@@ -98,7 +99,8 @@ struct PeerRow {
 
 struct FailureRow {
   int stage = 0;
-  std::string outcome, reason;
+  Outcome outcome = Outcome::ok;
+  std::string reason;
   int count = 0;
 };
 

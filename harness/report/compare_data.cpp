@@ -107,7 +107,8 @@ json section_json(const CompareSection& sec) {
   }
   json failures = json::array();
   for (const auto& f : sec.failures)
-    failures.push_back({{"stage", f.stage}, {"outcome", f.outcome}, {"reason", f.reason}, {"count", f.count}});
+    failures.push_back(
+        {{"stage", f.stage}, {"outcome", std::string(to_string(f.outcome))}, {"reason", f.reason}, {"count", f.count}});
   return {{"gpu", sec.gpu},
           {"task", sec.task},
           {"ceiling_tflops", opt_json(sec.ceiling_tflops)},

@@ -114,11 +114,10 @@ int peer_rank(const std::string& name) {
 }
 
 // ", sampled 12/12 (seed S)" when the gate drew sampled cases (records before it did not).
-std::string sampled_summary_text(const json& gates) {
-  const json s = gates.value("sampled", json());
-  if (!s.is_object() || !s.contains("seed") || !s["seed"].is_number_unsigned()) return "";
-  auto count = [&](const char* key) { return s.contains(key) && s[key].is_number() ? long(s[key].get<double>()) : 0L; };
-  return fmt::format(", sampled {}/{} (seed {})", count("passed"), count("cases"), s["seed"].get<uint64_t>());
+std::string sampled_summary_text(const RecordGates& gates) {
+  if (!gates.sampled || !gates.sampled->seed || *gates.sampled->seed < 0) return "";
+  const SampledGateSummary& s = *gates.sampled;
+  return fmt::format(", sampled {}/{} (seed {})", s.passed.value_or(0), s.cases.value_or(0), *s.seed);
 }
 
 // `sanitized`: the latest record of the same candidate that ran under --sanitize, if `r` did
@@ -143,15 +142,14 @@ std::string gates_summary(const Record& r, const Record* sanitized) {
   if (gates.determinism && gates.determinism->pass) det = *gates.determinism->pass ? "det ok" : "det FAIL";
   // evo run --sanitize leaves its verdict (the part's "sanitizer"); older records and non-elites have none.
   std::string san = "not sanitized";
-  if (const json own = object_or_null(gates.extra, "sanitizer"); own.is_object()) {
-    san = flag(own, "pass") ? "sanitizer ok" : "sanitizer FAIL";
-  } else if (sanitized && sanitized->gates) {
-    const json earlier = sanitized->gates->extra.value("sanitizer", json::object());
-    san = std::string(flag(earlier, "pass") ? "sanitizer ok" : "sanitizer FAIL") + " (run " +
+  if (gates.sanitizer) {
+    san = gates.sanitizer->passed() ? "sanitizer ok" : "sanitizer FAIL";
+  } else if (sanitized && sanitized->gates && sanitized->gates->sanitizer) {
+    san = std::string(sanitized->gates->sanitizer->passed() ? "sanitizer ok" : "sanitizer FAIL") + " (run " +
           sanitized->run_id.value_or("") + ")";
   }
   return fmt::format("{}/{} + post {}/{}{}, {}, max rel L2 {:.1e}, {}", pass, total, post_pass, post_total,
-                     sampled_summary_text(gates.extra), det, max_rel, san);
+                     sampled_summary_text(gates), det, max_rel, san);
 }
 
 std::optional<long> integer(const json& j, const char* key) {

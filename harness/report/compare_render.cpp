@@ -251,8 +251,8 @@ std::string failures_and_warnings_md(const CompareSection& sec) {
   } else {
     out += row_md({"stage", "outcome", "count", "reason"}) + rule_md("rlrl");
     for (const auto& f : sec.failures)
-      out += row_md(
-          {std::to_string(f.stage), f.outcome, std::to_string(f.count), cell(f.reason.empty() ? "-" : f.reason)});
+      out += row_md({std::to_string(f.stage), std::string(to_string(f.outcome)), std::to_string(f.count),
+                     cell(f.reason.empty() ? "-" : f.reason)});
   }
   out += "\n### Warnings\n\n";
   if (sec.warnings.empty()) out += "None.\n";

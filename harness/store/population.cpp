@@ -22,14 +22,9 @@ bool complete_fitness(const Record& r) {
   return r.fitness && r.fitness->complete.value_or(false) && r.fitness->geomean_median_us.has_value();
 }
 
-bool sanitized(const Record& r) {
-  return r.gates && r.gates->extra.contains("sanitizer") && r.gates->extra["sanitizer"].is_object();
-}
+bool sanitized(const Record& r) { return r.gates && r.gates->sanitizer; }
 
-bool sanitizer_passed(const Record& r) {
-  const json& verdict = r.gates->extra["sanitizer"];
-  return verdict.contains("pass") && verdict["pass"].is_boolean() && verdict["pass"].get<bool>();
-}
+bool sanitizer_passed(const Record& r) { return r.gates->sanitizer->passed(); }
 
 // A record as read (its typed view decides) and as written (the elite entry copies from it).
 struct ReadRecord {

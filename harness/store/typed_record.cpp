@@ -1,10 +1,10 @@
 #include "store/typed_record.h"
 
 #include <cstdlib>
-#include <type_traits>
 
 #include "store/json_fields.h"
 #include "store/record.h"
+#include "store/typed_record_io.h"
 
 namespace evo {
 
@@ -12,74 +12,7 @@ using nlohmann::json;
 
 namespace {
 
-template <typename T>
-bool has_type(const json& v) {
-  if constexpr (std::is_same_v<T, std::string>)
-    return v.is_string();
-  else if constexpr (std::is_same_v<T, bool>)
-    return v.is_boolean();
-  else if constexpr (std::is_same_v<T, long long>)
-    return v.is_number_integer();
-  else if constexpr (std::is_same_v<T, double>)
-    return v.is_number();
-  else
-    return false;
-}
-
-// Moves a field of the expected type out of `obj` into a typed member; anything else (absent,
-// null, another type) stays in `obj`, which becomes the part's `extra`.
-template <typename T>
-void take(json& obj, const char* key, std::optional<T>& out) {
-  auto it = obj.find(key);
-  if (it == obj.end() || !has_type<T>(*it)) return;
-  out = it->get<T>();
-  obj.erase(it);
-}
-
-template <typename T>
-void put(json& obj, const char* key, const std::optional<T>& v) {
-  if (v) obj[key] = *v;
-}
-
-// A nested part: read when the field is an object, else left in `parent` as it is.
-template <typename Part, typename Reader>
-void take_part(json& parent, const char* key, std::optional<Part>& out, Reader read) {
-  auto it = parent.find(key);
-  if (it == parent.end() || !it->is_object()) return;
-  out = read(json(*it));
-  parent.erase(it);
-}
-
-// A list of parts: read when the field is a list of objects, else left as it is.
-template <typename Part, typename Reader>
-void take_list(json& parent, const char* key, std::optional<std::vector<Part>>& out, Reader read) {
-  auto it = parent.find(key);
-  if (it == parent.end() || !it->is_array()) return;
-  for (const auto& e : *it)
-    if (!e.is_object()) return;
-  std::vector<Part> parts;
-  for (const auto& e : *it) parts.push_back(read(json(e)));
-  out = std::move(parts);
-  parent.erase(it);
-}
-
-// A list of strings: read when every element is one, else left as it is.
-void take_strings(json& parent, const char* key, std::optional<std::vector<std::string>>& out) {
-  auto it = parent.find(key);
-  if (it == parent.end() || !it->is_array()) return;
-  for (const auto& e : *it)
-    if (!e.is_string()) return;
-  out = it->get<std::vector<std::string>>();
-  parent.erase(it);
-}
-
-template <typename Part, typename Writer>
-void put_list(json& obj, const char* key, const std::optional<std::vector<Part>>& v, Writer write) {
-  if (!v) return;
-  json list = json::array();
-  for (const auto& p : *v) list.push_back(write(p));
-  obj[key] = std::move(list);
-}
+using namespace record_io;
 
 RecordEnv read_env(json j) {
   RecordEnv e;
@@ -126,75 +59,6 @@ json write_compile(const RecordCompile& c) {
   put(j, "cache_key", c.cache_key);
   put(j, "cached", c.cached);
   put(j, "seconds", c.seconds);
-  return j;
-}
-
-GateCheck read_check(json j) {
-  GateCheck c;
-  take(j, "case", c.case_id);
-  take(j, "shape", c.shape);
-  take(j, "inputs", c.inputs);
-  take(j, "seed", c.seed);
-  take(j, "pass", c.pass);
-  take(j, "inputs_intact", c.inputs_intact);
-  take(j, "guards_intact", c.guards_intact);
-  take(j, "deterministic", c.deterministic);
-  take(j, "max_abs", c.max_abs);
-  take(j, "rel_l2", c.rel_l2);
-  take(j, "us", c.us);
-  c.extra = std::move(j);
-  return c;
-}
-
-json write_check(const GateCheck& c) {
-  json j = c.extra;
-  put(j, "case", c.case_id);
-  put(j, "shape", c.shape);
-  put(j, "inputs", c.inputs);
-  put(j, "seed", c.seed);
-  put(j, "pass", c.pass);
-  put(j, "inputs_intact", c.inputs_intact);
-  put(j, "guards_intact", c.guards_intact);
-  put(j, "deterministic", c.deterministic);
-  put(j, "max_abs", c.max_abs);
-  put(j, "rel_l2", c.rel_l2);
-  put(j, "us", c.us);
-  return j;
-}
-
-RecordGate read_gate(json j) {
-  RecordGate g;
-  take(j, "pass", g.pass);
-  take(j, "reason", g.reason);
-  take_list(j, "checks", g.checks, read_check);
-  g.extra = std::move(j);
-  return g;
-}
-
-json write_gate(const RecordGate& g) {
-  json j = g.extra;
-  put(j, "pass", g.pass);
-  put(j, "reason", g.reason);
-  put_list(j, "checks", g.checks, write_check);
-  return j;
-}
-
-RecordGates read_gates(json j) {
-  RecordGates g;
-  take_part(j, "resources", g.resources, read_gate);
-  take_part(j, "correctness", g.correctness, read_gate);
-  take_part(j, "determinism", g.determinism, read_gate);
-  take_part(j, "post_timing", g.post_timing, read_gate);
-  g.extra = std::move(j);
-  return g;
-}
-
-json write_gates(const RecordGates& g) {
-  json j = g.extra;
-  if (g.resources) j["resources"] = write_gate(*g.resources);
-  if (g.correctness) j["correctness"] = write_gate(*g.correctness);
-  if (g.determinism) j["determinism"] = write_gate(*g.determinism);
-  if (g.post_timing) j["post_timing"] = write_gate(*g.post_timing);
   return j;
 }
 
@@ -246,11 +110,25 @@ json write_fitness(const Fitness& f) {
   return j;
 }
 
+// phases.detail: read when every value is a number or null, else left as it is.
+void take_detail(json& phases, std::optional<PhaseDetail>& out) {
+  auto it = phases.find("detail");
+  if (it == phases.end() || !it->is_object()) return;
+  PhaseDetail d;
+  for (const auto& [name, seconds] : it->items()) {
+    if (!seconds.is_null() && !seconds.is_number()) return;
+    d[name] = seconds.is_null() ? std::nullopt : std::optional<double>(seconds.get<double>());
+  }
+  out = std::move(d);
+  phases.erase(it);
+}
+
 RecordPhases read_phases(json j) {
   RecordPhases p;
   take(j, "compile_s", p.compile_s);
   take(j, "gpu_s", p.gpu_s);
   take(j, "sanitizer_s", p.sanitizer_s);
+  take_detail(j, p.detail);
   p.extra = std::move(j);
   return p;
 }
@@ -260,6 +138,11 @@ json write_phases(const RecordPhases& p) {
   put(j, "compile_s", p.compile_s);
   put(j, "gpu_s", p.gpu_s);
   put(j, "sanitizer_s", p.sanitizer_s);
+  if (p.detail) {
+    json d = json::object();
+    for (const auto& [name, seconds] : *p.detail) d[name] = seconds ? json(*seconds) : json(nullptr);
+    j["detail"] = std::move(d);
+  }
   return j;
 }
 

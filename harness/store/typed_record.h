@@ -4,6 +4,7 @@
 // optional field of an unexpected type, is kept untouched in `extra` and written back as it
 // came, so read -> write -> read loses nothing from a foreign log (evo merge).
 #pragma once
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -48,9 +49,41 @@ struct RecordGate {
   nlohmann::json extra = nlohmann::json::object();
 };
 
+// One compute-sanitizer tool's run over the sanitize cases (gates.sanitizer.tools, in order).
+struct SanitizerToolRun {
+  std::optional<std::string> tool, summary, exit, first;
+  std::optional<std::string> log;  // a failing tool's log: its head and its tail
+  std::optional<bool> pass;
+  std::optional<long long> errors, hazards;
+  std::optional<double> seconds;
+  nlohmann::json extra = nlohmann::json::object();
+};
+
+// gates.sanitizer: `evo run --sanitize` ran the candidate under compute-sanitizer (a would-be
+// elite only). Its verdict belongs to the compiled code: populations keep a failed one out.
+struct SanitizerReport {
+  std::optional<bool> pass;
+  std::optional<std::vector<std::string>> cases;
+  std::optional<std::vector<SanitizerToolRun>> tools;
+  nlohmann::json extra = nlohmann::json::object();
+
+  bool passed() const { return pass.value_or(false); }  // a pass that is not a boolean is none
+};
+
+// gates.sampled: the sampled gate cases (gates.json "sampled"): the seed that drew them, how
+// many were drawn, how many ran, how many passed.
+struct SampledGateSummary {
+  std::optional<long long> seed, cases, run, passed;
+  nlohmann::json extra = nlohmann::json::object();
+};
+
 struct RecordGates {
   std::optional<RecordGate> resources, correctness, determinism, post_timing;
-  nlohmann::json extra = nlohmann::json::object();  // sanitizer (null or its report)
+  std::optional<SanitizerReport> sanitizer;   // empty: not sanitized (null in the record, or absent)
+  std::optional<SampledGateSummary> sampled;  // empty: no sampled cases drawn (null, or an older record)
+  // Unknown fields, and sanitizer/sampled when the record says null: a typed member that is set
+  // is written over the null here.
+  nlohmann::json extra = nlohmann::json::object();
 };
 
 struct TimingEntry {
@@ -67,9 +100,14 @@ struct Fitness {
   nlohmann::json extra = nlohmann::json::object();
 };
 
+// Seconds per named part of one evaluation (run/eval_phases.h: process_start_s, worker_init_s,
+// ..., parent_compare_s, record_s); empty: not measured (the record says null).
+using PhaseDetail = std::map<std::string, std::optional<double>>;
+
 // Wall time per phase of one evaluation (compile_s, gpu_s, and sanitizer_s when it ran).
 struct RecordPhases {
   std::optional<double> compile_s, gpu_s, sanitizer_s;
+  std::optional<PhaseDetail> detail;
   nlohmann::json extra = nlohmann::json::object();
 };
 

@@ -308,9 +308,9 @@ TEST(CompareModel, FailuresAreCountedByStageOutcomeAndReason) {
   const auto s = build_comparison(in, {}).sections[0];
   ASSERT_EQ(s.failures.size(), 3u);
   EXPECT_EQ(s.failures[0].stage, 0);
-  EXPECT_EQ(s.failures[1].outcome, "crash");
+  EXPECT_EQ(s.failures[1].outcome, Outcome::crash);
   EXPECT_EQ(s.failures[1].count, 2);
-  EXPECT_EQ(s.failures[2].outcome, "correctness");
+  EXPECT_EQ(s.failures[2].outcome, Outcome::correctness);
   EXPECT_EQ(s.stages.size(), 1u);
   EXPECT_EQ(s.summary, "only stage 0 has an elite so far");
 }

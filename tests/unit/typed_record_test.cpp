@@ -17,7 +17,7 @@ namespace {
 using nlohmann::json;
 
 TEST(TypedRecord, EveryCommittedRecordRoundTrips) {
-  size_t n = 0;
+  size_t n = 0, sanitized = 0, sampled = 0, detailed = 0;
   for (const auto& e : std::filesystem::directory_iterator(test::source_root() / "results")) {
     if (e.path().extension() != ".jsonl") continue;
     std::ifstream in(e.path());
@@ -32,10 +32,21 @@ TEST(TypedRecord, EveryCommittedRecordRoundTrips) {
         EXPECT_EQ(r.record->gpu_key(), j["env"]["gpu_key"].get<std::string>());
         EXPECT_EQ(r.record->timing.has_value(), j.contains("timing"));
       }
+      // The typed parts see what the JSON holds: an object is typed, null stays null.
+      const RecordGates gates = r.record->gates.value_or(RecordGates{});
+      const json jg = j.value("gates", json::object());
+      EXPECT_EQ(gates.sanitizer.has_value(), jg.contains("sanitizer") && jg["sanitizer"].is_object()) << e.path();
+      EXPECT_EQ(gates.sampled.has_value(), jg.contains("sampled") && jg["sampled"].is_object()) << e.path();
+      sanitized += gates.sanitizer && gates.sanitizer->tools && !gates.sanitizer->tools->empty();
+      sampled += gates.sampled && gates.sampled->seed;
+      detailed += r.record->phases && r.record->phases->detail;
       ++n;
     }
   }
   EXPECT_GT(n, 50u) << "results/ holds 81 committed records";
+  EXPECT_GT(sanitized, 0u) << "results/ holds records of evo run --sanitize";
+  EXPECT_GT(sampled, 0u) << "results/ holds records of the sampled gate";
+  EXPECT_GT(detailed, 0u) << "results/ holds records with phases.detail";
 }
 
 json minimal() {
@@ -62,6 +73,111 @@ TEST(TypedRecord, NewerMinorKeepsUnknownFields) {
   EXPECT_EQ((*r.record->timing)[0].median_us, 2.5);
   EXPECT_EQ((*r.record->timing)[0].extra["new_stat"], 7);
   EXPECT_EQ(write_record(*r.record), j);
+}
+
+// The sanitizer report, the sampled gate's summary, the gate seed and the phase detail are typed;
+// what they do not know (a tool's new field, a foreign detail value) rides along untouched.
+TEST(TypedRecord, GatesSanitizerSampledAndPhasesAreTyped) {
+  json j = minimal();
+  j["gate_seed"] = 1511791795u;
+  j["gates"] = {{"sampled", {{"seed", 1511791795u}, {"cases", 12}, {"run", 12}, {"passed", 11}}},
+                {"sanitizer",
+                 {{"pass", false},
+                  {"cases", {"sanitize/small/a", "sanitize/small/b"}},
+                  {"tools",
+                   {{{"tool", "memcheck"},
+                     {"pass", true},
+                     {"errors", 0},
+                     {"hazards", 0},
+                     {"seconds", 0.44},
+                     {"exit", "exit 0"},
+                     {"summary", "ERROR SUMMARY: 0 errors"},
+                     {"first", ""}},
+                    {{"tool", "racecheck"},
+                     {"pass", false},
+                     {"errors", 4},
+                     {"hazards", 4},
+                     {"seconds", 1.23},
+                     {"exit", "exit 86"},
+                     {"summary", "RACECHECK SUMMARY: 4 hazards"},
+                     {"first", "Error: Race"},
+                     {"log", "head\n[…]\ntail"},
+                     {"new_field", {1, 2}}}}}}}};
+  j["phases"] = {{"compile_s", 0.01},
+                 {"gpu_s", 3.2},
+                 {"sanitizer_s", 1.67},
+                 {"detail", {{"process_start_s", nullptr}, {"worker_init_s", 0.31}, {"record_s", 0.002}}}};
+  const RecordRead r = read_record(j);
+  ASSERT_TRUE(r.record) << r.error;
+  const Record& rec = *r.record;
+  EXPECT_EQ(rec.gate_seed, 1511791795);
+  ASSERT_TRUE(rec.gates && rec.gates->sampled && rec.gates->sanitizer);
+  EXPECT_EQ(rec.gates->sampled->seed, 1511791795);
+  EXPECT_EQ(rec.gates->sampled->cases, 12);
+  EXPECT_EQ(rec.gates->sampled->passed, 11);
+  const SanitizerReport& san = *rec.gates->sanitizer;
+  EXPECT_FALSE(san.passed());
+  ASSERT_TRUE(san.cases && san.tools);
+  EXPECT_EQ(san.cases->size(), 2u);
+  ASSERT_EQ(san.tools->size(), 2u);
+  const SanitizerToolRun& race = (*san.tools)[1];
+  EXPECT_EQ(race.tool, "racecheck");
+  EXPECT_EQ(race.pass, false);
+  EXPECT_EQ(race.hazards, 4);
+  EXPECT_EQ(race.seconds, 1.23);
+  EXPECT_EQ(race.log, "head\n[…]\ntail");
+  EXPECT_EQ(race.extra["new_field"], json({1, 2}));
+  EXPECT_FALSE((*san.tools)[0].log);
+  ASSERT_TRUE(rec.phases && rec.phases->detail);
+  EXPECT_EQ(rec.phases->sanitizer_s, 1.67);
+  EXPECT_EQ(rec.phases->detail->at("worker_init_s"), 0.31);
+  EXPECT_FALSE(rec.phases->detail->at("process_start_s").has_value());
+  EXPECT_TRUE(rec.gates->extra.empty()) << rec.gates->extra.dump();
+  EXPECT_TRUE(rec.phases->extra.empty()) << rec.phases->extra.dump();
+  // read -> write -> read loses nothing
+  const json written = write_record(rec);
+  EXPECT_EQ(written, j);
+  EXPECT_EQ(write_record(*read_record(written).record), j);
+}
+
+TEST(TypedRecord, NullOrForeignGatePartsStayAsTheyCame) {
+  json j = minimal();
+  j["gate_seed"] = nullptr;
+  j["gates"] = {{"sanitizer", nullptr}, {"sampled", nullptr}, {"future_gate", {{"pass", true}}}};
+  j["phases"] = {{"detail", {{"worker_init_s", "soon"}}}};  // not seconds: kept, not typed
+  RecordRead r = read_record(j);
+  ASSERT_TRUE(r.record) << r.error;
+  EXPECT_FALSE(r.record->gate_seed);
+  EXPECT_FALSE(r.record->gates->sanitizer);
+  EXPECT_FALSE(r.record->gates->sampled);
+  EXPECT_FALSE(r.record->phases->detail);
+  EXPECT_EQ(write_record(*r.record), j);
+  // A report set in code is written over the record's null, and reads back as itself.
+  Record rec = *r.record;
+  rec.gates->sanitizer = SanitizerReport{};
+  rec.gates->sanitizer->pass = true;
+  rec.gates->sampled = SampledGateSummary{};
+  rec.gates->sampled->seed = 7;
+  const json written = write_record(rec);
+  EXPECT_EQ(written["gates"]["sanitizer"], json({{"pass", true}}));
+  EXPECT_EQ(written["gates"]["sampled"], json({{"seed", 7}}));
+  const Record back = *read_record(written).record;
+  EXPECT_TRUE(back.gates->sanitizer->passed());
+  EXPECT_EQ(back.gates->sampled->seed, 7);
+}
+
+TEST(TypedRecord, EveryOutcomeReadsAndWritesBack) {
+  for (size_t i = 0; i < kOutcomeCount; ++i) {
+    json j = minimal();
+    j["outcome"] = std::string(to_string(Outcome(i)));
+    const RecordRead r = read_record(j);
+    ASSERT_TRUE(r.record) << j["outcome"] << ": " << r.error;
+    EXPECT_EQ(r.record->outcome, Outcome(i));
+    EXPECT_EQ(write_record(*r.record), j);
+  }
+  json j = minimal();
+  j["outcome"] = "integrity";
+  EXPECT_EQ(read_record(j).record->outcome, Outcome::integrity);
 }
 
 TEST(TypedRecord, StrictOnMajorAndRequiredFields) {
