@@ -114,9 +114,9 @@ void run_compile(const CompileOptions& o) {
       first_broken_c = &c;
     }
     if (o.json) {
-      auto record = compile_record(c, r, compiler.nvrtc_version());
-      if (shard.active()) record["shard"] = shard.text();
-      std::cout << record.dump() << "\n";
+      Record record = compile_record(c, r, compiler.nvrtc_version());
+      if (shard.active()) record.shard = shard.text();
+      std::cout << write_record(record).dump() << "\n";
       continue;
     }
     table.add(compile_row(c, r));

@@ -35,9 +35,9 @@ struct EvalOptions {
 };
 
 // The candidate's fitness against the stage's elites and, per shape, against the best peer.
-json standing_json(const json& rec, const json& population, int stage, const fs::path& peers_file) {
+json standing_json(const Record& rec, const json& population, int stage, const fs::path& peers_file) {
   json s = {{"elites", json::array()}, {"peers", json::array()}};
-  const double f = number_or(object_or_null(rec, "fitness"), "geomean_median_us", 0);
+  const double f = rec.fitness ? rec.fitness->geomean_median_us.value_or(0) : 0;
   for (const auto& e : stage_elites(population, stage)) {
     const double ef = number_or(object_or_null(e, "fitness"), "geomean_median_us", 0);
     s["elites"].push_back({{"candidate_id", e["candidate_id"]},
@@ -46,23 +46,24 @@ json standing_json(const json& rec, const json& population, int stage, const fs:
   }
   if (!fs::exists(peers_file)) return s;
   const json peers = json::parse(read_file(peers_file), nullptr, false);
-  for (const auto& t : rec["timing"]) {
+  for (const TimingEntry& t : rec.timing.value_or(std::vector<TimingEntry>{})) {
+    if (!t.shape || !t.median_us) continue;
     json best;
     for (const auto& p : peers.is_array() ? peers : json::array())
-      if (string_or(p, "task") == string_or(rec, "task") && string_or(p, "shape") == string_or(t, "shape") &&
-          p.contains("timing") && !p["timing"].empty() &&
-          (best.is_null() || p["timing"][0]["median_us"] < best["timing"][0]["median_us"]))
+      if (string_or(p, "task") == rec.task && string_or(p, "shape") == *t.shape && p.contains("timing") &&
+          !p["timing"].empty() && (best.is_null() || p["timing"][0]["median_us"] < best["timing"][0]["median_us"]))
         best = p;
     if (!best.is_null())
-      s["peers"].push_back({{"shape", t["shape"]},
+      s["peers"].push_back({{"shape", *t.shape},
                             {"peer", best["variant"]},
                             {"peer_us", best["timing"][0]["median_us"]},
-                            {"speedup", best["timing"][0]["median_us"].get<double>() / t["median_us"].get<double>()}});
+                            {"speedup", best["timing"][0]["median_us"].get<double>() / *t.median_us}});
   }
   return s;
 }
 
-json verdict_json(const json& rec, const CompileResult& compiled) {
+json verdict_json(const Record& typed, const CompileResult& compiled) {
+  const json rec = write_record(typed);  // the verdict is JSON (--json) with the record's fields
   json v = failure_feedback(rec);
   v["compile_log"] = compiled.log.substr(0, 4096);
   v["resources"] = object_or_null(object_or_null(rec, "compile"), "resources");
@@ -76,12 +77,13 @@ json verdict_json(const json& rec, const CompileResult& compiled) {
   return v;
 }
 
-void print_verdict(const json& v) {
-  std::cout << fmt::format("{} {}: {}{}\n", v.value("task", ""), v.value("variant", ""), v.value("outcome", ""),
-                           v.value("reason", "").empty() ? "" : " — " + v.value("reason", ""));
+// `v`: verdict_json of `rec`.
+void print_verdict(const Record& rec, const json& v) {
+  std::cout << fmt::format("{} {}: {}{}\n", rec.task, rec.variant, to_string(rec.outcome),
+                           rec.reason.value_or("").empty() ? "" : " — " + *rec.reason);
   if (v["resources"].is_object()) std::cout << "  resources: " << v["resources"].dump() << "\n";
   if (v["technique"].is_object()) std::cout << "  SASS technique: " << v["technique"].dump() << "\n";
-  if (v.value("outcome", "") == "compile" && !v.value("compile_log", "").empty())
+  if (rec.outcome == Outcome::compile && !v.value("compile_log", "").empty())
     std::cout << "  compile log:\n" << v["compile_log"].get<std::string>() << "\n";
   if (v.contains("failing_case")) std::cout << "  failing case: " << v["failing_case"].dump() << "\n";
   for (const auto& t : v["timing"])
@@ -104,9 +106,11 @@ void run_eval(const EvalOptions& o) {
   std::string no_gpu;
   SessionOptions so{o.results_dir, o.populations_dir, cache, o.device, "eval", {}, true, {}, {}};
   CompileResult current;
-  auto annotate = [&](json& rec) {
-    rec["origin"] = "eval";
-    if (rec["outcome"] == "compile") rec["compile"]["log"] = current.log.substr(0, 4096);
+  auto annotate = [&](Record& rec) {
+    rec.origin = "eval";
+    if (rec.outcome != Outcome::compile) return;
+    if (!rec.compile) rec.compile = RecordCompile{};
+    rec.compile->extra["log"] = current.log.substr(0, 4096);
   };
   try {
     ensure_writable_dir(o.results_dir, "results dir");
@@ -124,7 +128,7 @@ void run_eval(const EvalOptions& o) {
   for (const auto& t : ctx.select_tasks(o.tasks)) {
     Candidate c{&variant, default_params(variant), t, arch};
     current = compiler.compile(c);
-    json rec = compile_record(c, current, compiler.nvrtc_version());
+    Record rec = compile_record(c, current, compiler.nvrtc_version());
     if (session && current.verdict.ok()) {
       const EvalPlan plan = make_plan(ctx.gates, o.quick ? quick_plan_request(ctx.gates, t)
                                                          : PlanRequest{t, ctx.gates.gate_sets, ctx.gates.benchmark_sets,
@@ -141,7 +145,7 @@ void run_eval(const EvalOptions& o) {
     } else {
       out.push_back(verdict_json(rec, current));
     }
-    if (!o.as_json) print_verdict(out.back());
+    if (!o.as_json) print_verdict(rec, out.back());
   }
   if (o.as_json) std::cout << json{{"file", o.file}, {"stage", stage.number}, {"verdicts", out}}.dump(1) << "\n";
   // A verdict, whatever it says, is a successful evaluation: exit 0 (the JSON carries it).

@@ -75,7 +75,8 @@ std::vector<nlohmann::json> measured_records(const GateOptions& o, const std::ve
   r.results_file = o.record.empty() ? ctx.root / "results" / ("gate-" + utc_now_compact() + ".jsonl")
                                     : std::filesystem::path(o.record);
   r.cache_dir = o.cache_path();
-  auto records = remeasure_elites(ctx, r);
+  std::vector<nlohmann::json> records;  // as a replayed results file gives them to the gate
+  for (const Record& rec : remeasure_elites(ctx, r)) records.push_back(write_record(rec));
   std::cout << fmt::format("measured {} record(s) again; appended to {}\n", records.size(), r.results_file.string());
   return records;
 }

@@ -175,35 +175,35 @@ void print_compile_table(const std::vector<TaskWork>& work) {
 }
 
 // " — sampled 12/12 passed (seed S)" for a record whose gate drew sampled cases.
-std::string sampled_note(const json& rec) {
-  const json s = rec["gates"].value("sampled", json());
-  if (!s.is_object()) return "";
-  return fmt::format(" — sampled {}/{} passed (seed {})", s.value("passed", 0), s.value("cases", 0),
-                     s.value("seed", 0u));
+std::string sampled_note(const Record& rec) {
+  if (!rec.gates || !rec.gates->sampled) return "";
+  const SampledGateSummary& s = *rec.gates->sampled;
+  return fmt::format(" — sampled {}/{} passed (seed {})", s.passed.value_or(0), s.cases.value_or(0),
+                     s.seed.value_or(0));
 }
 
-std::string verdict_text(const json& rec) {
-  std::string verdict = rec["outcome"];
-  if (rec["outcome"] != "ok") verdict += ": " + rec["reason"].get<std::string>();
-  if (rec["pruned"].get<bool>()) verdict += " (pruned: slower than the elite)";
+std::string verdict_text(const Record& rec) {
+  std::string verdict(to_string(rec.outcome));
+  if (rec.outcome != Outcome::ok) verdict += ": " + rec.reason.value_or("");
+  if (rec.pruned.value_or(false)) verdict += " (pruned: slower than the elite)";
   return verdict;
 }
 
 // One row of the final table: the verdict, p50 per benchmark shape, TFLOPS, and the speed-up
 // over the previous stage's best.
-std::vector<std::string> result_row(const Candidate& c, const json& rec, const EvalPlan& plan, double prev_best) {
+std::vector<std::string> result_row(const Candidate& c, const Record& rec, const EvalPlan& plan, double prev_best) {
   std::vector<std::string> row{c.task.name(), c.variant->id, c.params_text(), verdict_text(rec).substr(0, 90)};
+  const std::vector<TimingEntry> timing = rec.timing.value_or(std::vector<TimingEntry>{});
   for (size_t k = 0; k < plan.bench.size(); ++k) {
     std::string cell = "-";
-    for (const auto& t : rec["timing"])
-      if (t["shape"].get<std::string>() == plan.bench[k].id) cell = fmt::format("{:.1f}", t["median_us"].get<double>());
+    for (const TimingEntry& t : timing)
+      if (t.shape == plan.bench[k].id && t.median_us) cell = fmt::format("{:.1f}", *t.median_us);
     row.push_back(cell);
   }
   std::string tflops = "-", vs = "-";
-  if (!rec["timing"].empty() && rec["timing"].back().contains("tflops"))
-    tflops = fmt::format("{:.0f}", rec["timing"].back()["tflops"].get<double>());
-  if (rec["fitness"].is_object() && prev_best > 0)
-    vs = fmt::format("{:.2f}×", prev_best / rec["fitness"]["geomean_median_us"].get<double>());
+  if (!timing.empty() && timing.back().tflops) tflops = fmt::format("{:.0f}", *timing.back().tflops);
+  if (rec.fitness && rec.fitness->geomean_median_us && prev_best > 0)
+    vs = fmt::format("{:.2f}×", prev_best / *rec.fitness->geomean_median_us);
   row.push_back(tflops);
   row.push_back(vs);
   return row;
@@ -226,19 +226,19 @@ void announce(Progress& progress, const Stage& stage, const Session& session, si
                               fmt::join(ctx.gates.sanitizer.shape_sets, ","), sanitizer.string()));
 }
 
-std::string fitness_suffix(const json& rec) {
-  return rec["fitness"].is_object()
-             ? fmt::format(" — fitness {:.1f} µs", rec["fitness"]["geomean_median_us"].get<double>())
+std::string fitness_suffix(const Record& rec) {
+  return rec.fitness && rec.fitness->geomean_median_us
+             ? fmt::format(" — fitness {:.1f} µs", *rec.fitness->geomean_median_us)
              : "";
 }
 
 // Every item on the sessions' GPUs, one thread per GPU from one queue; records[k] is item k's
-// record (null if it never ran because every GPU had failed).
+// record (empty if it never ran because every GPU had failed).
 PoolReport evaluate_on_devices(const std::vector<std::unique_ptr<Session>>& sessions,
                                const std::vector<WorkItem>& items, const std::vector<TaskWork>& work,
                                const std::vector<Task>& tasks, const std::vector<EvalPlan>& plans, int stage,
-                               Progress& progress, std::vector<json>& records) {
-  records.assign(items.size(), json());
+                               Progress& progress, std::vector<std::optional<Record>>& records) {
+  records.assign(items.size(), std::nullopt);
   std::mutex mu;  // progress lines and records from several GPU threads
   const bool several = sessions.size() > 1;
   return run_device_pool(
@@ -255,7 +255,7 @@ PoolReport evaluate_on_devices(const std::vector<std::unique_ptr<Session>>& sess
           progress.start_candidate(k, label);
         }
         const EliteStanding standing = elite_standing(s.population(tasks[ti], plans[ti].benchmark), stage, c.id());
-        json rec = s.evaluate(c, work[ti].compiled[i], plans[ti], standing, sel.origin, [&](const std::string& ph) {
+        Record rec = s.evaluate(c, work[ti].compiled[i], plans[ti], standing, sel.origin, [&](const std::string& ph) {
           if (!several) progress.phase(ph);  // one live line cannot follow several GPUs
         });
         std::lock_guard lock(mu);
@@ -265,8 +265,8 @@ PoolReport evaluate_on_devices(const std::vector<std::unique_ptr<Session>>& sess
       },
       [&](size_t slot, size_t k, const std::string& why) {
         const auto& [ti, i] = items[k];
-        json rec = sessions[slot]->record_device_failure(work[ti].chosen[i].candidate, work[ti].compiled[i], plans[ti],
-                                                         work[ti].chosen[i].origin, why);
+        Record rec = sessions[slot]->record_device_failure(work[ti].chosen[i].candidate, work[ti].compiled[i],
+                                                           plans[ti], work[ti].chosen[i].origin, why);
         std::lock_guard lock(mu);
         progress.note(fmt::format("GPU {} ({}) failed; its candidate is recorded as crash, the other GPUs go on: {}",
                                   sessions[slot]->gpu().index, sessions[slot]->gpu().uuid, why));
@@ -275,7 +275,7 @@ PoolReport evaluate_on_devices(const std::vector<std::unique_ptr<Session>>& sess
 }
 
 void print_results(const std::vector<WorkItem>& items, const std::vector<TaskWork>& work,
-                   const std::vector<EvalPlan>& plans, const std::vector<json>& records,
+                   const std::vector<EvalPlan>& plans, const std::vector<std::optional<Record>>& records,
                    const std::vector<double>& prev_best, int stage) {
   std::vector<std::string> header{"task", "variant", "params", "verdict"};
   for (const auto& b : plans.front().bench) header.push_back("p50 µs " + short_shape(b.id));
@@ -283,18 +283,19 @@ void print_results(const std::vector<WorkItem>& items, const std::vector<TaskWor
   header.push_back(fmt::format("× stage {}", stage > 0 ? stage - 1 : 0));
   TextTable table(header);
   for (size_t k = 0; k < items.size(); ++k)
-    if (records[k].is_object())  // null: not run, every GPU had failed
-      table.add(result_row(work[items[k].task].chosen[items[k].candidate].candidate, records[k], plans[items[k].task],
+    if (records[k])  // empty: not run, every GPU had failed
+      table.add(result_row(work[items[k].task].chosen[items[k].candidate].candidate, *records[k], plans[items[k].task],
                            prev_best[items[k].task]));
   std::cout << table.render();
 }
 
-void print_summary(const std::vector<json>& records, const std::vector<std::unique_ptr<Session>>& sessions,
-                   const PoolReport& pool, double wall_s) {
-  size_t evaluated = 0;
+void print_summary(const std::vector<std::optional<Record>>& records,
+                   const std::vector<std::unique_ptr<Session>>& sessions, const PoolReport& pool, double wall_s) {
+  std::vector<Record> ran;
   double gpu_seconds = 0;
   for (const auto& rec : records)
-    if (rec.is_object()) ++evaluated, gpu_seconds += rec["gpu_seconds"].get<double>();
+    if (rec) ran.push_back(*rec), gpu_seconds += rec->gpu_seconds.value_or(0);
+  const size_t evaluated = ran.size();
   std::vector<std::string> per_gpu;
   for (size_t s = 0; s < sessions.size(); ++s)
     per_gpu.push_back(
@@ -305,7 +306,7 @@ void print_summary(const std::vector<json>& records, const std::vector<std::uniq
   std::cout << fmt::format("wall {:.1f} s on {} GPU(s): {:.2f} candidates per wall-minute ({})\n", wall_s,
                            sessions.size(), wall_s > 0 ? double(evaluated) * 60.0 / wall_s : 0.0,
                            fmt::join(per_gpu, "; "));
-  if (const std::string means = phase_means(records); !means.empty()) std::cout << means << "\n";
+  if (const std::string means = phase_means(ran); !means.empty()) std::cout << means << "\n";
   if (!pool.not_run.empty())
     throw environment_error(
         fmt::format("every GPU failed ({}); {} candidate(s) were not evaluated and nothing else was "
@@ -350,7 +351,7 @@ void run_stage(const RunOptions& o) {
     if (o.stage > 0) prev_best[ti] = best_fitness(session->population(tasks[ti], plans[ti].benchmark), o.stage - 1);
   }
   const auto wall_start = std::chrono::steady_clock::now();
-  std::vector<json> records;
+  std::vector<std::optional<Record>> records;
   const PoolReport pool = evaluate_on_devices(sessions, items, work, tasks, plans, o.stage, progress, records);
   const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   for (const auto& plan : plans) session->drop_sampled_references(plan);

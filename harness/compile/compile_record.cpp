@@ -51,7 +51,7 @@ RecordGate resource_gate_part(const Verdict& v) {
   return g;
 }
 
-json compile_record(const Candidate& c, const CompileResult& r, const std::string& nvrtc_version) {
+Record compile_record(const Candidate& c, const CompileResult& r, const std::string& nvrtc_version) {
   Record rec = candidate_record(c);
   rec.kind = "compile";
   rec.time = utc_now_iso8601();
@@ -62,7 +62,7 @@ json compile_record(const Candidate& c, const CompileResult& r, const std::strin
   rec.reason = r.verdict.reason;
   rec.gates = RecordGates{};
   rec.gates->resources = resource_gate_part(r.verdict);
-  return write_record(rec);
+  return rec;
 }
 
 }  // namespace evo

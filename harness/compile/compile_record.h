@@ -17,6 +17,6 @@ nlohmann::json launch_json(const LaunchGeometry& g);
 RecordGate resource_gate_part(const Verdict& v);
 
 // A complete record for a candidate that ended at compile time (or a compile-only listing).
-nlohmann::json compile_record(const Candidate& c, const CompileResult& r, const std::string& nvrtc_version);
+Record compile_record(const Candidate& c, const CompileResult& r, const std::string& nvrtc_version);
 
 }  // namespace evo

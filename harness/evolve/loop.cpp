@@ -98,7 +98,7 @@ std::optional<Candidate> Loop::candidate_of(const Proposal& p, json& verdict) {
 
 json Loop::evaluate(size_t slot, const Candidate& c, const CompileResult& compiled, const EvalPlan& plan) {
   const EliteStanding standing = elite_standing(session->population(task, plan.benchmark), stage.number, c.id());
-  json rec = sessions[slot]->evaluate(c, compiled, plan, standing, "evolve", [](const std::string&) {});
+  json rec = write_record(sessions[slot]->evaluate(c, compiled, plan, standing, "evolve", [](const std::string&) {}));
   std::lock_guard lock(mu);
   mine.push_back(rec);
   gpu_s += number_or(rec, "gpu_seconds", 0);
@@ -133,7 +133,7 @@ json Loop::one(size_t slot, const Proposal& p, const Candidate* c, const Compile
     verdict["outcome"] = std::string(to_string(compiled.verdict.outcome));
     verdict["reason"] = compiled.verdict.ok() ? "compiled; the GPU gates need a GPU" : compiled.verdict.reason;
     if (!session) {
-      json rec = compile_record(*c, compiled, compiler.nvrtc_version());
+      json rec = write_record(compile_record(*c, compiled, compiler.nvrtc_version()));
       rec["compile"]["log"] = compiled.log.substr(0, 4096);
       if (!compiled.verdict.ok()) feedback.push_back(failure_feedback(rec));
       return verdict;
@@ -229,7 +229,7 @@ void Loop::lost_gpu(size_t slot, const Proposal& p, const Candidate& c, const Co
                     const std::string& why, json& verdict) {
   annotations[slot] = {
       {"run", run_id}, {"generator", o.generator.substr(0, 200)}, {"parent", p.parent}, {"phase", "full"}};
-  const json rec = sessions[slot]->record_device_failure(c, compiled, full, "evolve", why);
+  const json rec = write_record(sessions[slot]->record_device_failure(c, compiled, full, "evolve", why));
   std::lock_guard lock(mu);
   mine.push_back(rec);
   verdict["outcome"] = rec["outcome"];

@@ -46,18 +46,21 @@ void Loop::open_gpus(const SessionOptions& so) {
   annotations.assign(sessions.size(), json());
   last_logs.assign(sessions.size(), "");
   for (size_t slot = 0; slot < sessions.size(); ++slot)
-    sessions[slot]->set_annotate([this, slot](json& rec) {
-      rec["origin"] = "evolve";
-      rec["evolve"] = annotations[slot];
-      if (rec["outcome"] == "compile" && !last_logs[slot].empty())
-        rec["compile"]["log"] = last_logs[slot].substr(0, 4096);
-      if (rec["fitness"].is_object() && annotations[slot].value("phase", "") == "full") {
-        const Admission a =
-            admit(rec["fitness"], stage_elites(session->population(task, full.benchmark), stage.number), kElites);
-        rec["evolve"]["admission"] = a.decision;
-        rec["evolve"]["admission_spread"] = a.spread;
-        if (!a.against.empty()) rec["evolve"]["compared_with"] = a.against;
+    sessions[slot]->set_annotate([this, slot](Record& rec) {
+      rec.origin = "evolve";
+      json evolve = annotations[slot];  // JSON until evolve/ types its entry
+      if (rec.outcome == Outcome::compile && !last_logs[slot].empty()) {
+        if (!rec.compile) rec.compile = RecordCompile{};
+        rec.compile->extra["log"] = last_logs[slot].substr(0, 4096);
       }
+      if (rec.fitness && annotations[slot].value("phase", "") == "full") {
+        const Admission a = admit(write_record(rec)["fitness"],
+                                  stage_elites(session->population(task, full.benchmark), stage.number), kElites);
+        evolve["admission"] = a.decision;
+        evolve["admission_spread"] = a.spread;
+        if (!a.against.empty()) evolve["compared_with"] = a.against;
+      }
+      rec.extra["evolve"] = std::move(evolve);
     });
 }
 

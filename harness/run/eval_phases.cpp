@@ -33,22 +33,22 @@ OutputCheck EvalPhases::check(const std::string& out_path, const std::string& re
   return oc;
 }
 
-json EvalPhases::to_json() const {
-  json j = {{"process_start_s", process_start_s_ ? json(*process_start_s_) : json(nullptr)}};
-  for (const auto& [k, v] : worker_.items()) j["worker_" + k] = v;
-  j["parent_read_s"] = read_s_;
-  j["parent_compare_s"] = compare_s_;
-  return j;
+PhaseDetail EvalPhases::detail() const {
+  PhaseDetail d{{"process_start_s", process_start_s_}};
+  for (const auto& [k, v] : worker_.items()) d["worker_" + k] = v.get<double>();
+  d["parent_read_s"] = read_s_;
+  d["parent_compare_s"] = compare_s_;
+  return d;
 }
 
-std::string phase_means(const std::vector<json>& records) {
+std::string phase_means(const std::vector<Record>& records) {
   std::map<std::string, double> sum;
   size_t n = 0;
-  for (const auto& r : records) {
-    if (!r.is_object() || !r.contains("phases") || !r["phases"].contains("detail")) continue;
+  for (const Record& r : records) {
+    if (!r.phases || !r.phases->detail) continue;
     ++n;
-    for (const auto& [k, v] : r["phases"]["detail"].items())
-      if (v.is_number()) sum[k] += v.get<double>();
+    for (const auto& [k, v] : *r.phases->detail)
+      if (v) sum[k] += *v;
   }
   if (n == 0) return "";
   std::string out;

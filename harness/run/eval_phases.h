@@ -15,6 +15,7 @@
 #include "gates/correctness.h"
 #include "gpu/worker_events.h"
 #include "policy/config.h"
+#include "store/typed_record.h"
 
 namespace evo {
 
@@ -25,7 +26,7 @@ class EvalPhases {
   // Reads a worker's output and its reference (at once: each can be hundreds of MB) and
   // compares them, timing both parts.
   OutputCheck check(const std::string& out_path, const std::string& ref_path, DType dtype, const Tolerance& tol);
-  nlohmann::json to_json() const;
+  PhaseDetail detail() const;  // the record's phases.detail
 
  private:
   std::chrono::steady_clock::time_point start_;
@@ -36,6 +37,6 @@ class EvalPhases {
 
 // "start 0.05 s, init 0.41 s, …, parent read 0.12 s, compare 0.09 s, record 0.01 s": the mean
 // of every phase over the records that have `phases.detail`; empty when none has.
-std::string phase_means(const std::vector<nlohmann::json>& records);
+std::string phase_means(const std::vector<Record>& records);
 
 }  // namespace evo

@@ -216,7 +216,7 @@ double sanitize_would_be_elite(Record& rec, const EvalEnv& env, const Candidate&
       !standing.would_enter(rec.fitness->geomean_median_us.value_or(0)))
     return 0;
   SanitizerResult san = run_sanitizer(env, c, compiled, plan, progress);
-  rec.gates->extra["sanitizer"] = san.report;
+  rec.gates->sanitizer = std::move(san.report);
   rec.phases->sanitizer_s = san.seconds;
   if (san.verdict) {
     rec.outcome = san.verdict->outcome;
@@ -246,7 +246,8 @@ Record evaluate_candidate(const EvalEnv& env, const Candidate& c, const CompileR
   fs::remove_all(work, ec);
   const double worker_s = worker.seconds();
   settle_record(rec, evaluation.found, worker.failure(), plan.bench.size());
-  rec.gates->extra["sampled"] = sampled_summary(plan, evaluation.found.checks);
+  rec.gates->sampled = sampled_summary(plan, evaluation.found.checks);
+  if (!rec.gates->sampled) rec.gates->extra["sampled"] = nullptr;
   if (plan.gate_seed)
     rec.gate_seed = *plan.gate_seed;
   else
@@ -255,7 +256,7 @@ Record evaluate_candidate(const EvalEnv& env, const Candidate& c, const CompileR
   const double sanitizer_s = sanitize_would_be_elite(rec, env, c, compiled, plan, standing, progress);
   rec.gpu_seconds = worker_s + sanitizer_s;
   rec.phases->gpu_s = worker_s;
-  rec.phases->extra["detail"] = evaluation.phases.to_json();
+  rec.phases->detail = evaluation.phases.detail();
   return rec;
 }
 

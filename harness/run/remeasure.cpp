@@ -84,7 +84,7 @@ void plan_elites(const Context& ctx, const RemeasureOptions& o, Session& session
 }
 }  // namespace
 
-std::vector<json> remeasure_elites(const Context& ctx, const RemeasureOptions& o) {
+std::vector<Record> remeasure_elites(const Context& ctx, const RemeasureOptions& o) {
   Compiler compiler(ctx.root, o.cache_dir, ctx.gates);
   const fs::path results_dir = o.results_file.parent_path().empty() ? fs::path(".") : o.results_file.parent_path();
   auto sessions = open_sessions(
@@ -95,7 +95,7 @@ std::vector<json> remeasure_elites(const Context& ctx, const RemeasureOptions& o
   std::vector<Item> items;
   plan_elites(ctx, o, *sessions.front(), compiler, plans, items);
   // One GPU, or the elites shared out over several of one model (--devices).
-  std::vector<json> out(items.size());
+  std::vector<Record> out(items.size());
   const PoolReport pool = run_device_pool(
       sessions.size(), items.size(),
       [&](size_t slot, size_t k) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "run/context.h"
+#include "store/typed_record.h"
 
 namespace evo {
 
@@ -23,6 +24,6 @@ struct RemeasureOptions {
   std::optional<uint32_t> gate_seed;  // draws the sampled gate cases (evo gate: per run); none: fixed sets only
 };
 
-std::vector<nlohmann::json> remeasure_elites(const Context& ctx, const RemeasureOptions& options);
+std::vector<Record> remeasure_elites(const Context& ctx, const RemeasureOptions& options);
 
 }  // namespace evo

@@ -99,15 +99,19 @@ void add_fitness(Record& rec, size_t bench_shapes) {
   rec.fitness = std::move(f);
 }
 
-json sampled_summary(const EvalPlan& plan, const std::vector<GateCheck>& checks) {
-  if (!plan.gate_seed) return nullptr;
-  size_t run = 0, passed = 0;
+std::optional<SampledGateSummary> sampled_summary(const EvalPlan& plan, const std::vector<GateCheck>& checks) {
+  if (!plan.gate_seed) return std::nullopt;
+  SampledGateSummary s;
+  s.seed = *plan.gate_seed;
+  s.cases = (long long)plan.sampled_cases;
+  s.run = 0;
+  s.passed = 0;
   for (const GateCheck& ch : checks)
     if (is_sampled_case(ch.case_id.value_or(""))) {
-      ++run;
-      if (ch.pass.value_or(false) && ch.deterministic.value_or(true)) ++passed;
+      ++*s.run;
+      if (ch.pass.value_or(false) && ch.deterministic.value_or(true)) ++*s.passed;
     }
-  return {{"seed", *plan.gate_seed}, {"cases", plan.sampled_cases}, {"run", run}, {"passed", passed}};
+  return s;
 }
 
 }  // namespace evo

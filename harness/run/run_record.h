@@ -43,8 +43,8 @@ void settle_record(Record& rec, const GateFindings& found, const std::optional<V
 // for a candidate that passed, was not pruned and was timed on every shape.
 void add_fitness(Record& rec, size_t bench_shapes);
 
-// The sampled gate cases of a record: the seed that drew them, how many, how many passed (null
-// when the plan drew none).
-nlohmann::json sampled_summary(const EvalPlan& plan, const std::vector<GateCheck>& checks);
+// The sampled gate cases of a record: the seed that drew them, how many, how many passed (empty
+// when the plan drew none: the record says null).
+std::optional<SampledGateSummary> sampled_summary(const EvalPlan& plan, const std::vector<GateCheck>& checks);
 
 }  // namespace evo

@@ -169,23 +169,24 @@ std::optional<Verdict> tool_verdict(const std::string& tool, const SanitizerFind
   return std::nullopt;
 }
 
-json tool_entry(const std::string& tool, const SanitizerFindings& f, const WorkerClient& worker,
-                const std::optional<Verdict>& v, const std::string& log) {
+SanitizerToolRun tool_entry(const std::string& tool, const SanitizerFindings& f, const WorkerClient& worker,
+                            const std::optional<Verdict>& v, const std::string& log) {
   const auto& st = worker.exit_status();
-  json entry = {{"tool", tool},
-                {"pass", !v.has_value()},
-                {"errors", f.errors},
-                {"hazards", f.hazards},
-                {"summary", f.summary},
-                {"seconds", worker.seconds()},
-                {"exit", st ? st->describe() : "unknown"},
-                {"first", f.first}};
+  SanitizerToolRun entry;
+  entry.tool = tool;
+  entry.pass = !v.has_value();
+  entry.errors = f.errors;
+  entry.hazards = f.hazards;
+  entry.summary = f.summary;
+  entry.seconds = worker.seconds();
+  entry.exit = st ? st->describe() : "unknown";
+  entry.first = f.first;
   // Keep a failing tool's log in the record, capped and valid UTF-8: its head (the first
   // reports) and its tail (the summary) are the evidence.
   if (v)
-    entry["log"] = log.size() <= 4096 ? sanitize_log(log, 4096)
-                                      : sanitize_log(log.substr(0, 3072), 3072) + "\n[…]\n" +
-                                            sanitize_log(log.substr(log.size() - 1024), 1024);
+    entry.log = log.size() <= 4096 ? sanitize_log(log, 4096)
+                                   : sanitize_log(log.substr(0, 3072), 3072) + "\n[…]\n" +
+                                         sanitize_log(log.substr(log.size() - 1024), 1024);
   return entry;
 }
 
@@ -193,7 +194,7 @@ json tool_entry(const std::string& tool, const SanitizerFindings& f, const Worke
 // and its seconds.
 std::optional<Verdict> run_tool(const std::string& tool, const EvalEnv& env, const Candidate& c,
                                 const CompileResult& compiled, const EvalPlan& plan, const ProgressFn& progress,
-                                json& entries, double& seconds) {
+                                std::vector<SanitizerToolRun>& entries, double& seconds) {
   // Instrumented runs are one to two orders slower: every phase gets the sanitizer's limit.
   Limits limits = env.gates->limits;
   limits.load_s = limits.gate_case_s = limits.timing_shape_s = env.gates->sanitizer.tool_s;
@@ -227,14 +228,14 @@ std::optional<Verdict> run_tool(const std::string& tool, const EvalEnv& env, con
 SanitizerResult run_sanitizer(const EvalEnv& env, const Candidate& c, const CompileResult& compiled,
                               const EvalPlan& plan, const ProgressFn& progress) {
   SanitizerResult out;
-  json report = {{"pass", false}, {"cases", json::array()}, {"tools", json::array()}};
-  for (const auto& cs : plan.sanitize_cases) report["cases"].push_back(cs.id);
+  out.report.cases.emplace();
+  out.report.tools.emplace();
+  for (const auto& cs : plan.sanitize_cases) out.report.cases->push_back(cs.id);
   for (const std::string& tool : sanitizer_tools(*compiled.resources, *compiled.launch)) {
-    out.verdict = run_tool(tool, env, c, compiled, plan, progress, report["tools"], out.seconds);
+    out.verdict = run_tool(tool, env, c, compiled, plan, progress, *out.report.tools, out.seconds);
     if (out.verdict) break;  // one failing tool is enough; the rest would only cost time
   }
-  report["pass"] = !out.verdict.has_value();
-  out.report = report;
+  out.report.pass = !out.verdict.has_value();
   return out;
 }
 

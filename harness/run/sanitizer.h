@@ -16,6 +16,7 @@
 #include "core/outcome.h"
 #include "run/evaluator.h"
 #include "run/plan.h"
+#include "store/typed_record.h"
 
 namespace evo {
 
@@ -45,7 +46,7 @@ std::vector<std::string> sanitizer_tools(const PtxasResources& resources, const 
 std::optional<std::filesystem::path> find_compute_sanitizer();
 
 struct SanitizerResult {
-  nlohmann::json report;           // the record's gates.sanitizer
+  SanitizerReport report;          // the record's gates.sanitizer
   std::optional<Verdict> verdict;  // set when the candidate fails
   double seconds = 0;
 };

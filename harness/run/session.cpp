@@ -57,33 +57,33 @@ void Session::drop_sampled_references(const EvalPlan& plan) const {
     if (is_sampled_case(c.id)) std::filesystem::remove(references_->path_for(plan.task, c), ec);
 }
 
-json Session::evaluate(const Candidate& c, const CompileResult& compiled, const EvalPlan& plan,
-                       const EliteStanding& standing, const std::string& origin, const ProgressFn& progress) {
-  Record typed = evaluate_candidate(env_, c, compiled, plan, standing, origin, progress);
-  stamp(typed);
-  json rec = write_record(typed);
+Record Session::evaluate(const Candidate& c, const CompileResult& compiled, const EvalPlan& plan,
+                         const EliteStanding& standing, const std::string& origin, const ProgressFn& progress) {
+  Record rec = evaluate_candidate(env_, c, compiled, plan, standing, origin, progress);
+  stamp(rec);
   if (annotate_) annotate_(rec);
   const auto t0 = std::chrono::steady_clock::now();
-  append_record(results_file_, rec);
+  append_record(results_file_, write_record(rec));
   if (options_.update_populations) refresh_populations();
   // Measured by writing the record, so only the caller's copy carries it (evo run's phase means).
-  rec["phases"]["detail"]["record_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!rec.phases) rec.phases = RecordPhases{};
+  if (!rec.phases->detail) rec.phases->detail = PhaseDetail{};
+  (*rec.phases->detail)["record_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return rec;
 }
 
-json Session::record_device_failure(const Candidate& c, const CompileResult& compiled, const EvalPlan& plan,
-                                    const std::string& origin, const std::string& why) {
+Record Session::record_device_failure(const Candidate& c, const CompileResult& compiled, const EvalPlan& plan,
+                                      const std::string& origin, const std::string& why) {
   // The evaluator writes a complete record without touching the GPU for a candidate whose
   // verdict is already decided: hand it the crash, then restore the resource gate it passed.
   CompileResult decided = compiled;
   decided.verdict = Verdict{Outcome::crash, fmt::format("GPU {} (device {}) failed while evaluating this candidate; it "
                                                         "takes no more work: {}",
                                                         env_.gpu.uuid, env_.device, why)};
-  Record typed = evaluate_candidate(env_, c, decided, plan, EliteStanding{}, origin, [](const std::string&) {});
-  typed.gates->resources = resource_gate_part(compiled.verdict);
-  stamp(typed);
-  json rec = write_record(typed);
-  append_record(results_file_, rec);
+  Record rec = evaluate_candidate(env_, c, decided, plan, EliteStanding{}, origin, [](const std::string&) {});
+  rec.gates->resources = resource_gate_part(compiled.verdict);
+  stamp(rec);
+  append_record(results_file_, write_record(rec));
   return rec;
 }
 

@@ -35,17 +35,18 @@ class Session {
   void prepare_references(const EvalPlan& plan, const ProgressFn& progress);
   // Sampled cases are new every run: their references leave the cache when the run is done.
   void drop_sampled_references(const EvalPlan& plan) const;
-  // Evaluates, appends the record durably, refreshes this GPU's populations; returns the record.
-  nlohmann::json evaluate(const Candidate& c, const CompileResult& compiled, const EvalPlan& plan,
-                          const EliteStanding& standing, const std::string& origin, const ProgressFn& progress);
+  // Evaluates, appends the record durably, refreshes this GPU's populations; returns the record
+  // as written, plus phases.detail.record_s (the time writing it took).
+  Record evaluate(const Candidate& c, const CompileResult& compiled, const EvalPlan& plan,
+                  const EliteStanding& standing, const std::string& origin, const ProgressFn& progress);
   // The record of a candidate whose GPU failed under it (--devices): outcome crash, nothing
   // measured; appended like any other so the loss is visible and counted.
-  nlohmann::json record_device_failure(const Candidate& c, const CompileResult& compiled, const EvalPlan& plan,
-                                       const std::string& origin, const std::string& why);
+  Record record_device_failure(const Candidate& c, const CompileResult& compiled, const EvalPlan& plan,
+                               const std::string& origin, const std::string& why);
   nlohmann::json population(const Task& task, const std::string& benchmark) const;  // this GPU's, or empty
   const GpuInfo& gpu() const { return env_.gpu; }
-  // `evo evolve` and `evo eval`: adds their fields to each record before it is written.
-  void set_annotate(std::function<void(nlohmann::json&)> annotate) { annotate_ = std::move(annotate); }
+  // `evo evolve` and `evo eval`: adds their fields to each evaluated record before it is written.
+  void set_annotate(std::function<void(Record&)> annotate) { annotate_ = std::move(annotate); }
   const std::filesystem::path& results_file() const { return results_file_; }
   // Derives this GPU's populations from every record again (after parallel evaluations).
   void refresh_populations() const;
@@ -56,7 +57,7 @@ class Session {
   EvalEnv env_;
   std::unique_ptr<ReferenceStore> references_;
   std::filesystem::path results_file_;
-  std::function<void(nlohmann::json&)> annotate_;
+  std::function<void(Record&)> annotate_;
 };
 
 // One session per GPU of `gpus` (one model, from query_devices), all appending to the first

@@ -166,6 +166,12 @@ TEST(RunRecord, FakeEvaluationHasTheFieldsOfACommittedRunRecordAndRoundTrips) {
   ASSERT_EQ(rec.timing->size(), 1u);
   EXPECT_GT((*rec.timing)[0].tflops.value_or(0), 0);
   EXPECT_EQ(rec.gate_seed, 42);
+  ASSERT_TRUE(rec.gates && rec.gates->sampled);  // typed, not in gates.extra
+  EXPECT_EQ(rec.gates->sampled->seed, 42);
+  EXPECT_EQ(rec.gates->sampled->run, rec.gates->sampled->cases);
+  EXPECT_FALSE(rec.gates->sanitizer);  // no --sanitize: the record says null
+  ASSERT_TRUE(rec.phases && rec.phases->detail);
+  EXPECT_TRUE(rec.phases->detail->count("parent_compare_s"));
 
   const json written = write_record(rec);
   // The newest committed ok record of a real run (stage 7, sampled gate on). Skipped: what the

@@ -69,18 +69,26 @@ TEST(EvalPhases, KeepsTheWorkersNumbersOnlyAndAveragesThem) {
   done.fields = {{"event", "done"},
                  {"clock", {{"init_s", 0.5}, {"hash_s", 1.25}, {"evil_s", "rm -rf"}, {"neg_s", -3.0}}}};
   p.on_event(done);
-  const json j = p.to_json();
-  EXPECT_TRUE(j["process_start_s"].is_number());
-  EXPECT_EQ(j["worker_init_s"], 0.5);
-  EXPECT_EQ(j["worker_hash_s"], 1.25);
-  EXPECT_FALSE(j.contains("worker_evil_s"));
-  EXPECT_FALSE(j.contains("worker_neg_s"));
-  EXPECT_EQ(j["parent_read_s"], 0.0);
-  std::vector<json> records{
-      {{"phases", {{"detail", {{"worker_hash_s", 1.0}, {"parent_read_s", 0.5}, {"record_s", 0.1}}}}}},
-      {{"phases", {{"detail", {{"worker_hash_s", 3.0}, {"parent_read_s", 0.5}}}}}},
-      {{"phases", {{"gpu_s", 1.0}}}},  // no detail (a compile failure): not counted
-      json()};
+  const PhaseDetail d = p.detail();
+  ASSERT_TRUE(d.count("process_start_s"));
+  EXPECT_TRUE(d.at("process_start_s").has_value());
+  EXPECT_EQ(d.at("worker_init_s"), 0.5);
+  EXPECT_EQ(d.at("worker_hash_s"), 1.25);
+  EXPECT_FALSE(d.count("worker_evil_s"));
+  EXPECT_FALSE(d.count("worker_neg_s"));
+  EXPECT_EQ(d.at("parent_read_s"), 0.0);
+  auto with_phases = [](std::optional<PhaseDetail> detail) {
+    Record r;
+    r.phases = RecordPhases{};
+    r.phases->gpu_s = 1.0;
+    r.phases->detail = std::move(detail);
+    return r;
+  };
+  std::vector<Record> records{
+      with_phases(PhaseDetail{{"worker_hash_s", 1.0}, {"parent_read_s", 0.5}, {"record_s", 0.1}}),
+      with_phases(PhaseDetail{{"worker_hash_s", 3.0}, {"parent_read_s", 0.5}, {"process_start_s", std::nullopt}}),
+      with_phases(std::nullopt),  // no detail (a compile failure): not counted
+      Record{}};
   EXPECT_EQ(phase_means(records), "per candidate, mean s over 2: hash 2.000, parent_read 0.500, record 0.050");
   EXPECT_EQ(phase_means({}), "");
 }
