@@ -2,6 +2,7 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <filesystem>
 #include <iostream>
 
 #include "cli/commands.h"
@@ -45,9 +46,15 @@ int main(int argc, char** argv) {
   } catch (const evo::EvoError& e) {
     std::cerr << "evo: " << e.what() << "\n";
     return e.code();
-  } catch (const std::exception& e) {
-    std::cerr << "evo: internal error: " << e.what() << "\n";
+  } catch (const std::filesystem::filesystem_error& e) {  // a full disk, a lost mount, permissions
+    std::cerr << "evo: " << e.what() << "\n";
     return evo::kExitEnvironment;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "evo: out of memory\n";
+    return evo::kExitEnvironment;
+  } catch (const std::exception& e) {  // none of the above: a bug in evo, not in its input or machine
+    std::cerr << "evo: internal error: " << e.what() << " (a bug in evo: please report it with the command)\n";
+    return evo::kExitInternal;
   }
   return evo::g_exit_code;
 }

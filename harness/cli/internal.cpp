@@ -1,7 +1,8 @@
-// Hidden subcommands that evo runs in child processes: NVRTC compiles (killable) and GPU
-// workers (isolated). Not for users; `evo --help` does not list them.
+// Hidden subcommands that evo runs in child processes: NVRTC compiles (killable), GPU
+// workers (isolated) and exec generators (contained with everything they start). Not for users; `evo --help` does not list them.
 #include "cli/commands.h"
 #include "compile/compiler.h"
+#include "evolve/generator_process.h"
 #include "gpu/worker_protocol.h"
 
 namespace evo {
@@ -17,6 +18,11 @@ void add_internal_commands(CLI::App& app) {
   auto job = std::make_shared<std::string>();
   worker->add_option("job", *job)->required();
   worker->callback([job] { g_exit_code = worker_main(*job); });
+
+  auto* generator = app.add_subcommand("__generator", "")->group("");
+  auto spec = std::make_shared<std::string>();
+  generator->add_option("spec", *spec)->required();
+  generator->callback([spec] { g_exit_code = generator_child_main(*spec); });
 }
 
 }  // namespace evo

@@ -27,7 +27,7 @@ void run_request(const RequestOptions& o) {
   Context ctx = Context::load();
   const Stage& stage = find_stage(ctx.stages, o.stage);
   RecordSet records = read_records(o.results_dir);
-  RequestInputs in{&ctx, &stage, parse_task(o.task), o.gpu, o.op, &records.records, {}, o.max_failures};
+  RequestInputs in{&ctx, &stage, parse_task(o.task), o.gpu, o.op, &records.records, {}, o.max_failures, nullptr, {}};
   const nlohmann::json req = build_request(in);
   if (o.as_md)
     std::cout << request_markdown(req);

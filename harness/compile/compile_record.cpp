@@ -34,6 +34,7 @@ RecordCompile compile_part(const CompileResult& r) {
              {"launch", r.launch ? launch_json(*r.launch) : json(nullptr)},
              {"technique", r.technique ? json(*r.technique) : json(nullptr)},
              {"technique_error", r.technique_error.empty() ? json(nullptr) : json(r.technique_error)}};
+  if (!r.code_sha256.empty()) c.extra["code_sha256"] = r.code_sha256;  // what runs (novelty on code)
   return c;
 }
 

@@ -86,13 +86,27 @@ std::string Compiler::final_source(const Candidate& c) {
   return s + c.variant->source;
 }
 
+std::filesystem::path Compiler::entry_path(const std::string& key, const char* extension) const {
+  return cache_dir_ / "nvrtc" / key.substr(0, 2) / (key + extension);
+}
+
 // SASS technique counts for every cubin that passed the resource gate (when nvdisasm exists);
 // a stage that requires counts rejects a candidate without them as `technique`, and one whose
-// SASS cannot be read at all stops the run (environment): it never passes unchecked.
-void Compiler::check_technique(const Candidate& c, CompileResult& r) const {
-  if (auto sass = disassemble(r.cubin_path, &r.technique_error)) {
+// SASS cannot be read at all stops the run (environment): it never passes unchecked. The counts
+// go into the cache entry: nvdisasm costs ~0.15 s a cubin, most of a warm `evo compile`.
+void Compiler::check_technique(const Candidate& c, const RawCompile& raw, CompileResult& r) const {
+  if (raw.technique) {
+    r.technique = raw.technique;
+  } else if (auto sass = disassemble(r.cubin_path, &r.technique_error)) {
     r.technique = count_techniques(*sass);
     r.technique_error.clear();
+    const fs::path meta_path = entry_path(r.key, ".json");
+    json meta = fs::exists(meta_path) ? json::parse(read_file(meta_path), nullptr, false) : json();
+    if (meta.is_object() && meta.value("cubin_sha256", "") == raw.cubin_sha256) {
+      meta["technique"] = *r.technique;
+      meta["technique_version"] = kTechniqueCountsVersion;
+      write_file_atomic(meta_path, meta.dump());
+    }
   }
   if (c.variant->requires_sass.empty()) return;
   if (!r.technique) throw environment_error(fmt::format("{}: {}", c.variant->id, r.technique_error));
@@ -152,7 +166,8 @@ CompileResult Compiler::compile(const Candidate& c) const {
       r.verdict = {Outcome::resources, *bad};
     }
   }
-  if (r.verdict.ok()) check_technique(c, r);
+  r.code_sha256 = code_identity(cubin);
+  if (r.verdict.ok()) check_technique(c, raw, r);
   r.seconds = elapsed();
   return r;
 }
@@ -164,9 +179,11 @@ bool Compiler::read_cache_entry(const fs::path& meta_path, const fs::path& cubin
     r.log = meta.at("log");
     if (meta.at("nvrtc_ok").get<bool>()) {
       r.cubin = read_file(cubin_path);
-      if (sha256_hex(r.cubin) != meta.at("cubin_sha256").get<std::string>())
-        throw std::runtime_error("cubin hash mismatch");
+      r.cubin_sha256 = sha256_hex(r.cubin);
+      if (r.cubin_sha256 != meta.at("cubin_sha256").get<std::string>()) throw std::runtime_error("cubin hash mismatch");
       r.cubin_path = cubin_path;
+      if (meta.value("technique_version", 0) == kTechniqueCountsVersion && meta.contains("technique"))
+        r.technique = meta["technique"].get<TechniqueCounts>();
     } else {
       r.verdict = classify_nvrtc_failure(r.log);
     }
@@ -221,8 +238,8 @@ Compiler::RawCompile Compiler::compile_cached(const std::string& source, const s
   for (const auto& o : options) key.update("\0", 1).update(o);
   const std::string hex = key.hex();  // once: hex() finishes the hash
   r.key = hex;
-  const fs::path dir = cache_dir_ / "nvrtc" / r.key.substr(0, 2);
-  const fs::path meta_path = dir / (r.key + ".json"), cubin_path = dir / (r.key + ".cubin");
+  const fs::path meta_path = entry_path(r.key, ".json"), cubin_path = entry_path(r.key, ".cubin");
+  const fs::path dir = meta_path.parent_path();
   if (read_cache_entry(meta_path, cubin_path, r)) return r;
   r = RawCompile{};  // a damaged entry is simply rebuilt
   r.key = hex;
@@ -231,12 +248,10 @@ Compiler::RawCompile Compiler::compile_cached(const std::string& source, const s
   if (ok) {
     write_file_atomic(cubin_path, r.cubin);
     r.cubin_path = cubin_path;
+    r.cubin_sha256 = sha256_hex(r.cubin);
   }
-  json meta{{"format", kCacheFormat},
-            {"nvrtc_ok", ok},
-            {"log", r.log},
-            {"name", name},
-            {"cubin_sha256", ok ? sha256_hex(r.cubin) : ""}};
+  json meta{
+      {"format", kCacheFormat}, {"nvrtc_ok", ok}, {"log", r.log}, {"name", name}, {"cubin_sha256", r.cubin_sha256}};
   write_file_atomic(meta_path, meta.dump());
   return r;
 }

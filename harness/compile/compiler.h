@@ -27,6 +27,7 @@ struct CompileResult {
   std::optional<LaunchGeometry> launch;
   std::optional<TechniqueCounts> technique;  // SASS counts; set when the cubin could be disassembled
   std::string technique_error;               // why there are no counts (nvdisasm missing or failed)
+  std::string code_sha256;                   // what runs: the cubin without its debug info (cubin.h)
   std::filesystem::path cubin_path;          // set when the cubin exists (outcome ok or resources)
 };
 
@@ -43,9 +44,10 @@ class Compiler {
  private:
   struct RawCompile {
     Verdict verdict;
-    std::string key, log, cubin;
+    std::string key, log, cubin, cubin_sha256;
     bool cached = false;
     std::filesystem::path cubin_path;
+    std::optional<TechniqueCounts> technique;  // counted by an earlier compile of this entry
   };
   RawCompile compile_cached(const std::string& source, const std::string& name,
                             const std::vector<std::string>& options) const;
@@ -57,7 +59,8 @@ class Compiler {
   bool compile_in_child(const std::string& source, const std::string& name, const std::vector<std::string>& options,
                         const std::filesystem::path& dir, RawCompile& r) const;
   std::vector<std::string> options(const std::string& arch) const;
-  void check_technique(const Candidate& c, CompileResult& r) const;
+  void check_technique(const Candidate& c, const RawCompile& raw, CompileResult& r) const;
+  std::filesystem::path entry_path(const std::string& key, const char* extension) const;
   std::filesystem::path root_, cache_dir_;
   const GatesConfig& gates_;
   std::string nvrtc_version_, common_hash_;

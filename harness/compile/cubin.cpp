@@ -4,6 +4,8 @@
 
 #include <cstring>
 
+#include "core/sha256.h"
+
 namespace evo {
 
 namespace {
@@ -89,6 +91,41 @@ std::optional<std::vector<TmaSpec>> read_tma_specs(const std::string& cubin, std
     specs.push_back(TmaSpec{w[0], w[1], w[2], w[3], w[4]});
   }
   return specs;
+}
+
+namespace {
+bool debug_section(const std::string& name) {
+  for (const char* prefix : {".debug", ".nv_debug", ".rel.debug", ".rela.debug", ".rel.nv_debug", ".rela.nv_debug"})
+    if (name.rfind(prefix, 0) == 0) return true;
+  return false;
+}
+}  // namespace
+
+std::string code_identity(const std::string& cubin) {
+  Elf64_Ehdr eh;
+  if (!read_at(cubin, 0, &eh) || std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+      eh.e_shentsize != sizeof(Elf64_Shdr))
+    return "";
+  auto section = [&](uint32_t i, Elf64_Shdr* sh) {
+    return i < eh.e_shnum && read_at(cubin, eh.e_shoff + uint64_t(i) * sizeof(Elf64_Shdr), sh);
+  };
+  Elf64_Shdr names;
+  if (!section(eh.e_shstrndx, &names) || names.sh_offset > cubin.size()) return "";
+  Sha256 h;
+  h.update(cubin.substr(0, EI_NIDENT)).update(std::to_string(eh.e_machine) + "/" + std::to_string(eh.e_flags));
+  for (uint32_t i = 0; i < eh.e_shnum; ++i) {
+    Elf64_Shdr sh;
+    if (!section(i, &sh)) return "";
+    const uint64_t name_at = names.sh_offset + sh.sh_name;
+    const std::string name = name_at < cubin.size() ? std::string(cubin.c_str() + name_at) : "";
+    if (debug_section(name)) continue;
+    const bool has_bytes = sh.sh_type != SHT_NOBITS;
+    if (has_bytes && (sh.sh_offset > cubin.size() || sh.sh_size > cubin.size() - sh.sh_offset)) return "";
+    h.update(name).update("\0", 1).update(std::to_string(sh.sh_type) + "/" + std::to_string(sh.sh_flags) + "/" +
+                                          std::to_string(sh.sh_size) + "/" + std::to_string(sh.sh_info) + "\0");
+    if (has_bytes) h.update(cubin.substr(sh.sh_offset, sh.sh_size));
+  }
+  return h.hex();
 }
 
 }  // namespace evo

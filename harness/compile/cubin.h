@@ -21,6 +21,13 @@ struct LaunchGeometry {
 // nullopt with `error` set when the cubin is malformed or has no evo_launch symbol.
 std::optional<LaunchGeometry> read_launch_geometry(const std::string& cubin, std::string* error);
 
+// What runs, as a hash: SHA-256 over the cubin's sections (name, type, flags, contents) except
+// its debug info (.debug_*, .nv_debug_*: line tables name the source file and its lines). Two
+// cubins with the same value have the same code, constants and exported launch geometry, so two
+// sources that differ only in comments, layout or an unused #define run the same kernel. Empty
+// when the cubin is not a 64-bit ELF.
+std::string code_identity(const std::string& cubin);
+
 // One TMA tensor map a variant wants (EvoTmaSpec, EVO_EXPORT_TMA in evo_attn.cuh).
 constexpr int kTmaSlots = 4;
 struct TmaSpec {

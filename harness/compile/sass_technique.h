@@ -17,6 +17,10 @@ using TechniqueCounts = std::map<std::string, long>;
 // The keys a stage may require, in the order records list them.
 extern const char* const kTechniqueKeys[8];
 
+// Bumped when count_techniques counts differently: counts kept in the compile cache under an
+// older version are counted again.
+constexpr int kTechniqueCountsVersion = 1;
+
 // Counts the instructions in nvdisasm's text output (one instruction per line).
 TechniqueCounts count_techniques(const std::string& sass);
 

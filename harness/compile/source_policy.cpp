@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/utf8.h"
+
 namespace evo {
 
 namespace {
@@ -355,18 +357,9 @@ std::string sanitize_log(const std::string& text, size_t max_bytes) {
       ++i;
       continue;
     }
-    int len = (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-    bool valid = len > 0 && i + len <= n;
-    for (int k = 1; valid && k < len; ++k) valid = (s[i + k] & 0xC0) == 0x80;
-    if (valid) {
-      uint32_t cp = len == 2 ? (c & 0x1F) : len == 3 ? (c & 0x0F) : (c & 0x07);
-      for (int k = 1; k < len; ++k) cp = (cp << 6) | (s[i + k] & 0x3F);
-      valid = !(len == 2 && cp < 0x80) && !(len == 3 && cp < 0x800) && !(len == 4 && cp < 0x10000) && cp <= 0x10FFFF &&
-              !(cp >= 0xD800 && cp <= 0xDFFF);
-    }
-    if (valid) {
-      out.append(text, i, size_t(len));
-      i += size_t(len);
+    if (const size_t len = utf8_char_length(std::string_view(text).substr(i)); len > 0) {
+      out.append(text, i, len);
+      i += len;
     } else {
       out += "\xEF\xBF\xBD";
       ++i;

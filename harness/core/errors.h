@@ -12,6 +12,7 @@ enum ExitCode : int {
   kExitEnvironment = 2,  // no GPU, no driver, no NVRTC
   kExitCorrectness = 3,  // a correctness regression
   kExitPerformance = 4,  // a performance regression
+  kExitInternal = 5,     // evo's own fault (a bug): the message says "internal error"; please report it
 };
 
 class EvoError : public std::runtime_error {

@@ -149,6 +149,11 @@ Variant parse_variant(const std::string& source, const std::string& origin) {
   return v;
 }
 
+void join_stage(Variant& v, const Stage& s) {
+  v.stage = s.number;
+  v.requires_sass = s.requires_sass;
+}
+
 std::vector<Stage> discover_stages(const std::filesystem::path& root) {
   namespace fs = std::filesystem;
   static const std::regex stage_dir(R"((\d+)-([a-z0-9-]+))");
@@ -189,9 +194,8 @@ std::vector<Stage> discover_stages(const std::filesystem::path& root) {
                                       sanitized_name(rel.string())));
       Variant v = parse_variant(read_file(f.path()), rel.string());
       v.id = name + "/" + f.path().stem().string();
-      v.stage = s.number;
       v.path = rel;
-      v.requires_sass = s.requires_sass;
+      join_stage(v, s);
       s.variants.push_back(std::move(v));
     }
     std::sort(s.variants.begin(), s.variants.end(), [](const Variant& a, const Variant& b) { return a.id < b.id; });

@@ -49,6 +49,11 @@ struct Stage {
 // Throws a usage error that names the file and the bad field.
 Variant parse_variant(const std::string& source, const std::string& origin);
 
+// Makes v a candidate source of stage s, wherever it came from (variants/, evo eval, a
+// generator): the stage's number and its technique requirements (requires_sass), so every
+// source of a stage meets the same gate.
+void join_stage(Variant& v, const Stage& s);
+
 // Every stage under <root>/variants, sorted by number, each with its variants sorted by id.
 std::vector<Stage> discover_stages(const std::filesystem::path& root);
 // The stage numbered n; throws a usage error listing the stages that exist.

@@ -1,7 +1,7 @@
 // Generators propose candidates for `evo evolve`. The builtin one mutates and crosses the
 // tunables of the stage's variants (or, as the ablation baseline, samples them uniformly); an
 // external one is any program that reads the request JSON on stdin and writes
-// {"candidates": [{"source", "parent", "rationale"}]} on stdout.
+// {"candidates": [{"source", "params", "parent", "rationale"}]} on stdout (docs/evolve.md).
 #pragma once
 #include <chrono>
 #include <cstdint>
@@ -17,7 +17,8 @@ namespace evo {
 
 struct Proposal {
   const Variant* variant = nullptr;  // builtin: the variant file whose tunables it sets
-  ParamSet params;                   // builtin: the tunables
+  ParamSet params;                   // the tunables (external: those the answer set, by name)
+  bool params_given = false;         // external: the answer had "params" (else the front matter's defaults)
   std::string source;                // external: the whole kernel, front matter first
   std::string parent;                // candidate id(s) it came from ("a+b" for a crossover)
   std::string rationale;
@@ -48,11 +49,14 @@ class TunableGenerator {
   uint64_t seed_;
 };
 
+// What an external generator answered. Every string in it is valid UTF-8, whatever bytes the
+// program wrote (invalid sequences become U+FFFD).
 struct GeneratorReply {
   std::vector<Proposal> proposals;
-  std::vector<std::string> rejected;  // one line per candidate entry that was unusable
+  std::vector<std::string> rejected;  // one line per candidate entry that was unusable or dropped
   std::string error;                  // set when the generator failed as a whole
   std::string raw;                    // stdout, capped (for the trace)
+  long stray_processes = 0;           // processes it left running, killed
   double seconds = 0;
 };
 
@@ -60,12 +64,18 @@ struct ExternalLimits {
   std::chrono::milliseconds timeout{120000};
   size_t max_output_bytes = 4u << 20;
   size_t max_source_bytes = 262144;
+  size_t max_candidates = 64;  // --population: entries past it are dropped with a note
 };
 
-// Runs `command` through /bin/sh with the request on stdin; never throws for what the program
-// does (hang, crash, garbage): that becomes `error`.
+// Fields of an answer kept at most this long (bytes): longer ones are cut at a character.
+constexpr size_t kMaxRationaleBytes = 2000;
+constexpr size_t kMaxParentBytes = 200;  // a longer parent is no candidate id: dropped with a note
+constexpr size_t kMaxRawBytes = 65536;   // stdout kept in the trace
+
+// Runs `command` through /bin/sh with the request on stdin (evolve/generator_process.h); never
+// throws for what the program does (hang, crash, garbage, stray processes): that becomes `error`.
 GeneratorReply ask_external(const std::string& command, const nlohmann::json& request, const ExternalLimits& limits);
-// Parses a generator's stdout (exposed for tests).
-GeneratorReply parse_generator_output(const std::string& out, size_t max_source_bytes);
+// Parses a generator's stdout, bytes as they came (exposed for tests).
+GeneratorReply parse_generator_output(const std::string& out, const ExternalLimits& limits);
 
 }  // namespace evo

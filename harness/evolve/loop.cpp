@@ -8,94 +8,6 @@ namespace evo {
 
 namespace evolve_loop {
 
-std::vector<Individual> Loop::parents() const {
-  std::vector<json> own;
-  for (const auto& r : mine)
-    if (object_or_null(r, "fitness").is_object() && string_or(object_or_null(r, "evolve"), "phase") == "full")
-      own.push_back(r);
-  std::sort(own.begin(), own.end(), [](const json& a, const json& b) {
-    return a["fitness"]["geomean_median_us"].get<double>() < b["fitness"]["geomean_median_us"].get<double>();
-  });
-  std::vector<json> ranked;
-  if (island.active()) {
-    ranked = island_ranked(baseline, own, migrants, o.population);
-  } else {
-    if (session) ranked = stage_elites(session->population(task, full.benchmark), stage.number);
-    for (size_t i = 0; i < own.size() && i < o.population; ++i) ranked.push_back(own[i]);
-  }
-  std::vector<Individual> out;
-  for (const auto& r : ranked)
-    for (const auto& v : stage.variants)
-      if (v.id == string_or(r, "variant")) {
-        ParamSet p;
-        for (auto& [k, x] : r["params"].items()) p.emplace_back(k, x.get<long>());
-        out.push_back({&v, p, string_or(r, "candidate_id"), number_or(r["fitness"], "geomean_median_us", 0)});
-      }
-  return out;
-}
-
-std::vector<Proposal> Loop::propose(int gen, json& step) {
-  if (tunable) {
-    const auto ps = parents();
-    json from = json::array();
-    for (const auto& p : ps) from.push_back(p.candidate_id);
-    step["request"] = {{"parents", from}, {"domain_configs", tunable->domain_size()}};
-    auto props = tunable->propose(ps, o.population, gen, [&](const Variant& v, const ParamSet& p) {
-      return novelty.seen(Candidate{&v, p, task, arch});
-    });
-    json resp = json::array();
-    for (const auto& p : props)
-      resp.push_back({{"variant", p.variant->id},
-                      {"params", Candidate{p.variant, p.params, task, arch}.params_text()},
-                      {"parent", p.parent},
-                      {"rationale", p.rationale}});
-    step["response"] = resp;
-    return props;
-  }
-  std::vector<json> records;
-  records = read_records(o.results_dir).records;
-  // The newest few failures that are not records (generator errors, duplicates, compile-only runs).
-  const size_t keep = std::min<size_t>(feedback.size(), 8);
-  RequestInputs in{&ctx,
-                   &stage,
-                   task,
-                   session ? session->gpu().key : "",
-                   o.op,
-                   &records,
-                   std::vector<json>(feedback.end() - long(keep), feedback.end()),
-                   8};
-  const json request = build_request(in);
-  step["request"] = request;
-  ExternalLimits lim;
-  lim.timeout = std::chrono::milliseconds(long(o.generator_timeout_s) * 1000);
-  lim.max_source_bytes = ctx.gates.limits.source_bytes;
-  GeneratorReply reply = ask_external(o.generator.substr(5), request, lim);
-  step["response"] = {
-      {"raw", reply.raw}, {"error", reply.error}, {"rejected", reply.rejected}, {"seconds", reply.seconds}};
-  auto fail = [&](const std::string& why) {
-    fmt::print(stderr, "evo evolve: generation {}: {}\n", gen, why);
-    feedback.push_back({{"outcome", "generator"}, {"reason", why}, {"generation", gen}});
-  };
-  if (!reply.error.empty()) fail(reply.error);
-  for (const auto& r : reply.rejected) fail(r);
-  return reply.proposals;
-}
-
-std::optional<Candidate> Loop::candidate_of(const Proposal& p, json& verdict) {
-  if (p.variant) return Candidate{p.variant, p.params, task, arch};
-  try {
-    const fs::path stored = store_source(ctx.root, o.results_dir, p.source);
-    auto v = std::make_unique<Variant>(external_variant(p.source, stage, stored, "generated source", p.parent));
-    external.push_back(std::move(v));
-    return Candidate{external.back().get(), default_params(*external.back()), task, arch};
-  } catch (const EvoError& e) {
-    verdict["outcome"] = "input";
-    verdict["reason"] = e.what();
-    feedback.push_back({{"outcome", "input"}, {"reason", e.what()}, {"rationale", p.rationale}});
-    return std::nullopt;
-  }
-}
-
 json Loop::evaluate(size_t slot, const Candidate& c, const CompileResult& compiled, const EvalPlan& plan) {
   const EliteStanding standing = elite_standing(session->population(task, plan.benchmark), stage.number, c.id());
   json rec = write_record(sessions[slot]->evaluate(c, compiled, plan, standing, "evolve", [](const std::string&) {}));
@@ -103,23 +15,6 @@ json Loop::evaluate(size_t slot, const Candidate& c, const CompileResult& compil
   mine.push_back(rec);
   gpu_s += number_or(rec, "gpu_seconds", 0);
   return rec;
-}
-
-std::optional<Candidate> Loop::admit_proposal(const Proposal& p, json& verdict) {
-  verdict = {{"parent", p.parent}, {"rationale", p.rationale}};
-  auto c = candidate_of(p, verdict);
-  if (!c) return std::nullopt;
-  verdict["candidate_id"] = c->id();
-  verdict["variant"] = c->variant->id;
-  verdict["params"] = c->params_text();
-  if (novelty.seen(*c)) {
-    verdict["outcome"] = "duplicate";
-    verdict["reason"] = "already evaluated (same normalized source and params): not compiled";
-    feedback.push_back(verdict);
-    return std::nullopt;
-  }
-  novelty.add(*c);
-  return c;
 }
 
 json Loop::one(size_t slot, const Proposal& p, const Candidate* c, const CompileResult& compiled, int gen,
@@ -182,13 +77,40 @@ std::string Loop::summary() const {
                      best > 0 ? fmt::format("{:.2f} µs", best) : "none yet");
 }
 
+namespace {
+
+std::string params_line(const json& p) {
+  std::string s;
+  if (p.is_object())
+    for (auto& [k, v] : p.items()) s += (s.empty() ? "" : " ") + k + "=" + v.dump();
+  return s;
+}
+
+}  // namespace
+
+// One line per generation in the trace, whatever happens: an error that ends the run is in it.
 void Loop::generation(int gen, Progress& progress) {
   json step = {
       {"run", run_id}, {"generation", gen}, {"generator", o.generator.substr(0, 200)}, {"time", utc_now_iso8601()}};
-  const std::vector<Proposal> props = propose(gen, step);
+  try {
+    run_generation(gen, progress, step);
+  } catch (const std::exception& e) {
+    step["error"] = e.what();
+    append_line_durable(trace, step.dump(-1, ' ', false, json::error_handler_t::replace));
+    throw;
+  }
+  append_line_durable(trace, step.dump(-1, ' ', false, json::error_handler_t::replace));
+}
+
+void Loop::run_generation(int gen, Progress& progress, json& step) {
+  std::vector<Proposal> props = propose(gen, step);
+  if (props.size() > o.population) {  // every generator is held to --population
+    step["dropped"] = fmt::format("{} proposal(s) over --population {}", props.size() - o.population, o.population);
+    props.resize(o.population);
+  }
   if (!pending_migration.is_null()) step["migration"] = std::exchange(pending_migration, json());
-  // Novelty first, then every survivor compiled in parallel (cached), then the GPUs, one
-  // proposal per GPU at a time from one queue (--devices).
+  // Novelty of the source first, then every survivor compiled in parallel (cached), then
+  // novelty of the code, then the GPUs, one proposal per GPU at a time from one queue (--devices).
   std::vector<json> early(props.size());
   std::vector<std::optional<Candidate>> cands(props.size());
   std::vector<Candidate> to_compile;
@@ -197,6 +119,7 @@ void Loop::generation(int gen, Progress& progress) {
     if ((cands[i] = admit_proposal(props[i], early[i])))
       compiled_at[i] = to_compile.size(), to_compile.push_back(*cands[i]);
   const std::vector<CompileResult> compiled = compile_all(compiler, to_compile, 0);
+  drop_same_code(cands, compiled, compiled_at, early);
   std::vector<json> verdicts(props.size());
   auto work = [&](size_t slot, size_t i) {
     {
@@ -206,7 +129,7 @@ void Loop::generation(int gen, Progress& progress) {
     }
     json v = cands[i] ? one(slot, props[i], &*cands[i], compiled[compiled_at[i]], gen, early[i]) : early[i];
     std::lock_guard lock(mu);
-    progress.done(fmt::format("gen {} {} {}: {}{}", gen, v.value("variant", "-"), v.value("params", ""),
+    progress.done(fmt::format("gen {} {} {}: {}{}", gen, v.value("variant", "-"), params_line(v["params"]),
                               v.value("outcome", "?"),
                               v.value("reason", "").empty() ? "" : " — " + v.value("reason", "").substr(0, 160)));
     verdicts[i] = std::move(v);
@@ -220,8 +143,10 @@ void Loop::generation(int gen, Progress& progress) {
   }
   step["verdicts"] = json::array();
   for (auto& v : verdicts)
-    if (!v.is_null()) step["verdicts"].push_back(std::move(v));
-  append_line_durable(trace, step.dump());
+    if (!v.is_null()) {
+      if (v.contains("candidate_id")) history.push_back(history_entry(v, gen));
+      step["verdicts"].push_back(std::move(v));
+    }
 }
 
 // A GPU that failed under a proposal (--devices): its record says crash, the others go on.

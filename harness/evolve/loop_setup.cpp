@@ -1,4 +1,11 @@
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <random>
+#include <sstream>
 
 #include "evolve/loop_state.h"
 
@@ -18,16 +25,47 @@ void Loop::setup() {
   if (island.active() && !o.resume.empty())
     throw usage_error("--resume with --island: an island resumes by itself (its run id comes from --island-group)");
   if (!exec) tunable.emplace(search_space(ctx.root, stage, task), o.generator == "random", island.seed(o.rng_seed));
-  run_id = island.active()    ? island.run_id()
-           : o.resume.empty() ? fmt::format("ev-{}-{}", utc_now_compact(), o.rng_seed)
-                              : o.resume;
-  if (run_id.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") !=
-      std::string::npos)
-    throw usage_error("--resume " + run_id + ": a run id has letters, digits, '-', '_' and '.' only");
-  fs::create_directories(fs::path(o.results_dir) / "evolve");
-  trace = fs::path(o.results_dir) / "evolve" / (run_id + ".trace.jsonl");
+  claim_run_id();
   open_gpus(SessionOptions{o.results_dir, o.populations_dir, cache, o.device, "evolve-" + run_id, {}, true, {}, {}});
   read_history();
+}
+
+// A new run's id is its start, its seed and a random tag, and it claims its trace file with an
+// exclusive create: two runs started in the same second with the same seed get two ids. A
+// resumed run and an island (whose id comes from its search) continue theirs.
+void Loop::claim_run_id() {
+  fs::create_directories(fs::path(o.results_dir) / "evolve");
+  const bool fresh = !island.active() && o.resume.empty();
+  std::random_device entropy;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    run_id = island.active() ? island.run_id()
+             : fresh         ? fmt::format("ev-{}-{}-{:06x}", utc_now_compact(), o.rng_seed, entropy() & 0xFFFFFF)
+                             : o.resume;
+    if (run_id.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") !=
+        std::string::npos)
+      throw usage_error("--resume " + run_id + ": a run id has letters, digits, '-', '_' and '.' only");
+    trace = fs::path(o.results_dir) / "evolve" / (run_id + ".trace.jsonl");
+    if (!fresh) return;
+    const int fd = ::open(trace.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+      ::close(fd);
+      return;
+    }
+    if (errno != EEXIST) throw environment_error(fmt::format("cannot create {}: {}", trace.string(), strerror(errno)));
+  }
+  throw environment_error("no free run id under " + (fs::path(o.results_dir) / "evolve").string());
+}
+
+// The request's "history" of a resumed run: the verdicts of its trace, generation by generation.
+void Loop::read_trace_history() {
+  if (!fs::exists(trace)) return;
+  std::istringstream lines(read_file(trace));
+  for (std::string line; std::getline(lines, line);) {
+    const json step = json::parse(line, nullptr, false);
+    if (!step.is_object() || !step.contains("verdicts") || !step["verdicts"].is_array()) continue;
+    for (const auto& v : step["verdicts"])
+      if (v.is_object() && v.contains("candidate_id")) history.push_back(history_entry(v, step.value("generation", 0)));
+  }
 }
 
 // A session per GPU of --devices (or --device); none, with `no_gpu` saying why, without a GPU.
@@ -100,6 +138,7 @@ void Loop::resume(const std::vector<json>& records) {
   for (const auto& r : records)
     if (string_or(object_or_null(r, "evolve"), "run") == run_id) mine.push_back(r);
   if (mine.empty()) throw usage_error("--resume " + run_id + ": no record of that run under " + o.results_dir);
+  read_trace_history();
   for (const auto& r : mine) {
     const json ev = r["evolve"];
     first_generation = std::max(first_generation, ev.value("generation", 0) + 1);

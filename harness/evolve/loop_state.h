@@ -1,6 +1,7 @@
-// The state of one `evo evolve` run (evolve/loop.h), shared by the loop's two files:
-// loop_setup.cpp (options, GPUs, islands, what the run starts from) and loop.cpp (the
-// generations). Internal to the evolve layer.
+// The state of one `evo evolve` run (evolve/loop.h), shared by the loop's files:
+// loop_setup.cpp (options, GPUs, islands, what the run starts from), loop_proposals.cpp (from
+// the generator to the candidates worth GPU time) and loop.cpp (the generations). Internal to
+// the evolve layer.
 #pragma once
 #include <chrono>
 #include <cstdlib>
@@ -58,6 +59,7 @@ struct Loop {
   NoveltyFilter novelty{ctx.root, task.name()};
   std::vector<std::unique_ptr<Variant>> external;  // variants made from generated sources
   std::vector<json> feedback;                      // failures that are not records
+  std::vector<json> history;                       // every verdict of the run, compact (request "history")
   std::vector<json> mine;                          // this run's records (resumed ones too)
   std::optional<TunableGenerator> tunable;
   std::vector<json> annotations{json()};   // per GPU slot: the record's "evolve" entry
@@ -75,13 +77,20 @@ struct Loop {
   }
   void import(int gen);
   void resume(const std::vector<json>& records);
+  void claim_run_id();
+  void read_trace_history();
   std::vector<Individual> parents() const;
+  json run_info(int gen) const;
   std::vector<Proposal> propose(int gen, json& step);
+  std::vector<Proposal> ask_generator(int gen, json& step);
   std::optional<Candidate> candidate_of(const Proposal& p, json& verdict);
+  void drop_same_code(std::vector<std::optional<Candidate>>& cands, const std::vector<CompileResult>& compiled,
+                      const std::vector<size_t>& compiled_at, std::vector<json>& early);
   json evaluate(size_t slot, const Candidate& c, const CompileResult& compiled, const EvalPlan& plan);
   std::optional<Candidate> admit_proposal(const Proposal& p, json& verdict);
   json one(size_t slot, const Proposal& p, const Candidate* c, const CompileResult& compiled, int gen, json verdict);
   void generation(int gen, Progress& progress);
+  void run_generation(int gen, Progress& progress, json& step);
   void lost_gpu(size_t slot, const Proposal& p, const Candidate& c, const CompileResult& compiled,
                 const std::string& why, json& verdict);
   std::string summary() const;

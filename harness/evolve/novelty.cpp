@@ -53,9 +53,20 @@ std::string NoveltyFilter::key(const Candidate& c) const {
          (params.empty() ? "(defaults)" : params) + "|" + c.task.name();
 }
 
+std::optional<std::string> NoveltyFilter::same_code(const std::string& code_sha256) const {
+  auto it = code_.find(code_sha256);
+  if (code_sha256.empty() || it == code_.end()) return std::nullopt;
+  return it->second;
+}
+
+void NoveltyFilter::add_code(const std::string& code_sha256, const std::string& candidate_id) {
+  if (!code_sha256.empty()) code_.emplace(code_sha256, candidate_id);
+}
+
 void NoveltyFilter::add_records(const std::vector<json>& records) {
   for (const auto& r : records) {
     if (string_or(r, "task") != task_ || string_or(r, "kind") != "run") continue;
+    add_code(string_or(object_or_null(r, "compile"), "code_sha256"), string_or(r, "candidate_id"));
     const std::string sha = string_or(r, "source_sha256"), path = string_or(r, "source_path");
     std::string norm;
     if (auto it = by_sha_.find(sha); it != by_sha_.end()) {

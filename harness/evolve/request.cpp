@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/paths.h"
+#include "core/sha256.h"
 #include "evolve/search_space.h"
 #include "store/json_fields.h"
 #include "store/population.h"
@@ -21,11 +22,24 @@ constexpr const char* kSemantics =
     "(summary, parent, params with domains, dtypes, head_dims, min_sm, notes; docs/variants.md) and exports "
     "extern \"C\" __global__ void evo_attn_fwd(const __grid_constant__ EvoAttnParams p) plus EVO_EXPORT_LAUNCH(...).";
 
-std::string source_text(const std::filesystem::path& root, const json& elite) {
-  const std::string path = string_or(elite, "source_path");
-  if (path.empty() || !std::filesystem::exists(root / path)) return "";
-  return read_file(root / path);
-}
+// Each distinct source once, by SHA-256: elites of one variant file share it.
+class Sources {
+ public:
+  explicit Sources(std::filesystem::path root) : root_(std::move(root)) {}
+  // The key of the text at `path` (relative to the root) in "sources"; "" when unreadable.
+  std::string add(const std::string& path) {
+    if (path.empty() || !std::filesystem::is_regular_file(root_ / path)) return "";
+    std::string text = read_file(root_ / path);
+    std::string sha = sha256_hex(text);
+    if (!texts_.contains(sha)) texts_[sha] = std::move(text);
+    return sha;
+  }
+  const json& texts() const { return texts_; }
+
+ private:
+  std::filesystem::path root_;
+  json texts_ = json::object();
+};
 
 std::string newest_gpu(const std::vector<json>& records, const std::string& task) {
   std::string gpu, time;
@@ -35,6 +49,13 @@ std::string newest_gpu(const std::vector<json>& records, const std::string& task
       time = string_or(r, "time");
     }
   return gpu;
+}
+
+// One variant's search space as the request shows it: every part of it the generator can use.
+json space_entry(const SearchVariant& sv) {
+  json t = json::object();
+  for (const auto& tn : sv.tunables) t[tn.name] = tn.values;
+  return {{"variant", sv.variant->id}, {"tunables", t}, {"configs", sv.configs()}};
 }
 
 json task_context(const RequestInputs& in, const std::string& gpu) {
@@ -47,11 +68,7 @@ json task_context(const RequestInputs& in, const std::string& gpu) {
     caps[arch] = {
         {"max_registers", c.max_registers}, {"max_smem_bytes", c.max_smem_bytes}, {"max_threads", c.max_threads}};
   json space = json::array();
-  for (const auto& sv : search_space(in.ctx->root, *in.stage, in.task)) {
-    json t = json::object();
-    for (const auto& tn : sv.tunables) t[tn.name] = tn.values;
-    space.push_back({{"variant", sv.variant->id}, {"tunables", t}, {"configs", sv.configs()}});
-  }
+  for (const auto& sv : search_space(in.ctx->root, *in.stage, in.task)) space.push_back(space_entry(sv));
   return {{"semantics", kSemantics},
           {"abi_header", read_file(in.ctx->root / "variants" / "common" / "evo_attn.cuh")},
           {"shapes", shapes},
@@ -61,7 +78,7 @@ json task_context(const RequestInputs& in, const std::string& gpu) {
           {"search_space", space}};
 }
 
-json elites_of(const RequestInputs& in, const json& pop, const std::map<std::string, json>& by_id) {
+json elites_of(const RequestInputs& in, const json& pop, const std::map<std::string, json>& by_id, Sources& sources) {
   json out = json::array();
   for (const auto& e : stage_elites(pop, in.stage->number)) {
     json x = {{"candidate_id", e["candidate_id"]},
@@ -71,8 +88,26 @@ json elites_of(const RequestInputs& in, const json& pop, const std::map<std::str
               {"timing", e["timing"]},
               {"resources", e["resources"]},
               {"lineage", lineage(by_id, string_or(e, "candidate_id"))},
-              {"source", source_text(in.ctx->root, e)}};
+              {"source_sha256", sources.add(string_or(e, "source_path"))}};
+    // The variant file may have changed since the elite was measured: say so rather than pass
+    // another kernel off as the elite's.
+    if (x["source_sha256"] != string_or(e, "source_sha256"))
+      x["source_note"] = x["source_sha256"] == "" ? "the elite's source file is gone"
+                                                  : "the variant file changed since this elite was measured: "
+                                                    "source_sha256 is the file as it is now";
     out.push_back(x);
+  }
+  return out;
+}
+
+// Without elites (no record on this GPU yet), the stage's own variant files to start from.
+json stage_variants(const RequestInputs& in, Sources& sources) {
+  json out = json::array();
+  for (const auto& v : in.stage->variants) {
+    if (!v.supports(in.task)) continue;
+    json domain = json::object();
+    for (const auto& t : v.params) domain[t.name] = t.values;
+    out.push_back({{"variant", v.id}, {"source_sha256", sources.add(v.path.string())}, {"tunables", domain}});
   }
   return out;
 }
@@ -158,6 +193,18 @@ json failure_feedback(const json& r) {
   return f;
 }
 
+json history_entry(const json& verdict, int generation) {
+  json h = {{"generation", generation},
+            {"candidate_id", verdict.value("candidate_id", "")},
+            {"variant", verdict.value("variant", "")},
+            {"params", verdict.value("params", json::object())},
+            {"outcome", verdict.value("outcome", "")},
+            {"fitness_us", verdict.contains("fitness_us") ? verdict["fitness_us"] : json(nullptr)}};
+  if (verdict.contains("source_sha256")) h["source_sha256"] = verdict["source_sha256"];
+  if (verdict.contains("screen_us")) h["screen_us"] = verdict["screen_us"];
+  return h;
+}
+
 json build_request(const RequestInputs& in) {
   const std::vector<json> none;
   const auto& records = in.records ? *in.records : none;
@@ -166,13 +213,21 @@ json build_request(const RequestInputs& in) {
   json pop = json::object();
   for (const auto& [key, p] : derive_populations(records))
     if (key == gpu + "/" + in.task.name()) pop = p;
-  json req = {{"schema_version", "1.0"},
+  json req = {{"schema_version", "2.0"},
               {"kind", "evo-request"},
               {"operator", in.op},
               {"task", in.task.name()},
               {"stage", {{"number", in.stage->number}, {"title", in.stage->title}}},
               {"i1", task_context(in, gpu)}};
-  if (in.op == "full") req["i2"] = {{"elites", elites_of(in, pop, by_id)}};
+  if (!in.run.is_null()) {
+    req["run"] = in.run;
+    req["history"] = in.history;
+  }
+  Sources sources(in.ctx->root);
+  if (in.op == "full") {
+    req["i2"] = {{"elites", elites_of(in, pop, by_id, sources)}};
+    if (req["i2"]["elites"].empty()) req["i2"]["variants"] = stage_variants(in, sources);
+  }
   if (in.op != "free") req["i3"] = insights(in, pop, by_id);
   json failures = json::array();
   for (const auto& f : in.feedback) failures.push_back(f);
@@ -181,8 +236,11 @@ json build_request(const RequestInputs& in) {
         it->value("stage", -1) == in.stage->number && string_or(*it, "outcome") != "ok")
       failures.push_back(failure_feedback(*it));
   req["failures"] = failures;
+  req["sources"] = sources.texts();
   req["answer_with"] =
-      R"({"candidates": [{"source": "<whole .cu file, front matter first>", "parent": "<candidate id>", "rationale": "<why>"}]})";
+      R"({"candidates": [{"source": "<whole .cu file, front matter first>", "params": {"<TUNABLE>": <integer>}, )"
+      R"("parent": "<candidate id>", "rationale": "<why>"}]} (params optional: the front matter's first values )"
+      R"(otherwise; at most run.wanted candidates))";
   return req;
 }
 

@@ -2,7 +2,10 @@
 // EvoEngineer: I1 task context (semantics, ABI header, shapes, resource caps, GPU), I2 the
 // elites (source, params, timing, resources, lineage), I3 insights (stage notes, measured
 // parent -> child deltas, profiler readings) and feedback on recent failures. The operator
-// picks the parts: free = I1; insight = I1 + I3; full = I1 + I2 + I3 (failures always).
+// picks the parts: free = I1; insight = I1 + I3; full = I1 + I2 + I3 (failures always). Each
+// distinct kernel source is in "sources" once, keyed by its SHA-256; `params` is an object
+// everywhere. Within `evo evolve` the request also says where the run stands ("run") and what
+// every evaluation of the run gave ("history"). docs/evolve.md has the schema.
 #pragma once
 #include <map>
 #include <nlohmann/json.hpp>
@@ -22,6 +25,10 @@ struct RequestInputs {
   const std::vector<nlohmann::json>* records = nullptr;  // every record under results/
   std::vector<nlohmann::json> feedback;                  // this run's failures, newest last
   size_t max_failures = 8;
+  // evo evolve: {"id", "generation", "wanted", "generations_left", "budget_gpu_s", "gpu_s_spent",
+  // "gpu_s_left"} and every evaluation of the run so far (history_entry); null/empty for evo context.
+  nlohmann::json run;
+  std::vector<nlohmann::json> history;
 };
 
 bool valid_operator(const std::string& op);
@@ -37,5 +44,10 @@ std::map<std::string, nlohmann::json> index_by_candidate(const std::vector<nlohm
 // What a failing record tells a generator: outcome, reason, the first failing case with its
 // error figures, and the compile log when there is one (capped).
 nlohmann::json failure_feedback(const nlohmann::json& record);
+
+// One evaluation of a run as the request's "history" lists it: generation, candidate_id,
+// variant, source_sha256 (generated sources), params (object), outcome, fitness_us (null
+// without), from a trace verdict.
+nlohmann::json history_entry(const nlohmann::json& verdict, int generation);
 
 }  // namespace evo

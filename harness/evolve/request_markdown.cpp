@@ -35,9 +35,18 @@ void task_section(std::string& md, const json& i1) {
         i1.value("abi_header", "") + "\n```\n</details>\n\n";
 }
 
-void elites_section(std::string& md, const json& i2) {
+std::string source_block(const json& sources, const json& entry) {
+  const std::string sha = entry.value("source_sha256", "");
+  if (sha.empty() || !sources.contains(sha)) return "(source not available)\n\n";
+  return "```cuda\n" + sources[sha].get<std::string>() + "\n```\n\n";
+}
+
+void elites_section(std::string& md, const json& i2, const json& sources) {
   md += "## I2 — the elites\n\n";
-  if (i2["elites"].empty()) md += "No elite yet for this GPU, task and stage.\n\n";
+  if (i2["elites"].empty()) md += "No elite yet for this GPU, task and stage: the stage's variants follow.\n\n";
+  for (const auto& v : i2.value("variants", json::array()))
+    md += fmt::format("### {} (tunables {})\n\n", v.value("variant", ""), v["tunables"].dump()) +
+          source_block(sources, v);
   int rank = 1;
   for (const auto& e : i2["elites"]) {
     std::string lin;
@@ -48,7 +57,8 @@ void elites_section(std::string& md, const json& i2) {
       md += fmt::format("- {}: median {:.2f} µs, {:.0f} TFLOPS\n", string_or(t, "shape"), number_or(t, "median_us", 0),
                         number_or(t, "tflops", 0));
     if (e["resources"].is_object()) md += "- resources: " + e["resources"].dump() + "\n";
-    md += "\n```cuda\n" + e.value("source", "") + "\n```\n\n";
+    if (e.contains("source_note")) md += "- note: " + e["source_note"].get<std::string>() + "\n";
+    md += "\n" + source_block(sources, e);
   }
 }
 
@@ -62,6 +72,18 @@ void insight_section(std::string& md, const json& i3) {
                       d["parent_us"].get<double>(), d["child_us"].get<double>(), d["change"].get<std::string>());
   md += "- profiles: " + (i3["profiles"].is_string() ? i3["profiles"].get<std::string>() : i3["profiles"].dump()) +
         "\n\n";
+}
+
+void run_section(std::string& md, const json& run, const json& history) {
+  md += fmt::format("## This run\n\n- run {}, generation {}; {} candidate(s) wanted; {} generation(s) left; GPU-s spent {}, left {}\n",
+                    run.value("id", ""), run["generation"].dump(), run["wanted"].dump(),
+                    run["generations_left"].dump(), run["gpu_s_spent"].dump(), run["gpu_s_left"].dump());
+  for (const auto& h : history) {
+    const std::string fit = h["fitness_us"].is_number() ? fmt::format(" {:.2f} µs", h["fitness_us"].get<double>()) : "";
+    md += fmt::format("- gen {} `{}` {} {}: {}{}\n", h["generation"].dump(), h.value("candidate_id", ""),
+                      h.value("variant", ""), params_line(h["params"]), h.value("outcome", ""), fit);
+  }
+  md += "\n";
 }
 
 void failures_section(std::string& md, const json& failures) {
@@ -82,7 +104,8 @@ std::string request_markdown(const json& r) {
   std::string md = fmt::format("# evo request: {} stage {} ({}), operator {}\n\n", r.value("task", ""),
                                r["stage"]["number"].get<int>(), r["stage"].value("title", ""), r.value("operator", ""));
   task_section(md, r["i1"]);
-  if (r.contains("i2")) elites_section(md, r["i2"]);
+  if (r.contains("run")) run_section(md, r["run"], r["history"]);
+  if (r.contains("i2")) elites_section(md, r["i2"], r.value("sources", json::object()));
   if (r.contains("i3")) insight_section(md, r["i3"]);
   failures_section(md, r["failures"]);
   md += "## Answer with\n\n```json\n" + r.value("answer_with", "") + "\n```\n";

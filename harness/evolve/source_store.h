@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "core/candidate.h"
 #include "core/variant.h"
 
 namespace evo {
@@ -19,5 +20,10 @@ std::filesystem::path store_source(const std::filesystem::path& root, const std:
 // variant id) overrides the front matter's when given.
 Variant external_variant(const std::string& source, const Stage& stage, const std::filesystem::path& stored_path,
                          const std::string& origin, const std::optional<std::string>& parent);
+
+// A generator's "params" over the source's front-matter defaults (each tunable it does not
+// name keeps its first value). Throws a usage error naming a param that is not one of the
+// source's tunables.
+ParamSet answer_params(const Variant& v, const ParamSet& given);
 
 }  // namespace evo

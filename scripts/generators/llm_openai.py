@@ -3,8 +3,10 @@
 
 evo evolve --generator 'exec:python3 scripts/generators/llm_openai.py' runs this program once
 per generation: the request (task context I1, elites I2, insights I3, recent failures) arrives
-as JSON on stdin; the program asks the model for a whole kernel file and prints
-{"candidates": [{"source", "parent", "rationale"}]} on stdout. Standard library only.
+as JSON on stdin (schema 2.0, docs/evolve.md: each source once under "sources", where the
+run stands under "run", every evaluation of the run under "history"); the program asks the
+model for a whole kernel file and prints {"candidates": [{"source", "params", "parent",
+"rationale"}]} on stdout. Standard library only.
 
 Environment:
   EVO_LLM_ENDPOINT   base URL, e.g. https://api.openai.com/v1 (required)
@@ -29,7 +31,9 @@ SYSTEM = (
     "extern \"C\" __global__ void evo_attn_fwd(const __grid_constant__ EvoAttnParams p) and "
     "EVO_EXPORT_LAUNCH(...). Include only evo_attn.cuh and CUDA toolkit headers. A kernel that is "
     "wrong, reads or writes out of bounds, or does not do the work is rejected. Before the code "
-    "block, one line 'Parent: <candidate id>' and one line 'Rationale: <why it should be faster>'."
+    "block, one line 'Parent: <candidate id>', one line 'Rationale: <why it should be faster>' and, "
+    "to run it with tunables other than its front matter's first values (an elite runs with its "
+    "listed params), one line 'Params: {\"NAME\": integer, ...}'."
 )
 
 CODE_BLOCK = re.compile(r"```(?:cuda|cu|c\+\+|cpp|c)?[ \t]*\n(.*?)```", re.S)
@@ -39,8 +43,27 @@ def params_text(params):
     return " ".join(f"{k}={v}" for k, v in (params or {}).items()) or "(defaults)"
 
 
+def source_block(req, entry):
+    text = req.get("sources", {}).get(entry.get("source_sha256", ""), "")
+    return "```cuda\n" + text + "\n```" if text else "(source not available)"
+
+
+def render_run(req):
+    run = req.get("run")
+    if not run:
+        return []
+    out = [f"## This run: {run.get('id')}, generation {run.get('generation')}, "
+           f"{run.get('wanted')} candidate(s) wanted, {run.get('generations_left')} generation(s) left, "
+           f"GPU-s left: {run.get('gpu_s_left')}"]
+    for h in req.get("history", []):
+        fit = h.get("fitness_us")
+        out.append(f"- gen {h.get('generation')} {h.get('variant')} {params_text(h.get('params'))}: "
+                   f"{h.get('outcome')}" + (f" {fit:.2f} us" if isinstance(fit, (int, float)) else ""))
+    return ["\n".join(out)]
+
+
 def render(req):
-    """The request as the user message: task, elites with sources, insights, failures."""
+    """The request as the user message: task, run, elites (or variants) with sources, insights, failures."""
     i1 = req.get("i1", {})
     out = [f"# Task {req.get('task')} stage {req.get('stage', {}).get('number')} "
            f"({req.get('stage', {}).get('title', '')})", i1.get("semantics", ""),
@@ -49,10 +72,14 @@ def render(req):
            "Benchmark shapes: " + ", ".join(i1.get("shapes", {}).get("benchmark", [])),
            "Resource caps: " + json.dumps(i1.get("resource_caps", {})),
            "## ABI header evo_attn.cuh\n```cuda\n" + i1.get("abi_header", "") + "\n```"]
+    out += render_run(req)
     for e in req.get("i2", {}).get("elites", []):
         fit = (e.get("fitness") or {}).get("geomean_median_us")
-        out.append(f"## Elite {e.get('candidate_id')} {e.get('variant')} {params_text(e.get('params'))}: "
-                   f"{fit} us (lineage {' <- '.join(e.get('lineage', []))})\n```cuda\n{e.get('source', '')}\n```")
+        out.append(f"## Elite {e.get('candidate_id')} {e.get('variant')} Params: {json.dumps(e.get('params') or {})}: "
+                   f"{fit} us (lineage {' <- '.join(e.get('lineage', []))})\n" + source_block(req, e))
+    for v in req.get("i2", {}).get("variants", []):
+        out.append(f"## Stage variant {v.get('variant')} (tunables {json.dumps(v.get('tunables', {}))})\n"
+                   + source_block(req, v))
     i3 = req.get("i3")
     if i3:
         out.append("## Insights")
@@ -90,11 +117,18 @@ def answer(reply_text, req):
         parent = None
     why = re.search(r"^Rationale:\s*(.+)$", reply_text, re.M)
     elites = req.get("i2", {}).get("elites", [])
-    return {"candidates": [{
+    cand = {
         "source": m.group(1),
         "parent": parent.group(1) if parent else (elites[0]["candidate_id"] if elites else ""),
         "rationale": why.group(1).strip() if why else "",
-    }]}
+    }
+    params = re.search(r"^Params:\s*(\{.*\})\s*$", reply_text, re.M)
+    if params:
+        try:
+            cand["params"] = json.loads(params.group(1))
+        except json.JSONDecodeError:
+            pass  # evo runs the front matter's first values; the rationale says what was meant
+    return {"candidates": [cand]}
 
 
 def main():

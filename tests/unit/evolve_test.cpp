@@ -93,8 +93,10 @@ TEST(ExternalGenerator, GarbageAndOversizeAreRefused) {
   lim.max_output_bytes = 1000;
   const auto big = ask_external("head -c 100000 /dev/zero | tr '\\0' 'a'", json::object(), lim);
   EXPECT_NE(big.error.find("more than 1000 bytes"), std::string::npos) << big.error;
+  ExternalLimits small;
+  small.max_source_bytes = 100;
   const auto mixed = parse_generator_output(
-      R"({"candidates": [{"source": "k1", "parent": "p", "rationale": "r"}, {"parent": "x"}, 7]})", 100);
+      R"({"candidates": [{"source": "k1", "parent": "p", "rationale": "r"}, {"parent": "x"}, 7]})", small);
   ASSERT_EQ(mixed.proposals.size(), 1u);
   EXPECT_EQ(mixed.proposals[0].parent, "p");
   EXPECT_EQ(mixed.rejected.size(), 2u);
@@ -153,6 +155,18 @@ TEST(Novelty, CommentsAndWhitespaceDoNotMakeAKernelNew) {
   EXPECT_EQ(normalized_source("/*evo {\"a\":1} */\nint  x; // one\n\tint y;"),
             normalized_source("int x;\n/* two */ int y;"));
   EXPECT_NE(normalized_source("int x; int y;"), normalized_source("int x; int z;"));
+}
+
+TEST(Novelty, RecordsKeepTheCodeTheyRanSoAResumedRunKnowsIt) {
+  NoveltyFilter f(source_root(), "fp16-d64");
+  f.add_records({json{{"kind", "run"}, {"task", "fp16-d64"}, {"candidate_id", "c1"}, {"compile", {{"code_sha256", "a1"}}}},
+                 json{{"kind", "run"}, {"task", "bf16-d64"}, {"candidate_id", "c2"}, {"compile", {{"code_sha256", "b2"}}}},
+                 json{{"kind", "run"}, {"task", "fp16-d64"}, {"candidate_id", "c3"}, {"compile", nullptr}}});
+  EXPECT_EQ(f.same_code("a1"), "c1");
+  EXPECT_FALSE(f.same_code("b2")) << "another task's code";
+  EXPECT_FALSE(f.same_code("")) << "no hash (an old record) matches nothing";
+  f.add_code("d4", "c4");
+  EXPECT_EQ(f.same_code("d4"), "c4");
 }
 
 TEST(ContextCli, MarkdownRequestForAStage) {
