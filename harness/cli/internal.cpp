@@ -1,5 +1,6 @@
 // Hidden subcommands that evo runs in child processes: NVRTC compiles (killable), GPU
-// workers (isolated) and exec generators (contained with everything they start). Not for users; `evo --help` does not list them.
+// workers (isolated) and exec generators (contained with everything they start). Not for users; `evo --help` does not
+// list them.
 #include "cli/commands.h"
 #include "compile/compiler.h"
 #include "evolve/generator_process.h"

@@ -86,8 +86,9 @@ std::string Compiler::final_source(const Candidate& c) {
   return s + c.variant->source;
 }
 
-std::filesystem::path Compiler::entry_path(const std::string& key, const char* extension) const {
-  return cache_dir_ / "nvrtc" / key.substr(0, 2) / (key + extension);
+fs::path Compiler::cache_entry_path(const fs::path& cache_dir, const std::string& key, const char* extension) {
+  if (key.size() != 64 || key.find_first_not_of("0123456789abcdef") != std::string::npos) return {};
+  return cache_dir / "nvrtc" / key.substr(0, 2) / (key + extension);
 }
 
 // SASS technique counts for every cubin that passed the resource gate (when nvdisasm exists);

@@ -38,6 +38,10 @@ class Compiler {
   const std::string& nvrtc_version() const { return nvrtc_version_; }
   // The source NVRTC sees: task and tunable #defines, then #line 1 "<file>", then the file.
   static std::string final_source(const Candidate& c);
+  // Where the cache keeps an entry: <cache_dir>/nvrtc/<key[0:2]>/<key><extension> (".json" the
+  // verdict, log and SASS counts, ".cubin" the cubin); empty unless key is 64 hex digits.
+  static std::filesystem::path cache_entry_path(const std::filesystem::path& cache_dir, const std::string& key,
+                                                const char* extension);
   // evo's own GPU support kernels (inputs, reference), through the same cache.
   std::filesystem::path compile_support(const std::string& arch) const;
 
@@ -60,7 +64,9 @@ class Compiler {
                         const std::filesystem::path& dir, RawCompile& r) const;
   std::vector<std::string> options(const std::string& arch) const;
   void check_technique(const Candidate& c, const RawCompile& raw, CompileResult& r) const;
-  std::filesystem::path entry_path(const std::string& key, const char* extension) const;
+  std::filesystem::path entry_path(const std::string& key, const char* extension) const {
+    return cache_entry_path(cache_dir_, key, extension);
+  }
   std::filesystem::path root_, cache_dir_;
   const GatesConfig& gates_;
   std::string nvrtc_version_, common_hash_;

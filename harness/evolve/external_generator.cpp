@@ -46,8 +46,8 @@ void read_candidate(const json& c, size_t i, const ExternalLimits& limits, Gener
   }
   const std::string& source = c["source"].get_ref<const std::string&>();
   if (source.size() > limits.max_source_bytes) {
-    r.rejected.push_back(fmt::format("{}: source of {} bytes is over the {}-byte limit", where, source.size(),
-                                     limits.max_source_bytes));
+    r.rejected.push_back(
+        fmt::format("{}: source of {} bytes is over the {}-byte limit", where, source.size(), limits.max_source_bytes));
     return;
   }
   Proposal p;
@@ -61,8 +61,8 @@ void read_candidate(const json& c, size_t i, const ExternalLimits& limits, Gener
     if (parent.size() <= kMaxParentBytes)
       p.parent = parent;
     else
-      r.rejected.push_back(fmt::format("{}: parent of {} bytes is over the {}-byte limit: kept without a parent",
-                                       where, parent.size(), kMaxParentBytes));
+      r.rejected.push_back(fmt::format("{}: parent of {} bytes is over the {}-byte limit: kept without a parent", where,
+                                       parent.size(), kMaxParentBytes));
   }
   if (c.contains("rationale") && c["rationale"].is_string())
     p.rationale = utf8_prefix(c["rationale"].get_ref<const std::string&>(), kMaxRationaleBytes);
@@ -80,8 +80,8 @@ GeneratorReply parse_generator_output(const std::string& bytes, const ExternalLi
   try {
     j = json::parse(out);
   } catch (const json::exception&) {
-    r.error =
-        fmt::format("the generator's stdout is not JSON (starts with \"{}\"); it must print {}", preview(out), kAnswerShape);
+    r.error = fmt::format("the generator's stdout is not JSON (starts with \"{}\"); it must print {}", preview(out),
+                          kAnswerShape);
     return r;
   }
   if (!j.is_object() || !j.contains("candidates") || !j["candidates"].is_array()) {
@@ -126,8 +126,8 @@ GeneratorReply ask_external(const std::string& command, const json& request, con
   if (r.raw.empty()) r.raw = utf8_prefix(valid_utf8(run.out), kMaxRawBytes);
   r.stray_processes = run.stray_processes;
   if (run.stray_processes > 0)
-    r.rejected.push_back(fmt::format("the generator left {} process(es) running after it ended: killed",
-                                     run.stray_processes));
+    r.rejected.push_back(
+        fmt::format("the generator left {} process(es) running after it ended: killed", run.stray_processes));
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }

@@ -163,9 +163,8 @@ void Loop::drop_same_code(std::vector<std::optional<Candidate>>& cands, const st
     }
     if (*same == cands[i]->id()) continue;
     early[i]["outcome"] = "duplicate";
-    early[i]["reason"] =
-        fmt::format("runs the same code as {} (its cubin but for debug info, launch geometry included): not evaluated",
-                    *same);
+    early[i]["reason"] = fmt::format(
+        "runs the same code as {} (its cubin but for debug info, launch geometry included): not evaluated", *same);
     early[i]["same_code_as"] = *same;
     feedback.push_back(early[i]);
     cands[i].reset();

@@ -56,7 +56,7 @@ struct Loop {
   std::mutex mu;                         // the fields below, when several GPUs evaluate at once
   std::string no_gpu, arch = "sm_90a", run_id;
   fs::path trace;
-  NoveltyFilter novelty{ctx.root, task.name()};
+  NoveltyFilter novelty{ctx.root, task.name(), cache};
   std::vector<std::unique_ptr<Variant>> external;  // variants made from generated sources
   std::vector<json> feedback;                      // failures that are not records
   std::vector<json> history;                       // every verdict of the run, compact (request "history")

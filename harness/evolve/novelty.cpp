@@ -2,6 +2,8 @@
 
 #include <cctype>
 
+#include "compile/compiler.h"
+#include "compile/cubin.h"
 #include "core/paths.h"
 #include "core/sha256.h"
 #include "store/json_fields.h"
@@ -63,10 +65,19 @@ void NoveltyFilter::add_code(const std::string& code_sha256, const std::string& 
   if (!code_sha256.empty()) code_.emplace(code_sha256, candidate_id);
 }
 
+std::string NoveltyFilter::code_in_cache(const std::string& key) const {
+  if (cache_dir_.empty()) return "";
+  const auto cubin = Compiler::cache_entry_path(cache_dir_, key, ".cubin");  // empty for a key that is none of ours
+  std::error_code ec;
+  return !cubin.empty() && std::filesystem::is_regular_file(cubin, ec) ? code_identity(read_file(cubin)) : "";
+}
+
 void NoveltyFilter::add_records(const std::vector<json>& records) {
   for (const auto& r : records) {
     if (string_or(r, "task") != task_ || string_or(r, "kind") != "run") continue;
-    add_code(string_or(object_or_null(r, "compile"), "code_sha256"), string_or(r, "candidate_id"));
+    const json compile = object_or_null(r, "compile");
+    const std::string code = string_or(compile, "code_sha256");
+    add_code(code.empty() ? code_in_cache(string_or(compile, "cache_key")) : code, string_or(r, "candidate_id"));
     const std::string sha = string_or(r, "source_sha256"), path = string_or(r, "source_path");
     std::string norm;
     if (auto it = by_sha_.find(sha); it != by_sha_.end()) {

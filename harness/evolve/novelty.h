@@ -22,7 +22,10 @@ std::string normalized_source(const std::string& source);
 
 class NoveltyFilter {
  public:
-  NoveltyFilter(std::filesystem::path root, std::string task) : root_(std::move(root)), task_(std::move(task)) {}
+  // `cache_dir`: the compile cache, where the code of a record from before compile.code_sha256
+  // is read from its cubin (compile.cache_key), when the entry is still there.
+  NoveltyFilter(std::filesystem::path root, std::string task, std::filesystem::path cache_dir = {})
+      : root_(std::move(root)), task_(std::move(task)), cache_dir_(std::move(cache_dir)) {}
   void add_records(const std::vector<nlohmann::json>& records);
   bool seen(const Candidate& c) const { return keys_.count(key(c)) > 0; }
   void add(const Candidate& c) { keys_.insert(key(c)); }
@@ -34,8 +37,10 @@ class NoveltyFilter {
  private:
   std::string key(const Candidate& c) const;
   std::string normalized_hash(const std::string& sha, const std::string& source) const;
+  std::string code_in_cache(const std::string& cache_key) const;
   std::filesystem::path root_;
   std::string task_;
+  std::filesystem::path cache_dir_;
   std::set<std::string> keys_;
   std::map<std::string, std::string> code_;            // code_sha256 -> candidate id
   mutable std::map<std::string, std::string> by_sha_;  // source sha256 -> normalized hash

@@ -75,9 +75,11 @@ void insight_section(std::string& md, const json& i3) {
 }
 
 void run_section(std::string& md, const json& run, const json& history) {
-  md += fmt::format("## This run\n\n- run {}, generation {}; {} candidate(s) wanted; {} generation(s) left; GPU-s spent {}, left {}\n",
-                    run.value("id", ""), run["generation"].dump(), run["wanted"].dump(),
-                    run["generations_left"].dump(), run["gpu_s_spent"].dump(), run["gpu_s_left"].dump());
+  md += fmt::format(
+      "## This run\n\n- run {}, generation {}; {} candidate(s) wanted; {} generation(s) left; GPU-s spent {}, left "
+      "{}\n",
+      run.value("id", ""), run["generation"].dump(), run["wanted"].dump(), run["generations_left"].dump(),
+      run["gpu_s_spent"].dump(), run["gpu_s_left"].dump());
   for (const auto& h : history) {
     const std::string fit = h["fitness_us"].is_number() ? fmt::format(" {:.2f} µs", h["fitness_us"].get<double>()) : "";
     md += fmt::format("- gen {} `{}` {} {}: {}{}\n", h["generation"].dump(), h.value("candidate_id", ""),

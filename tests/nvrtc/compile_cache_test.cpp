@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "evolve/novelty.h"
 #include "support/test_support.h"
 
 namespace evo::test {
@@ -22,8 +23,8 @@ std::vector<json> records(const std::string& out) {
 }
 
 TEST(CompileCache, KeepsTheTechniqueCountsSoAWarmCompileRunsNoDisassembler) {
-  const std::string args = "compile --stage 7 --task fp16-d128 --sample 1 --json --cache-dir " +
-                           shell_quote(scratch_dir("cache-technique"));
+  const std::string args =
+      "compile --stage 7 --task fp16-d128 --sample 1 --json --cache-dir " + shell_quote(scratch_dir("cache-technique"));
   const auto cold = run_evo(args);
   ASSERT_EQ(cold.exit_code, 0) << cold.out.substr(0, 2000);
   // Stage 7 requires technique counts: without a disassembler only the cache can give them.
@@ -40,6 +41,23 @@ TEST(CompileCache, KeepsTheTechniqueCountsSoAWarmCompileRunsNoDisassembler) {
     EXPECT_GT(b[i]["compile"]["technique"]["UTMALDG"].get<long>(), 0);
     EXPECT_EQ(b[i]["compile"]["code_sha256"], a[i]["compile"]["code_sha256"]);
   }
+}
+
+TEST(CodeIdentity, ARecordFromBeforeTheHashIsKnownByItsCachedCubin) {
+  const auto cache = scratch_dir("code-identity-backfill");
+  const auto r = run_evo("compile --stage 5 --task fp16-d64 --sample 1 --json --cache-dir " + shell_quote(cache));
+  ASSERT_EQ(r.exit_code, 0) << r.out.substr(0, 2000);
+  const json compiled = records(r.out).at(0)["compile"];
+  // A record written before compile.code_sha256 existed: only its cache key.
+  const json old = {{"kind", "run"},
+                    {"task", "fp16-d64"},
+                    {"candidate_id", "measured-long-ago"},
+                    {"compile", {{"cache_key", compiled["cache_key"]}}}};
+  NoveltyFilter with_cache(source_root(), "fp16-d64", cache), without(source_root(), "fp16-d64");
+  with_cache.add_records({old, json{{"kind", "run"}, {"task", "fp16-d64"}, {"compile", {{"cache_key", "../x"}}}}});
+  without.add_records({old});
+  EXPECT_EQ(with_cache.same_code(compiled["code_sha256"]), "measured-long-ago");
+  EXPECT_FALSE(without.same_code(compiled["code_sha256"]));
 }
 
 TEST(CodeIdentity, SameCodeUnderAnotherTextAndFileHasOneHash) {

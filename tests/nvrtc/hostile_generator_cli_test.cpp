@@ -18,17 +18,18 @@ using nlohmann::json;
 // request is also saved as requests/<gen>.json beside it.
 std::string generator(const fs::path& dir, const std::string& body) {
   fs::create_directories(dir / "requests");
-  write_text(dir / "gen.py", "import json, os, sys\n"
-                             "req = json.load(sys.stdin)\n"
-                             "gen = req['run']['generation']\n"
-                             "open(os.path.join(os.path.dirname(sys.argv[0]), 'requests', f'{gen}.json'), 'w')"
-                             ".write(json.dumps(req))\n"
-                             "SWIZZLE = open(" +
-                                 json((source_root() / "variants" / "5-swizzle" / "swizzle.cu").string()).dump() +
-                                 ").read()\n"
-                                 "def answer(cands):\n"
-                                 "    json.dump({'candidates': cands}, sys.stdout, ensure_ascii=False)\n" +
-                                 body);
+  write_text(dir / "gen.py",
+             "import json, os, sys\n"
+             "req = json.load(sys.stdin)\n"
+             "gen = req['run']['generation']\n"
+             "open(os.path.join(os.path.dirname(sys.argv[0]), 'requests', f'{gen}.json'), 'w')"
+             ".write(json.dumps(req))\n"
+             "SWIZZLE = open(" +
+                 json((source_root() / "variants" / "5-swizzle" / "swizzle.cu").string()).dump() +
+                 ").read()\n"
+                 "def answer(cands):\n"
+                 "    json.dump({'candidates': cands}, sys.stdout, ensure_ascii=False)\n" +
+                 body);
   return "exec:python3 " + (dir / "gen.py").string();
 }
 

@@ -159,9 +159,10 @@ TEST(Novelty, CommentsAndWhitespaceDoNotMakeAKernelNew) {
 
 TEST(Novelty, RecordsKeepTheCodeTheyRanSoAResumedRunKnowsIt) {
   NoveltyFilter f(source_root(), "fp16-d64");
-  f.add_records({json{{"kind", "run"}, {"task", "fp16-d64"}, {"candidate_id", "c1"}, {"compile", {{"code_sha256", "a1"}}}},
-                 json{{"kind", "run"}, {"task", "bf16-d64"}, {"candidate_id", "c2"}, {"compile", {{"code_sha256", "b2"}}}},
-                 json{{"kind", "run"}, {"task", "fp16-d64"}, {"candidate_id", "c3"}, {"compile", nullptr}}});
+  f.add_records(
+      {json{{"kind", "run"}, {"task", "fp16-d64"}, {"candidate_id", "c1"}, {"compile", {{"code_sha256", "a1"}}}},
+       json{{"kind", "run"}, {"task", "bf16-d64"}, {"candidate_id", "c2"}, {"compile", {{"code_sha256", "b2"}}}},
+       json{{"kind", "run"}, {"task", "fp16-d64"}, {"candidate_id", "c3"}, {"compile", nullptr}}});
   EXPECT_EQ(f.same_code("a1"), "c1");
   EXPECT_FALSE(f.same_code("b2")) << "another task's code";
   EXPECT_FALSE(f.same_code("")) << "no hash (an old record) matches nothing";

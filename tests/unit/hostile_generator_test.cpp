@@ -45,9 +45,9 @@ TEST(HostileGenerator, BinaryGarbageOnStdoutIsNamedNotFatal) {
 }
 
 TEST(HostileGenerator, InvalidUtf8InsideTheJsonStringsIsReplaced) {
-  const auto r = ask_external(
-      "printf '{\"candidates\": [{\"source\": \"kernel \\377 here\", \"rationale\": \"half \\303\"}]}'", json::object(),
-      {});
+  const auto r =
+      ask_external("printf '{\"candidates\": [{\"source\": \"kernel \\377 here\", \"rationale\": \"half \\303\"}]}'",
+                   json::object(), {});
   ASSERT_EQ(r.proposals.size(), 1u) << r.error;
   EXPECT_EQ(r.proposals[0].source, "kernel \xEF\xBF\xBD here");
   EXPECT_EQ(r.proposals[0].rationale, "half \xEF\xBF\xBD");
