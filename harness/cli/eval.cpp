@@ -64,7 +64,7 @@ json standing_json(const Record& rec, const json& population, int stage, const f
 
 json verdict_json(const Record& typed, const CompileResult& compiled) {
   const json rec = write_record(typed);  // the verdict is JSON (--json) with the record's fields
-  json v = failure_feedback(rec);
+  json v = failure_feedback(typed);
   v["compile_log"] = compiled.log.substr(0, 4096);
   v["resources"] = object_or_null(object_or_null(rec, "compile"), "resources");
   v["launch"] = object_or_null(object_or_null(rec, "compile"), "launch");

@@ -27,7 +27,7 @@ enum class Outcome {
                      // time below the roofline floor
   generator,         // evo evolve: the generator program failed or answered garbage
   input,             // evo evolve: a proposal evo cannot use (unknown parent, bad params or source)
-  duplicate,         // evo evolve: already evaluated (same normalized source and params)
+  duplicate,         // evo evolve: already evaluated (same normalized source and params, or same code)
   // A new value goes here, into outcome.cpp's names, and into kOutcomeCount below.
 };
 

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "store/typed_record.h"
+
 namespace evo {
 
 struct Admission {
@@ -14,6 +16,7 @@ struct Admission {
   double spread = 0;     // relative
 };
 
-Admission admit(const nlohmann::json& fitness, const std::vector<nlohmann::json>& stage_elites, int slots);
+// `stage_elites`: the population's entries (store/population.h), best first.
+Admission admit(const Fitness& fitness, const std::vector<nlohmann::json>& stage_elites, int slots);
 
 }  // namespace evo

@@ -4,12 +4,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <fstream>
 #include <limits>
 #include <set>
 #include <thread>
 
 #include "core/errors.h"
+#include "evolve/evolve_record.h"
 #include "store/json_fields.h"
 #include "store/population.h"
 #include "store/records.h"
@@ -29,8 +31,8 @@ uint64_t Island::seed(uint64_t rng_seed) const {
   return rng_seed + uint64_t(index) * 0x9E3779B97F4A7C15ull;
 }
 
-bool Island::in_group(const json& record) const {
-  const std::string run = string_or(object_or_null(record, "evolve"), "run");
+bool Island::in_group(const Record& record) const {
+  const std::string run = evolve_run(record);
   const std::string prefix = fmt::format("ev-{}-island", group), suffix = fmt::format("of{}", count);
   return run.size() > prefix.size() + suffix.size() && run.compare(0, prefix.size(), prefix) == 0 &&
          run.compare(run.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -57,9 +59,7 @@ Island resolve_island(const std::string& option, const std::string& group, int m
 json Migration::trace() const {
   json ids = json::array();
   for (const auto& m : migrants)
-    ids.push_back({{"candidate_id", string_or(m, "candidate_id")},
-                   {"from", string_or(object_or_null(m, "evolve"), "run")},
-                   {"fitness_us", number_or(object_or_null(m, "fitness"), "geomean_median_us", 0)}});
+    ids.push_back({{"candidate_id", m.candidate_id}, {"from", evolve_run(m)}, {"fitness_us", fitness_us(m)}});
   return {{"imported", ids}, {"late", late}};
 }
 
@@ -76,21 +76,20 @@ int island_progress(const fs::path& trace_file) {
   return done;
 }
 
-std::vector<json> ranked_full(const std::vector<json>& records, const MigrationScope& scope) {
-  std::vector<json> out;
+std::vector<Record> ranked_full(const std::vector<Record>& records, const MigrationScope& scope) {
+  std::vector<Record> out;
   for (const auto& r : records) {
-    const json ev = object_or_null(r, "evolve");
-    if (ev.is_object() && string_or(ev, "phase") != "full") continue;  // a quick screen is not a fitness
-    if (string_or(r, "outcome") != "ok" || !finite_number(object_or_null(r, "fitness"), "geomean_median_us")) continue;
-    if (string_or(r, "task") != scope.task || number_or(r, "stage", -1) != scope.stage) continue;
-    if (string_or(r, "benchmark", "default") != scope.benchmark) continue;
-    if (!scope.gpu_key.empty() && record_gpu_key(r) != scope.gpu_key) continue;
+    const auto ev = evolve_entry(r);
+    if (ev && ev->phase != "full") continue;  // a quick screen is not a fitness
+    if (r.outcome != Outcome::ok || !std::isfinite(fitness_us(r)) || fitness_us(r) <= 0) continue;
+    if (r.task != scope.task || r.stage != scope.stage) continue;
+    if (r.benchmark.value_or("default") != scope.benchmark) continue;
+    if (!scope.gpu_key.empty() && r.gpu_key() != scope.gpu_key) continue;
     out.push_back(r);
   }
-  std::stable_sort(out.begin(), out.end(), [](const json& a, const json& b) {
-    const double fa = a["fitness"]["geomean_median_us"].get<double>(),
-                 fb = b["fitness"]["geomean_median_us"].get<double>();
-    return fa != fb ? fa < fb : string_or(a, "candidate_id") < string_or(b, "candidate_id");
+  std::stable_sort(out.begin(), out.end(), [](const Record& a, const Record& b) {
+    const double fa = fitness_us(a), fb = fitness_us(b);
+    return fa != fb ? fa < fb : a.candidate_id < b.candidate_id;
   });
   return out;
 }
@@ -121,19 +120,17 @@ std::vector<std::string> wait_for_islands(const Island& self, int generation, co
 Migration migrate(const Island& self, int generation, const MigrationScope& scope) {
   Migration m;
   m.late = wait_for_islands(self, generation, scope.results_dir);
-  const std::vector<json> all = read_records(scope.results_dir).records;
+  const std::vector<Record> all = typed_records(read_records(scope.results_dir).records);
   std::set<std::string> taken;
   for (unsigned i = 0; i < self.count; ++i) {
     if (i == self.index) continue;
-    std::vector<json> theirs;
-    for (const auto& r : all) {
-      const json ev = object_or_null(r, "evolve");
-      if (string_or(ev, "run") == self.run_id(i) && number_or(ev, "generation", generation) < generation)
+    std::vector<Record> theirs;
+    for (const auto& r : all)
+      if (const auto ev = evolve_entry(r); ev && ev->run == self.run_id(i) && ev->generation < generation)
         theirs.push_back(r);
-    }
     size_t kept = 0;
     for (const auto& r : ranked_full(theirs, scope))
-      if (kept < size_t(kElites) && taken.insert(string_or(r, "candidate_id")).second) {
+      if (kept < size_t(kElites) && taken.insert(r.candidate_id).second) {
         m.migrants.push_back(r);
         ++kept;
       }
@@ -142,20 +139,17 @@ Migration migrate(const Island& self, int generation, const MigrationScope& scop
   return m;
 }
 
-std::vector<json> island_ranked(const std::vector<json>& baseline, const std::vector<json>& own,
-                                const std::vector<json>& migrants, size_t own_count) {
-  std::vector<json> all;
+std::vector<Record> island_ranked(const std::vector<Record>& baseline, const std::vector<Record>& own,
+                                  const std::vector<Record>& migrants, size_t own_count) {
+  std::vector<Record> all;
   std::set<std::string> seen;
-  auto add = [&](const json& r) {
-    if (seen.insert(string_or(r, "candidate_id")).second) all.push_back(r);
+  auto add = [&](const Record& r) {
+    if (seen.insert(r.candidate_id).second) all.push_back(r);
   };
   for (size_t i = 0; i < baseline.size() && i < size_t(kElites); ++i) add(baseline[i]);
   for (size_t i = 0; i < own.size() && i < own_count; ++i) add(own[i]);
   for (const auto& r : migrants) add(r);
-  std::stable_sort(all.begin(), all.end(), [](const json& a, const json& b) {
-    return number_or(object_or_null(a, "fitness"), "geomean_median_us", 0) <
-           number_or(object_or_null(b, "fitness"), "geomean_median_us", 0);
-  });
+  std::stable_sort(all.begin(), all.end(), [](const Record& a, const Record& b) { return fitness_us(a) < fitness_us(b); });
   return all;
 }
 

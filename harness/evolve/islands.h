@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/shard.h"
+#include "store/typed_record.h"
 
 namespace evo {
 
@@ -32,7 +33,7 @@ struct Island {
   bool migrates_at(int generation) const {
     return active() && migrate_every > 0 && generation > 0 && generation % migrate_every == 0;
   }
-  bool in_group(const nlohmann::json& record) const;  // written by any island of this search
+  bool in_group(const Record& record) const;  // written by any island of this search
 };
 
 // --island (else the Slurm array task, as for --shard), --island-group (else
@@ -41,7 +42,7 @@ Island resolve_island(const std::string& option, const std::string& group, int m
                       uint64_t rng_seed, const EnvLookup& env);
 
 struct Migration {
-  std::vector<nlohmann::json> migrants;  // other islands' elites, best first
+  std::vector<Record> migrants;          // other islands' elites, best first
   std::vector<std::string> late;         // "island 2 had reached generation 0 of 1 after 600 s"
   nlohmann::json trace() const;          // for the island's trace line
 };
@@ -61,12 +62,11 @@ int island_progress(const std::filesystem::path& trace_file);
 
 // The island's parents: the elites from before the search (records of no island of the group),
 // its own best full evaluations and the migrants, deduplicated, best first.
-std::vector<nlohmann::json> island_ranked(const std::vector<nlohmann::json>& baseline,
-                                          const std::vector<nlohmann::json>& own,
-                                          const std::vector<nlohmann::json>& migrants, size_t own_count);
+std::vector<Record> island_ranked(const std::vector<Record>& baseline, const std::vector<Record>& own,
+                                  const std::vector<Record>& migrants, size_t own_count);
 
 // Full evaluations with fitness in `records` that match the scope (the baseline and migrant
 // candidates), as the population derivation would rank them: best first, ties by id.
-std::vector<nlohmann::json> ranked_full(const std::vector<nlohmann::json>& records, const MigrationScope& scope);
+std::vector<Record> ranked_full(const std::vector<Record>& records, const MigrationScope& scope);
 
 }  // namespace evo

@@ -2,72 +2,166 @@
 
 #include <fmt/format.h>
 
+#include "core/sha256.h"
 #include "evolve/loop_state.h"
 
 namespace evo {
 
 namespace evolve_loop {
 
-json Loop::evaluate(size_t slot, const Candidate& c, const CompileResult& compiled, const EvalPlan& plan) {
+std::vector<Individual> Loop::parents() const {
+  std::vector<Record> own;
+  for (const auto& r : mine)
+    if (const auto e = evolve_entry(r); fitness_us(r) > 0 && e && e->phase == "full") own.push_back(r);
+  std::stable_sort(own.begin(), own.end(), [](const Record& a, const Record& b) { return fitness_us(a) < fitness_us(b); });
+  std::vector<Individual> out;
+  auto add = [&](const std::string& variant, const json& params, const std::string& id, double f) {
+    for (const auto& v : stage.variants)
+      if (v.id == variant) {
+        ParamSet p;
+        for (auto& [k, x] : params.items()) p.emplace_back(k, x.get<long>());
+        out.push_back({&v, p, id, f});
+      }
+  };
+  if (island.active()) {
+    for (const auto& r : island_ranked(baseline, own, migrants, o.population))
+      add(r.variant, r.params, r.candidate_id, fitness_us(r));
+    return out;
+  }
+  if (session)  // the population is the store's JSON document
+    for (const auto& e : stage_elites(session->population(task, full.benchmark), stage.number))
+      add(string_or(e, "variant"), e["params"], string_or(e, "candidate_id"),
+          number_or(object_or_null(e, "fitness"), "geomean_median_us", 0));
+  for (size_t i = 0; i < own.size() && i < o.population; ++i)
+    add(own[i].variant, own[i].params, own[i].candidate_id, fitness_us(own[i]));
+  return out;
+}
+
+std::vector<Proposal> Loop::propose(int gen, json& step) {
+  if (!tunable) return ask_generator(gen, step);
+  const auto ps = parents();
+  json from = json::array();
+  for (const auto& p : ps) from.push_back(p.candidate_id);
+  step["request"] = {{"parents", from}, {"domain_configs", tunable->domain_size()}};
+  auto props = tunable->propose(ps, o.population, gen, [&](const Variant& v, const ParamSet& p) {
+    return novelty.seen(Candidate{&v, p, task, arch});
+  });
+  json resp = json::array();
+  for (const auto& p : props)
+    resp.push_back({{"variant", p.variant->id},
+                    {"params", params_json(p.params)},
+                    {"parent", p.parent},
+                    {"rationale", p.rationale}});
+  step["response"] = resp;
+  return props;
+}
+
+std::optional<Candidate> Loop::candidate_of(const Proposal& p, ProposalVerdict& verdict) {
+  if (p.variant) return Candidate{p.variant, p.params, task, arch};
+  verdict.source_sha256 = sha256_hex(p.source);
+  try {
+    const fs::path stored = store_source(ctx.root, o.results_dir, p.source);
+    auto v = std::make_unique<Variant>(external_variant(p.source, stage, stored, "generated source", p.parent));
+    // The answer's params, or the front matter's first values.
+    ParamSet params = p.params_given ? answer_params(*v, p.params) : default_params(*v);
+    external.push_back(std::move(v));
+    return Candidate{external.back().get(), std::move(params), task, arch};
+  } catch (const EvoError& e) {
+    verdict.outcome = Outcome::input;
+    verdict.reason = e.what();
+    feedback.push_back(write_verdict(verdict));
+    return std::nullopt;
+  }
+}
+
+Record Loop::evaluate(size_t slot, const Candidate& c, const CompileResult& compiled, const EvalPlan& plan) {
   const EliteStanding standing = elite_standing(session->population(task, plan.benchmark), stage.number, c.id());
-  json rec = write_record(sessions[slot]->evaluate(c, compiled, plan, standing, "evolve", [](const std::string&) {}));
+  Record rec = sessions[slot]->evaluate(c, compiled, plan, standing, "evolve", [](const std::string&) {});
   std::lock_guard lock(mu);
   mine.push_back(rec);
-  gpu_s += number_or(rec, "gpu_seconds", 0);
+  gpu_s += rec.gpu_seconds.value_or(0);
   return rec;
 }
 
-json Loop::one(size_t slot, const Proposal& p, const Candidate* c, const CompileResult& compiled, int gen,
-               json verdict) {
-  json& annotation = annotations[slot];
+std::optional<Candidate> Loop::admit_proposal(const Proposal& p, ProposalVerdict& verdict) {
+  verdict = ProposalVerdict{};
+  verdict.parent = p.parent;
+  verdict.rationale = p.rationale;
+  auto c = candidate_of(p, verdict);
+  if (!c) return std::nullopt;
+  verdict.candidate_id = c->id();
+  verdict.variant = c->variant->id;
+  verdict.params = c->params;
+  if (novelty.seen(*c)) {
+    verdict.outcome = Outcome::duplicate;
+    verdict.reason = "already evaluated (same normalized source and params): not compiled";
+    feedback.push_back(write_verdict(verdict));
+    return std::nullopt;
+  }
+  novelty.add(*c);
+  return c;
+}
+
+// The "evolve" entry of the records a proposal gets (phase and admission come later).
+EvolveEntry Loop::entry_for(const Proposal& p, int gen) const {
+  EvolveEntry e;
+  e.run = run_id;
+  e.generation = gen;
+  e.generator = o.generator.substr(0, 200);
+  e.parent = p.parent;
+  e.rationale = p.rationale;
+  e.op = o.op;
+  if (island.active()) e.island = island.text();
+  return e;
+}
+
+ProposalVerdict Loop::one(size_t slot, const Proposal& p, const Candidate* c, const CompileResult& compiled, int gen,
+                          ProposalVerdict verdict) {
+  EvolveEntry& annotation = annotations[slot];
   last_logs[slot] = compiled.log;
-  annotation = {{"run", run_id},      {"generation", gen},        {"generator", o.generator.substr(0, 200)},
-                {"parent", p.parent}, {"rationale", p.rationale}, {"operator", o.op}};
-  if (island.active()) annotation["island"] = island.text();
+  annotation = entry_for(p, gen);
   if (!session || !compiled.verdict.ok()) {
-    verdict["outcome"] = std::string(to_string(compiled.verdict.outcome));
-    verdict["reason"] = compiled.verdict.ok() ? "compiled; the GPU gates need a GPU" : compiled.verdict.reason;
+    verdict.outcome = compiled.verdict.outcome;
+    verdict.reason = compiled.verdict.ok() ? "compiled; the GPU gates need a GPU" : compiled.verdict.reason;
     if (!session) {
-      json rec = write_record(compile_record(*c, compiled, compiler.nvrtc_version()));
-      rec["compile"]["log"] = compiled.log.substr(0, 4096);
+      Record rec = compile_record(*c, compiled, compiler.nvrtc_version());
+      if (rec.compile) rec.compile->extra["log"] = compiled.log.substr(0, 4096);
       if (!compiled.verdict.ok()) feedback.push_back(failure_feedback(rec));
       return verdict;
     }
   }
-  json rec;
   if (compiled.verdict.ok()) {  // reached the GPU: what GPU-s per evaluation counts
     std::lock_guard lock(mu);
     ++evaluated;
   }
   if (o.quick && compiled.verdict.ok()) {
-    annotation["phase"] = "screen";
-    rec = evaluate(slot, *c, compiled, quick);
-    const double f = number_or(object_or_null(rec, "fitness"), "geomean_median_us", 0);
-    verdict["screen_us"] = f;
+    annotation.phase = "screen";
+    const Record rec = evaluate(slot, *c, compiled, quick);
+    const double f = fitness_us(rec);
+    verdict.screen_us = f;
     std::unique_lock lock(mu);
     const bool promote = f > 0 && (best_quick == 0 || f <= best_quick * o.promote);
     if (f > 0 && (best_quick == 0 || f < best_quick)) best_quick = f;
     lock.unlock();
     if (!promote) {
-      verdict["outcome"] = rec["outcome"];
-      verdict["reason"] = rec["outcome"] != "ok" ? rec["reason"].get<std::string>()
-                          : f > 0
-                              ? fmt::format("screened out: {:.2f} µs on the quick shape, best {:.2f}", f, best_quick)
-                              : "screened out: timing pruned, clearly slower than the elite on the quick shape";
-      verdict["gpu_seconds"] = rec["gpu_seconds"];
+      verdict.outcome = rec.outcome;
+      verdict.reason = rec.outcome != Outcome::ok ? rec.reason.value_or("")
+                       : f > 0 ? fmt::format("screened out: {:.2f} µs on the quick shape, best {:.2f}", f, best_quick)
+                               : "screened out: timing pruned, clearly slower than the elite on the quick shape";
+      verdict.gpu_seconds = rec.gpu_seconds;
       return verdict;
     }
   }
-  annotation["phase"] = "full";
-  rec = evaluate(slot, *c, compiled, full);
-  const double f = number_or(object_or_null(rec, "fitness"), "geomean_median_us", 0);
+  annotation.phase = "full";
+  const Record rec = evaluate(slot, *c, compiled, full);
+  const double f = fitness_us(rec);
   if (std::lock_guard lock(mu); f > 0 && (best == 0 || f < best)) best = f;
-  verdict["outcome"] = rec["outcome"];
-  verdict["reason"] = rec["reason"];
-  verdict["fitness_us"] = f > 0 ? json(f) : json(nullptr);
-  verdict["pruned"] = rec["pruned"];
-  verdict["admission"] = rec["evolve"].value("admission", "");
-  verdict["gpu_seconds"] = rec["gpu_seconds"];
+  verdict.outcome = rec.outcome;
+  verdict.reason = rec.reason.value_or("");
+  if (f > 0) verdict.fitness_us = f;
+  verdict.pruned = rec.pruned;
+  if (const auto e = evolve_entry(rec)) verdict.admission = e->admission;
+  verdict.gpu_seconds = rec.gpu_seconds;
   return verdict;
 }
 
@@ -76,17 +170,6 @@ std::string Loop::summary() const {
                      evaluated ? gpu_s / double(evaluated) : 0.0,
                      best > 0 ? fmt::format("{:.2f} µs", best) : "none yet");
 }
-
-namespace {
-
-std::string params_line(const json& p) {
-  std::string s;
-  if (p.is_object())
-    for (auto& [k, v] : p.items()) s += (s.empty() ? "" : " ") + k + "=" + v.dump();
-  return s;
-}
-
-}  // namespace
 
 // One line per generation in the trace, whatever happens: an error that ends the run is in it.
 void Loop::generation(int gen, Progress& progress) {
@@ -111,7 +194,7 @@ void Loop::run_generation(int gen, Progress& progress, json& step) {
   if (!pending_migration.is_null()) step["migration"] = std::exchange(pending_migration, json());
   // Novelty of the source first, then every survivor compiled in parallel (cached), then
   // novelty of the code, then the GPUs, one proposal per GPU at a time from one queue (--devices).
-  std::vector<json> early(props.size());
+  std::vector<ProposalVerdict> early(props.size());
   std::vector<std::optional<Candidate>> cands(props.size());
   std::vector<Candidate> to_compile;
   std::vector<size_t> compiled_at(props.size(), 0);
@@ -120,45 +203,46 @@ void Loop::run_generation(int gen, Progress& progress, json& step) {
       compiled_at[i] = to_compile.size(), to_compile.push_back(*cands[i]);
   const std::vector<CompileResult> compiled = compile_all(compiler, to_compile, 0);
   drop_same_code(cands, compiled, compiled_at, early);
-  std::vector<json> verdicts(props.size());
+  std::vector<std::optional<ProposalVerdict>> verdicts(props.size());
   auto work = [&](size_t slot, size_t i) {
     {
       std::lock_guard lock(mu);
       if (o.budget_gpu_s > 0 && gpu_s >= o.budget_gpu_s) return;  // spent: the rest get no verdict
       progress.start_candidate(size_t(gen) * o.population + i, fmt::format("gen {} proposal {}", gen, i));
     }
-    json v = cands[i] ? one(slot, props[i], &*cands[i], compiled[compiled_at[i]], gen, early[i]) : early[i];
+    ProposalVerdict v = cands[i] ? one(slot, props[i], &*cands[i], compiled[compiled_at[i]], gen, early[i]) : early[i];
     std::lock_guard lock(mu);
-    progress.done(fmt::format("gen {} {} {}: {}{}", gen, v.value("variant", "-"), params_line(v["params"]),
-                              v.value("outcome", "?"),
-                              v.value("reason", "").empty() ? "" : " — " + v.value("reason", "").substr(0, 160)));
+    progress.done(fmt::format("gen {} {} {}: {}{}", gen, v.variant.empty() ? "-" : v.variant, params_text(v.params),
+                              v.outcome ? to_string(*v.outcome) : "?",
+                              v.reason.empty() ? "" : " — " + v.reason.substr(0, 160)));
     verdicts[i] = std::move(v);
   };
   if (sessions.size() > 1) {
     run_device_pool(sessions.size(), props.size(), work, [&](size_t slot, size_t i, const std::string& why) {
-      lost_gpu(slot, props[i], *cands[i], compiled[compiled_at[i]], why, verdicts[i] = early[i]);
+      verdicts[i] = early[i];
+      lost_gpu(slot, gen, props[i], *cands[i], compiled[compiled_at[i]], why, *verdicts[i]);
     });
   } else {
     for (size_t i = 0; i < props.size(); ++i) work(0, i);
   }
   step["verdicts"] = json::array();
-  for (auto& v : verdicts)
-    if (!v.is_null()) {
-      if (v.contains("candidate_id")) history.push_back(history_entry(v, gen));
-      step["verdicts"].push_back(std::move(v));
+  for (const auto& v : verdicts)
+    if (v) {
+      if (!v->candidate_id.empty()) history.push_back(history_entry(*v, gen));
+      step["verdicts"].push_back(write_verdict(*v));
     }
 }
 
 // A GPU that failed under a proposal (--devices): its record says crash, the others go on.
-void Loop::lost_gpu(size_t slot, const Proposal& p, const Candidate& c, const CompileResult& compiled,
-                    const std::string& why, json& verdict) {
-  annotations[slot] = {
-      {"run", run_id}, {"generator", o.generator.substr(0, 200)}, {"parent", p.parent}, {"phase", "full"}};
-  const json rec = write_record(sessions[slot]->record_device_failure(c, compiled, full, "evolve", why));
+void Loop::lost_gpu(size_t slot, int gen, const Proposal& p, const Candidate& c, const CompileResult& compiled,
+                    const std::string& why, ProposalVerdict& verdict) {
+  annotations[slot] = entry_for(p, gen);
+  annotations[slot].phase = "full";
+  const Record rec = sessions[slot]->record_device_failure(c, compiled, full, "evolve", why);
   std::lock_guard lock(mu);
   mine.push_back(rec);
-  verdict["outcome"] = rec["outcome"];
-  verdict["reason"] = rec["reason"];
+  verdict.outcome = rec.outcome;
+  verdict.reason = rec.reason.value_or("");
 }
 
 }  // namespace evolve_loop

@@ -63,8 +63,10 @@ void Loop::read_trace_history() {
   for (std::string line; std::getline(lines, line);) {
     const json step = json::parse(line, nullptr, false);
     if (!step.is_object() || !step.contains("verdicts") || !step["verdicts"].is_array()) continue;
+    const int gen = step.contains("generation") && step["generation"].is_number_integer() ? step["generation"].get<int>() : 0;
     for (const auto& v : step["verdicts"])
-      if (v.is_object() && v.contains("candidate_id")) history.push_back(history_entry(v, step.value("generation", 0)));
+      if (const ProposalVerdict verdict = read_verdict(v); !verdict.candidate_id.empty())
+        history.push_back(history_entry(verdict, gen));
   }
 }
 
@@ -81,24 +83,24 @@ void Loop::open_gpus(const SessionOptions& so) {
   }
   session = sessions.front().get();
   arch = session->gpu().cc >= 90 ? "sm_90a" : fmt::format("sm_{}", session->gpu().cc);
-  annotations.assign(sessions.size(), json());
+  annotations.assign(sessions.size(), EvolveEntry{});
   last_logs.assign(sessions.size(), "");
   for (size_t slot = 0; slot < sessions.size(); ++slot)
     sessions[slot]->set_annotate([this, slot](Record& rec) {
       rec.origin = "evolve";
-      json evolve = annotations[slot];  // JSON until evolve/ types its entry
+      EvolveEntry entry = annotations[slot];
       if (rec.outcome == Outcome::compile && !last_logs[slot].empty()) {
         if (!rec.compile) rec.compile = RecordCompile{};
         rec.compile->extra["log"] = last_logs[slot].substr(0, 4096);
       }
-      if (rec.fitness && annotations[slot].value("phase", "") == "full") {
-        const Admission a = admit(write_record(rec)["fitness"],
-                                  stage_elites(session->population(task, full.benchmark), stage.number), kElites);
-        evolve["admission"] = a.decision;
-        evolve["admission_spread"] = a.spread;
-        if (!a.against.empty()) evolve["compared_with"] = a.against;
+      if (rec.fitness && entry.phase == "full") {
+        const Admission a =
+            admit(*rec.fitness, stage_elites(session->population(task, full.benchmark), stage.number), kElites);
+        entry.admission = a.decision;
+        entry.admission_spread = a.spread;
+        entry.compared_with = a.against;
       }
-      rec.extra["evolve"] = std::move(evolve);
+      set_evolve_entry(rec, entry);
     });
 }
 
@@ -106,21 +108,21 @@ void Loop::open_gpus(const SessionOptions& so) {
 // outside its search (the same for every island) and its own: the other islands' arrive by
 // migration, so an island's path does not depend on how far the others have got.
 void Loop::read_history() {
-  RecordSet all = read_records(o.results_dir);
+  const std::vector<Record> all = typed_records(read_records(o.results_dir).records);
   if (!island.active()) {
-    novelty.add_records(all.records);
-    if (!o.resume.empty()) resume(all.records);
+    novelty.add_records(all);
+    if (!o.resume.empty()) resume(all);
     return;
   }
-  std::vector<json> outside;
+  std::vector<Record> outside;
   bool resumed = false;
-  for (const auto& r : all.records) {
+  for (const auto& r : all) {
     if (!island.in_group(r)) outside.push_back(r);
-    resumed = resumed || string_or(object_or_null(r, "evolve"), "run") == run_id;
+    resumed = resumed || evolve_run(r) == run_id;
   }
   novelty.add_records(outside);
   baseline = ranked_full(outside, scope());
-  if (resumed) resume(all.records);  // a requeued array task goes on where it stopped
+  if (resumed) resume(all);  // a requeued array task goes on where it stopped
   novelty.add_records(mine);
   const int last_import = o.migrate_every > 0 ? first_generation / o.migrate_every * o.migrate_every : 0;
   if (island.migrates_at(last_import) && last_import < first_generation) import(last_import);
@@ -134,21 +136,19 @@ void Loop::import(int gen) {
   pending_migration["generation"] = gen;
 }
 
-void Loop::resume(const std::vector<json>& records) {
+void Loop::resume(const std::vector<Record>& records) {
   for (const auto& r : records)
-    if (string_or(object_or_null(r, "evolve"), "run") == run_id) mine.push_back(r);
+    if (evolve_run(r) == run_id) mine.push_back(r);
   if (mine.empty()) throw usage_error("--resume " + run_id + ": no record of that run under " + o.results_dir);
   read_trace_history();
   for (const auto& r : mine) {
-    const json ev = r["evolve"];
-    first_generation = std::max(first_generation, ev.value("generation", 0) + 1);
-    gpu_s += number_or(r, "gpu_seconds", 0);
+    const EvolveEntry ev = *evolve_entry(r);  // a record of the run has one
+    first_generation = std::max(first_generation, ev.generation + 1);
+    gpu_s += r.gpu_seconds.value_or(0);
     // One evaluation per candidate that reached the GPU: its screen, or its full run unscreened.
-    const std::string out = string_or(r, "outcome");
-    const bool compiled = out != "constraints" && out != "compile" && out != "resources" && out != "unsupported";
-    if (compiled && (ev.value("phase", "") == "screen" || !o.quick)) ++evaluated;
-    const double f = number_or(object_or_null(r, "fitness"), "geomean_median_us", 0);
-    double& slot = ev.value("phase", "") == "full" ? best : best_quick;
+    if (reached_gpu(r.outcome) && (ev.phase == "screen" || !o.quick)) ++evaluated;
+    const double f = fitness_us(r);
+    double& slot = ev.phase == "full" ? best : best_quick;
     if (f > 0 && (slot == 0 || f < slot)) slot = f;
   }
 }

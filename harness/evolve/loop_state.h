@@ -14,6 +14,7 @@
 #include "core/errors.h"
 #include "core/paths.h"
 #include "evolve/admission.h"
+#include "evolve/evolve_record.h"
 #include "evolve/generator.h"
 #include "evolve/islands.h"
 #include "evolve/loop.h"
@@ -51,7 +52,7 @@ struct Loop {
   std::vector<std::unique_ptr<Session>> sessions;  // one per GPU of --devices
   Session* session = nullptr;                      // the first: populations, references
   Island island;
-  std::vector<json> baseline, migrants;  // islands: elites from before the search; imported ones
+  std::vector<Record> baseline, migrants;  // islands: elites from before the search; imported ones
   json pending_migration;                // the import to write into this generation's trace line
   std::mutex mu;                         // the fields below, when several GPUs evaluate at once
   std::string no_gpu, arch = "sm_90a", run_id;
@@ -60,9 +61,9 @@ struct Loop {
   std::vector<std::unique_ptr<Variant>> external;  // variants made from generated sources
   std::vector<json> feedback;                      // failures that are not records
   std::vector<json> history;                       // every verdict of the run, compact (request "history")
-  std::vector<json> mine;                          // this run's records (resumed ones too)
+  std::vector<Record> mine;                        // this run's records (resumed ones too)
   std::optional<TunableGenerator> tunable;
-  std::vector<json> annotations{json()};   // per GPU slot: the record's "evolve" entry
+  std::vector<EvolveEntry> annotations{EvolveEntry{}};  // per GPU slot: the record's "evolve" entry
   std::vector<std::string> last_logs{""};  // per GPU slot: the compile log of its candidate
   double gpu_s = 0, best = 0, best_quick = 0;
   size_t evaluated = 0;
@@ -76,23 +77,25 @@ struct Loop {
     return {o.results_dir, task.name(), full.benchmark, session ? session->gpu().key : "", stage.number};
   }
   void import(int gen);
-  void resume(const std::vector<json>& records);
+  void resume(const std::vector<Record>& records);
   void claim_run_id();
   void read_trace_history();
   std::vector<Individual> parents() const;
   json run_info(int gen) const;
   std::vector<Proposal> propose(int gen, json& step);
   std::vector<Proposal> ask_generator(int gen, json& step);
-  std::optional<Candidate> candidate_of(const Proposal& p, json& verdict);
+  std::optional<Candidate> candidate_of(const Proposal& p, ProposalVerdict& verdict);
   void drop_same_code(std::vector<std::optional<Candidate>>& cands, const std::vector<CompileResult>& compiled,
-                      const std::vector<size_t>& compiled_at, std::vector<json>& early);
-  json evaluate(size_t slot, const Candidate& c, const CompileResult& compiled, const EvalPlan& plan);
-  std::optional<Candidate> admit_proposal(const Proposal& p, json& verdict);
-  json one(size_t slot, const Proposal& p, const Candidate* c, const CompileResult& compiled, int gen, json verdict);
+                      const std::vector<size_t>& compiled_at, std::vector<ProposalVerdict>& early);
+  Record evaluate(size_t slot, const Candidate& c, const CompileResult& compiled, const EvalPlan& plan);
+  std::optional<Candidate> admit_proposal(const Proposal& p, ProposalVerdict& verdict);
+  EvolveEntry entry_for(const Proposal& p, int gen) const;
+  ProposalVerdict one(size_t slot, const Proposal& p, const Candidate* c, const CompileResult& compiled, int gen,
+                      ProposalVerdict verdict);
   void generation(int gen, Progress& progress);
   void run_generation(int gen, Progress& progress, json& step);
-  void lost_gpu(size_t slot, const Proposal& p, const Candidate& c, const CompileResult& compiled,
-                const std::string& why, json& verdict);
+  void lost_gpu(size_t slot, int gen, const Proposal& p, const Candidate& c, const CompileResult& compiled,
+                const std::string& why, ProposalVerdict& verdict);
   std::string summary() const;
 };
 

@@ -72,25 +72,25 @@ std::string NoveltyFilter::code_in_cache(const std::string& key) const {
   return !cubin.empty() && std::filesystem::is_regular_file(cubin, ec) ? code_identity(read_file(cubin)) : "";
 }
 
-void NoveltyFilter::add_records(const std::vector<json>& records) {
+void NoveltyFilter::add_records(const std::vector<Record>& records) {
   for (const auto& r : records) {
-    if (string_or(r, "task") != task_ || string_or(r, "kind") != "run") continue;
-    const json compile = object_or_null(r, "compile");
+    if (r.task != task_ || r.kind != "run") continue;
+    const json none = json::object(), &compile = r.compile ? r.compile->extra : none;
     const std::string code = string_or(compile, "code_sha256");
-    add_code(code.empty() ? code_in_cache(string_or(compile, "cache_key")) : code, string_or(r, "candidate_id"));
-    const std::string sha = string_or(r, "source_sha256"), path = string_or(r, "source_path");
+    add_code(code.empty() ? code_in_cache(r.compile ? r.compile->cache_key.value_or("") : "") : code, r.candidate_id);
+    const std::string path = r.source_path.value_or("");
     std::string norm;
-    if (auto it = by_sha_.find(sha); it != by_sha_.end()) {
+    if (auto it = by_sha_.find(r.source_sha256); it != by_sha_.end()) {
       norm = it->second;
     } else {
       if (path.empty() || !std::filesystem::exists(root_ / path)) continue;
       const std::string src = read_file(root_ / path);
-      if (sha256_hex(src) != sha) continue;  // the file changed since: that record is another source
-      norm = normalized_hash(sha, src);
+      if (sha256_hex(src) != r.source_sha256) continue;  // the file changed since: that record is another source
+      norm = normalized_hash(r.source_sha256, src);
     }
     std::string params;
-    if (r.contains("params") && r["params"].is_object())
-      for (auto& [k, v] : r["params"].items()) params += (params.empty() ? "" : " ") + k + "=" + v.dump();
+    if (r.params.is_object())
+      for (auto& [k, v] : r.params.items()) params += (params.empty() ? "" : " ") + k + "=" + v.dump();
     keys_.insert(norm + "|" + (params.empty() ? "(defaults)" : params) + "|" + task_);
   }
 }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/candidate.h"
+#include "store/typed_record.h"
 
 namespace evo {
 
@@ -26,7 +27,7 @@ class NoveltyFilter {
   // is read from its cubin (compile.cache_key), when the entry is still there.
   NoveltyFilter(std::filesystem::path root, std::string task, std::filesystem::path cache_dir = {})
       : root_(std::move(root)), task_(std::move(task)), cache_dir_(std::move(cache_dir)) {}
-  void add_records(const std::vector<nlohmann::json>& records);
+  void add_records(const std::vector<Record>& records);
   bool seen(const Candidate& c) const { return keys_.count(key(c)) > 0; }
   void add(const Candidate& c) { keys_.insert(key(c)); }
   size_t size() const { return keys_.size(); }

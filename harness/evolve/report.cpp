@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 
+#include "evolve/evolve_record.h"
 #include "evolve/request.h"
 #include "store/json_fields.h"
 #include "store/population.h"
@@ -25,53 +26,50 @@ struct RunSummary {
   std::string best_id;
 };
 
-std::string params_of(const json& r) {
+std::string params_of(const json& params) {
   std::string s;
-  if (r.contains("params") && r["params"].is_object())
-    for (auto& [k, v] : r["params"].items()) s += (s.empty() ? "" : " ") + k + "=" + v.dump();
+  if (params.is_object())
+    for (auto& [k, v] : params.items()) s += (s.empty() ? "" : " ") + k + "=" + v.dump();
   return s.empty() ? "(defaults)" : s;
 }
 
-bool reached_gpu(const json& r) {
-  const std::string o = string_or(r, "outcome");
-  return o != "constraints" && o != "compile" && o != "resources" && o != "unsupported";
-}
+struct RunRecord {
+  const Record* record;
+  EvolveEntry entry;
+};
 
-std::map<std::string, RunSummary> summarize(const std::vector<json>& records, const std::string& gpu,
+std::map<std::string, RunSummary> summarize(const std::vector<Record>& records, const std::string& gpu,
                                             const std::string& task) {
   std::map<std::string, RunSummary> runs;
-  std::map<std::string, std::vector<const json*>> by_run;
+  std::map<std::string, std::vector<RunRecord>> by_run;
   for (const auto& r : records) {
-    const json ev = object_or_null(r, "evolve");
-    if (!ev.is_object() || string_or(r, "kind") != "run") continue;
-    if ((!gpu.empty() && string_or(object_or_null(r, "env"), "gpu_key") != gpu) ||
-        (!task.empty() && string_or(r, "task") != task))
-      continue;
-    by_run[string_or(ev, "run")].push_back(&r);
+    auto ev = evolve_entry(r);
+    if (!ev || r.kind != "run") continue;
+    if ((!gpu.empty() && r.gpu_key() != gpu) || (!task.empty() && r.task != task)) continue;
+    by_run[ev->run].push_back({&r, std::move(*ev)});
   }
   for (auto& [id, list] : by_run) {
     std::stable_sort(list.begin(), list.end(),
-                     [](const json* a, const json* b) { return string_or(*a, "time") < string_or(*b, "time"); });
+                     [](const RunRecord& a, const RunRecord& b) { return a.record->time < b.record->time; });
     RunSummary s;
     s.id = id;
     bool screened = false;
-    for (const json* r : list) screened |= string_or((*r)["evolve"], "phase") == "screen";
-    for (const json* r : list) {
-      const json& ev = (*r)["evolve"];
-      s.generator = string_or(ev, "generator");
-      s.task = string_or(*r, "task");
-      s.gpu = string_or(object_or_null(*r, "env"), "gpu_key");
-      s.stage = r->value("stage", 0);
-      s.generations = std::max(s.generations, ev.value("generation", 0) + 1);
+    for (const auto& rr : list) screened |= rr.entry.phase == "screen";
+    for (const auto& [r, ev] : list) {
+      s.generator = ev.generator;
+      s.task = r->task;
+      s.gpu = r->gpu_key();
+      s.stage = r->stage;
+      s.generations = std::max(s.generations, ev.generation + 1);
       ++s.records;
-      s.gpu_s += number_or(*r, "gpu_seconds", 0);
-      const bool full = string_or(ev, "phase") == "full";
-      if (reached_gpu(*r) && (screened ? !full : true)) ++s.evaluations;
-      if (ev.contains("admission")) ++s.admissions[string_or(ev, "admission")];
-      const double f = number_or(object_or_null(*r, "fitness"), "geomean_median_us", 0);
+      s.gpu_s += r->gpu_seconds.value_or(0);
+      const bool full = ev.phase == "full";
+      if (reached_gpu(r->outcome) && (screened ? !full : true)) ++s.evaluations;
+      if (!ev.admission.empty()) ++s.admissions[ev.admission];
+      const double f = fitness_us(*r);
       if (full && f > 0 && (s.best == 0 || f < s.best)) {
         s.best = f;
-        s.best_id = string_or(*r, "candidate_id");
+        s.best_id = r->candidate_id;
         s.curve.emplace_back(s.gpu_s, f);
       }
     }
@@ -88,21 +86,21 @@ double best_at(const RunSummary& s, double gpu_s) {
 }
 
 // GPU-seconds per candidate of `evo run` (records with origin elite/domain) for a stage and task.
-std::string run_cost(const std::vector<json>& records, const RunSummary& s) {
+std::string run_cost(const std::vector<Record>& records, const RunSummary& s) {
   double sum = 0;
   size_t n = 0;
   for (const auto& r : records) {
-    const std::string origin = string_or(r, "origin");
-    if ((origin == "elite" || origin == "domain") && string_or(r, "task") == s.task &&
-        r.value("stage", -1) == s.stage && string_or(object_or_null(r, "env"), "gpu_key") == s.gpu && reached_gpu(r)) {
-      sum += number_or(r, "gpu_seconds", 0);
+    const std::string origin = r.origin.value_or("");
+    if ((origin == "elite" || origin == "domain") && r.task == s.task && r.stage == s.stage && r.gpu_key() == s.gpu &&
+        reached_gpu(r.outcome)) {
+      sum += r.gpu_seconds.value_or(0);
       ++n;
     }
   }
   return n ? fmt::format("{:.2f} ({} candidates)", sum / double(n), n) : "-";
 }
 
-void runs_table(std::string& md, const std::map<std::string, RunSummary>& runs, const std::vector<json>& records) {
+void runs_table(std::string& md, const std::map<std::string, RunSummary>& runs, const std::vector<Record>& records) {
   md +=
       "GPU evaluations count each candidate that reached the GPU once (its quick screen when the run screened). "
       "The last column is what `evo run` spent per candidate on the same GPU, task and stage.\n\n";
@@ -151,7 +149,8 @@ void curves(std::string& md, const std::map<std::string, RunSummary>& runs) {
 }
 
 // Where each run's best came from: its parents back to the elite it was bred from.
-void best_lineage(std::string& md, const std::map<std::string, RunSummary>& runs, const std::vector<json>& records) {
+void best_lineage(std::string& md, const std::map<std::string, RunSummary>& runs,
+                  const std::vector<Record>& records) {
   const auto by_id = index_by_candidate(records);
   std::string rows;
   for (const auto& [id, s] : runs) {
@@ -161,7 +160,7 @@ void best_lineage(std::string& md, const std::map<std::string, RunSummary>& runs
       auto it = by_id.find(c);
       if (it == by_id.end()) break;
       chain += (chain.empty() ? "" : " ← ") +
-               fmt::format("`{}` {} {}", c.substr(0, 8), string_or(it->second, "variant"), params_of(it->second));
+               fmt::format("`{}` {} {}", c.substr(0, 8), it->second.variant, params_of(it->second.params));
     }
     rows += fmt::format("| {} | `{}` | {:.2f} | {} |\n", id, s.generator.substr(0, 40), s.best, chain);
   }
@@ -172,9 +171,10 @@ void best_lineage(std::string& md, const std::map<std::string, RunSummary>& runs
         rows + "\n";
 }
 
-void lineage_section(std::string& md, const std::vector<json>& records, const std::string& gpu,
-                     const std::string& task) {
-  const auto by_id = index_by_candidate(records);
+// `records` as read (the populations are derived from them), `typed` the same, typed.
+void lineage_section(std::string& md, const std::vector<json>& records, const std::vector<Record>& typed,
+                     const std::string& gpu, const std::string& task) {
+  const auto by_id = index_by_candidate(typed);
   std::string rows;
   for (const auto& [key, pop] : derive_populations(records)) {
     if ((!gpu.empty() && pop["gpu"] != gpu) || (!task.empty() && pop["task"] != task) || pop["benchmark"] != "default")
@@ -183,13 +183,14 @@ void lineage_section(std::string& md, const std::vector<json>& records, const st
       for (const auto& e : elites) {
         // The elite with its own fitness, then its ancestors (params only: their records may be
         // screens or other benchmarks).
-        std::string chain = fmt::format("`{}` {} {:.2f} µs", string_or(e, "candidate_id").substr(0, 8), params_of(e),
+        std::string chain = fmt::format("`{}` {} {:.2f} µs", string_or(e, "candidate_id").substr(0, 8),
+                                        params_of(e.value("params", json::object())),
                                         number_or(object_or_null(e, "fitness"), "geomean_median_us", 0));
         const auto ids = lineage(by_id, string_or(e, "candidate_id"));
         for (size_t i = 1; i < ids.size(); ++i) {
           auto it = by_id.find(ids[i]);
           if (it == by_id.end()) break;
-          chain += fmt::format(" ← `{}` {}", ids[i].substr(0, 8), params_of(it->second));
+          chain += fmt::format(" ← `{}` {}", ids[i].substr(0, 8), params_of(it->second.params));
         }
         std::string vparent = string_or(e, "parent");
         if (vparent == "none" || vparent == "null") vparent.clear();
@@ -211,13 +212,14 @@ void lineage_section(std::string& md, const std::vector<json>& records, const st
 
 std::string render_evolution_markdown(const std::vector<json>& records, const std::string& gpu,
                                       const std::string& task) {
-  const auto runs = summarize(records, gpu, task);
+  const std::vector<Record> typed = typed_records(records);
+  const auto runs = summarize(typed, gpu, task);
   if (runs.empty()) return "";  // reports of records without evolution stay as they were
   std::string md = "\n## Evolution (`evo evolve`)\n\n";
-  runs_table(md, runs, records);
+  runs_table(md, runs, typed);
   curves(md, runs);
-  best_lineage(md, runs, records);
-  lineage_section(md, records, gpu, task);
+  best_lineage(md, runs, typed);
+  lineage_section(md, records, typed, gpu, task);
   return md;
 }
 

@@ -41,12 +41,12 @@ class Sources {
   json texts_ = json::object();
 };
 
-std::string newest_gpu(const std::vector<json>& records, const std::string& task) {
+std::string newest_gpu(const std::vector<Record>& records, const std::string& task) {
   std::string gpu, time;
   for (const auto& r : records)
-    if (string_or(r, "task") == task && string_or(r, "kind") == "run" && string_or(r, "time") >= time) {
-      gpu = string_or(object_or_null(r, "env"), "gpu_key", gpu);
-      time = string_or(r, "time");
+    if (r.task == task && r.kind == "run" && r.time >= time) {
+      if (!r.gpu_key().empty()) gpu = r.gpu_key();
+      time = r.time;
     }
   return gpu;
 }
@@ -78,7 +78,7 @@ json task_context(const RequestInputs& in, const std::string& gpu) {
           {"search_space", space}};
 }
 
-json elites_of(const RequestInputs& in, const json& pop, const std::map<std::string, json>& by_id, Sources& sources) {
+json elites_of(const RequestInputs& in, const json& pop, const std::map<std::string, Record>& by_id, Sources& sources) {
   json out = json::array();
   for (const auto& e : stage_elites(pop, in.stage->number)) {
     json x = {{"candidate_id", e["candidate_id"]},
@@ -112,7 +112,7 @@ json stage_variants(const RequestInputs& in, Sources& sources) {
   return out;
 }
 
-json insights(const RequestInputs& in, const json& pop, const std::map<std::string, json>& by_id) {
+json insights(const RequestInputs& in, const json& pop, const std::map<std::string, Record>& by_id) {
   json notes = json::object();
   const auto sj = in.ctx->root / in.stage->dir / "stage.json";
   if (std::filesystem::exists(sj)) {
@@ -126,13 +126,13 @@ json insights(const RequestInputs& in, const json& pop, const std::map<std::stri
   for (const auto& e : stage_elites(pop, in.stage->number)) {
     const auto chain = lineage(by_id, string_or(e, "candidate_id"), 1);
     if (chain.size() < 2 || !by_id.count(chain[1])) continue;
-    const json& parent = by_id.at(chain[1]);
-    const double pf = number_or(object_or_null(parent, "fitness"), "geomean_median_us", 0);
+    const Record& parent = by_id.at(chain[1]);
+    const double pf = fitness_us(parent);
     const double cf = number_or(object_or_null(e, "fitness"), "geomean_median_us", 0);
     if (pf > 0 && cf > 0)
       deltas.push_back({{"parent", chain[1]},
                         {"child", chain[0]},
-                        {"parent_params", parent["params"]},
+                        {"parent_params", parent.params},
                         {"child_params", e["params"]},
                         {"parent_us", pf},
                         {"child_us", cf},
@@ -147,23 +147,24 @@ json insights(const RequestInputs& in, const json& pop, const std::map<std::stri
 
 bool valid_operator(const std::string& op) { return op == "free" || op == "insight" || op == "full"; }
 
-std::map<std::string, json> index_by_candidate(const std::vector<json>& records) {
-  std::map<std::string, json> by;
+std::map<std::string, Record> index_by_candidate(const std::vector<Record>& records) {
+  std::map<std::string, Record> by;
   for (const auto& r : records)
-    if (string_or(r, "kind") == "run") {
-      auto& slot = by[string_or(r, "candidate_id")];
-      if (slot.is_null() || (!object_or_null(r, "fitness").is_null()) || newer_record(r, slot)) slot = r;
+    if (r.kind == "run") {
+      auto [slot, added] = by.try_emplace(r.candidate_id, r);
+      if (!added && (r.fitness || r.newer_than(slot->second))) slot->second = r;
     }
   return by;
 }
 
-std::vector<std::string> lineage(const std::map<std::string, json>& by, const std::string& id, size_t depth) {
+std::vector<std::string> lineage(const std::map<std::string, Record>& by, const std::string& id, size_t depth) {
   std::vector<std::string> chain{id};
   std::string at = id;
   for (size_t i = 0; i < depth; ++i) {
     auto it = by.find(at);
     if (it == by.end()) break;
-    std::string parent = string_or(object_or_null(it->second, "evolve"), "parent");
+    const auto entry = evolve_entry(it->second);
+    std::string parent = entry ? entry->parent : "";
     parent = parent.substr(0, parent.find('+'));
     if (parent.empty() || parent == at) break;
     chain.push_back(parent);
@@ -172,44 +173,44 @@ std::vector<std::string> lineage(const std::map<std::string, json>& by, const st
   return chain;
 }
 
-json failure_feedback(const json& r) {
-  json f = {{"candidate_id", r.value("candidate_id", "")},
-            {"variant", r.value("variant", "")},
-            {"params", r.value("params", json::object())},
-            {"outcome", r.value("outcome", "")},
-            {"reason", r.value("reason", "")}};
-  const json compile = object_or_null(r, "compile");
-  if (compile.is_object() && compile.contains("log") && compile["log"].is_string())
-    f["compile_log"] = compile["log"].get<std::string>().substr(0, 4096);
-  const json gate = object_or_null(object_or_null(r, "gates"), "correctness");
-  if (gate.is_object() && gate.contains("checks") && gate["checks"].is_array())
-    for (const auto& c : gate["checks"])
-      if (c.is_object() && c.contains("pass") && c["pass"] == false) {
-        f["failing_case"] = c;
+json failure_feedback(const Record& r) {
+  json f = {{"candidate_id", r.candidate_id},
+            {"variant", r.variant},
+            {"params", r.params},
+            {"outcome", std::string(to_string(r.outcome))},
+            {"reason", r.reason.value_or("")}};
+  if (r.compile && r.compile->extra.contains("log") && r.compile->extra["log"].is_string())
+    f["compile_log"] = r.compile->extra["log"].get<std::string>().substr(0, 4096);
+  if (r.gates && r.gates->correctness && r.gates->correctness->checks) {
+    const auto& checks = *r.gates->correctness->checks;
+    for (size_t i = 0; i < checks.size(); ++i)
+      if (checks[i].pass == false) {  // the case as the record writes it, every figure included
+        f["failing_case"] = write_record(r)["gates"]["correctness"]["checks"][i];
         break;
       }
-  const json ev = object_or_null(r, "evolve");
-  if (ev.is_object() && ev.contains("rationale")) f["rationale"] = ev["rationale"];
+  }
+  if (const auto e = evolve_entry(r)) f["rationale"] = e->rationale;
   return f;
 }
 
-json history_entry(const json& verdict, int generation) {
+json history_entry(const ProposalVerdict& v, int generation) {
   json h = {{"generation", generation},
-            {"candidate_id", verdict.value("candidate_id", "")},
-            {"variant", verdict.value("variant", "")},
-            {"params", verdict.value("params", json::object())},
-            {"outcome", verdict.value("outcome", "")},
-            {"fitness_us", verdict.contains("fitness_us") ? verdict["fitness_us"] : json(nullptr)}};
-  if (verdict.contains("source_sha256")) h["source_sha256"] = verdict["source_sha256"];
-  if (verdict.contains("screen_us")) h["screen_us"] = verdict["screen_us"];
+            {"candidate_id", v.candidate_id},
+            {"variant", v.variant},
+            {"params", v.params ? params_json(*v.params) : json::object()},
+            {"outcome", v.outcome ? json(std::string(to_string(*v.outcome))) : json(nullptr)},
+            {"fitness_us", v.fitness_us ? json(*v.fitness_us) : json(nullptr)}};
+  if (!v.source_sha256.empty()) h["source_sha256"] = v.source_sha256;
+  if (v.screen_us) h["screen_us"] = *v.screen_us;
   return h;
 }
 
 json build_request(const RequestInputs& in) {
   const std::vector<json> none;
   const auto& records = in.records ? *in.records : none;
-  const std::string gpu = in.gpu_key.empty() ? newest_gpu(records, in.task.name()) : in.gpu_key;
-  const auto by_id = index_by_candidate(records);
+  const std::vector<Record> typed = typed_records(records);
+  const std::string gpu = in.gpu_key.empty() ? newest_gpu(typed, in.task.name()) : in.gpu_key;
+  const auto by_id = index_by_candidate(typed);
   json pop = json::object();
   for (const auto& [key, p] : derive_populations(records))
     if (key == gpu + "/" + in.task.name()) pop = p;
@@ -231,9 +232,8 @@ json build_request(const RequestInputs& in) {
   if (in.op != "free") req["i3"] = insights(in, pop, by_id);
   json failures = json::array();
   for (const auto& f : in.feedback) failures.push_back(f);
-  for (auto it = records.rbegin(); it != records.rend() && failures.size() < in.max_failures; ++it)
-    if (string_or(*it, "kind") == "run" && string_or(*it, "task") == in.task.name() &&
-        it->value("stage", -1) == in.stage->number && string_or(*it, "outcome") != "ok")
+  for (auto it = typed.rbegin(); it != typed.rend() && failures.size() < in.max_failures; ++it)
+    if (it->kind == "run" && it->task == in.task.name() && it->stage == in.stage->number && it->outcome != Outcome::ok)
       failures.push_back(failure_feedback(*it));
   req["failures"] = failures;
   req["sources"] = sources.texts();

@@ -12,7 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "evolve/evolve_record.h"
 #include "run/context.h"
+#include "store/typed_record.h"
 
 namespace evo {
 
@@ -37,17 +39,18 @@ std::string request_markdown(const nlohmann::json& request);
 
 // Candidate ids from a record back through its parents (its own id first), using the records'
 // evolve.parent (first parent of a crossover) links; at most `depth` steps.
-std::vector<std::string> lineage(const std::map<std::string, nlohmann::json>& by_candidate, const std::string& id,
+std::vector<std::string> lineage(const std::map<std::string, Record>& by_candidate, const std::string& id,
                                  size_t depth = 12);
-std::map<std::string, nlohmann::json> index_by_candidate(const std::vector<nlohmann::json>& records);
+// Each candidate's record that counts: one with a fitness, else the newest.
+std::map<std::string, Record> index_by_candidate(const std::vector<Record>& records);
 
 // What a failing record tells a generator: outcome, reason, the first failing case with its
 // error figures, and the compile log when there is one (capped).
-nlohmann::json failure_feedback(const nlohmann::json& record);
+nlohmann::json failure_feedback(const Record& record);
 
 // One evaluation of a run as the request's "history" lists it: generation, candidate_id,
 // variant, source_sha256 (generated sources), params (object), outcome, fitness_us (null
-// without), from a trace verdict.
-nlohmann::json history_entry(const nlohmann::json& verdict, int generation);
+// without), screen_us (a --quick screen).
+nlohmann::json history_entry(const ProposalVerdict& verdict, int generation);
 
 }  // namespace evo

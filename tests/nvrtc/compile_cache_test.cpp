@@ -49,12 +49,18 @@ TEST(CodeIdentity, ARecordFromBeforeTheHashIsKnownByItsCachedCubin) {
   ASSERT_EQ(r.exit_code, 0) << r.out.substr(0, 2000);
   const json compiled = records(r.out).at(0)["compile"];
   // A record written before compile.code_sha256 existed: only its cache key.
-  const json old = {{"kind", "run"},
-                    {"task", "fp16-d64"},
-                    {"candidate_id", "measured-long-ago"},
-                    {"compile", {{"cache_key", compiled["cache_key"]}}}};
+  auto old_record = [](const std::string& id, const std::string& key) {
+    Record r;
+    r.kind = "run";
+    r.task = "fp16-d64";
+    r.candidate_id = id;
+    r.compile = RecordCompile{};
+    r.compile->cache_key = key;
+    return r;
+  };
+  const Record old = old_record("measured-long-ago", compiled["cache_key"]);
   NoveltyFilter with_cache(source_root(), "fp16-d64", cache), without(source_root(), "fp16-d64");
-  with_cache.add_records({old, json{{"kind", "run"}, {"task", "fp16-d64"}, {"compile", {{"cache_key", "../x"}}}}});
+  with_cache.add_records({old, old_record("escapes", "../../etc/passwd")});
   without.add_records({old});
   EXPECT_EQ(with_cache.same_code(compiled["code_sha256"]), "measured-long-ago");
   EXPECT_FALSE(without.same_code(compiled["code_sha256"]));

@@ -112,19 +112,25 @@ TEST(ExternalGenerator, ReadsTheRequestOnStdin) {
   EXPECT_EQ(r.proposals[0].rationale, "why");
 }
 
-json fit(double med, double p90) { return {{"geomean_median_us", med}, {"geomean_p90_us", p90}}; }
+Fitness fit(double med, double p90) {
+  Fitness f;
+  f.geomean_median_us = med;
+  f.geomean_p90_us = p90;
+  return f;
+}
+json fit_json(double med, double p90) { return {{"geomean_median_us", med}, {"geomean_p90_us", p90}}; }
 
 TEST(Admission, DisplacesOnlyBeyondTheSpread) {
-  const std::vector<json> elites{{{"candidate_id", "e1"}, {"fitness", fit(90, 91)}},
-                                 {{"candidate_id", "e2"}, {"fitness", fit(95, 96)}},
-                                 {{"candidate_id", "e3"}, {"fitness", fit(100, 102)}}};  // 2 % spread
+  const std::vector<json> elites{{{"candidate_id", "e1"}, {"fitness", fit_json(90, 91)}},
+                                 {{"candidate_id", "e2"}, {"fitness", fit_json(95, 96)}},
+                                 {{"candidate_id", "e3"}, {"fitness", fit_json(100, 102)}}};  // 2 % spread
   EXPECT_EQ(admit(fit(97, 97.5), elites, 3).decision, "displace");
   EXPECT_EQ(admit(fit(99, 99.5), elites, 3).decision, "tie");
   EXPECT_EQ(admit(fit(99, 99.5), elites, 3).against, "e3");
   EXPECT_EQ(admit(fit(101, 102), elites, 3).decision, "below");
   EXPECT_EQ(admit(fit(97, 104), elites, 3).decision, "tie") << "the candidate's own 7 % spread covers a 3 % lead";
   EXPECT_EQ(admit(fit(500, 600), {elites[0]}, 3).decision, "enter");
-  EXPECT_EQ(admit(json(nullptr), elites, 3).decision, "none");
+  EXPECT_EQ(admit(Fitness{}, elites, 3).decision, "none");
 }
 
 TEST(Admission, ATieRecordTakesNoPlaceInThePopulation) {
@@ -157,12 +163,22 @@ TEST(Novelty, CommentsAndWhitespaceDoNotMakeAKernelNew) {
   EXPECT_NE(normalized_source("int x; int y;"), normalized_source("int x; int z;"));
 }
 
+Record run_record(const std::string& task, const std::string& id, const json& compile_extra) {
+  Record r;
+  r.kind = "run";
+  r.task = task;
+  r.candidate_id = id;
+  if (!compile_extra.is_null()) {
+    r.compile = RecordCompile{};
+    r.compile->extra = compile_extra;
+  }
+  return r;
+}
+
 TEST(Novelty, RecordsKeepTheCodeTheyRanSoAResumedRunKnowsIt) {
   NoveltyFilter f(source_root(), "fp16-d64");
-  f.add_records(
-      {json{{"kind", "run"}, {"task", "fp16-d64"}, {"candidate_id", "c1"}, {"compile", {{"code_sha256", "a1"}}}},
-       json{{"kind", "run"}, {"task", "bf16-d64"}, {"candidate_id", "c2"}, {"compile", {{"code_sha256", "b2"}}}},
-       json{{"kind", "run"}, {"task", "fp16-d64"}, {"candidate_id", "c3"}, {"compile", nullptr}}});
+  f.add_records({run_record("fp16-d64", "c1", {{"code_sha256", "a1"}}),
+                 run_record("bf16-d64", "c2", {{"code_sha256", "b2"}}), run_record("fp16-d64", "c3", nullptr)});
   EXPECT_EQ(f.same_code("a1"), "c1");
   EXPECT_FALSE(f.same_code("b2")) << "another task's code";
   EXPECT_FALSE(f.same_code("")) << "no hash (an old record) matches nothing";

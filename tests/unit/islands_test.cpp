@@ -11,6 +11,7 @@
 #include "core/errors.h"
 #include "store/atomic_file.h"
 #include "store/records.h"
+#include "store/typed_record.h"
 #include "support/test_support.h"
 
 namespace evo {
@@ -90,11 +91,13 @@ void trace_line(const fs::path& results, const std::string& run, const json& lin
   append_line_durable(results / "evolve" / (run + ".trace.jsonl"), line.dump());
 }
 
-std::vector<std::string> ids(const std::vector<json>& records) {
+std::vector<std::string> ids(const std::vector<Record>& records) {
   std::vector<std::string> out;
-  for (const auto& r : records) out.push_back(r["candidate_id"]);
+  for (const auto& r : records) out.push_back(r.candidate_id);
   return out;
 }
+
+Record typed(const json& record) { return *read_record(record).record; }
 
 TEST(Islands, ImportsTheOtherIslandsElitesOfEarlierGenerationsOnly) {
   const fs::path results = test::scratch_dir("islands-migrate");
@@ -117,9 +120,9 @@ TEST(Islands, ImportsTheOtherIslandsElitesOfEarlierGenerationsOnly) {
   EXPECT_EQ(m.trace()["imported"][0]["from"], a);
   // Nothing was lost: every record is still there.
   EXPECT_EQ(read_records(results).records.size(), 10u);
-  EXPECT_TRUE(me.in_group(record("z", c, 0, 1)));
-  EXPECT_FALSE(me.in_group(record("z", "ev-other-island0of3", 0, 1)));
-  EXPECT_FALSE(me.in_group(record("z", "ev-g-island0of4", 0, 1)));
+  EXPECT_TRUE(me.in_group(typed(record("z", c, 0, 1))));
+  EXPECT_FALSE(me.in_group(typed(record("z", "ev-other-island0of3", 0, 1))));
+  EXPECT_FALSE(me.in_group(typed(record("z", "ev-g-island0of4", 0, 1))));
 }
 
 TEST(Islands, WaitsForAnIslandThatIsBehindThenSaysSo) {
@@ -149,10 +152,10 @@ TEST(Islands, WaitsForAnIslandThatIsBehindThenSaysSo) {
 }
 
 TEST(Islands, ParentsAreBaselineOwnAndMigrantsBestFirstOnce) {
-  const std::vector<json> baseline{record("p1", "", 0, 30), record("p2", "", 0, 31), record("p3", "", 0, 32),
-                                   record("p4", "", 0, 33)};
-  const std::vector<json> own{record("o1", "me", 0, 25), record("o2", "me", 0, 40)};
-  const std::vector<json> migrants{record("m1", "them", 0, 20), record("p1", "them", 0, 30)};
+  const std::vector<Record> baseline{typed(record("p1", "", 0, 30)), typed(record("p2", "", 0, 31)),
+                                     typed(record("p3", "", 0, 32)), typed(record("p4", "", 0, 33))};
+  const std::vector<Record> own{typed(record("o1", "me", 0, 25)), typed(record("o2", "me", 0, 40))};
+  const std::vector<Record> migrants{typed(record("m1", "them", 0, 20)), typed(record("p1", "them", 0, 30))};
   EXPECT_EQ(ids(island_ranked(baseline, own, migrants, 1)), (std::vector<std::string>{"m1", "o1", "p1", "p2", "p3"}));
 }
 
