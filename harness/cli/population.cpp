@@ -61,7 +61,7 @@ void remeasure(const RemeasureCli& o) {
   r.update_populations = true;
   const auto records = remeasure_elites(ctx, r);
   size_t ok = 0;
-  for (const auto& rec : records) ok += rec.value("outcome", "") == "ok";
+  for (const Record& rec : records) ok += rec.outcome == Outcome::ok;
   std::cout << fmt::format("measured {} elite(s) again ({} ok, gate seed {}); populations refreshed\n", records.size(),
                            ok, *r.gate_seed);
   if (ok != records.size()) g_exit_code = kExitCorrectness;

@@ -131,6 +131,34 @@ json kernel_summary(const Kernel& k) {
   return s;
 }
 
+bool covers(const Kernel& k, const std::set<std::string>& shapes) {
+  for (const auto& s : shapes)
+    if (!k.shapes.count(s)) return false;
+  return !shapes.empty();
+}
+
+// The fastest kernel timed on every shape: lowest geomean median, then p90, then candidate id.
+struct Fastest {
+  const Kernel* kernel = nullptr;
+  std::string id;
+  Score score;
+  size_t eligible = 0;
+};
+
+Fastest fastest_over(const std::map<std::string, Kernel>& kernels, const std::set<std::string>& shapes) {
+  Fastest f;
+  for (const auto& [identity_key, k] : kernels) {
+    if (!covers(k, shapes)) continue;
+    ++f.eligible;
+    const Score sc = geomean(k, shapes);
+    const std::string cid = string_or(*k.newest, "candidate_id");
+    if (!f.kernel || sc.median < f.score.median ||
+        (sc.median == f.score.median && (sc.p90 < f.score.p90 || (sc.p90 == f.score.p90 && cid < f.id))))
+      f = {&k, cid, sc, f.eligible};
+  }
+  return f;
+}
+
 // One regime's row: its shapes, the fastest kernel timed on all of them, and the choice.
 json regime_row(const RegimeRule& rule, Regime regime, const std::map<std::string, Kernel>& kernels,
                 const std::string& default_id, std::set<std::string>& used) {
@@ -139,55 +167,32 @@ json regime_row(const RegimeRule& rule, Regime regime, const std::map<std::strin
     for (const auto& [shape, st] : k.shapes)
       if (shape_regime(rule, shape) == regime) shapes.insert(shape);
   json row = {{"regime", regime_name(regime)}, {"condition", regime_condition(rule, regime)}, {"shapes", shapes}};
-  const Kernel* best = nullptr;
-  std::string best_id;
-  Score best_score;
-  size_t eligible = 0;
-  for (const auto& [id, k] : kernels) {
-    bool all = !shapes.empty();
-    for (const auto& s : shapes) all = all && k.shapes.count(s);
-    if (!all) continue;
-    ++eligible;
-    const Score sc = geomean(k, shapes);
-    const std::string cid = string_or(*k.newest, "candidate_id");
-    if (!best || sc.median < best_score.median ||
-        (sc.median == best_score.median && (sc.p90 < best_score.p90 || (sc.p90 == best_score.p90 && cid < best_id)))) {
-      best = &k;
-      best_id = cid;
-      best_score = sc;
-    }
-  }
-  row["candidates"] = eligible;
-  const Kernel* chosen = best;
+  const Fastest best = fastest_over(kernels, shapes);
+  row["candidates"] = best.eligible;
+  const Kernel* chosen = best.kernel;
   std::string choice = "fastest";
   auto def = default_id.empty() ? kernels.end() : kernels.find(default_id);
-  if (!best) {
+  if (!best.kernel) {
     chosen = def == kernels.end() ? nullptr : &def->second;
     choice = "default (unmeasured)";
-  } else if (def != kernels.end() && &def->second != best) {
-    bool covers = true;
-    for (const auto& s : shapes) covers = covers && def->second.shapes.count(s);
-    if (covers) {
-      const Score d = geomean(def->second, shapes);
-      row["default_geomean_median_us"] = d.median;
-      if (d.median <= best_score.p90) {
-        chosen = &def->second;
-        choice = "default (tie)";
-      }
+  } else if (def != kernels.end() && &def->second != best.kernel && covers(def->second, shapes)) {
+    const Score d = geomean(def->second, shapes);
+    row["default_geomean_median_us"] = d.median;
+    if (d.median <= best.score.p90) {  // faster only within the winner's own spread: a tie
+      chosen = &def->second;
+      choice = "default (tie)";
     }
   }
-  if (best) {
-    row["fastest"] = best_id;
-    row["fastest_geomean_median_us"] = best_score.median;
-    row["fastest_geomean_p90_us"] = best_score.p90;
-  }
-  row["choice"] = choice;
-  row["kernel"] = chosen ? json(string_or(*chosen->newest, "candidate_id")) : json(nullptr);
-  if (chosen && best) {
+  if (best.kernel) {
+    row["fastest"] = best.id;
+    row["fastest_geomean_median_us"] = best.score.median;
+    row["fastest_geomean_p90_us"] = best.score.p90;
     const Score c = geomean(*chosen, shapes);
     row["geomean_median_us"] = c.median;
     row["geomean_p90_us"] = c.p90;
   }
+  row["choice"] = choice;
+  row["kernel"] = chosen ? json(string_or(*chosen->newest, "candidate_id")) : json(nullptr);
   if (chosen) used.insert(identity(*chosen->newest));
   return row;
 }

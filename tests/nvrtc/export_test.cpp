@@ -33,8 +33,10 @@ fs::path derived_populations() {
 const fs::path& exported() {
   static const fs::path out = [] {
     const fs::path o = scratch_dir("export-package") / "pkg";
+    // No git on PATH: the committed tree holds every elite's source (variants/ or results/sources/).
     const auto r = run_evo(std::string("export --task ") + kTasks + " --gpu nvidia-h200 --out " + shell_quote(o) +
-                           " --populations-dir " + shell_quote(derived_populations()));
+                               " --populations-dir " + shell_quote(derived_populations()),
+                           "PATH=/nonexistent");
     EXPECT_EQ(r.exit_code, 0) << r.out;
     EXPECT_NE(r.out.find("wrote "), std::string::npos) << r.out;
     return o;
@@ -78,6 +80,7 @@ TEST(ExportCli, LayoutAndManifestFollowThePopulations) {
     const size_t line = src.find("#line 1 \"");
     ASSERT_NE(line, std::string::npos);
     EXPECT_EQ(sha256_hex(src.substr(src.find('\n', line) + 1)), k["source_sha256"]) << k["name"];
+    EXPECT_EQ(k["source_origin"].get<std::string>().rfind("git ", 0), std::string::npos) << k["source_origin"];
     EXPECT_FALSE(k["launch"]["threads"].get<int>() == 0);
     if (k["stage"].get<int>() >= 7) {
       EXPECT_FALSE(k["tma"].empty()) << "TMA stages export their tensor maps";
@@ -110,7 +113,8 @@ TEST(ExportCli, PackageBuildsWithCMakeAndServesFindPackage) {
              "  c.o = t(4ull << 40, 8, 512); c.scale = 0.125f; c.q_descale = c.k_descale = c.v_descale = 1;\n"
              "  if (evo_attn_plan_call(&c, &p, msg, sizeof msg)) { puts(msg); return 1; }\n"
              "  printf(\"%s %s %s\\n\", p.task, evo_attn_regime_name(p.regime), evo_attn_kernel_name(p.kernel));\n"
-             "  c.q.size[3] = 80;\n  evo_attn_plan_call(&c, &p, msg, sizeof msg);\n  puts(msg);\n  return 0;\n}\n");
+             "  c.q.size[3] = c.k.size[3] = c.v.size[3] = c.o.size[3] = 80;\n  evo_attn_plan_call(&c, &p, msg, sizeof "
+             "msg);\n  puts(msg);\n  return 0;\n}\n");
   auto consumer = run_shell("cmake -S " + shell_quote(app) + " -B " + shell_quote(app / "build") +
                             " -DCMAKE_PREFIX_PATH=" + shell_quote(pkg / "build") + " > /dev/null && cmake --build " +
                             shell_quote(app / "build") + " > /dev/null && " + shell_quote(app / "build" / "consumer"));
