@@ -55,6 +55,7 @@ void remeasure(const RemeasureCli& o) {
   r.gate_seed = o.gate_seed.empty() ? draw_gate_seed() : parse_gate_seed(o.gate_seed);
   r.exact_sources = true;
   r.results_dir = o.results_dir;
+  r.populations_dir = o.populations_dir;
   r.cache_dir = o.cache_path();
   r.tag = "remeasure";
   r.origin = "remeasure";

@@ -28,7 +28,8 @@ const Variant* find_variant(const Context& ctx, const std::string& id) {
 
 // The tasks asked for, or every task with a population on this GPU, by name.
 std::vector<Task> remeasure_tasks(const Context& ctx, const RemeasureOptions& o, const Session& session) {
-  const fs::path pop_dir = ctx.root / "populations" / session.gpu().key;
+  const fs::path pop_dir =
+      (o.populations_dir.empty() ? ctx.root / "populations" : o.populations_dir) / session.gpu().key;
   std::vector<Task> tasks;
   if (!o.tasks.empty()) {
     for (const auto& t : o.tasks) tasks.push_back(parse_task(t));
@@ -118,11 +119,17 @@ std::vector<Record> remeasure_elites(const Context& ctx, const RemeasureOptions&
   const fs::path results_dir = !o.results_file.parent_path().empty() ? o.results_file.parent_path()
                                : o.results_dir.empty()               ? fs::path(".")
                                                                      : o.results_dir;
-  auto sessions = open_sessions(
-      ctx, compiler,
-      SessionOptions{
-          results_dir, ctx.root / "populations", o.cache_dir, 0, o.tag, o.results_file, o.update_populations, {}, {}},
-      query_devices(o.devices));
+  auto sessions = open_sessions(ctx, compiler,
+                                SessionOptions{results_dir,
+                                               o.populations_dir.empty() ? ctx.root / "populations" : o.populations_dir,
+                                               o.cache_dir,
+                                               0,
+                                               o.tag,
+                                               o.results_file,
+                                               o.update_populations,
+                                               {},
+                                               {}},
+                                query_devices(o.devices));
   std::vector<EvalPlan> plans;
   std::vector<Item> items;
   Sources sources;

@@ -51,13 +51,13 @@ if ! (cmake -S /tmp/evo-export -B /tmp/evo-export/build -G Ninja -DCMAKE_BUILD_T
 fi
 echo "package built at ${SECONDS}s" | tee -a "$log"
 export PYTHONPATH=/tmp/evo-export/python
-# The checks first, then timing until the budget (the whole call stays under 6 minutes).
-left=$((295 - SECONDS))
-timeout "$left" python3 tests/deploy/check_torch_op.py --package /tmp/evo-export --out "$OUT" \
-  --budget-s $((left - 15)) >> "$log" 2>&1
-echo "check_torch_op exit $? at ${SECONDS}s" | tee -a "$log"
-timeout 50 python3 examples/deploy/transformer_block.py > "$OUT/example.txt" 2>&1
+timeout 60 python3 examples/deploy/transformer_block.py > "$OUT/example.txt" 2>&1
 echo "example exit $? at ${SECONDS}s" | tee -a "$log"
+# The checks first, then timing until the budget: the whole call stays under 6 minutes.
+left=$((345 - SECONDS))
+[ "$left" -lt 40 ] && left=40
+timeout "$left" python3 tests/deploy/check_torch_op.py --package /tmp/evo-export --out "$OUT" \
+  --budget-s $((left - 20)) >> "$log" 2>&1
+echo "check_torch_op exit $? at ${SECONDS}s" | tee -a "$log"
 tail -4 "$log"
-head -3 "$OUT/timing.md" 2>/dev/null
 tail -2 "$OUT/correctness.md" "$OUT/timing.md" "$OUT/example.txt" 2>/dev/null
