@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
   evo::add_request_command(app);
   evo::add_evolve_command(app);
   evo::add_docs_command(app);
+  evo::add_export_command(app);
   evo::add_internal_commands(app);
 
   try {

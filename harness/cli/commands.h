@@ -16,6 +16,7 @@ void add_eval_command(CLI::App& app);       // cli/eval.cpp
 void add_request_command(CLI::App& app);    // cli/request.cpp: evo context
 void add_evolve_command(CLI::App& app);     // cli/evolve.cpp
 void add_docs_command(CLI::App& app);       // cli/docs.cpp: figures in README/docs from records
+void add_export_command(CLI::App& app);     // cli/export.cpp: a C++ library and a PyTorch op
 void add_internal_commands(CLI::App& app);  // __compile, __worker (hidden)
 
 // Set by a command's callback; main returns it.

@@ -265,6 +265,16 @@ std::filesystem::path Compiler::compile_support(const std::string& arch) const {
   return r.cubin_path;
 }
 
+Compiler::Ptx Compiler::compile_ptx(const Candidate& c, const std::string& virtual_arch) const {
+  std::vector<std::string> opts;
+  for (const auto& o : options(c.arch))  // no ptxas runs for PTX
+    if (o.rfind("--ptxas-options", 0) != 0)
+      opts.push_back(o.rfind("--gpu-architecture=", 0) == 0 ? "--gpu-architecture=" + virtual_arch : o);
+  RawCompile raw =
+      compile_cached(final_source(c), "/nonexistent-evo-include-dir/" + c.variant->path.filename().string(), opts);
+  return {raw.verdict, raw.key, raw.verdict.ok() ? raw.cubin : std::string()};
+}
+
 int compile_child_main(const std::string& request_path, const std::string& out_prefix) {
   json req = json::parse(read_file(request_path));
   NvrtcOutput out = nvrtc_compile(req.at("source"), req.at("name"), req.at("options").get<std::vector<std::string>>());

@@ -44,6 +44,13 @@ class Compiler {
                                                 const char* extension);
   // evo's own GPU support kernels (inputs, reference), through the same cache.
   std::filesystem::path compile_support(const std::string& arch) const;
+  // The candidate's PTX for a virtual architecture ("compute_80"), through the same cache
+  // (`evo export` ships it beside the cubin where the variant needs no sm_90a instruction).
+  struct Ptx {
+    Verdict verdict;
+    std::string key, text;
+  };
+  Ptx compile_ptx(const Candidate& c, const std::string& virtual_arch) const;
 
  private:
   struct RawCompile {

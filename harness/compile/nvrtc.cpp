@@ -26,7 +26,18 @@ NvrtcOutput nvrtc_compile(const std::string& source, const std::string& name, co
     nvrtcGetProgramLog(prog, out.log.data());
     out.log.resize(log_size - 1);
   }
-  if (rc == NVRTC_SUCCESS) {
+  // A virtual architecture (--gpu-architecture=compute_XX) gives PTX, a real one a cubin.
+  bool virtual_arch = false;
+  for (const auto& o : options) virtual_arch = virtual_arch || o.rfind("--gpu-architecture=compute_", 0) == 0;
+  if (rc == NVRTC_SUCCESS && virtual_arch) {
+    size_t size = 0;
+    if (nvrtcGetPTXSize(prog, &size) == NVRTC_SUCCESS && size > 1) {
+      out.cubin.resize(size);
+      out.ok = nvrtcGetPTX(prog, out.cubin.data()) == NVRTC_SUCCESS;
+      out.cubin.resize(size - 1);  // without the terminating NUL
+    }
+    if (!out.ok) out.log += "\nNVRTC produced no PTX";
+  } else if (rc == NVRTC_SUCCESS) {
     size_t size = 0;
     if (nvrtcGetCUBINSize(prog, &size) == NVRTC_SUCCESS && size > 0) {
       out.cubin.resize(size);

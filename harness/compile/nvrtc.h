@@ -9,7 +9,7 @@ namespace evo {
 struct NvrtcOutput {
   bool ok = false;
   std::string log;
-  std::string cubin;
+  std::string cubin;  // the image: a cubin, or PTX text for a virtual architecture (compute_XX)
 };
 
 NvrtcOutput nvrtc_compile(const std::string& source, const std::string& name, const std::vector<std::string>& options);

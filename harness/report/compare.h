@@ -97,6 +97,17 @@ struct PeerRow {
   std::map<std::string, std::string> unsupported;  // shape -> reason
 };
 
+// One shape regime of a task (core/regime.h): the kernel its dispatch runs (store/regimes.h).
+struct RegimeRow {
+  std::string regime, condition, choice;  // choice: "fastest", "default (tie)", "default (unmeasured)"
+  std::vector<std::string> shapes;        // the measured shapes it was chosen over
+  std::optional<int> stage;
+  std::string variant, params;       // of the chosen kernel; empty when there is none
+  std::optional<double> geomean_us;  // the chosen kernel over the shapes
+  std::optional<double> fastest_us;  // the fastest one (another kernel when it tied the default)
+  std::optional<double> default_us;  // the default kernel over the same shapes
+};
+
 struct FailureRow {
   int stage = 0;
   Outcome outcome = Outcome::ok;
@@ -110,6 +121,7 @@ struct CompareSection {
   std::vector<std::string> shapes;  // order of first appearance over the stages' best records
   std::vector<StageRow> stages;     // ascending stage number
   std::vector<PeerRow> peers;       // flash, cuDNN, efficient, then others by name
+  std::vector<RegimeRow> regimes;   // from the population's per-regime elites; empty without them
   std::vector<FailureRow> failures;
   std::vector<std::string> warnings;
   std::string summary;
@@ -131,6 +143,11 @@ struct CompareFilter {
 // Throws a usage error when the filter leaves nothing (naming what is there).
 Comparison build_comparison(const CompareInput& input, const CompareFilter& filter,
                             const CompareThresholds& thresholds = {});
+
+// The regime rows of a population's "regimes" (none when it has none), and their Markdown.
+std::vector<RegimeRow> regime_rows(const nlohmann::json& population);
+std::string regimes_markdown(const CompareSection& sec);
+nlohmann::json regimes_json(const CompareSection& sec);
 
 std::string render_markdown(const Comparison& c);
 std::string render_json(const Comparison& c);

@@ -117,6 +117,7 @@ json section_json(const CompareSection& sec) {
           {"shapes", sec.shapes},
           {"stages", stages},
           {"peers", peers},
+          {"regimes", regimes_json(sec)},
           {"failures", failures},
           {"warnings", sec.warnings}};
 }

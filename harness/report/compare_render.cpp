@@ -264,6 +264,7 @@ std::string failures_and_warnings_md(const CompareSection& sec) {
 std::string section_md(const CompareSection& sec) {
   std::string out = section_head_md(sec);
   if (!sec.stages.empty()) out += stages_md(sec) + per_shape_md(sec);
+  out += regimes_markdown(sec);
   out += peers_md(sec);
   out += "\n### Chart\n\n" + chart_md(sec);
   out += failures_and_warnings_md(sec);

@@ -9,6 +9,7 @@
 #include "core/sha256.h"
 #include "gpu/device_select.h"
 #include "run/device_pool.h"
+#include "run/elite_source.h"
 #include "run/session.h"
 #include "store/population.h"
 
@@ -27,7 +28,8 @@ const Variant* find_variant(const Context& ctx, const std::string& id) {
 
 // The tasks asked for, or every task with a population on this GPU, by name.
 std::vector<Task> remeasure_tasks(const Context& ctx, const RemeasureOptions& o, const Session& session) {
-  const fs::path pop_dir = ctx.root / "populations" / session.gpu().key;
+  const fs::path pop_dir =
+      (o.populations_dir.empty() ? ctx.root / "populations" : o.populations_dir) / session.gpu().key;
   std::vector<Task> tasks;
   if (!o.tasks.empty()) {
     for (const auto& t : o.tasks) tasks.push_back(parse_task(t));
@@ -48,36 +50,64 @@ struct Item {
   CompileResult compiled;
   size_t plan;
 };
+using Sources = std::vector<std::shared_ptr<const EliteSource>>;  // the variants exact candidates point at
 
-// An elite's candidate as the variant file is now (warning when it changed since).
-Candidate elite_candidate(const Context& ctx, const json& e, const Task& task, const Session& session) {
-  const Variant* v = find_variant(ctx, e["variant"]);
+// The recorded source of an elite (`exact_sources`): the variant the records measured.
+const Variant* exact_variant(const Context& ctx, const json& e, Sources& sources) {
+  std::string why;
+  auto found = find_elite_source(
+      ctx, {e["variant"].get<std::string>(), e.value("source_path", ""), e["source_sha256"].get<std::string>()}, &why);
+  if (!found) throw usage_error(why);
+  sources.push_back(std::make_shared<const EliteSource>(std::move(*found)));
+  return &sources.back()->variant;
+}
+
+// An elite's candidate: the recorded source with `exact_sources`, else the variant file as it
+// is now (warning when it changed since). The tunables in the variant's declaration order.
+Candidate elite_candidate(const Context& ctx, const RemeasureOptions& o, const json& e, const Task& task,
+                          const Session& session, Sources& sources) {
+  const Variant* v = o.exact_sources ? exact_variant(ctx, e, sources) : find_variant(ctx, e["variant"]);
   if (!v)
     throw usage_error(
         fmt::format("elite {} of {} is no longer in variants/", e["variant"].get<std::string>(), task.name()));
   if (sha256_hex(v->source) != e["source_sha256"].get<std::string>())
     spdlog::warn("{} changed since it became an elite; measuring the file as it is now", v->id);
   ParamSet params;
-  for (auto& [k, val] : e["params"].items()) params.emplace_back(k, val.get<long>());
+  for (const Tunable& t : v->params)
+    if (e["params"].contains(t.name)) params.emplace_back(t.name, e["params"][t.name].get<long>());
+  for (auto& [k, val] : e["params"].items())
+    if (std::none_of(params.begin(), params.end(), [&](const auto& p) { return p.first == k; }))
+      params.emplace_back(k, val.get<long>());
   return Candidate{v, params, task, session.gpu().arch()};
 }
 
-// Per task, the plan and the top elites of the asked (or highest) stage, compiled.
+// The stages to measure of a population: --stages, --stage, or the highest with elites.
+std::vector<int> chosen_stages(const RemeasureOptions& o, const json& pop) {
+  if (!o.stages.empty()) return o.stages;
+  int stage = o.stage;
+  if (stage < 0)
+    for (auto& [k, v] : pop["stages"].items())
+      if (!v.empty()) stage = std::max(stage, std::stoi(k));
+  return {stage};
+}
+
+// Per task, the plan and the top elites of the chosen stages, compiled.
 void plan_elites(const Context& ctx, const RemeasureOptions& o, Session& session, Compiler& compiler,
-                 std::vector<EvalPlan>& plans, std::vector<Item>& items) {
+                 std::vector<EvalPlan>& plans, std::vector<Item>& items, Sources& sources) {
   for (const Task& task : remeasure_tasks(ctx, o, session)) {
     const json pop = session.population(task, "default");
-    int stage = o.stage;
-    if (stage < 0)
-      for (auto& [k, v] : pop["stages"].items())
-        if (!v.empty()) stage = std::max(stage, std::stoi(k));
-    auto elites = stage_elites(pop, stage);
+    std::vector<json> elites;
+    for (int stage : chosen_stages(o, pop)) {
+      auto list = stage_elites(pop, stage);
+      for (int i = 0; i < o.top && i < int(list.size()); ++i) elites.push_back(list[size_t(i)]);
+    }
     if (elites.empty()) continue;
-    plans.push_back(make_plan(
-        ctx.gates, {task, ctx.gates.gate_sets, ctx.gates.benchmark_sets, ctx.gates.seeds, false, o.gate_seed}));
+    plans.push_back(
+        make_plan(ctx.gates, {task, ctx.gates.gate_sets, o.bench.empty() ? ctx.gates.benchmark_sets : o.bench,
+                              ctx.gates.seeds, false, o.gate_seed}));
     session.prepare_references(plans.back(), [](const std::string& s) { spdlog::info("{}", s); });
-    for (int i = 0; i < o.top && i < int(elites.size()); ++i) {
-      Candidate c = elite_candidate(ctx, elites[size_t(i)], task, session);
+    for (const json& e : elites) {
+      Candidate c = elite_candidate(ctx, o, e, task, session, sources);
       items.push_back({c, compiler.compile(c), plans.size() - 1});
     }
   }
@@ -86,14 +116,24 @@ void plan_elites(const Context& ctx, const RemeasureOptions& o, Session& session
 
 std::vector<Record> remeasure_elites(const Context& ctx, const RemeasureOptions& o) {
   Compiler compiler(ctx.root, o.cache_dir, ctx.gates);
-  const fs::path results_dir = o.results_file.parent_path().empty() ? fs::path(".") : o.results_file.parent_path();
-  auto sessions = open_sessions(
-      ctx, compiler,
-      SessionOptions{results_dir, ctx.root / "populations", o.cache_dir, 0, "gate", o.results_file, false, {}, {}},
-      query_devices(o.devices));
+  const fs::path results_dir = !o.results_file.parent_path().empty() ? o.results_file.parent_path()
+                               : o.results_dir.empty()               ? fs::path(".")
+                                                                     : o.results_dir;
+  auto sessions = open_sessions(ctx, compiler,
+                                SessionOptions{results_dir,
+                                               o.populations_dir.empty() ? ctx.root / "populations" : o.populations_dir,
+                                               o.cache_dir,
+                                               0,
+                                               o.tag,
+                                               o.results_file,
+                                               o.update_populations,
+                                               {},
+                                               {}},
+                                query_devices(o.devices));
   std::vector<EvalPlan> plans;
   std::vector<Item> items;
-  plan_elites(ctx, o, *sessions.front(), compiler, plans, items);
+  Sources sources;
+  plan_elites(ctx, o, *sessions.front(), compiler, plans, items, sources);
   // One GPU, or the elites shared out over several of one model (--devices).
   std::vector<Record> out(items.size());
   const PoolReport pool = run_device_pool(
@@ -102,12 +142,12 @@ std::vector<Record> remeasure_elites(const Context& ctx, const RemeasureOptions&
         const Item& it = items[k];
         spdlog::info("re-measuring {} {} {} on GPU {}", it.candidate.task.name(), it.candidate.variant->id,
                      it.candidate.params_text(), sessions[slot]->gpu().index);
-        out[k] = sessions[slot]->evaluate(it.candidate, it.compiled, plans[it.plan], EliteStanding{}, "gate",
+        out[k] = sessions[slot]->evaluate(it.candidate, it.compiled, plans[it.plan], EliteStanding{}, o.origin,
                                           [](const std::string&) {});
       },
       [&](size_t slot, size_t k, const std::string& why) {
         const Item& it = items[k];
-        out[k] = sessions[slot]->record_device_failure(it.candidate, it.compiled, plans[it.plan], "gate", why);
+        out[k] = sessions[slot]->record_device_failure(it.candidate, it.compiled, plans[it.plan], o.origin, why);
       });
   if (!pool.not_run.empty())
     throw environment_error(fmt::format("every GPU failed ({}); {} elite(s) were not measured",

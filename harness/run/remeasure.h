@@ -17,11 +17,19 @@ namespace evo {
 struct RemeasureOptions {
   std::vector<std::string> tasks;  // empty = every task with a population for this GPU
   int stage = -1;                  // -1 = the highest stage with elites, per task
+  std::vector<int> stages;         // when set: these stages (those with elites), instead of `stage`
   int top = 1;                     // how many elites per (task, stage)
   std::filesystem::path results_file;
   std::filesystem::path cache_dir;
   std::string devices = "0";          // --devices: elites are shared out over these GPUs (one model)
   std::optional<uint32_t> gate_seed;  // draws the sampled gate cases (evo gate: per run); none: fixed sets only
+  // `evo population remeasure` (other shapes for the per-regime elites, store/regimes.h):
+  std::vector<std::string> bench;         // benchmark sets or dims; empty = gates.json's
+  bool exact_sources = false;             // the recorded source (run/elite_source.h), not the file as it is now
+  std::filesystem::path results_dir;      // with no results_file: a new <time>-<gpu>-<tag>.jsonl here
+  std::filesystem::path populations_dir;  // read (and refreshed); empty: <root>/populations
+  std::string tag = "gate", origin = "gate";
+  bool update_populations = false;  // the gate never changes them; a re-measure for regimes does
 };
 
 std::vector<Record> remeasure_elites(const Context& ctx, const RemeasureOptions& options);

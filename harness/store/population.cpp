@@ -9,6 +9,7 @@
 #include "core/paths.h"
 #include "store/atomic_file.h"
 #include "store/json_fields.h"
+#include "store/regimes.h"
 #include "store/typed_record.h"
 
 namespace evo {
@@ -92,15 +93,19 @@ std::map<std::string, ReadRecord> latest_per_candidate(const std::vector<json>& 
     const std::string gpu = r.rec.gpu_key();
     if (!plain_name(gpu) || !plain_name(r.rec.task)) continue;
     const std::string key = gpu + "|" + identity(r.rec);
-    auto it = latest.find(key);
-    if (it == latest.end() || !it->second.rec.newer_than(r.rec)) latest[key] = r;
+    // Per benchmark set: a candidate re-measured on other shapes keeps its place in each set.
+    const std::string bench_key = key + "|" + r.rec.benchmark.value_or("default");
+    auto it = latest.find(bench_key);
+    if (it == latest.end() || !it->second.rec.newer_than(r.rec)) latest[bench_key] = r;
     if (sanitized(r.rec)) {
       auto st = latest_sanitized.find(key);
       if (st == latest_sanitized.end() || !st->second.rec.newer_than(r.rec)) latest_sanitized[key] = r;
     }
   }
   for (const auto& [key, r] : latest_sanitized)
-    if (!sanitizer_passed(r.rec)) latest.erase(key);
+    if (!sanitizer_passed(r.rec))
+      for (auto it = latest.lower_bound(key + "|"); it != latest.end() && it->first.rfind(key + "|", 0) == 0;)
+        it = latest.erase(it);
   return latest;
 }
 
@@ -110,6 +115,7 @@ std::map<std::string, json> derive_populations(const std::vector<json>& records)
   const std::map<std::string, ReadRecord> latest = latest_per_candidate(records);
   // Group eligible ones by (gpu, task, stage).
   std::map<std::string, std::map<int, std::vector<const ReadRecord*>>> groups;
+  std::map<std::string, std::vector<const json*>> admitted;  // "<gpu>/<task>", every benchmark set
   for (const auto& [key, r] : latest) {
     if (r.rec.outcome != Outcome::ok || !complete_fitness(r.rec)) continue;
     // evo evolve: faster than an elite only within the measured spread is a tie, not a place.
@@ -118,6 +124,7 @@ std::map<std::string, json> derive_populations(const std::vector<json>& records)
     const std::string bench = r.rec.benchmark.value_or("default");
     if (!plain_name(bench)) continue;
     groups[r.rec.gpu_key() + "/" + r.rec.task + "/" + bench][r.rec.stage].push_back(&r);
+    admitted[r.rec.gpu_key() + "/" + r.rec.task].push_back(r.raw);
   }
   std::map<std::string, json> out;
   for (auto& [gt, stages] : groups) {
@@ -143,6 +150,8 @@ std::map<std::string, json> derive_populations(const std::vector<json>& records)
     }
     // Key "<gpu>/<task>" for the default benchmark, "<gpu>/<task>@<benchmark>" otherwise.
     const std::string bench = pop["benchmark"].get<std::string>();
+    // The per-regime elites (store/regimes.h) over every benchmark set's records of the task.
+    if (bench == "default") pop["regimes"] = derive_regimes(admitted[gt.substr(0, slash2)], pop);
     out[gt.substr(0, slash2) + (bench == "default" ? "" : "@" + bench)] = pop;
   }
   return out;

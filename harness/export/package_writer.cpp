@@ -1,0 +1,157 @@
+#include "export/package_writer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "core/errors.h"
+#include "core/paths.h"
+#include "core/sha256.h"
+#include "core/version.h"
+#include "export/kernel_build.h"
+#include "export/package_source.h"
+#include "store/atomic_file.h"
+#include "store/json_fields.h"
+#include "store/regimes.h"
+
+namespace evo {
+
+using nlohmann::json;
+
+namespace {
+
+// The folders and files an export writes; an earlier export's are replaced, nothing else.
+const std::vector<std::string> kOwned{"manifest.json", "README.md", "CMakeLists.txt", "include",
+                                      "src",           "cmake",     "python",         "kernels"};
+
+void prepare(const fs::path& out) {
+  if (fs::exists(out) && !fs::is_directory(out)) throw usage_error(fmt::format("--out {}: not a folder", out.string()));
+  if (fs::is_directory(out) && !fs::is_empty(out)) {
+    if (!fs::exists(out / "manifest.json") ||
+        string_or(json::parse(read_file(out / "manifest.json"), nullptr, false), "format") != kExportFormat)
+      throw usage_error(fmt::format(
+          "--out {}: the folder is not empty and holds no earlier export; choose an empty one", out.string()));
+    for (const auto& name : kOwned) fs::remove_all(out / name);
+  }
+  ensure_writable_dir(out, "--out");
+}
+
+struct Writer {
+  fs::path out;
+  ExportResult result;
+  void file(const std::string& rel, const std::string& data) {
+    fs::create_directories((out / rel).parent_path());
+    write_file_atomic(out / rel, data);
+    result.files.push_back(rel);
+  }
+};
+
+// deploy/ of evo's repository is the package's runtime, laid out as in the package.
+void copy_runtime(const Context& ctx, Writer& w) {
+  const fs::path deploy = ctx.root / "deploy";
+  if (!fs::is_directory(deploy)) throw usage_error("no deploy/ folder under " + ctx.root.string());
+  for (auto it = fs::recursive_directory_iterator(deploy); it != fs::recursive_directory_iterator(); ++it) {
+    const std::string name = it->path().filename().string();
+    if (name.empty() || name[0] == '.' || name == "__pycache__" || name == "build") {
+      if (it->is_directory()) it.disable_recursion_pending();
+      continue;
+    }
+    if (it->is_regular_file()) w.file(fs::relative(it->path(), deploy).generic_string(), read_file(it->path()));
+  }
+}
+
+json kernel_manifest(const ExportKernel& k, const KernelBuild& b) {
+  const json& s = k.summary;
+  json tma = json::array();
+  for (const TmaSpec& t : b.tma)
+    if (t.tensor)
+      tma.push_back({{"tensor", std::string(1, "-QKVO"[t.tensor])},
+                     {"box_rows", t.box_rows},
+                     {"box_cols", t.box_cols},
+                     {"swizzle", t.swizzle},
+                     {"l2_promotion", t.l2_promotion}});
+  const LaunchGeometry& L = *b.compiled.launch;
+  json m = {{"name", k.name},
+            {"label", k.label()},
+            {"task", k.task.name()},
+            {"regimes", k.regimes},
+            {"source", "kernels/" + k.name + ".cu"},
+            {"source_origin", b.source->origin},
+            {"cubin", "kernels/" + k.name + ".cubin"},
+            {"cubin_sha256", sha256_hex(b.cubin)},
+            {"ptx", b.ptx ? json("kernels/" + k.name + ".ptx") : json(nullptr)},
+            {"ptx_arch", b.ptx ? json(b.ptx_arch) : json(nullptr)},
+            {"ptx_note", b.ptx_note},
+            {"compile_key", b.compiled.key},
+            {"same_compile_key", b.same_compile_key},
+            {"launch",
+             {{"threads", L.threads},
+              {"smem_bytes", L.smem_bytes},
+              {"rows_per_cta", L.rows_per_cta},
+              {"cluster_x", L.cluster_x},
+              {"persistent", L.persistent}}},
+            {"tma", tma}};
+  for (const char* f : {"candidate_id", "stage", "variant", "params", "source_path", "source_sha256", "arch",
+                        "compile_key", "timing", "max_checked_elements"})
+    m[std::string(f) == "compile_key" ? "recorded_compile_key" : f] = s.contains(f) ? s[f] : json(nullptr);
+  return m;
+}
+
+json task_manifest(const ExportPlan& plan, const ExportTask& t) {
+  json dispatch = json::object();
+  for (size_t i = 0; i < size_t(kRegimes); ++i)
+    dispatch[regime_name(kAllRegimes[i])] = {{"kernel", plan.kernels[size_t(t.kernel[i])].name},
+                                             {"choice", t.choice[i]}};
+  return {{"task", t.task.name()}, {"dispatch", dispatch}};
+}
+
+int arch_number(const std::string& arch) {
+  // "sm_90a" -> 90; the package's kernels must share one.
+  return arch.size() >= 5 && arch.rfind("sm_", 0) == 0 ? std::atoi(arch.substr(3, 2).c_str()) : 0;
+}
+
+}  // namespace
+
+ExportResult write_package(const Context& ctx, const Compiler& compiler, const ExportPlan& plan, const fs::path& out) {
+  const std::vector<KernelBuild> builds = build_kernels(ctx, compiler, plan.kernels);  // before touching --out
+  prepare(out);
+  Writer w{out, {}};
+  copy_runtime(ctx, w);
+  for (const auto& common : fs::directory_iterator(ctx.root / "variants" / "common"))
+    if (common.is_regular_file()) w.file("kernels/" + common.path().filename().string(), read_file(common.path()));
+  PackageData data{plan.gpu, 0, "", plan.rule, {}, {}};
+  json kernels = json::array(), tasks = json::array();
+  for (size_t i = 0; i < builds.size(); ++i) {
+    const ExportKernel& k = plan.kernels[i];
+    const KernelBuild& b = builds[i];
+    const int arch = arch_number(b.candidate.arch);
+    if (data.arch && arch != data.arch)
+      throw usage_error(fmt::format("kernels for sm_{} and {} cannot share a package", data.arch, b.candidate.arch));
+    data.arch = arch;
+    data.arch_name = b.candidate.arch;
+    w.file("kernels/" + k.name + ".cu", b.final_source);
+    w.file("kernels/" + k.name + ".cubin", b.cubin);
+    if (b.ptx) w.file("kernels/" + k.name + ".ptx", *b.ptx);
+    data.kernels.push_back({k.name, k.label(), string_or(k.summary, "candidate_id"), b.cubin, *b.compiled.launch, b.tma,
+                            (long long)number_or(k.summary, "max_checked_elements", 0.0)});
+    kernels.push_back(kernel_manifest(k, b));
+    w.result.warnings.insert(w.result.warnings.end(), b.warnings.begin(), b.warnings.end());
+  }
+  for (const auto& t : plan.tasks) {
+    data.tasks.push_back({t.task, t.kernel});
+    tasks.push_back(task_manifest(plan, t));
+  }
+  w.file("src/package_data.cpp", package_data_source(data));
+  const json manifest = {{"format", kExportFormat},
+                         {"evo", evo_version()},
+                         {"gpu", plan.gpu},
+                         {"arch", data.arch_name},
+                         {"rule", regime_rule_json(plan.rule)},
+                         {"tasks", tasks},
+                         {"kernels", kernels}};
+  w.file("manifest.json", manifest.dump(2) + "\n");
+  std::sort(w.result.files.begin(), w.result.files.end());
+  return w.result;
+}
+
+}  // namespace evo

@@ -1,0 +1,104 @@
+// COMPARE.md's "Shape regimes" table: the per-regime elites of a task's population
+// (store/regimes.h), the kernel `evo export` dispatches each regime to, and why.
+#include <fmt/format.h>
+
+#include "report/compare.h"
+#include "report/compare_parts.h"
+#include "store/json_fields.h"
+
+namespace evo {
+
+using nlohmann::json;
+using namespace compare_parts;
+
+namespace {
+
+const json* kernel_of(const json& regimes, const std::string& id) {
+  if (id.empty() || !regimes.contains("kernels") || !regimes["kernels"].is_array()) return nullptr;
+  for (const auto& k : regimes["kernels"])
+    if (string_or(k, "candidate_id") == id) return &k;
+  return nullptr;
+}
+
+std::string params_text(const json& params) {
+  std::string s;
+  if (params.is_object())
+    for (const auto& [k, v] : params.items()) s += (s.empty() ? "" : " ") + k + "=" + v.dump();
+  return s;
+}
+
+RegimeRow regime_row(const json& regimes, const json& r) {
+  RegimeRow row;
+  row.regime = string_or(r, "regime");
+  row.condition = string_or(r, "condition");
+  row.choice = string_or(r, "choice");
+  if (r.contains("shapes") && r["shapes"].is_array())
+    for (const auto& s : r["shapes"])
+      if (s.is_string()) row.shapes.push_back(s);
+  if (const json* k = kernel_of(regimes, string_or(r, "kernel"))) {
+    if ((*k).contains("stage") && (*k)["stage"].is_number_integer()) row.stage = (*k)["stage"].get<int>();
+    row.variant = string_or(*k, "variant");
+    row.params = params_text((*k).contains("params") ? (*k)["params"] : json());
+  }
+  row.geomean_us = finite_number(r, "geomean_median_us");
+  row.fastest_us = finite_number(r, "fastest_geomean_median_us");
+  row.default_us = finite_number(r, "default_geomean_median_us");
+  return row;
+}
+
+std::string cell_text(const std::string& s) {
+  std::string out;
+  for (char c : s) out += c == '|' ? std::string("\\|") : std::string(1, c);
+  return out;
+}
+
+}  // namespace
+
+std::vector<RegimeRow> regime_rows(const json& population) {
+  std::vector<RegimeRow> rows;
+  const json regimes = object_or_null(population, "regimes");
+  if (!regimes.is_object() || !regimes.contains("table") || !regimes["table"].is_array()) return rows;
+  for (const auto& r : regimes["table"])
+    if (r.is_object()) rows.push_back(regime_row(regimes, r));
+  return rows;
+}
+
+std::string regimes_markdown(const CompareSection& sec) {
+  if (sec.regimes.empty()) return "";
+  std::string out =
+      "\n### Shape regimes\n\nThe kernel `evo export` runs for each shape regime: the fastest gated kernel over the "
+      "regime's measured shapes (geomean median µs); one within its own p90 of the default kernel (the fastest "
+      "stage's rank 1) is a tie and the default keeps the regime; a regime without measured shapes runs the default "
+      "(measure one: `evo population remeasure --bench regimes`).\n\n";
+  out += "| regime | rule | measured shapes | stage | kernel | geomean µs | fastest µs | default µs | choice |\n";
+  out += "|---|---|---|---:|---|---:|---:|---:|---|\n";
+  for (const auto& r : sec.regimes) {
+    std::string shapes;
+    for (const auto& s : r.shapes) shapes += (shapes.empty() ? "" : ", ") + s;
+    const std::string kernel = r.variant.empty() ? "-" : "`" + r.variant + "` " + r.params;
+    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", r.regime, cell_text(r.condition),
+                       shapes.empty() ? "none" : shapes, r.stage ? std::to_string(*r.stage) : "-", cell_text(kernel),
+                       r.geomean_us ? us_text(*r.geomean_us) : "-", r.fastest_us ? us_text(*r.fastest_us) : "-",
+                       r.default_us ? us_text(*r.default_us) : "-", r.choice);
+  }
+  return out;
+}
+
+json regimes_json(const CompareSection& sec) {
+  json rows = json::array();
+  auto opt = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
+  for (const auto& r : sec.regimes)
+    rows.push_back({{"regime", r.regime},
+                    {"condition", r.condition},
+                    {"choice", r.choice},
+                    {"shapes", r.shapes},
+                    {"stage", r.stage ? json(*r.stage) : json(nullptr)},
+                    {"variant", r.variant},
+                    {"params", r.params},
+                    {"geomean_us", opt(r.geomean_us)},
+                    {"fastest_us", opt(r.fastest_us)},
+                    {"default_us", opt(r.default_us)}});
+  return rows;
+}
+
+}  // namespace evo
