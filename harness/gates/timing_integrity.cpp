@@ -28,10 +28,7 @@ std::string what_failed(const SampleFailure& f, int rows) {
 // the kernel does the work only when it is not timed.
 Verdict failed_sample(const TimingEvidence& e) {
   const SampleFailure& f = *e.facts.failure;
-  const bool drawn_sample = f.what == "full" && std::any_of(e.facts.full.begin(), e.facts.full.end(), [&](auto& c) {
-                              return c.sample == f.sample && c.why == "drawn";
-                            });
-  const Tolerance& tol = drawn_sample ? e.fresh_tol : e.timed_tol;
+  const Tolerance& tol = f.inputs == e.fresh_inputs ? e.fresh_tol : e.timed_tol;
   const std::string where = fmt::format("timing {}: timed sample {} of {} ({})", e.bench, f.sample + 1,
                                         e.facts.samples, what_failed(f, e.facts.rows_per_sample));
   const std::string why = f.what == "inputs" ? "modified its inputs" : check_counts(f.facts, tol, e.shape).reason;
@@ -90,10 +87,10 @@ TimingJudgement judge_timing(const TimingEvidence& e, const VerdictPolicy& polic
     }
   }
   for (const FullCheck& c : f.full) {
-    if (c.why != "last") continue;  // the drawn sample is the benchmark's post-timing check
+    if (c.why != "drawn") continue;  // the last sample is the benchmark's post-timing check
     const OutputCheck oc = check_counts(c.facts, e.timed_tol, e.shape);
     if (!oc.pass) {
-      j.verdict = Verdict{Outcome::correctness, fmt::format("timing {}: timed sample {} of {} (the last, every element): {}",
+      j.verdict = Verdict{Outcome::correctness, fmt::format("timing {}: timed sample {} of {} (every element): {}",
                                                             e.bench, c.sample + 1, f.samples, oc.reason)};
       return j;
     }

@@ -28,8 +28,9 @@ struct TimingEvidence {
   Shape shape;            // names the first failing element
   SampleStats stats;      // the timed samples
   TimingFacts facts;      // what the loop checked
-  Tolerance timed_tol;    // the timed distribution's (rows, the last sample)
-  Tolerance fresh_tol;    // the post-timing distribution's (the drawn sample, its isolated launch)
+  Tolerance timed_tol;    // the timed distribution's (rows, the sample at the drawn index)
+  Tolerance fresh_tol;    // the post-timing distribution's (the last sample)
+  std::string fresh_inputs;  // its name: a failed sample with these inputs is judged with fresh_tol
   std::optional<double> floor_us;  // the roofline floor on this GPU (none: no peaks in gates.json)
 };
 
@@ -40,8 +41,9 @@ struct TimingJudgement {
 };
 
 // In order: a failed sample (integrity when an isolated launch on fresh inputs is right, else
-// correctness), guard bands, the row checks' relative L2 error and the last sample's full check
-// (correctness: numerics), a sample below the roofline floor, the repeat probes (integrity).
+// correctness), guard bands, the row checks' relative L2 error and the drawn sample's full check
+// (correctness: numerics; the last sample is the benchmark's post-timing check, judged with the
+// gate cases), a sample below the roofline floor, the repeat probes (integrity).
 TimingJudgement judge_timing(const TimingEvidence& e, const VerdictPolicy& policy);
 
 // The repeat probes' figures, and whether they pass (gain <= limit). nullopt without probes.

@@ -80,7 +80,10 @@ json to_json(const TimingFacts& f) {
             {"failure", nullptr},
             {"isolated", f.isolated ? to_json(*f.isolated) : json(nullptr)}};
   if (f.failure)
-    j["failure"] = {{"sample", f.failure->sample}, {"what", f.failure->what}, {"facts", to_json(f.failure->facts)}};
+    j["failure"] = {{"sample", f.failure->sample},
+                    {"what", f.failure->what},
+                    {"inputs", f.failure->inputs},
+                    {"facts", to_json(f.failure->facts)}};
   return j;
 }
 
@@ -130,6 +133,9 @@ std::optional<TimingFacts> timing_facts_from_json(const json& j, std::string& er
     if (!x.is_object() || !integer(x, "sample", 0, 1 << 20, sample, error) ||
         !one_of(x, "what", {"rows", "full", "inputs", "probe"}, s.what, error) || !facts(x, "facts", s.facts, error))
       return error.empty() ? (fail(error, "failure is malformed"), std::nullopt) : std::nullopt;
+    if (!x.contains("inputs") || !x["inputs"].is_string() || x["inputs"].get<std::string>().size() > 64)
+      return fail(error, "failure.inputs is not a distribution name"), std::nullopt;
+    s.inputs = x["inputs"].get<std::string>();
     s.sample = int(sample);
     f.failure = std::move(s);
   }

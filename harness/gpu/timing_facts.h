@@ -27,7 +27,8 @@ struct FullCheck {
 // The first timed sample whose check failed; the loop stopped there.
 struct SampleFailure {
   int sample = 0;
-  std::string what;  // "rows", "full", "inputs" (the kernel changed them), "probe" (the repeat's rows)
+  std::string what;    // "rows", "full", "inputs" (the kernel changed them), "probe" (the repeat's rows)
+  std::string inputs;  // the distribution of its inputs (the tolerance its counts are judged with)
   DeviceCheckFacts facts;
 };
 
@@ -36,7 +37,7 @@ struct TimingFacts {
   int rows_per_sample = 0;      // query rows drawn at run time and checked after each
   uint64_t rows_checked = 0;    // over samples and probes
   DeviceCheckFacts rows;        // their comparison, summed (first_fail: of the first failing sample)
-  std::vector<FullCheck> full;  // "last", "drawn"
+  std::vector<FullCheck> full;  // "drawn", "last"
   // Repeat probes: the time of a timed sample, and of the launch right after it on the same inputs.
   std::vector<double> probe_fresh_us, probe_repeat_us;
   bool inputs_intact = true, guards_intact = true;

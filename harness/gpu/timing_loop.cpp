@@ -57,7 +57,7 @@ class ShapeTimer {
   struct Sample {
     double us = 0, probe_us = 0;
     SampleSums sums{};
-    std::optional<FullCheck> full;  // the drawn sample
+    std::optional<FullCheck> full;  // the sample at the drawn index, and the last
   };
 
   // A counter no launch has used: 0 would give the fixed cases' inputs.
@@ -69,7 +69,7 @@ class ShapeTimer {
   FullCheck launch_and_check(const CaseSpec& c, const char* why);
   DeviceCheckFacts rows_of(const DeviceCompareSums& sums) const;
   std::optional<SampleFailure> judge(int i, const Sample& s) const;
-  bool record(ShapeTiming& out, int i, Sample& s, bool probe, bool drawn);
+  bool record(ShapeTiming& out, int i, Sample& s, const CaseSpec& c, bool probe, const char* full);
   void launch_bound_times(Params& a, json& extra);
   double graph_time(Params& a, int n);
 
@@ -124,8 +124,8 @@ ShapeTimer::Sample ShapeTimer::sample(const CaseSpec& c, bool probe, bool full) 
   return s;
 }
 
-// Rows drawn now, after the launch, by a key only this process knows; the drawn sample's every
-// element instead. Then the facts come back.
+// Rows drawn now, after the launch, by a key only this process knows; every row of a fully
+// checked sample instead. Then the facts come back.
 void ShapeTimer::verify(Sample& s, const CaseSpec& c, bool probe, bool full) {
   const int rows = rig_.job.timing.rows_per_sample;
   const double atol = c.device_check.atol, rtol = c.device_check.rtol;
@@ -167,18 +167,19 @@ DeviceCheckFacts ShapeTimer::rows_of(const DeviceCompareSums& sums) const {
 }
 
 std::optional<SampleFailure> ShapeTimer::judge(int i, const Sample& s) const {
-  if (s.sums.hash_before != s.sums.hash_after) return SampleFailure{i, "inputs", DeviceCheckFacts{}};
-  if (s.full && failed(s.full->facts)) return SampleFailure{i, "full", s.full->facts};
-  if (!s.full && failed(rows_of(s.sums.rows))) return SampleFailure{i, "rows", rows_of(s.sums.rows)};
-  if (s.probe_us > 0 && failed(rows_of(s.sums.probe_rows))) return SampleFailure{i, "probe", rows_of(s.sums.probe_rows)};
+  if (s.sums.hash_before != s.sums.hash_after) return SampleFailure{i, "inputs", "", DeviceCheckFacts{}};
+  if (s.full && failed(s.full->facts)) return SampleFailure{i, "full", "", s.full->facts};
+  if (!s.full && failed(rows_of(s.sums.rows))) return SampleFailure{i, "rows", "", rows_of(s.sums.rows)};
+  if (s.probe_us > 0 && failed(rows_of(s.sums.probe_rows))) return SampleFailure{i, "probe", "", rows_of(s.sums.probe_rows)};
   return std::nullopt;
 }
 
-// Adds sample i to the facts; false when it failed (then the isolated launch has run).
-bool ShapeTimer::record(ShapeTiming& out, int i, Sample& s, bool probe, bool drawn) {
+// Adds sample i (inputs of `c`) to the facts; false when it failed (then the isolated launch has
+// run). `full`: why its every element was checked ("drawn", "last"), or null.
+bool ShapeTimer::record(ShapeTiming& out, int i, Sample& s, const CaseSpec& c, bool probe, const char* full) {
   TimingFacts& f = out.facts;
   const int rows = rig_.job.timing.rows_per_sample;
-  if (!drawn) {
+  if (!full) {
     add(f.rows, rows_of(s.sums.rows));
     f.rows_checked += uint64_t(rows);
   }
@@ -187,21 +188,23 @@ bool ShapeTimer::record(ShapeTiming& out, int i, Sample& s, bool probe, bool dra
     f.probe_fresh_us.push_back(s.us);
     f.probe_repeat_us.push_back(s.probe_us);
   }
-  if (drawn) {
-    s.full->sample = i;
-    s.full->why = "drawn";
-    s.full->inputs = b_.fresh.inputs;
-    s.full->us = s.us;
-    s.full->inputs_intact = s.sums.hash_before == s.sums.hash_after;
-    f.full.push_back(*s.full);
-    out.drawn = *s.full;
+  if (full) {
+    FullCheck& fc = *s.full;
+    fc.sample = i;
+    fc.why = full;
+    fc.inputs = c.inputs;
+    fc.us = s.us;
+    fc.inputs_intact = s.sums.hash_before == s.sums.hash_after;
+    f.full.push_back(fc);
+    if (fc.why == std::string("last")) out.checked = fc;
   }
   f.failure = judge(i, s);
   if (!f.failure) return true;
+  f.failure->inputs = c.inputs;
   f.inputs_intact = f.failure->what != "inputs";
   // After a pause no back-to-back detector survives: wrong there too means wrong on the shape.
   std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(rig_.job.timing.isolation_pause_ms));
-  f.isolated = launch_and_check(drawn ? b_.fresh : b_.timed, "isolated");
+  f.isolated = launch_and_check(c, "isolated");
   return false;
 }
 
@@ -212,32 +215,27 @@ ShapeTiming ShapeTimer::run() {
   Params a = rig_.params();
   out.extra["warmup_launches"] = warm_up(a);
   const auto clock_before = nvml_sm_clock_mhz(rig_.job.device);
-  // Drawn now, among the samples every shape runs (min_samples; the last of them may be the last).
-  const int drawn = std::uniform_int_distribution<int>(0, t.min_samples - 2)(rng_);
+  // Drawn now, among the samples every shape runs (min_samples, then the last).
+  const int drawn = std::uniform_int_distribution<int>(0, t.min_samples - 1)(rng_);
   std::set<int> probes;
   while (int(probes.size()) < t.repeat_probes) {
-    const int k = std::uniform_int_distribution<int>(0, t.min_samples - 2)(rng_);
+    const int k = std::uniform_int_distribution<int>(0, t.min_samples - 1)(rng_);
     if (k != drawn) probes.insert(k);
   }
   std::vector<double> times;
   const auto s0 = std::chrono::steady_clock::now();
   for (int i = 0; i < t.max_samples; ++i) {
     const bool is_drawn = i == drawn, probe = probes.count(i) > 0;
-    Sample s = sample(is_drawn ? b_.fresh : b_.timed, probe, is_drawn);
+    Sample s = sample(b_.timed, probe, is_drawn);
     times.push_back(s.us);
-    if (!record(out, i, s, probe, is_drawn)) break;
+    if (!record(out, i, s, b_.timed, probe, is_drawn ? "drawn" : nullptr)) break;
     const bool enough = int(times.size()) >= t.min_samples &&
                         (summarize(times).rse() <= t.target_rse || elapsed_ms(s0) > t.shape_budget_ms);
     if (!enough && i + 1 < t.max_samples) continue;
-    const CaseSpec& c = b_.timed;
-    const FullCheck last{i, "last", c.inputs, s.us, true,
-                         rig_.checker.check_all_rows(p_, c.device_check.atol, c.device_check.rtol)};
-    out.facts.full.push_back(last);
-    if (failed(last.facts)) {
-      out.facts.failure = SampleFailure{i, "full", last.facts};
-      std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(t.isolation_pause_ms));
-      out.facts.isolated = launch_and_check(b_.timed, "isolated");
-    }
+    // The last sample: inputs of the post-timing distribution, every element checked.
+    Sample last = sample(b_.fresh, false, true);
+    times.push_back(last.us);
+    record(out, i + 1, last, b_.fresh, false, "last");
     break;
   }
   const auto clock_after = nvml_sm_clock_mhz(rig_.job.device);

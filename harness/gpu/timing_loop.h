@@ -2,10 +2,11 @@
 // does the work on inputs no launch has seen: between samples, outside the timed window and
 // before the L2 flush, the inputs are generated again on the GPU with a counter drawn at run
 // time and the output is poisoned. After each sample evo's kernels hash the inputs again and
-// recompute query rows drawn at run time; the last sample and one at an index drawn at run time
-// are compared element by element with evo's reference. A few samples are followed by a launch
-// that repeats their inputs (the repeat probes), so a kernel that runs faster on what it has
-// seen shows it. The loop reports facts (gpu/timing_facts.h); the parent decides.
+// recompute query rows drawn at run time; the sample at an index drawn at run time, and the
+// last (one more after the loop's stop rule, on inputs of the post-timing distribution), are
+// compared element by element with evo's reference. A few samples are followed by a launch that
+// repeats their inputs (the repeat probes), so a kernel that runs faster on what it has seen
+// shows it. The loop reports facts (gpu/timing_facts.h); the parent decides.
 #pragma once
 #include <cuda.h>
 
@@ -42,7 +43,7 @@ struct ShapeTiming {
   // launch-bound shapes (repeated inputs, never in the fitness).
   nlohmann::json extra = nlohmann::json::object();
   TimingFacts facts;
-  std::optional<FullCheck> drawn;  // the sample at the drawn index: the benchmark's post_done
+  std::optional<FullCheck> checked;  // the last sample (post-timing distribution): the benchmark's post_done
 };
 
 // Times bench `b` on `p` (allocated, filled with b.timed's inputs); stops at the first sample

@@ -268,15 +268,17 @@ class Worker {
           pruned = timing.pruned = true;
         if (st.facts.failure) {
           emit(timing);
+          current_ = nullptr;
           return;
         }
-        checked = st.drawn;
+        checked = st.checked;
       } else {
         timing.fields["skipped"] = "pruned";
         checked = timed("timing", [&] { return check_shape(rig, p, b); });
       }
       emit(timing);
-      if (checked) emit(post_done_event(b.id, *checked, p.o.guards_intact()));
+      const bool guards = p.q.guards_intact() && p.k.guards_intact() && p.v.guards_intact() && p.o.guards_intact();
+      if (checked) emit(post_done_event(b.id, *checked, guards));
       current_ = nullptr;
     }
   }

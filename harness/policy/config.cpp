@@ -153,9 +153,9 @@ void parse_caps_timing_limits(const json& j, const std::string& origin, GatesCon
   if (c.timing.min_samples < 10) throw usage_error(tw + ": min_samples must be at least 10");
   if (c.timing.rows_per_sample < 1 || c.timing.rows_per_sample > 65536)
     throw usage_error(tw + ": rows_per_sample must be between 1 and 65536");
-  // Probes pair with distinct samples among the first min_samples - 1 (one is the drawn full check).
-  if (c.timing.repeat_probes < 1 || c.timing.repeat_probes > c.timing.min_samples - 2)
-    throw usage_error(tw + ": repeat_probes must be between 1 and min_samples - 2");
+  // Probes pair with distinct samples among the first min_samples (one is the drawn full check).
+  if (c.timing.repeat_probes < 1 || c.timing.repeat_probes > c.timing.min_samples - 1)
+    throw usage_error(tw + ": repeat_probes must be between 1 and min_samples - 1");
   if (!(c.timing.isolation_pause_ms >= 0)) throw usage_error(tw + ": isolation_pause_ms must not be negative");
   const json l = field<json>(j, "limits", origin);
   const std::string lw = origin + " limits";

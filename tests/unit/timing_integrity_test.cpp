@@ -58,14 +58,15 @@ TimingEvidence honest() {
   e.stats = timed_stats(1000, 5);
   e.timed_tol = {0.003, 0.003, 0.002};
   e.fresh_tol = {0.7, 0.003, 0.002};
+  e.fresh_inputs = "large_v";
   e.floor_us = 220;
   TimingFacts& f = e.facts;
   f.samples = 40;
   f.rows_per_sample = 128;
   f.rows_checked = 39 * 128 + 4 * 128;
   f.rows = clean(39 * 128 * 64);
-  f.full = {FullCheck{7, "drawn", "large_v", 1001, true, clean(33554432)},
-            FullCheck{39, "last", "normal", 999, true, clean(33554432)}};
+  f.full = {FullCheck{7, "drawn", "normal", 1001, true, clean(33554432)},
+            FullCheck{39, "last", "large_v", 999, true, clean(33554432)}};
   f.probe_fresh_us = {1000, 1004, 997, 1002};
   f.probe_repeat_us = {1001, 1000, 999, 1003};
   return e;
@@ -88,7 +89,7 @@ TEST(TimingIntegrity, AnHonestShapePassesWithItsFigures) {
 TEST(TimingIntegrity, AWrongTimedSampleIsIntegrityWhenTheIsolatedLaunchIsRight) {
   TimingEvidence e = honest();
   e.facts.samples = 6;
-  e.facts.failure = SampleFailure{5, "rows", wrong_rows(1600)};
+  e.facts.failure = SampleFailure{5, "rows", "normal", wrong_rows(1600)};
   e.facts.isolated = FullCheck{-1, "isolated", "normal", 1000, true, clean(33554432)};
   const TimingJudgement j = judge_timing(e, VerdictPolicy{});
   ASSERT_TRUE(j.verdict);
@@ -101,7 +102,7 @@ TEST(TimingIntegrity, AWrongTimedSampleIsIntegrityWhenTheIsolatedLaunchIsRight) 
 
 TEST(TimingIntegrity, AWrongTimedSampleIsCorrectnessWhenTheIsolatedLaunchIsWrongToo) {
   TimingEvidence e = honest();
-  e.facts.failure = SampleFailure{0, "rows", wrong_rows(900)};
+  e.facts.failure = SampleFailure{0, "rows", "normal", wrong_rows(900)};
   DeviceCheckFacts wrong = clean(33554432);
   wrong.unwritten = 4096;
   wrong.first_fail = 0;
@@ -113,7 +114,7 @@ TEST(TimingIntegrity, AWrongTimedSampleIsCorrectnessWhenTheIsolatedLaunchIsWrong
             std::string::npos)
       << v->reason;
   // Inputs changed during a sample, and again when not timed: correctness; only when timed: integrity.
-  e.facts.failure = SampleFailure{2, "inputs", DeviceCheckFacts{}};
+  e.facts.failure = SampleFailure{2, "inputs", "normal", DeviceCheckFacts{}};
   e.facts.isolated->facts = clean(33554432);
   e.facts.isolated->inputs_intact = false;
   v = judge_timing(e, VerdictPolicy{}).verdict;
@@ -128,13 +129,13 @@ TEST(TimingIntegrity, AWrongTimedSampleIsCorrectnessWhenTheIsolatedLaunchIsWrong
   EXPECT_NE(v->reason.find("modified its inputs; no isolated launch ran"), std::string::npos) << v->reason;
 }
 
-TEST(TimingIntegrity, TheDrawnSampleIsJudgedWithItsOwnDistributionsTolerance) {
+TEST(TimingIntegrity, TheLastSampleIsJudgedWithItsOwnDistributionsTolerance) {
   TimingEvidence e = honest();
   DeviceCheckFacts large_v = clean(33554432);
   large_v.bad = 10;  // judged with large_v's atol, 0.7, the counts say bad: still a failure
   large_v.first_fail = 64;
   large_v.max_abs = 2.0;
-  e.facts.failure = SampleFailure{7, "full", large_v};
+  e.facts.failure = SampleFailure{39, "full", "large_v", large_v};
   e.facts.isolated = FullCheck{-1, "isolated", "large_v", 1000, true, clean(33554432)};
   auto v = judge_timing(e, VerdictPolicy{}).verdict;
   ASSERT_TRUE(v);
@@ -154,12 +155,14 @@ TEST(TimingIntegrity, NumericsGuardsFloorAndProbesInTheirOrder) {
       << v->reason;
 
   e = honest();
-  e.facts.full[1].facts.nonfinite = 3;
-  e.facts.full[1].facts.first_fail = 11;
+  e.facts.full[0].facts.err2 = e.facts.full[0].facts.ref2;  // the drawn sample: relative L2 1
   v = judge_timing(e, VerdictPolicy{}).verdict;
   ASSERT_TRUE(v);
-  EXPECT_NE(v->reason.find("timed sample 40 of 40 (the last, every element): 3 of 33554432"), std::string::npos)
+  EXPECT_NE(v->reason.find("timed sample 8 of 40 (every element): relative L2 error 1 above 0.002"), std::string::npos)
       << v->reason;
+  e.facts.full[0] = e.facts.full[1];  // the last sample is judged as the benchmark's post-timing check, not here
+  e.facts.full[0].facts.err2 = e.facts.full[0].facts.ref2;
+  EXPECT_FALSE(judge_timing(e, VerdictPolicy{}).verdict);
 
   e = honest();
   e.facts.guards_intact = false;
@@ -206,7 +209,7 @@ TEST(TimingIntegrity, RepeatProbesCatchTwentyPercentAndFollowTheSpread) {
 
 TEST(TimingIntegrity, FactsRoundTripAndMalformedOnesAreRefused) {
   TimingFacts f = honest().facts;
-  f.failure = SampleFailure{5, "rows", wrong_rows(3)};
+  f.failure = SampleFailure{5, "rows", "normal", wrong_rows(3)};
   f.isolated = FullCheck{-1, "isolated", "normal", 1000, true, clean(100)};
   std::string error;
   auto back = timing_facts_from_json(to_json(f), error);
@@ -274,7 +277,7 @@ TEST(TimingIntegrity, ThresholdsTheFloorAndBenchTolerancesComeFromGatesJson) {
   j["roofline"]["nvidia-h200"]["tensor_tflops"]["fp4"] = 5000;
   EXPECT_THROW(parse_gates_config(j.dump(), "test"), std::exception);
   j = json::parse(test::read_text(test::source_root() / "gates" / "gates.json"));
-  j["timing"]["repeat_probes"] = 9;  // min_samples 10: at most 8 distinct samples besides the drawn one
+  j["timing"]["repeat_probes"] = 10;  // min_samples 10: at most 9 distinct samples besides the drawn one
   EXPECT_THROW(parse_gates_config(j.dump(), "test"), std::exception);
 
   // Every benchmark case is checked on the GPU with its distribution's tolerance; none needs a
