@@ -29,8 +29,8 @@ std::string what_failed(const SampleFailure& f, int rows) {
 Verdict failed_sample(const TimingEvidence& e) {
   const SampleFailure& f = *e.facts.failure;
   const Tolerance& tol = f.inputs == e.fresh_inputs ? e.fresh_tol : e.timed_tol;
-  const std::string where = fmt::format("timing {}: timed sample {} of {} ({})", e.bench, f.sample + 1,
-                                        e.facts.samples, what_failed(f, e.facts.rows_per_sample));
+  const std::string where = fmt::format("timing {}: timed sample {} of {} ({})", e.bench, f.sample + 1, e.facts.samples,
+                                        what_failed(f, e.facts.rows_per_sample));
   const std::string why = f.what == "inputs" ? "modified its inputs" : check_counts(f.facts, tol, e.shape).reason;
   if (!e.facts.isolated) return {Outcome::correctness, fmt::format("{}: {}; no isolated launch ran", where, why)};
   const FullCheck& iso = *e.facts.isolated;
@@ -75,14 +75,16 @@ TimingJudgement judge_timing(const TimingEvidence& e, const VerdictPolicy& polic
     return j;
   }
   if (!f.guards_intact) {
-    j.verdict = Verdict{Outcome::correctness, fmt::format("timing {}: wrote outside its buffers (guard bytes changed)", e.bench)};
+    j.verdict = Verdict{Outcome::correctness,
+                        fmt::format("timing {}: wrote outside its buffers (guard bytes changed)", e.bench)};
     return j;
   }
   if (f.rows.n > 0) {
     const OutputCheck rows = check_counts(f.rows, e.timed_tol, e.shape);
     if (!rows.pass) {
-      j.verdict = Verdict{Outcome::correctness, fmt::format("timing {}: the query rows checked after {} timed samples: {}",
-                                                            e.bench, f.samples, rows.reason)};
+      j.verdict = Verdict{
+          Outcome::correctness,
+          fmt::format("timing {}: the query rows checked after {} timed samples: {}", e.bench, f.samples, rows.reason)};
       return j;
     }
   }

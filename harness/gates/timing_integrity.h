@@ -24,13 +24,13 @@ struct RepeatProbeFigures {
 };
 
 struct TimingEvidence {
-  std::string bench;      // the benchmark id, for reasons
-  Shape shape;            // names the first failing element
-  SampleStats stats;      // the timed samples
-  TimingFacts facts;      // what the loop checked
-  Tolerance timed_tol;    // the timed distribution's (rows, the sample at the drawn index)
-  Tolerance fresh_tol;    // the post-timing distribution's (the last sample)
-  std::string fresh_inputs;  // its name: a failed sample with these inputs is judged with fresh_tol
+  std::string bench;               // the benchmark id, for reasons
+  Shape shape;                     // names the first failing element
+  SampleStats stats;               // the timed samples
+  TimingFacts facts;               // what the loop checked
+  Tolerance timed_tol;             // the timed distribution's (rows, the sample at the drawn index)
+  Tolerance fresh_tol;             // the post-timing distribution's (the last sample)
+  std::string fresh_inputs;        // its name: a failed sample with these inputs is judged with fresh_tol
   std::optional<double> floor_us;  // the roofline floor on this GPU (none: no peaks in gates.json)
 };
 

@@ -61,7 +61,11 @@ bool facts(const json& j, const char* key, DeviceCheckFacts& out, std::string& e
 }  // namespace
 
 json to_json(const FullCheck& c) {
-  return {{"sample", c.sample},   {"why", c.why}, {"inputs", c.inputs}, {"us", c.us}, {"inputs_intact", c.inputs_intact},
+  return {{"sample", c.sample},
+          {"why", c.why},
+          {"inputs", c.inputs},
+          {"us", c.us},
+          {"inputs_intact", c.inputs_intact},
           {"facts", to_json(c.facts)}};
 }
 

@@ -170,7 +170,8 @@ std::optional<SampleFailure> ShapeTimer::judge(int i, const Sample& s) const {
   if (s.sums.hash_before != s.sums.hash_after) return SampleFailure{i, "inputs", "", DeviceCheckFacts{}};
   if (s.full && failed(s.full->facts)) return SampleFailure{i, "full", "", s.full->facts};
   if (!s.full && failed(rows_of(s.sums.rows))) return SampleFailure{i, "rows", "", rows_of(s.sums.rows)};
-  if (s.probe_us > 0 && failed(rows_of(s.sums.probe_rows))) return SampleFailure{i, "probe", "", rows_of(s.sums.probe_rows)};
+  if (s.probe_us > 0 && failed(rows_of(s.sums.probe_rows)))
+    return SampleFailure{i, "probe", "", rows_of(s.sums.probe_rows)};
   return std::nullopt;
 }
 

@@ -111,11 +111,11 @@ TEST(DeviceCheck, ReportsRoundTripAndMalformedOnesAreRefused) {
   ASSERT_TRUE(again.event) << again.error;
   EXPECT_EQ(to_json(*again.event->device_check), to_json(f));
   EXPECT_FALSE(decode_worker_event(json{{"event", "case_done"}, {"case", "huge/0"}}.dump()).event);
-  EXPECT_TRUE(decode_worker_event(json{{"event", "post_done"}, {"bench", "b"}, {"us", 1}, {"device_check", to_json(f)}}
-                                      .dump())
-                  .event);  // a benchmark shape's check (gpu/timing_loop.h)
-  const DecodedWorkerEvent bad = decode_worker_event(
-      json{{"event", "timing"}, {"bench", "b"}, {"device_check", to_json(f)}}.dump());
+  EXPECT_TRUE(
+      decode_worker_event(json{{"event", "post_done"}, {"bench", "b"}, {"us", 1}, {"device_check", to_json(f)}}.dump())
+          .event);  // a benchmark shape's check (gpu/timing_loop.h)
+  const DecodedWorkerEvent bad =
+      decode_worker_event(json{{"event", "timing"}, {"bench", "b"}, {"device_check", to_json(f)}}.dump());
   EXPECT_FALSE(bad.event);
   EXPECT_EQ(bad.error, "device_check outside a case_done or post_done in a 'timing' event");
 }

@@ -184,8 +184,8 @@ TEST(RunRecord, FakeEvaluationHasTheFieldsOfACommittedRunRecordAndRoundTrips) {
   const json real = committed_record("20261123T062851Z-nvidia-h200-stage7.jsonl", 0);
   // phases.detail (where the evaluation's time went) and the benchmark shapes' checks on the
   // GPU (docs/safety.md §3e) are newer than that record.
-  const std::vector<std::string> skip = {"params.",      "compile.technique.", "env.gpu_uuid", "env.device",
-                                         "phases.detail", "gates.post_timing.checks[].device_check"};
+  const std::vector<std::string> skip = {"params.",    "compile.technique.", "env.gpu_uuid",
+                                         "env.device", "phases.detail",      "gates.post_timing.checks[].device_check"};
   EXPECT_EQ(fields_of(written, skip), fields_of(real, skip));
   ASSERT_TRUE(written["phases"].contains("detail"));
   EXPECT_TRUE(written["phases"]["detail"].contains("parent_compare_s")) << written["phases"]["detail"].dump();

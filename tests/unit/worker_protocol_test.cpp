@@ -147,9 +147,8 @@ TEST(WorkerEvents, ConstructorsGiveTheWireForm) {
   EXPECT_EQ(wire(error_event("load", "cuModuleLoadData: bad image")),
             json({{"event", "error"}, {"outcome", "load"}, {"reason", "cuModuleLoadData: bad image"}}));
   // And each decodes: the parent accepts everything the worker's constructors make.
-  for (const WorkerEvent& e :
-       {phase_event("load"), case_done_event("c", "/o", true, true, true), post_done_event("b", drawn, true),
-        timing, worker_event(WorkerEventKind::done)})
+  for (const WorkerEvent& e : {phase_event("load"), case_done_event("c", "/o", true, true, true),
+                               post_done_event("b", drawn, true), timing, worker_event(WorkerEventKind::done)})
     EXPECT_TRUE(decode_worker_event(encode_worker_event(e)).event) << encode_worker_event(e);
 }
 
