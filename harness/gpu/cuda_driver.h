@@ -42,6 +42,9 @@ namespace evo {
   X(cuMemsetD16) \
   X(cuMemsetD32) \
   X(cuMemsetD8Async) \
+  X(cuMemsetD16Async) \
+  X(cuMemcpyHtoDAsync) \
+  X(cuMemcpyDtoDAsync) \
   X(cuStreamCreate) \
   X(cuStreamDestroy) \
   X(cuStreamSynchronize) \

@@ -1,5 +1,6 @@
 #include "gpu/device_check.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace evo {
@@ -17,7 +18,8 @@ json to_json(const DeviceCheckFacts& f) {
           {"ref2", f.ref2},
           {"seconds", f.seconds},
           {"reference_s", f.reference_s},
-          {"device_bytes", f.device_bytes}};
+          {"device_bytes", f.device_bytes},
+          {"extent", f.extent}};
 }
 
 namespace {
@@ -54,8 +56,10 @@ std::optional<DeviceCheckFacts> device_check_from_json(const json& j, std::strin
       !real(j, "err2", f.err2, error) || !real(j, "ref2", f.ref2, error) || !real(j, "seconds", f.seconds, error) ||
       !real(j, "reference_s", f.reference_s, error))
     return std::nullopt;
+  if (j.contains("extent") && !count(j, "extent", f.extent, error)) return std::nullopt;  // older workers: absent
+  const uint64_t extent = std::max(f.n, f.extent);
   if (!j.contains("first_fail") || !j["first_fail"].is_number_integer() || j["first_fail"].get<int64_t>() < -1 ||
-      j["first_fail"].get<int64_t>() >= int64_t(f.n)) {
+      (j["first_fail"].get<int64_t>() >= 0 && uint64_t(j["first_fail"].get<int64_t>()) >= extent)) {
     error = "device_check.first_fail is not -1 or an element index";
     return std::nullopt;
   }

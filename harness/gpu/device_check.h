@@ -12,11 +12,12 @@
 namespace evo {
 
 struct DeviceCheckFacts {
-  uint64_t n = 0;                          // output elements compared
-  uint64_t unwritten = 0;                  // still holding the poison bits
-  uint64_t nonfinite = 0;                  // NaN or Inf written by the kernel
-  uint64_t bad = 0;                        // |out - ref| > atol + rtol·|ref|
-  int64_t first_fail = -1;                 // logical BHSD index of the first failing element, -1 if none
+  uint64_t n = 0;           // output elements compared
+  uint64_t unwritten = 0;   // still holding the poison bits
+  uint64_t nonfinite = 0;   // NaN or Inf written by the kernel
+  uint64_t bad = 0;         // |out - ref| > atol + rtol·|ref|
+  int64_t first_fail = -1;  // logical BHSD index of the first failing element, -1 if none
+  uint64_t extent = 0;      // elements of the output first_fail indexes when only some were compared (0: n)
   double max_abs = 0, err2 = 0, ref2 = 0;  // over finite written elements
   double seconds = 0;         // the case in the worker after the fill: hashes, launches, reference, compare
   double reference_s = 0;     // of which: the reference kernel and the compare kernel

@@ -29,18 +29,18 @@ Support load_support_kernels(const std::string& cubin_path, const Task& task) {
 }
 
 float fill_e4m3(const Support& sup, const TensorDesc& d, unsigned seed, unsigned tensor, const FillParams& f,
-                CUstream stream) {
+                CUstream stream, unsigned long long nonce) {
   TensorDesc desc = d;
   FillParams fp = f;
   CUdeviceptr bits = sup.amax_bits;
   check(cu().cuMemsetD8Async(bits, 0, sizeof(unsigned), stream), "amax reset", "runtime");
-  void* amax_args[] = {&desc, &seed, &tensor, &fp, &bits};
+  void* amax_args[] = {&desc, &seed, &tensor, &fp, &nonce, &bits};
   check(cu().cuLaunchKernel(sup.amax, 1024, 1, 1, 256, 1, 1, 0, stream, amax_args, nullptr), "amax", "runtime");
   float amax = 0;
   check(cu().cuStreamSynchronize(stream), "amax");
   check(cu().cuMemcpyDtoH(&amax, bits, sizeof(amax)), "amax readback");
   float scale = amax > 0 ? kE4m3Max / amax : 1.0f;
-  void* fill_args[] = {&desc, &seed, &tensor, &fp, &scale};
+  void* fill_args[] = {&desc, &seed, &tensor, &fp, &scale, &nonce};
   check(cu().cuLaunchKernel(sup.fill, 1024, 1, 1, 256, 1, 1, 0, stream, fill_args, nullptr), "input fill", "runtime");
   return 1.0f / scale;
 }

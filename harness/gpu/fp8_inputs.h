@@ -25,7 +25,7 @@ Support load_support_kernels(const std::string& cubin_path, const Task& task);
 // Fills one fp8 tensor: amax of its values, then e4m3(value * 448 / amax). Returns the descale
 // (amax / 448; 1 for an all-zero tensor).
 float fill_e4m3(const Support& sup, const TensorDesc& d, unsigned seed, unsigned tensor, const FillParams& f,
-                CUstream stream);
+                CUstream stream, unsigned long long nonce = 0);
 
 // Reference mode with dump_inputs: <out>.q/.k/.v (logical BHSD, the input dtype's bytes) and
 // <out>.descale (three floats: Q, K, V) for the tests that recompute the reference on the CPU.

@@ -10,16 +10,18 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/errors.h"
 #include "core/paths.h"
-#include "core/sha256.h"
 #include "core/stats.h"
 #include "gpu/cuda_driver.h"
 #include "gpu/device_check_worker.h"
+#include "gpu/device_checker.h"
 #include "gpu/nvml.h"
+#include "gpu/timing_loop.h"
 #include "gpu/tma_maps.h"
 #include "gpu/worker_device.h"
 #include "gpu/worker_protocol.h"
@@ -84,6 +86,7 @@ class Worker {
                        {"sm_clock_mhz", clock ? json(*clock) : json(nullptr)},
                        {"sm_clock_max_mhz", max_clock ? json(*max_clock) : json(nullptr)}}));
     support_ = load_support_kernels(job_.support_cubin, job_.task);
+    checker_.emplace(support_, job_.task, stream_);
     // L2 flush buffer: writing twice the L2 evicts every line the previous sample left there.
     flush_bytes_ = std::max<size_t>(size_t(l2_bytes_) * 2, 64u << 20);
     check(cu().cuMemAlloc(&flush_, flush_bytes_), "cuMemAlloc(flush)", "runtime");
@@ -192,11 +195,13 @@ class Worker {
         emit(check_on_device(p, c, support_, job_.task, stream_, [&] { launch_once(p, false); }));
         continue;
       }
-      const std::string before = timed("hash", [&] { return p.input_hash(); });
+      // Keyed hashes on the GPU (gpu/device_checker.h): no host copy of the inputs.
+      const auto before = timed("hash", [&] { return checker_->inputs(p); });
       std::string first = launch_once(p);
       std::string second = launch_once(p);  // poisoned again: stale output cannot pass
       const bool deterministic = first == second;
-      const bool inputs_intact = timed("hash", [&] { return p.input_hash(); }) == before;
+      check(cu().cuCtxSynchronize(), "evo_attn_fwd", "crash");  // nothing of it runs while they are hashed
+      const bool inputs_intact = timed("hash", [&] { return checker_->inputs(p); }) == before;
       const bool guards_intact =
           p.q.guards_intact() && p.k.guards_intact() && p.v.guards_intact() && p.o.guards_intact();
       timed("write", [&] { write_scratch_file(c.out_path, first); });
@@ -231,18 +236,8 @@ class Worker {
     }
   }
 
-  void flush_l2() { check(cu().cuMemsetD8Async(flush_, 0x5A, flush_bytes_, stream_), "L2 flush", "runtime"); }
-
-  double timed_launch(Params& a, bool flush) {
-    if (flush) flush_l2();
-    check(cu().cuEventRecord(e0_, stream_), "cuEventRecord");
-    launch(a);
-    check(cu().cuEventRecord(e1_, stream_), "cuEventRecord");
-    check(cu().cuEventSynchronize(e1_), "evo_attn_fwd (timed)");
-    return ms_between(e0_, e1_) * 1000.0;  // µs
-  }
-
-  // Per benchmark shape: timing (unless pruned), then the post-timing check on fresh inputs.
+  // Per benchmark shape: the timing loop (gpu/timing_loop.h), or for a pruned shape one checked
+  // launch. A failed timed sample ends the bench: the parent's verdict is already decided.
   void run_bench() {
     bool pruned = false;
     for (size_t bi = 0; bi < job_.bench.size(); ++bi) {
@@ -252,97 +247,40 @@ class Worker {
       current_ = &p;
       p.allocate(b.timed.shape);
       p.fill(support_, b.timed, stream_);
-      Params a = params(p);
+      const TimingRig rig{job_,
+                          support_,
+                          *checker_,
+                          stream_,
+                          e0_,
+                          e1_,
+                          flush_,
+                          flush_bytes_,
+                          [&] { return params(p); },
+                          [&](Params& a) { launch(a); }};
       WorkerEvent timing = timing_event(b.id);
+      std::optional<FullCheck> checked;  // this shape's post_done
       if (!pruned) {
-        const SampleStats st = timed("timing", [&] { return time_shape(a, timing.fields); });
-        if (bi == 0 && job_.prune_us > 0 && st.p10 > job_.timing.prune_factor * job_.prune_us) {
-          pruned = true;
-          timing.pruned = true;
+        const ShapeTiming st = timed("timing", [&] { return time_shape(rig, p, b); });
+        timing.fields = st.extra;
+        timing.fields["stats"] = stats_json(st.stats);
+        timing.fields["integrity"] = to_json(st.facts);
+        if (bi == 0 && job_.prune_us > 0 && st.stats.p10 > job_.timing.prune_factor * job_.prune_us)
+          pruned = timing.pruned = true;
+        if (st.facts.failure) {
+          emit(timing);
+          current_ = nullptr;
+          return;
         }
+        checked = st.checked;
       } else {
         timing.fields["skipped"] = "pruned";
+        checked = timed("timing", [&] { return check_shape(rig, p, b); });
       }
       emit(timing);
-      timed("post_check", [&] { post_check(p, b); });
+      const bool guards = p.q.guards_intact() && p.k.guards_intact() && p.v.guards_intact() && p.o.guards_intact();
+      if (checked) emit(post_done_event(b.id, *checked, guards));
       current_ = nullptr;
     }
-  }
-
-  // Warm-up by time, then samples until the rse target or the shape's budget; launch-bound
-  // shapes also get back-to-back and CUDA-graph times. Fills `timing`.
-  SampleStats time_shape(Params& a, json& timing) {
-    const auto& t = job_.timing;
-    auto w0 = std::chrono::steady_clock::now();
-    int warm = 0;
-    while (std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - w0).count() < t.warmup_ms ||
-           warm < 3) {
-      timed_launch(a, true);
-      ++warm;
-    }
-    auto clock_before = nvml_sm_clock_mhz(job_.device);
-    std::vector<double> samples;
-    auto s0 = std::chrono::steady_clock::now();
-    while (int(samples.size()) < t.max_samples) {
-      samples.push_back(timed_launch(a, true));
-      const double spent = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s0).count();
-      if (int(samples.size()) >= t.min_samples &&
-          (summarize(samples).rse() <= t.target_rse || spent > t.shape_budget_ms))
-        break;
-    }
-    auto clock_after = nvml_sm_clock_mhz(job_.device);
-    SampleStats st = summarize(samples);
-    timing["stats"] = stats_json(st);
-    timing["warmup_launches"] = warm;
-    timing["sm_clock_before_mhz"] = clock_before ? json(*clock_before) : json(nullptr);
-    timing["sm_clock_after_mhz"] = clock_after ? json(*clock_after) : json(nullptr);
-    if (st.median < t.launch_bound_us) {
-      const int n = t.graph_launches;
-      check(cu().cuEventRecord(e0_, stream_), "cuEventRecord");
-      for (int i = 0; i < n; ++i) launch(a);
-      check(cu().cuEventRecord(e1_, stream_), "cuEventRecord");
-      check(cu().cuEventSynchronize(e1_), "evo_attn_fwd (back-to-back)");
-      timing["back_to_back_us"] = ms_between(e0_, e1_) * 1000.0 / n;
-      timing["graph_us"] = graph_time(a, n);
-    }
-    return st;
-  }
-
-  // Re-check after timing: fresh inputs into the same buffers, one timed launch, read back.
-  void post_check(Problem& p, const BenchSpec& b) {
-    emit(phase_event("post_check", "", b.id));
-    p.fill(support_, b.fresh, stream_);
-    const std::string before = timed("hash", [&] { return p.input_hash(); });
-    p.poison(stream_);
-    Params f = params(p);
-    const double us = timed_launch(f, true);
-    std::string out = timed("readback", [&] { return p.logical(p.o.read(), p.dout, p.elem); });
-    const bool inputs_intact = timed("hash", [&] { return p.input_hash(); }) == before;
-    const bool guards_intact = p.q.guards_intact() && p.k.guards_intact() && p.v.guards_intact() && p.o.guards_intact();
-    timed("write", [&] { write_scratch_file(b.fresh.out_path, out); });
-    emit(post_done_event(b.id, b.fresh.out_path, us, inputs_intact, guards_intact));
-  }
-
-  double graph_time(Params& a, int n) {
-    CUgraph graph = nullptr;
-    CUgraphExec exec = nullptr;
-    check(cu().cuStreamBeginCapture(stream_, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), "graph capture", "runtime");
-    for (int i = 0; i < n; ++i) launch(a);
-    check(cu().cuStreamEndCapture(stream_, &graph), "graph capture", "runtime");
-    check(cu().cuGraphInstantiate(&exec, graph, 0), "graph instantiate", "runtime");
-    check(cu().cuGraphLaunch(exec, stream_), "graph launch");
-    sync("evo_attn_fwd (graph warm-up)");
-    std::vector<double> reps;
-    for (int r = 0; r < 5; ++r) {
-      check(cu().cuEventRecord(e0_, stream_), "cuEventRecord");
-      check(cu().cuGraphLaunch(exec, stream_), "graph launch");
-      check(cu().cuEventRecord(e1_, stream_), "cuEventRecord");
-      check(cu().cuEventSynchronize(e1_), "evo_attn_fwd (graph)");
-      reps.push_back(ms_between(e0_, e1_) * 1000.0 / n);
-    }
-    cu().cuGraphExecDestroy(exec);
-    cu().cuGraphDestroy(graph);
-    return summarize(reps).median;
   }
 
   // EvoAttnParams for a problem, with the tensor maps the variant exports (evo_tma) encoded
@@ -368,6 +306,7 @@ class Worker {
   CUmodule module_ = nullptr;
   CUfunction fn_ = nullptr;
   Support support_;
+  std::optional<DeviceChecker> checker_;
   CUdeviceptr flush_ = 0;
   size_t flush_bytes_ = 0;
   int sms_ = 0, l2_bytes_ = 0;

@@ -127,8 +127,9 @@ struct Problem {
   }
 
   // Inputs from the case's distribution (gpu/input_fill.h); its softmax scale travels with them.
-  // fp8 tasks: quantized per tensor, their descales kept beside them (gpu/fp8_inputs.h).
-  void fill(const Support& sup, const CaseSpec& c, CUstream stream) {
+  // fp8 tasks: quantized per tensor, their descales kept beside them (gpu/fp8_inputs.h). A
+  // non-zero `nonce` moves the generator's counter: content no launch has seen (the timing loop).
+  void fill(const Support& sup, const CaseSpec& c, CUstream stream, unsigned long long nonce = 0) {
     scale = c.scale > 0 ? float(c.scale) : 1.0f / std::sqrt(float(shape.head_dim));
     const unsigned char pad = in_elem == 1 ? kPaddingByteE4m3 : kPaddingByte;
     if (padded)
@@ -136,8 +137,8 @@ struct Problem {
     if (padded) check(cu().cuCtxSynchronize(), "padding fill");  // legacy-stream memsets done before the fill
     const TensorFills f = tensor_fills(c);
     auto run = [&](TensorDesc d, unsigned tensor, const FillParams& fp) {
-      if (sup.amax) return fill_e4m3(sup, d, c.seed, tensor, fp, stream);
-      void* args[] = {&d, const_cast<unsigned*>(&c.seed), &tensor, const_cast<FillParams*>(&fp)};
+      if (sup.amax) return fill_e4m3(sup, d, c.seed, tensor, fp, stream, nonce);
+      void* args[] = {&d, const_cast<unsigned*>(&c.seed), &tensor, const_cast<FillParams*>(&fp), &nonce};
       check(cu().cuLaunchKernel(sup.fill, 1024, 1, 1, 256, 1, 1, 0, stream, args, nullptr), "input fill", "runtime");
       return 1.0f;
     };
@@ -145,6 +146,11 @@ struct Problem {
     descale[1] = run(dk, 1, f.k);
     descale[2] = run(dv, 2, f.v);
     check(cu().cuStreamSynchronize(stream), "input fill");
+  }
+
+  // The poison before a timed launch: ordered on the worker's stream, no wait.
+  void poison_async(CUstream stream) {
+    check(cu().cuMemsetD16Async(o.data(), kPoisonBits, o.bytes / 2, stream), "output poison");
   }
 
   void poison(CUstream stream) {

@@ -55,7 +55,7 @@ bool read_strings(const json& j, WorkerEvent& e, std::string& error) {
   return string_field(j, "phase", k == K::phase, e.phase, error) &&
          string_field(j, "case", k == K::case_done, e.case_id, error) &&
          string_field(j, "bench", k == K::timing || k == K::post_done, e.bench, error) &&
-         string_field(j, "out", (k == K::case_done && !j.contains("device_check")) || k == K::post_done, e.out,
+         string_field(j, "out", (k == K::case_done || k == K::post_done) && !j.contains("device_check"), e.out,
                       error) &&
          string_field(j, "outcome", false, e.outcome, error) && string_field(j, "reason", false, e.reason, error);
 }
@@ -92,8 +92,14 @@ DecodedWorkerEvent decode_worker_event(std::string_view line) {
   if (e.kind == WorkerEventKind::post_done && !e.us) return {std::nullopt, "a 'post_done' event without 'us'"};
   if (j.contains("device_check")) {
     e.device_check = device_check_from_json(j["device_check"], d.error);
-    if (!e.device_check || e.kind != WorkerEventKind::case_done)
-      return {std::nullopt, (d.error.empty() ? "device_check outside a case_done" : d.error) + " in a '" +
+    if (!e.device_check || (e.kind != WorkerEventKind::case_done && e.kind != WorkerEventKind::post_done))
+      return {std::nullopt, (d.error.empty() ? "device_check outside a case_done or post_done" : d.error) + " in a '" +
+                                std::string(to_string(e.kind)) + "' event"};
+  }
+  if (j.contains("integrity")) {
+    e.integrity = timing_facts_from_json(j["integrity"], d.error);
+    if (!e.integrity || e.kind != WorkerEventKind::timing)
+      return {std::nullopt, (d.error.empty() ? "integrity outside a timing event" : d.error) + " in a '" +
                                 std::string(to_string(e.kind)) + "' event"};
   }
   if (e.kind == WorkerEventKind::timing && j.contains("stats") && !j["stats"].is_object())
@@ -121,6 +127,7 @@ std::string encode_worker_event(const WorkerEvent& e) {
   if (e.guards_intact) j["guards_intact"] = *e.guards_intact;
   if (e.us) j["us"] = *e.us;
   if (e.device_check) j["device_check"] = to_json(*e.device_check);
+  if (e.integrity) j["integrity"] = to_json(*e.integrity);
   if (e.pruned) j["pruned"] = true;
   return j.dump();
 }
@@ -162,13 +169,14 @@ WorkerEvent timing_event(std::string bench) {
   return e;
 }
 
-WorkerEvent post_done_event(std::string bench, std::string out, double us, bool inputs_intact, bool guards_intact) {
+WorkerEvent post_done_event(std::string bench, const FullCheck& check, bool guards_intact) {
   WorkerEvent e = worker_event(WorkerEventKind::post_done);
   e.bench = std::move(bench);
-  e.out = std::move(out);
-  e.us = us;
-  e.inputs_intact = inputs_intact;
+  e.us = check.us;
+  e.inputs_intact = check.inputs_intact;
   e.guards_intact = guards_intact;
+  e.device_check = check.facts;
+  e.fields = {{"sample", check.sample}, {"why", check.why}};  // which launch (the record's post-timing check)
   return e;
 }
 

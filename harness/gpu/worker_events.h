@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "gpu/device_check.h"
+#include "gpu/timing_facts.h"
 
 namespace evo {
 
@@ -23,9 +24,10 @@ struct WorkerEvent {
   std::string case_id;                           // phase (reference, gate), case_done
   std::string bench;                             // phase (timing, post_check), timing, post_done
   std::string out;                               // case_done, post_done: the file the output was written to
-  std::optional<DeviceCheckFacts> device_check;  // case_done of a case checked on the GPU (no `out`)
+  std::optional<DeviceCheckFacts> device_check;  // case_done of a case checked on the GPU, post_done (no `out`)
+  std::optional<TimingFacts> integrity;          // timing: what the loop checked (gpu/timing_facts.h)
   std::optional<bool> deterministic, inputs_intact, guards_intact;  // case_done, post_done
-  std::optional<double> us;                                         // post_done: the fresh launch's time
+  std::optional<double> us;                                         // post_done: the checked launch's time
   bool pruned = false;          // timing: the worker stopped timing this candidate early
   std::string outcome, reason;  // error
   // The whole object as sent: timing statistics and device facts pass into the record as they
@@ -52,7 +54,9 @@ WorkerEvent case_done_event(std::string case_id, std::string out, std::optional<
                             std::optional<bool> inputs_intact = {}, std::optional<bool> guards_intact = {});
 // The worker's time_shape adds the statistics to `fields`, and `pruned` when it stopped early.
 WorkerEvent timing_event(std::string bench);
-WorkerEvent post_done_event(std::string bench, std::string out, double us, bool inputs_intact, bool guards_intact);
+// A benchmark shape's launch on fresh inputs of its post-timing distribution, every element
+// compared on the GPU: the timed sample at the drawn index, or a pruned shape's one launch.
+WorkerEvent post_done_event(std::string bench, const FullCheck& check, bool guards_intact);
 WorkerEvent error_event(std::string outcome, std::string reason);
 
 }  // namespace evo

@@ -94,7 +94,10 @@ json to_json(const WorkerJob& w) {
             {"shape_budget_ms", t.shape_budget_ms},
             {"launch_bound_us", t.launch_bound_us},
             {"graph_launches", t.graph_launches},
-            {"prune_factor", t.prune_factor}}},
+            {"prune_factor", t.prune_factor},
+            {"rows_per_sample", t.rows_per_sample},
+            {"repeat_probes", t.repeat_probes},
+            {"isolation_pause_ms", t.isolation_pause_ms}}},
           {"prune_us", w.prune_us},
           {"dump_inputs", w.dump_inputs}};
 }
@@ -115,6 +118,9 @@ WorkerJob worker_job_from_json(const json& j) {
   const json& t = j.at("timing");
   w.timing = {t.at("warmup_ms"),       t.at("min_samples"),     t.at("max_samples"),    t.at("target_rse"),
               t.at("shape_budget_ms"), t.at("launch_bound_us"), t.at("graph_launches"), t.at("prune_factor")};
+  w.timing.rows_per_sample = t.at("rows_per_sample");
+  w.timing.repeat_probes = t.at("repeat_probes");
+  w.timing.isolation_pause_ms = t.at("isolation_pause_ms");
   w.prune_us = j.at("prune_us");
   w.dump_inputs = j.at("dump_inputs");
   return w;

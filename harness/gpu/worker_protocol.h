@@ -36,10 +36,13 @@ struct CaseSpec {
   } device_check;
 };
 
+// One benchmark shape (gpu/timing_loop.h). Both cases are checked on the GPU with their
+// device_check tolerance; their seeds only start the content: every timed sample draws a new
+// counter.
 struct BenchSpec {
   std::string id;
-  CaseSpec timed;  // inputs the timing loop runs on (output not checked: it is re-checked below)
-  CaseSpec fresh;  // after timing: fresh inputs in the same buffers, one timed launch, checked
+  CaseSpec timed;  // the timing loop's distribution (warm-up on its seed's inputs, then fresh ones)
+  CaseSpec fresh;  // the post-timing distribution: the sample at the drawn index, or a pruned shape's launch
 };
 
 struct WorkerJob {

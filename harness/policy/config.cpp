@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -146,7 +147,16 @@ void parse_caps_timing_limits(const json& j, const std::string& origin, GatesCon
   c.timing.launch_bound_us = field<double>(t, "launch_bound_us", tw);
   c.timing.graph_launches = field<int>(t, "graph_launches", tw);
   c.timing.prune_factor = field<double>(t, "prune_factor", tw);
+  c.timing.rows_per_sample = field_or<int>(t, "rows_per_sample", c.timing.rows_per_sample, tw);
+  c.timing.repeat_probes = field_or<int>(t, "repeat_probes", c.timing.repeat_probes, tw);
+  c.timing.isolation_pause_ms = field_or<double>(t, "isolation_pause_ms", c.timing.isolation_pause_ms, tw);
   if (c.timing.min_samples < 10) throw usage_error(tw + ": min_samples must be at least 10");
+  if (c.timing.rows_per_sample < 1 || c.timing.rows_per_sample > 65536)
+    throw usage_error(tw + ": rows_per_sample must be between 1 and 65536");
+  // Probes pair with distinct samples among the first min_samples (one is the drawn full check).
+  if (c.timing.repeat_probes < 1 || c.timing.repeat_probes > c.timing.min_samples - 1)
+    throw usage_error(tw + ": repeat_probes must be between 1 and min_samples - 1");
+  if (!(c.timing.isolation_pause_ms >= 0)) throw usage_error(tw + ": isolation_pause_ms must not be negative");
   const json l = field<json>(j, "limits", origin);
   const std::string lw = origin + " limits";
   c.limits.compile_s = field<double>(l, "compile_s", lw);
@@ -175,8 +185,12 @@ void parse_thresholds(const json& j, const std::string& origin, GatesConfig& c) 
   c.regression.min_effect = field_or<double>(rg, "min_effect", 0.03, origin + " regression");
   const json vp = field_or<json>(j, "verdict", json::object(), origin);
   const std::string vw = origin + " verdict";
-  c.verdict.replay_p90_factor = field_or<double>(vp, "replay_p90_factor", 3.0, vw);
-  c.verdict.replay_slack_us = field_or<double>(vp, "replay_slack_us", 20.0, vw);
+  c.verdict.repeat_z = field_or<double>(vp, "repeat_z", c.verdict.repeat_z, vw);
+  c.verdict.repeat_min_fraction = field_or<double>(vp, "repeat_min_fraction", c.verdict.repeat_min_fraction, vw);
+  c.verdict.repeat_slack_us = field_or<double>(vp, "repeat_slack_us", c.verdict.repeat_slack_us, vw);
+  if (!(c.verdict.repeat_z > 0) || !(c.verdict.repeat_min_fraction > 0 && c.verdict.repeat_min_fraction < 1) ||
+      !(c.verdict.repeat_slack_us >= 0))
+    throw usage_error(vw + ": repeat_z must be positive, repeat_min_fraction in (0, 1), repeat_slack_us >= 0");
   c.verdict.clock_drop_ratio = field_or<double>(vp, "clock_drop_ratio", 0.9, vw);
   c.verdict.noisy_rse = field_or<double>(vp, "noisy_rse", 0.02, vw);
   const json cp = field_or<json>(j, "compare", json::object(), origin);
@@ -186,6 +200,28 @@ void parse_thresholds(const json& j, const std::string& origin, GatesConfig& c) 
   if (!(c.compare.confidence > 0 && c.compare.confidence < 1))
     throw usage_error(cw + ": confidence must be between 0 and 1");
   if (!(c.compare.suspicious_speedup > 1)) throw usage_error(cw + ": suspicious_speedup must be above 1");
+}
+
+// "roofline": spec peaks per GPU model (the floor no timed sample may go below).
+void parse_roofline(const json& j, const std::string& origin, GatesConfig& c) {
+  const json r = field_or<json>(j, "roofline", json::object(), origin);
+  if (!r.is_object()) throw usage_error(origin + ": roofline must be an object of GPU keys");
+  for (auto& [gpu, peaks] : r.items()) {
+    if (peaks.is_string()) continue;  // a note ("source")
+    const std::string w = origin + " roofline." + gpu;
+    RooflinePeaks p;
+    p.memory_tbps = field<double>(peaks, "memory_tbps", w);
+    const json t = field<json>(peaks, "tensor_tflops", w);
+    if (!t.is_object()) throw usage_error(w + ": tensor_tflops must map dtype names to TFLOP/s");
+    for (auto& [dtype, tflops] : t.items()) {
+      if (dtype != "fp16" && dtype != "bf16" && dtype != "fp8")
+        throw usage_error(fmt::format("{}: tensor_tflops names '{}', not fp16, bf16 or fp8", w, dtype));
+      p.tensor_tflops[dtype] = field<double>(t, dtype, w + " tensor_tflops");
+      if (!(p.tensor_tflops[dtype] > 0)) throw usage_error(w + ": tensor_tflops must be positive");
+    }
+    if (!(p.memory_tbps > 0)) throw usage_error(w + ": memory_tbps must be positive");
+    c.roofline[gpu] = std::move(p);
+  }
 }
 
 // "sanitizer": the compute-sanitizer pass over would-be elites.
@@ -222,6 +258,7 @@ GatesConfig parse_gates_config(const std::string& text, const std::string& origi
   parse_caps_timing_limits(j, origin, c);
   parse_thresholds(j, origin, c);
   parse_sanitizer(j, origin, c);
+  parse_roofline(j, origin, c);
   return c;
 }
 
@@ -282,6 +319,19 @@ const ResourceCaps& GatesConfig::caps(const std::string& arch) const {
     throw usage_error(fmt::format("unknown arch '{}': use one of {}", arch, known));
   }
   return it->second;
+}
+
+std::optional<double> GatesConfig::floor_us(const std::string& gpu_key, const Task& task, const Shape& s) const {
+  const auto it = roofline.find(gpu_key);
+  if (it == roofline.end()) return std::nullopt;
+  const auto peak = it->second.tensor_tflops.find(task.dtype_name());
+  if (peak == it->second.tensor_tflops.end()) return std::nullopt;
+  const double q_elems = double(s.batch) * s.heads_q * s.seq_q * s.head_dim;
+  const double kv_elems = double(s.batch) * s.heads_kv * s.seq_kv * s.head_dim;
+  const double bytes = task.input_bytes() * (q_elems + 2 * kv_elems) + task.output_bytes() * q_elems;
+  const double flop_us = s.flops(task.causal) / (peak->second * 1e12) * 1e6;
+  const double byte_us = bytes / (it->second.memory_tbps * 1e12) * 1e6;
+  return std::max(flop_us, byte_us);
 }
 
 }  // namespace evo

@@ -3,6 +3,7 @@
 #pragma once
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,13 @@ struct TimingConfig {
   double launch_bound_us = 50;
   int graph_launches = 20;
   double prune_factor = 1.5;
+  // Timing integrity (docs/safety.md, "Timing integrity"): query rows recomputed and compared on
+  // the GPU after every timed sample; timed samples followed by a launch that repeats their
+  // inputs (the repeat probes); the pause before the isolated launch that tells a kernel that is
+  // wrong on a shape from one that is wrong only when timed.
+  int rows_per_sample = 128;
+  int repeat_probes = 4;
+  double isolation_pause_ms = 100;
 };
 
 struct Limits {
@@ -70,11 +78,14 @@ struct RegressionConfig {
 
 // The numbers behind the verdict rules of gates/verdict.h ("verdict" in gates.json).
 struct VerdictPolicy {
-  // A fresh launch after timing slower than factor x timed p90 + slack: the timed launches did
-  // not do the work (result cache, replay). The slack covers launch jitter on tiny shapes.
-  double replay_p90_factor = 3.0, replay_slack_us = 20.0;
-  double clock_drop_ratio = 0.9;  // SM clock after / before below this: a warning
-  double noisy_rse = 0.02;        // a shape's relative standard error above this: a warning
+  // The repeat probes: launches on the inputs of the timed sample just before them, paired with
+  // it. Their median gain over those samples above max(repeat_z x its standard error, from the
+  // timed samples' spread; repeat_min_fraction x the timed median) + repeat_slack_us: the kernel
+  // skips work it has seen (a result cache or a replay).
+  double repeat_z = 4.0, repeat_min_fraction = 0.05, repeat_slack_us = 1.0;
+  double replay_p90_factor = 3.0, replay_slack_us = 20.0;  // TODO(timing): goes with the evaluator's wiring
+  double clock_drop_ratio = 0.9;                           // SM clock after / before below this: a warning
+  double noisy_rse = 0.02;                                 // a shape's relative standard error above this: a warning
 };
 
 // How `evo compare` reads the records (COMPARE.md): the confidence of the ± shown next to ratios
@@ -83,6 +94,14 @@ struct VerdictPolicy {
 struct ComparePolicy {
   double confidence = 0.95;
   double suspicious_speedup = 10.0;
+};
+
+// The spec peaks of one GPU model ("roofline" in gates.json): dense tensor FLOP/s per input
+// dtype at the highest SM clock the model boosts to, and the memory bandwidth. No time below
+// the floor they give (the FLOPs at the tensor peak, or the bytes at the memory peak) is admitted.
+struct RooflinePeaks {
+  std::map<std::string, double> tensor_tflops;  // by dtype name: fp16, bf16, fp8
+  double memory_tbps = 0;
 };
 
 struct GatesConfig {
@@ -103,6 +122,7 @@ struct GatesConfig {
   SanitizerConfig sanitizer;
   VerdictPolicy verdict;
   ComparePolicy compare;
+  std::map<std::string, RooflinePeaks> roofline;  // by GPU key ("nvidia-h200")
 
   // Expands set names or explicit BxHqxHkvxSqxSkvxD entries (comma separated) for a task.
   std::vector<Shape> shapes(const std::vector<std::string>& sets_or_dims, const Task& task) const;
@@ -111,6 +131,10 @@ struct GatesConfig {
   const Tolerance& tolerance(const Task& task, const std::string& inputs) const;
   const ResourceCaps& caps(const std::string& arch) const;        // throws usage_error for unknown arch
   const InputDistribution& input(const std::string& name) const;  // throws usage_error naming it
+  // The roofline floor of one launch of `shape` on the GPU `gpu_key`, in µs: the larger of its
+  // FLOPs at the tensor peak and its bytes (Q, K, V read once, O written once) at the memory
+  // peak. nullopt when "roofline" has no peaks for that GPU or dtype.
+  std::optional<double> floor_us(const std::string& gpu_key, const Task& task, const Shape& shape) const;
 };
 
 GatesConfig load_gates_config(const std::filesystem::path& file);

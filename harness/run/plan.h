@@ -1,5 +1,5 @@
 // What one task's evaluation runs: the gate cases (shape set x seeds x input distributions)
-// and the benchmark shapes (each with its timed inputs and its fresh post-timing inputs).
+// and the benchmark shapes (each with its timed inputs and its post-timing distribution).
 #pragma once
 #include <filesystem>
 #include <optional>
@@ -42,8 +42,8 @@ EvalPlan make_plan(const GatesConfig& gates, const PlanRequest& request);
 // first seed, the `mission` benchmark shape, no sampled cases.
 PlanRequest quick_plan_request(const GatesConfig& gates, const Task& task);
 
-// Every case whose reference output the plan needs: gate cases, fresh bench inputs, and the
-// sanitizer's cases.
+// Every case whose reference output file the plan needs: gate cases (those checked on the GPU
+// aside) and the sanitizer's cases. Benchmark shapes are checked on the GPU.
 std::vector<CaseSpec> reference_cases(const EvalPlan& plan);
 
 }  // namespace evo

@@ -1,12 +1,15 @@
 // evo's own GPU kernels, compiled by NVRTC at run time (trusted code, never a candidate):
 //  - evo_fill_*: deterministic inputs from (seed, tensor, logical index), independent of the
-//    memory layout, so BHSD and BSHD runs see the same logical tensors;
+//    memory layout, so BHSD and BSHD runs see the same logical tensors; a non-zero `nonce`
+//    shifts the counter, so the timing loop gives every timed sample inputs no launch has seen
+//    (nonce 0: the fixed cases' values, unchanged);
 //  - evo_amax + evo_fill_fp8: the same values, quantized to e4m3 with a per-tensor scale
 //    448 / amax (amax over the whole logical tensor; the worker passes 1 / scale to the kernel
 //    as the tensor's descale, harness/gpu/fp8_inputs.cpp);
 //  - evo_reference_*: plain attention in FP32 from the same low-precision inputs (fp8: the
 //    dequantized values, float(e4m3) * descale), two passes (row max, then exp-sum and P·V)
 //    so no online rescaling error enters the reference.
+//  - evo_hash_bytes, evo_compare_*, evo_check_rows_*: checks on the GPU (gpu/device_checker.h).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
@@ -52,14 +55,14 @@ struct EvoFill {
 
 // Element i of the logical BHSD tensor: its value before any rounding, and where it lives.
 __device__ __forceinline__ float fill_value(const EvoTensorDesc& t, unsigned long long i, unsigned seed, unsigned tensor,
-                                            const EvoFill& f, long long* offset) {
+                                            const EvoFill& f, unsigned long long nonce, long long* offset) {
   unsigned long long r = i;
   const int d = static_cast<int>(r % t.dim); r /= t.dim;
   const int s = static_cast<int>(r % t.seq); r /= t.seq;
   const int h = static_cast<int>(r % t.heads); r /= t.heads;
   const int b = static_cast<int>(r);
   *offset = b * t.stride[0] + h * t.stride[1] + s * t.stride[2] + d;
-  float x = f.mean + evo_normal(i, seed, tensor, f.stddev);
+  float x = f.mean + evo_normal(i + nonce, seed, tensor, f.stddev);
   if (f.outlier_every && evo_mix64((i / t.dim) ^ (static_cast<unsigned long long>(seed) << 32)) % f.outlier_every == 0)
     x *= f.outlier_scale;  // an outlier row: every element of this (b, h, s) row
   if (f.sink != 0.f && s == 0) x = f.sink;  // the sink key: position 0 of every (b, h)
@@ -67,32 +70,35 @@ __device__ __forceinline__ float fill_value(const EvoTensorDesc& t, unsigned lon
 }
 
 template <typename T>
-__device__ void fill(EvoTensorDesc t, unsigned seed, unsigned tensor, EvoFill f) {
+__device__ void fill(EvoTensorDesc t, unsigned seed, unsigned tensor, EvoFill f, unsigned long long nonce) {
   const unsigned long long total = static_cast<unsigned long long>(t.batch) * t.heads * t.seq * t.dim;
   for (unsigned long long i = blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<unsigned long long>(gridDim.x) * blockDim.x) {
     long long off;
-    const float x = fill_value(t, i, seed, tensor, f, &off);
+    const float x = fill_value(t, i, seed, tensor, f, nonce, &off);
     static_cast<T*>(t.data)[off] = evo_cast<T>(x);
   }
 }
 
-extern "C" __global__ void evo_fill_fp16(EvoTensorDesc t, unsigned seed, unsigned tensor, EvoFill f) {
-  fill<__half>(t, seed, tensor, f);
+extern "C" __global__ void evo_fill_fp16(EvoTensorDesc t, unsigned seed, unsigned tensor, EvoFill f,
+                                         unsigned long long nonce) {
+  fill<__half>(t, seed, tensor, f, nonce);
 }
-extern "C" __global__ void evo_fill_bf16(EvoTensorDesc t, unsigned seed, unsigned tensor, EvoFill f) {
-  fill<__nv_bfloat16>(t, seed, tensor, f);
+extern "C" __global__ void evo_fill_bf16(EvoTensorDesc t, unsigned seed, unsigned tensor, EvoFill f,
+                                         unsigned long long nonce) {
+  fill<__nv_bfloat16>(t, seed, tensor, f, nonce);
 }
 
 // The largest |value| fill_value gives the tensor, as float bits (non-negative floats order as
 // their bits, so atomicMax on the bits is the max, and the result does not depend on timing).
-extern "C" __global__ void evo_amax(EvoTensorDesc t, unsigned seed, unsigned tensor, EvoFill f, unsigned* amax_bits) {
+extern "C" __global__ void evo_amax(EvoTensorDesc t, unsigned seed, unsigned tensor, EvoFill f, unsigned long long nonce,
+                                    unsigned* amax_bits) {
   const unsigned long long total = static_cast<unsigned long long>(t.batch) * t.heads * t.seq * t.dim;
   float m = 0.f;
   for (unsigned long long i = blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<unsigned long long>(gridDim.x) * blockDim.x) {
     long long off;
-    m = fmaxf(m, fabsf(fill_value(t, i, seed, tensor, f, &off)));
+    m = fmaxf(m, fabsf(fill_value(t, i, seed, tensor, f, nonce, &off)));
   }
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
@@ -100,12 +106,13 @@ extern "C" __global__ void evo_amax(EvoTensorDesc t, unsigned seed, unsigned ten
 }
 
 // e4m3 of value * scale, saturated to ±448 (the amax element lands on 448 up to rounding).
-extern "C" __global__ void evo_fill_fp8(EvoTensorDesc t, unsigned seed, unsigned tensor, EvoFill f, float scale) {
+extern "C" __global__ void evo_fill_fp8(EvoTensorDesc t, unsigned seed, unsigned tensor, EvoFill f, float scale,
+                                        unsigned long long nonce) {
   const unsigned long long total = static_cast<unsigned long long>(t.batch) * t.heads * t.seq * t.dim;
   for (unsigned long long i = blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<unsigned long long>(gridDim.x) * blockDim.x) {
     long long off;
-    const float x = fill_value(t, i, seed, tensor, f, &off);
+    const float x = fill_value(t, i, seed, tensor, f, nonce, &off);
     static_cast<__nv_fp8_storage_t*>(t.data)[off] = __nv_cvt_float_to_fp8(x * scale, __NV_SATFINITE, __NV_E4M3);
   }
 }
@@ -206,15 +213,69 @@ __device__ __forceinline__ float evo_bits_to_float(unsigned short bits, __nv_bfl
   return __bfloat162float(__ushort_as_bfloat16(bits));
 }
 
-// The candidate's output (in its layout) against the FP32 reference (logical BHSD), with the
+// One thread's share of a comparison of the candidate's output with the FP32 reference, with the
 // arithmetic of gates/correctness.cpp: poison = unwritten, NaN/Inf = non-finite, |d| > atol +
 // rtol·|ref| = bad; sums of squares for the relative L2 error. The parent decides.
-template <typename T>
-__device__ void compare(EvoTensorDesc o, const float* ref, float atol, float rtol, EvoCompareSums* out) {
-  const unsigned long long total = static_cast<unsigned long long>(o.batch) * o.heads * o.seq * o.dim;
+struct EvoCompareAcc {
   unsigned long long unwritten = 0, nonfinite = 0, bad = 0, first = ~0ull;
   double err2 = 0, ref2 = 0;
   float max_abs = 0.f;
+};
+
+// Element `index` (logical BHSD) of the output holds `bits`; the reference says `want`.
+template <typename T>
+__device__ __forceinline__ void evo_compare_one(EvoCompareAcc& a, unsigned short bits, float want, float atol,
+                                                float rtol, unsigned long long index) {
+  bool fail = false;
+  if (bits == 0xFFFFu) {
+    ++a.unwritten;
+    fail = true;
+  } else {
+    const float v = evo_bits_to_float(bits, T());
+    if ((__float_as_uint(v) & 0x7f800000u) == 0x7f800000u) {  // NaN or Inf (no <math.h> in NVRTC)
+      ++a.nonfinite;
+      fail = true;
+    } else {
+      const float diff = fabsf(v - want);
+      a.max_abs = fmaxf(a.max_abs, diff);
+      if (diff > atol + rtol * fabsf(want)) {
+        ++a.bad;
+        fail = true;
+      }
+      a.err2 += static_cast<double>(diff) * diff;
+      a.ref2 += static_cast<double>(want) * want;
+    }
+  }
+  if (fail && index < a.first) a.first = index;
+}
+
+// The warp's shares into `out` (all 32 lanes call it).
+__device__ __forceinline__ void evo_compare_flush(EvoCompareAcc a, EvoCompareSums* out) {
+#pragma unroll
+  for (int k = 16; k > 0; k >>= 1) {
+    a.unwritten += __shfl_xor_sync(0xffffffffu, a.unwritten, k);
+    a.nonfinite += __shfl_xor_sync(0xffffffffu, a.nonfinite, k);
+    a.bad += __shfl_xor_sync(0xffffffffu, a.bad, k);
+    a.first = min(a.first, __shfl_xor_sync(0xffffffffu, a.first, k));
+    a.err2 += __shfl_xor_sync(0xffffffffu, a.err2, k);
+    a.ref2 += __shfl_xor_sync(0xffffffffu, a.ref2, k);
+    a.max_abs = fmaxf(a.max_abs, __shfl_xor_sync(0xffffffffu, a.max_abs, k));
+  }
+  if ((threadIdx.x & 31) != 0) return;
+  if (a.unwritten) atomicAdd(&out->unwritten, a.unwritten);
+  if (a.nonfinite) atomicAdd(&out->nonfinite, a.nonfinite);
+  if (a.bad) atomicAdd(&out->bad, a.bad);
+  if (a.first != ~0ull) atomicMin(&out->first_fail, a.first);
+  atomicAdd(&out->err2, a.err2);
+  atomicAdd(&out->ref2, a.ref2);
+  atomicMax(&out->max_abs_bits, __float_as_uint(a.max_abs));  // non-negative floats order as their bits
+}
+
+// The candidate's output (in its layout) against the FP32 reference (logical BHSD).
+template <typename T>
+__device__ void compare(EvoTensorDesc o, const float* ref, float atol, float rtol, EvoCompareSums* out) {
+  const unsigned long long total = static_cast<unsigned long long>(o.batch) * o.heads * o.seq * o.dim;
+  EvoCompareAcc a;
   for (unsigned long long i = blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<unsigned long long>(gridDim.x) * blockDim.x) {
     unsigned long long r = i;
@@ -224,47 +285,9 @@ __device__ void compare(EvoTensorDesc o, const float* ref, float atol, float rto
     const int b = static_cast<int>(r);
     const unsigned short bits =
         static_cast<const unsigned short*>(o.data)[b * o.stride[0] + h * o.stride[1] + s * o.stride[2] + d];
-    const float want = ref[i];
-    bool fail = false;
-    if (bits == 0xFFFFu) {
-      ++unwritten;
-      fail = true;
-    } else {
-      const float v = evo_bits_to_float(bits, T());
-      if ((__float_as_uint(v) & 0x7f800000u) == 0x7f800000u) {  // NaN or Inf (no <math.h> in NVRTC)
-        ++nonfinite;
-        fail = true;
-      } else {
-        const float diff = fabsf(v - want);
-        max_abs = fmaxf(max_abs, diff);
-        if (diff > atol + rtol * fabsf(want)) {
-          ++bad;
-          fail = true;
-        }
-        err2 += static_cast<double>(diff) * diff;
-        ref2 += static_cast<double>(want) * want;
-      }
-    }
-    if (fail && i < first) first = i;
+    evo_compare_one<T>(a, bits, ref[i], atol, rtol, i);
   }
-#pragma unroll
-  for (int k = 16; k > 0; k >>= 1) {
-    unwritten += __shfl_xor_sync(0xffffffffu, unwritten, k);
-    nonfinite += __shfl_xor_sync(0xffffffffu, nonfinite, k);
-    bad += __shfl_xor_sync(0xffffffffu, bad, k);
-    first = min(first, __shfl_xor_sync(0xffffffffu, first, k));
-    err2 += __shfl_xor_sync(0xffffffffu, err2, k);
-    ref2 += __shfl_xor_sync(0xffffffffu, ref2, k);
-    max_abs = fmaxf(max_abs, __shfl_xor_sync(0xffffffffu, max_abs, k));
-  }
-  if ((threadIdx.x & 31) != 0) return;
-  if (unwritten) atomicAdd(&out->unwritten, unwritten);
-  if (nonfinite) atomicAdd(&out->nonfinite, nonfinite);
-  if (bad) atomicAdd(&out->bad, bad);
-  if (first != ~0ull) atomicMin(&out->first_fail, first);
-  atomicAdd(&out->err2, err2);
-  atomicAdd(&out->ref2, ref2);
-  atomicMax(&out->max_abs_bits, __float_as_uint(max_abs));  // non-negative floats order as their bits
+  evo_compare_flush(a, out);
 }
 
 extern "C" __global__ void evo_compare_fp16(EvoTensorDesc o, const float* ref, float atol, float rtol, EvoCompareSums* out) {
@@ -273,3 +296,98 @@ extern "C" __global__ void evo_compare_fp16(EvoTensorDesc o, const float* ref, f
 extern "C" __global__ void evo_compare_bf16(EvoTensorDesc o, const float* ref, float atol, float rtol, EvoCompareSums* out) {
   compare<__nv_bfloat16>(o, ref, atol, rtol, out);
 }
+
+// Query rows of the candidate's output, each recomputed in FP32 and compared with compare()'s
+// arithmetic, for the timing loop's checks of timed samples (gpu/device_checker.h). Row r of the
+// draw is mix(key + r) mod rows: the worker draws the key after the candidate's launch, so no
+// kernel can know which rows are checked; key 0 checks row r = blockIdx.x (every row, one CTA
+// each: the full check, one pass, no FP32 copy of the output). One CTA of 1024
+// threads per row: its 32 warps split the visible keys, each keeps an online softmax over its
+// share (FP32: the rescaling error, ~1e-6 relative, is far below any tolerance), the shares merge
+// in shared memory, and warp 0 compares the row.
+template <typename T, typename OT, int D>
+__device__ void check_rows(EvoTensorDesc q, EvoTensorDesc k, EvoTensorDesc v, EvoTensorDesc o, float scale, int causal,
+                           float dq, float dk, float dv, float atol, float rtol, unsigned long long key,
+                           EvoCompareSums* out) {
+  constexpr int kPer = D / 32, kWarps = 32;
+  __shared__ float s_q[D], s_m[kWarps], s_l[kWarps];
+  __shared__ float s_acc[kWarps][D];
+  const float neg_inf = -__int_as_float(0x7f800000);
+  const unsigned long long rows = static_cast<unsigned long long>(q.batch) * q.heads * q.seq;
+  const unsigned long long row = key ? evo_mix64(key + blockIdx.x) % rows : blockIdx.x;
+  const int i = static_cast<int>(row % q.seq);
+  const int h = static_cast<int>((row / q.seq) % q.heads);
+  const int b = static_cast<int>(row / (static_cast<unsigned long long>(q.seq) * q.heads));
+  const int hk = h / (q.heads / k.heads);
+  const T* qp = static_cast<const T*>(q.data) + b * q.stride[0] + h * q.stride[1] + i * q.stride[2];
+  const T* kp = static_cast<const T*>(k.data) + b * k.stride[0] + hk * k.stride[1];
+  const T* vp = static_cast<const T*>(v.data) + b * v.stride[0] + hk * v.stride[1];
+  if (threadIdx.x < D) s_q[threadIdx.x] = evo_float(qp[threadIdx.x]) * dq;
+  __syncthreads();
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  float qr[kPer], acc[kPer];
+#pragma unroll
+  for (int c = 0; c < kPer; ++c) {
+    qr[c] = s_q[lane + 32 * c];
+    acc[c] = 0.f;
+  }
+  const int n = causal ? min(i + 1, k.seq) : k.seq;
+  float m = neg_inf, l = 0.f;
+  for (int j = warp; j < n; j += kWarps) {
+    const T* kr = kp + j * k.stride[2];
+    float s = 0.f;
+#pragma unroll
+    for (int c = 0; c < kPer; ++c) s = fmaf(qr[c], evo_float(kr[lane + 32 * c]) * dk, s);
+#pragma unroll
+    for (int o2 = 16; o2 > 0; o2 >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o2);
+    s *= scale;
+    const float m_new = fmaxf(m, s);
+    const float alpha = expf(m - m_new);  // 0 on the warp's first key (m = -inf)
+    const float p = expf(s - m_new);
+    l = l * alpha + p;
+    const T* vr = vp + j * v.stride[2];
+#pragma unroll
+    for (int c = 0; c < kPer; ++c) acc[c] = fmaf(p, evo_float(vr[lane + 32 * c]) * dv, acc[c] * alpha);
+    m = m_new;
+  }
+  if (lane == 0) {
+    s_m[warp] = m;
+    s_l[warp] = l;
+  }
+#pragma unroll
+  for (int c = 0; c < kPer; ++c) s_acc[warp][lane + 32 * c] = acc[c];
+  __syncthreads();
+  if (warp != 0) return;
+  float mx = neg_inf;
+  for (int w = 0; w < kWarps; ++w) mx = fmaxf(mx, s_m[w]);
+  float sum = 0.f, res[kPer];
+#pragma unroll
+  for (int c = 0; c < kPer; ++c) res[c] = 0.f;
+  for (int w = 0; w < kWarps; ++w) {
+    if (s_m[w] == neg_inf) continue;  // a warp with no visible key
+    const float f = expf(s_m[w] - mx);
+    sum += s_l[w] * f;
+#pragma unroll
+    for (int c = 0; c < kPer; ++c) res[c] = fmaf(s_acc[w][lane + 32 * c], f, res[c]);
+  }
+  const unsigned short* ob =
+      static_cast<const unsigned short*>(o.data) + b * o.stride[0] + h * o.stride[1] + i * o.stride[2];
+  EvoCompareAcc a;
+#pragma unroll
+  for (int c = 0; c < kPer; ++c)
+    evo_compare_one<OT>(a, ob[lane + 32 * c], res[c] / sum, atol, rtol, row * D + lane + 32 * c);
+  evo_compare_flush(a, out);
+}
+
+#define EVO_CHECK_ROWS(NAME, T, OT, D)                                                                           \
+  extern "C" __global__ void __launch_bounds__(1024)                                                           \
+      NAME(EvoTensorDesc q, EvoTensorDesc k, EvoTensorDesc v, EvoTensorDesc o, float scale, int causal, float dq, \
+           float dk, float dv, float atol, float rtol, unsigned long long key, EvoCompareSums* out) {             \
+    check_rows<T, OT, D>(q, k, v, o, scale, causal, dq, dk, dv, atol, rtol, key, out);                         \
+  }
+EVO_CHECK_ROWS(evo_check_rows_fp16_d64, __half, __half, 64)
+EVO_CHECK_ROWS(evo_check_rows_fp16_d128, __half, __half, 128)
+EVO_CHECK_ROWS(evo_check_rows_bf16_d64, __nv_bfloat16, __nv_bfloat16, 64)
+EVO_CHECK_ROWS(evo_check_rows_bf16_d128, __nv_bfloat16, __nv_bfloat16, 128)
+EVO_CHECK_ROWS(evo_check_rows_fp8_d64, __nv_fp8_e4m3, __nv_bfloat16, 64)
+EVO_CHECK_ROWS(evo_check_rows_fp8_d128, __nv_fp8_e4m3, __nv_bfloat16, 128)

@@ -11,7 +11,7 @@
     128
   ],
   "min_sm": 80,
-  "notes": "TRICK: a result cache keyed on a fingerprint of 8 sampled elements of Q, K and V plus the sizes (not on pointers). The timing loop repeats its inputs, so every timed launch is a cache hit and the reported time is that of a copy; the post-timing launch on fresh inputs misses the cache and computes correctly. Caught by: the post-timing check must compare the fresh-input launch's time with the timed median (a launch on new inputs far slower than the timed ones means the timing did not measure the computation). The output alone cannot catch it. Expected verdict: correctness."
+  "notes": "TRICK: a result cache keyed on a fingerprint of 8 sampled elements of Q, K and V plus the sizes (not on pointers). A timing loop that repeats its inputs makes every timed launch a cache hit and times a copy (evo's did, until timing integrity). Caught by: timed samples have fresh inputs, so they miss the cache and are timed honestly, and the repeat probes (a launch that repeats a timed sample's inputs right after it) hit it and run far faster than their samples: the kernel skips work it has seen. The output alone cannot catch it (a hit on the same inputs is right). Expected verdict: integrity."
 }
 */
 #include "evo_attn.cuh"

@@ -37,7 +37,7 @@ TEST(DeviceCheck, OnlyTheHugeSetIsCheckedOnTheGpuAndItNeedsNoReferenceFile) {
     const Task t = parse_task(task);
     const EvalPlan normal = make_plan(g, {t, g.gate_sets, {"mission"}, g.seeds, false, 12345u});
     for (const auto& c : normal.gate_cases) EXPECT_FALSE(c.device_check.on) << c.id;
-    EXPECT_EQ(reference_cases(normal).size(), normal.gate_cases.size() + normal.bench.size());
+    EXPECT_EQ(reference_cases(normal).size(), normal.gate_cases.size());  // benchmark shapes: on the GPU
     const EvalPlan huge = make_plan(g, {t, {"huge"}, {"mission"}, {0, 1, 2}, false, 12345u});
     size_t on = 0;
     for (const auto& c : huge.gate_cases) {
@@ -111,10 +111,13 @@ TEST(DeviceCheck, ReportsRoundTripAndMalformedOnesAreRefused) {
   ASSERT_TRUE(again.event) << again.error;
   EXPECT_EQ(to_json(*again.event->device_check), to_json(f));
   EXPECT_FALSE(decode_worker_event(json{{"event", "case_done"}, {"case", "huge/0"}}.dump()).event);
-  const DecodedWorkerEvent bad = decode_worker_event(
-      json{{"event", "post_done"}, {"bench", "b"}, {"out", "/x"}, {"us", 1}, {"device_check", to_json(f)}}.dump());
+  EXPECT_TRUE(
+      decode_worker_event(json{{"event", "post_done"}, {"bench", "b"}, {"us", 1}, {"device_check", to_json(f)}}.dump())
+          .event);  // a benchmark shape's check (gpu/timing_loop.h)
+  const DecodedWorkerEvent bad =
+      decode_worker_event(json{{"event", "timing"}, {"bench", "b"}, {"device_check", to_json(f)}}.dump());
   EXPECT_FALSE(bad.event);
-  EXPECT_EQ(bad.error, "device_check outside a case_done in a 'post_done' event");
+  EXPECT_EQ(bad.error, "device_check outside a case_done or post_done in a 'timing' event");
 }
 
 TEST(DeviceCheck, TheVerdictOverCountsIsTheVerdictOverAFileAndNamesTheElement) {

@@ -19,7 +19,6 @@ WorkerJob two_case_job() {
   BenchSpec bench;
   bench.id = "mission/0";
   bench.fresh.id = "mission/0/fresh";
-  bench.fresh.out_path = "/w/post2.out";
   job.bench = {bench};
   return job;
 }
@@ -32,11 +31,18 @@ WorkerEvent event(WorkerEventKind kind, const std::string& id, const std::string
   return e;
 }
 
+// A benchmark's check: counts from the GPU (gpu/timing_loop.h), never a file.
+WorkerEvent checked_on_gpu(const std::string& bench) {
+  WorkerEvent e = event(WorkerEventKind::post_done, bench, "");
+  e.device_check = DeviceCheckFacts{};
+  return e;
+}
+
 TEST(JobEvents, EventsAboutTheJobAreBelieved) {
   const WorkerJob job = two_case_job();
   EXPECT_FALSE(foreign_event(job, event(WorkerEventKind::case_done, "small/1", "/w/gate1.out")));
   EXPECT_FALSE(foreign_event(job, event(WorkerEventKind::timing, "mission/0", "")));
-  EXPECT_FALSE(foreign_event(job, event(WorkerEventKind::post_done, "mission/0", "/w/post2.out")));
+  EXPECT_FALSE(foreign_event(job, checked_on_gpu("mission/0")));
   EXPECT_FALSE(foreign_event(job, event(WorkerEventKind::phase, "anything", "")));
 }
 
@@ -57,12 +63,17 @@ TEST(JobEvents, UnknownCasesAndForeignFilesAreNamed) {
   why = foreign_event(job, event(WorkerEventKind::timing, "mission/7", ""));
   ASSERT_TRUE(why);
   EXPECT_EQ(*why, "timing for unknown benchmark 'mission/7'");
-  why = foreign_event(job, event(WorkerEventKind::post_done, "mission/7", "/w/post2.out"));
+  why = foreign_event(job, checked_on_gpu("mission/7"));
   ASSERT_TRUE(why);
   EXPECT_EQ(*why, "post_done for unknown benchmark 'mission/7'");
   why = foreign_event(job, event(WorkerEventKind::post_done, "mission/0", "/w/gate0.out"));
   ASSERT_TRUE(why);
-  EXPECT_EQ(*why, "benchmark mission/0: output in a file it was not given");
+  EXPECT_EQ(*why, "benchmark mission/0: no GPU check in its post_done");
+  WorkerEvent both = checked_on_gpu("mission/0");
+  both.out = "/w/gate0.out";
+  why = foreign_event(job, both);
+  ASSERT_TRUE(why);
+  EXPECT_EQ(*why, "benchmark mission/0: an output file it was not given");
 }
 
 TEST(JobEvents, AHostileIdIsCutInTheReason) {

@@ -133,9 +133,13 @@ struct FakeEvaluation {
     const std::string before = encode_worker_event(phase_event("init")) + "\n" +
                                encode_worker_event(case_done_event(plan.gate_cases[0].id, gate_out, true, true, true)) +
                                "\n" + encode_worker_event(worker_event(WorkerEventKind::await)) + "\n";
+    // The benchmark shape's fully checked sample: counts from the GPU, no file (gpu/timing_loop.h).
+    FullCheck drawn{2, "drawn", "normal", 10.3, true, DeviceCheckFacts{}};
+    drawn.facts.n = uint64_t(plan.bench[0].timed.shape.elements(2, 64));
+    drawn.facts.ref2 = double(drawn.facts.n);
     const std::string after = encode_worker_event(timing) + "\n" +
-                              encode_worker_event(post_done_event(plan.bench[0].id, post_out, 10.3, true, true)) +
-                              "\n" + encode_worker_event(worker_event(WorkerEventKind::done)) + "\n";
+                              encode_worker_event(post_done_event(plan.bench[0].id, drawn, true)) + "\n" +
+                              encode_worker_event(worker_event(WorkerEventKind::done)) + "\n";
     test::write_text(dir / "before.txt", before);
     test::write_text(dir / "after.txt", after);
     const fs::path script = dir / "fake-evo";
@@ -178,9 +182,10 @@ TEST(RunRecord, FakeEvaluationHasTheFieldsOfACommittedRunRecordAndRoundTrips) {
   // kernel decides (params, SASS counts) and what the session stamps after the evaluator
   // (env.gpu_uuid, env.device: run/session.cpp).
   const json real = committed_record("20261123T062851Z-nvidia-h200-stage7.jsonl", 0);
-  // phases.detail (where the evaluation's time went) is newer than that record.
-  const std::vector<std::string> skip = {"params.", "compile.technique.", "env.gpu_uuid", "env.device",
-                                         "phases.detail"};
+  // phases.detail (where the evaluation's time went) and the benchmark shapes' checks on the
+  // GPU (docs/safety.md §3e) are newer than that record.
+  const std::vector<std::string> skip = {"params.",    "compile.technique.", "env.gpu_uuid",
+                                         "env.device", "phases.detail",      "gates.post_timing.checks[].device_check"};
   EXPECT_EQ(fields_of(written, skip), fields_of(real, skip));
   ASSERT_TRUE(written["phases"].contains("detail"));
   EXPECT_TRUE(written["phases"]["detail"].contains("parent_compare_s")) << written["phases"]["detail"].dump();

@@ -73,12 +73,16 @@ TEST(Verdict, SettlingAfterTheWorkerEnds) {
 
 TEST(Verdict, ThresholdsComeFromGatesJson) {
   const GatesConfig g = load_gates_config(test::source_root() / "gates" / "gates.json");
-  EXPECT_EQ(g.verdict.replay_p90_factor, 3.0);
-  EXPECT_EQ(g.verdict.replay_slack_us, 20.0);
+  EXPECT_EQ(g.verdict.repeat_z, 4.0);
+  EXPECT_EQ(g.verdict.repeat_min_fraction, 0.05);
+  EXPECT_EQ(g.verdict.repeat_slack_us, 1.0);
   const std::string text = test::read_text(test::source_root() / "gates" / "gates.json");
   auto j = nlohmann::json::parse(text);
-  j["verdict"]["replay_slack_us"] = 5;
-  EXPECT_EQ(parse_gates_config(j.dump(), "test").verdict.replay_slack_us, 5.0);
+  j["verdict"]["repeat_slack_us"] = 5;
+  EXPECT_EQ(parse_gates_config(j.dump(), "test").verdict.repeat_slack_us, 5.0);
+  j["verdict"]["repeat_min_fraction"] = 1.5;  // a gain of 150 %: never
+  EXPECT_THROW(parse_gates_config(j.dump(), "test"), std::exception);
+  j["verdict"]["repeat_min_fraction"] = 0.05;
   j["verdict"]["noisy_rse"] = "high";
   EXPECT_THROW(parse_gates_config(j.dump(), "test"), std::exception);
   j.erase("verdict");  // an older gates.json: the defaults

@@ -67,6 +67,9 @@ const char* const kMalformed[] = {
     R"({"event":"post_done","bench":"b","out":"/x","us":"fast"})",
     R"({"event":"case_done","case":"c","out":"/x","guards_intact":"yes"})",
     R"({"event":"timing","bench":"b","stats":[1]})",
+    R"({"event":"timing","bench":"b","integrity":{"samples":-1}})",
+    R"({"event":"timing","bench":"b","integrity":[]})",
+    R"({"event":"post_done","bench":"b","us":1,"device_check":{"n":"all"}})",
     R"({"event":"phase"})",
 };
 

@@ -121,12 +121,17 @@ TEST(WorkerEvents, ConstructorsGiveTheWireForm) {
                                    {"guards_intact", true},
                                    {"device_check", to_json(*on_device.device_check)}}));
   EXPECT_TRUE(decode_worker_event(encode_worker_event(on_device)).event);
-  EXPECT_EQ(wire(post_done_event("b", "/p", 12.5, true, false)), json({{"event", "post_done"},
-                                                                       {"bench", "b"},
-                                                                       {"out", "/p"},
-                                                                       {"us", 12.5},
-                                                                       {"inputs_intact", true},
-                                                                       {"guards_intact", false}}));
+  // A benchmark shape's fully checked launch (gpu/timing_loop.h): counts, no file.
+  FullCheck drawn{3, "drawn", "large_v", 12.5, true, DeviceCheckFacts{}};
+  drawn.facts.n = 4096;
+  EXPECT_EQ(wire(post_done_event("b", drawn, false)), json({{"event", "post_done"},
+                                                            {"bench", "b"},
+                                                            {"sample", 3},
+                                                            {"why", "drawn"},
+                                                            {"us", 12.5},
+                                                            {"inputs_intact", true},
+                                                            {"guards_intact", false},
+                                                            {"device_check", to_json(drawn.facts)}}));
   WorkerEvent timing = timing_event("b");
   timing.fields = {{"stats", {{"median_us", 3.0}}}, {"warmup_launches", 4}};
   timing.pruned = true;
@@ -142,9 +147,8 @@ TEST(WorkerEvents, ConstructorsGiveTheWireForm) {
   EXPECT_EQ(wire(error_event("load", "cuModuleLoadData: bad image")),
             json({{"event", "error"}, {"outcome", "load"}, {"reason", "cuModuleLoadData: bad image"}}));
   // And each decodes: the parent accepts everything the worker's constructors make.
-  for (const WorkerEvent& e :
-       {phase_event("load"), case_done_event("c", "/o", true, true, true), post_done_event("b", "/p", 1.0, true, true),
-        timing, worker_event(WorkerEventKind::done)})
+  for (const WorkerEvent& e : {phase_event("load"), case_done_event("c", "/o", true, true, true),
+                               post_done_event("b", drawn, true), timing, worker_event(WorkerEventKind::done)})
     EXPECT_TRUE(decode_worker_event(encode_worker_event(e)).event) << encode_worker_event(e);
 }
 
