@@ -40,8 +40,17 @@ bool timed(const json& t) {
   return m && *m > 0 && !string_or(t, "shape").empty();
 }
 
+// Shapes come from records of other machines (evo merge): std::regex recurses per character, so
+// a text longer than any shape ("65536x65536x65536x1073741824x1073741824x128:bshd") is not parsed.
+// Recorded shapes are explicit: the named sets' "H" and "D" are resolved before a record is written.
+constexpr size_t kMaxShapeText = 64;
+bool explicit_dims(const std::string& dims) {
+  return dims.size() <= kMaxShapeText && dims.find_first_of("HD") == std::string::npos;
+}
+
 // The elements of the largest tensor of a checked shape, or 0 for one that does not parse.
 long long largest_tensor(const std::string& dims) {
+  if (!explicit_dims(dims)) return 0;
   try {
     const Shape s = parse_shape(dims, 64);
     return std::max(s.elements(s.heads_q, s.seq_q), s.elements(s.heads_kv, s.seq_kv));
@@ -79,11 +88,9 @@ std::map<std::string, Kernel> kernels_of(const std::vector<const json*>& records
   return out;
 }
 
-// Recorded shapes are explicit dims ("2x8x2x1000x777x64:bshd"); 64 only keeps a foreign
-// record's "H" from dividing by zero.
-
 // The regime of a recorded shape, or nullopt for one that does not parse.
 std::optional<Regime> shape_regime(const RegimeRule& rule, const std::string& dims) {
+  if (!explicit_dims(dims)) return std::nullopt;
   try {
     const Shape s = parse_shape(dims, 64);
     return regime_of(rule, s.batch, s.heads_q, s.seq_q);

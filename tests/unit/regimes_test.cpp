@@ -128,6 +128,15 @@ TEST(Regimes, OnlyCandidatesTimedOnEveryShapeOfTheRegimeCompete) {
   EXPECT_EQ(row(regimes, "long")["candidates"], 1);
 }
 
+TEST(Regimes, ShapesThatDoNotParseAreIgnored) {
+  const json a =
+      rec("a", 8, "2026-01-01T00:00:00Z",
+          {{std::string(200000, 'x'), 1.0, 1.0}, {"1xHxHx512x512xD", 2.0, 2.0}, {"1x8x8x512x512x64", 12.0, 12.1}});
+  const json regimes = derive_regimes({&a}, population_with_default(a));
+  EXPECT_EQ(row(regimes, "short")["shapes"], json::array({"1x8x8x512x512x64"}));
+  EXPECT_DOUBLE_EQ(row(regimes, "short")["geomean_median_us"].get<double>(), 12.0);
+}
+
 TEST(Regimes, NoRecordsNoDefaultGivesNoKernel) {
   const json regimes = derive_regimes({}, json{{"task", "fp16-d64"}, {"stages", json::object()}});
   EXPECT_TRUE(regimes["default"].is_null());
