@@ -16,6 +16,7 @@
 #include "evolve/admission.h"
 #include "evolve/evolve_record.h"
 #include "evolve/generator.h"
+#include "evolve/strategy.h"
 #include "evolve/islands.h"
 #include "evolve/loop.h"
 #include "evolve/novelty.h"
@@ -48,7 +49,7 @@ struct Loop {
   // The full evaluation draws the sampled gate cases with a seed chosen now (stored in every record).
   EvalPlan full = make_plan(
       ctx.gates, {task, ctx.gates.gate_sets, ctx.gates.benchmark_sets, ctx.gates.seeds, false, draw_gate_seed()});
-  EvalPlan quick = make_plan(ctx.gates, quick_plan_request(ctx.gates, task));
+  EvalPlan quick = screen_plan(ctx.gates, task);   // the screen (evolve/fidelity.h)
   std::vector<std::unique_ptr<Session>> sessions;  // one per GPU of --devices
   Session* session = nullptr;                      // the first: populations, references
   Island island;
@@ -80,7 +81,7 @@ struct Loop {
   void resume(const std::vector<Record>& records);
   void claim_run_id();
   void read_trace_history();
-  std::vector<Individual> parents() const;
+  std::vector<Observation> parents() const;
   json run_info(int gen) const;
   std::vector<Proposal> propose(int gen, json& step);
   std::vector<Proposal> ask_generator(int gen, json& step);
