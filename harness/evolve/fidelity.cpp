@@ -17,8 +17,7 @@ const char* to_string(Fidelity f) {
 }
 
 PlanRequest screen_plan_request(const GatesConfig& gates, const Task& task) {
-  return {task, {"small"}, gates.benchmark_sets, {gates.seeds.empty() ? 0 : gates.seeds.front()}, false,
-          std::nullopt};
+  return {task, {"small"}, gates.benchmark_sets, {gates.seeds.empty() ? 0 : gates.seeds.front()}, false, std::nullopt};
 }
 
 EvalPlan screen_plan(const GatesConfig& gates, const Task& task) {

@@ -134,7 +134,7 @@ ProposalVerdict Loop::one(size_t slot, const Proposal& p, const Candidate* c, co
     lock.unlock();
     if (!promote) {
       verdict.outcome = rec.outcome;
-      verdict.reason = rec.outcome != Outcome::ok        ? rec.reason.value_or("")
+      verdict.reason = rec.outcome != Outcome::ok       ? rec.reason.value_or("")
                        : p.fidelity == Fidelity::screen ? fmt::format("screened: {:.2f} µs", f)
                        : f > 0 ? fmt::format("screened out: {:.2f} µs in the screen, best {:.2f}", f, best_quick)
                                : "screened out: timing pruned, clearly slower than the elite in the screen";

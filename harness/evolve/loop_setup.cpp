@@ -64,7 +64,8 @@ void Loop::read_trace_history() {
   for (std::string line; std::getline(lines, line);) {
     const json step = json::parse(line, nullptr, false);
     if (!step.is_object() || !step.contains("verdicts") || !step["verdicts"].is_array()) continue;
-    const int gen = step.contains("generation") && step["generation"].is_number_integer() ? step["generation"].get<int>() : 0;
+    const int gen =
+        step.contains("generation") && step["generation"].is_number_integer() ? step["generation"].get<int>() : 0;
     for (const auto& v : step["verdicts"])
       if (const ProposalVerdict verdict = read_verdict(v); !verdict.candidate_id.empty())
         history.push_back(history_entry(verdict, gen));

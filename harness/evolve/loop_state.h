@@ -16,12 +16,12 @@
 #include "evolve/admission.h"
 #include "evolve/evolve_record.h"
 #include "evolve/generator.h"
-#include "evolve/strategy.h"
 #include "evolve/islands.h"
 #include "evolve/loop.h"
 #include "evolve/novelty.h"
 #include "evolve/request.h"
 #include "evolve/source_store.h"
+#include "evolve/strategy.h"
 #include "gpu/device_select.h"
 #include "run/context.h"
 #include "run/device_pool.h"
@@ -54,8 +54,8 @@ struct Loop {
   Session* session = nullptr;                      // the first: populations, references
   Island island;
   std::vector<Record> baseline, migrants;  // islands: elites from before the search; imported ones
-  json pending_migration;                // the import to write into this generation's trace line
-  std::mutex mu;                         // the fields below, when several GPUs evaluate at once
+  json pending_migration;                  // the import to write into this generation's trace line
+  std::mutex mu;                           // the fields below, when several GPUs evaluate at once
   std::string no_gpu, arch = "sm_90a", run_id;
   fs::path trace;
   NoveltyFilter novelty{ctx.root, task.name(), cache};
@@ -65,7 +65,7 @@ struct Loop {
   std::vector<Record> mine;                        // this run's records (resumed ones too)
   std::optional<TunableGenerator> tunable;
   std::vector<EvolveEntry> annotations{EvolveEntry{}};  // per GPU slot: the record's "evolve" entry
-  std::vector<std::string> last_logs{""};  // per GPU slot: the compile log of its candidate
+  std::vector<std::string> last_logs{""};               // per GPU slot: the compile log of its candidate
   double gpu_s = 0, best = 0, best_quick = 0;
   size_t evaluated = 0;
   int first_generation = 0;

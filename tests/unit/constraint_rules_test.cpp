@@ -148,5 +148,21 @@ TEST(SearchSpace, TheSearchedStagesHaveNoUndecidedRules) {
       << "stage 0's constexpr rules: if this fails, tighten the test above to all stages";
 }
 
+TEST(SearchSpace, TheRequestCarriesTheRules) {
+  const CliResult r = run_evo("context --stage 7 --task fp16-d128 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out.substr(0, 2000);
+  const nlohmann::json j = nlohmann::json::parse(r.out.substr(r.out.find('{')));
+  bool found = false;
+  for (const auto& sv : j["i1"]["search_space"])
+    if (sv["variant"] == "7-tma-ws/tma_ws") {
+      found = true;
+      EXPECT_EQ(sv["configs"], 864);
+      EXPECT_EQ(sv["feasible_configs"], 356);
+      EXPECT_EQ(sv["constraints"].size(), 8u);
+      EXPECT_TRUE(sv["macros"].contains("SMEM_BYTES")) << sv.dump();
+    }
+  EXPECT_TRUE(found) << r.out.substr(0, 2000);
+}
+
 }  // namespace
 }  // namespace evo::test
