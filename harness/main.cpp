@@ -31,6 +31,8 @@ int main(int argc, char** argv) {
   evo::add_evolve_command(app);
   evo::add_docs_command(app);
   evo::add_export_command(app);
+  evo::add_dataset_command(app);
+  evo::add_ablate_command(app);
   evo::add_internal_commands(app);
 
   try {

@@ -17,6 +17,8 @@ void add_request_command(CLI::App& app);    // cli/request.cpp: evo context
 void add_evolve_command(CLI::App& app);     // cli/evolve.cpp
 void add_docs_command(CLI::App& app);       // cli/docs.cpp: figures in README/docs from records
 void add_export_command(CLI::App& app);     // cli/export.cpp: a C++ library and a PyTorch op
+void add_dataset_command(CLI::App& app);    // cli/dataset.cpp: a search dataset from an evolve run
+void add_ablate_command(CLI::App& app);     // cli/ablate.cpp: strategies simulated over a dataset
 void add_internal_commands(CLI::App& app);  // __compile, __worker (hidden)
 
 // Set by a command's callback; main returns it.

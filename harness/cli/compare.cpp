@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "core/errors.h"
 #include "core/paths.h"
+#include "evolve/ablation.h"
 #include "evolve/report.h"
 #include "store/atomic_file.h"
 
@@ -40,7 +41,8 @@ void run_compare(const CompareOptions& o) {
   const std::string text = o.format == "json" ? render_json(comparison)
                            : o.format == "csv"
                                ? render_csv(comparison)
-                               : render_markdown(comparison) + render_evolution_markdown(input.records, o.gpu, o.task);
+                               : render_markdown(comparison) + render_evolution_markdown(input.records, o.gpu, o.task) +
+                                     ablation_section(results, o.gpu, o.task);
   if (o.out == "-") {
     std::cout << text;
     return;

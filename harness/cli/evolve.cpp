@@ -9,9 +9,11 @@ void add_evolve_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("evolve", "Generations of proposals from a generator, gated, timed and admitted");
   cmd->add_option("--task", o->task, "task")->capture_default_str();
   cmd->add_option("--stage", o->stage, "stage number")->required();
-  cmd->add_option("--generator", o->generator,
-                  "builtin (mutation + crossover of tunables), random (uniform draws: the baseline) or exec:COMMAND "
-                  "(request JSON on stdin, {\"candidates\": [...]} on stdout)")
+  cmd->add_option(
+         "--generator", o->generator,
+         "builtin (Bayesian optimization with screens and promotions), random (uniform draws: the baseline), "
+         "genetic (mutation + crossover: the builtin before issue 26), exhaustive (screen every configuration, "
+         "then the best in full) or exec:COMMAND (request JSON on stdin, {\"candidates\": [...]} on stdout)")
       ->capture_default_str();
   cmd->add_option("--generations", o->generations, "generations")->capture_default_str();
   cmd->add_option("--population", o->population, "proposals per generation")->capture_default_str();
@@ -22,7 +24,8 @@ void add_evolve_command(CLI::App& app) {
   cmd->add_option("--resume", o->resume, "continue the run with this id (from its records)");
   cmd->add_option("--rng-seed", o->rng_seed, "seed of the builtin generator")->capture_default_str();
   cmd->add_flag("--quick", o->quick,
-                "screen each candidate on the small gate and one shape; only the promising get the full run");
+                "screen each candidate (small gate, every shape timed, no post-timing check) before its full run, "
+                "for generators that do not choose the fidelity themselves");
   cmd->add_option("--promote", o->promote, "with --quick: go on when within this factor of the best screen")
       ->capture_default_str();
   cmd->add_option("--generator-timeout", o->generator_timeout_s, "seconds an exec generator may take per request")

@@ -23,8 +23,8 @@ Admission admit(const Fitness& fitness, const std::vector<json>& elites, int slo
   const json ef = object_or_null(last, "fitness");
   const double e = number_or(ef, "geomean_median_us", 0);
   a.against = string_or(last, "candidate_id");
-  a.spread =
-      std::max({0.005, spread_of(f, fitness.geomean_p90_us.value_or(0)), spread_of(e, number_or(ef, "geomean_p90_us", 0))});
+  a.spread = std::max(
+      {0.005, spread_of(f, fitness.geomean_p90_us.value_or(0)), spread_of(e, number_or(ef, "geomean_p90_us", 0))});
   if (f < e * (1.0 - a.spread))
     a.decision = "displace";
   else if (f < e)

@@ -53,7 +53,7 @@ struct ProposalVerdict {
 };
 
 nlohmann::json write_verdict(const ProposalVerdict& v);
-ProposalVerdict read_verdict(const nlohmann::json& j);  // from a trace line (resume)
+ProposalVerdict read_verdict(const nlohmann::json& j);           // from a trace line (resume)
 std::string params_text(const std::optional<ParamSet>& params);  // "A=1 B=2", "" without
 nlohmann::json params_json(const ParamSet& params);              // {"A": 1, "B": 2}
 

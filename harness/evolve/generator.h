@@ -1,16 +1,18 @@
-// Generators propose candidates for `evo evolve`. The builtin one mutates and crosses the
-// tunables of the stage's variants (or, as the ablation baseline, samples them uniformly); an
-// external one is any program that reads the request JSON on stdin and writes
+// Generators propose candidates for `evo evolve`. The tunable generators run a search strategy
+// over the stage's variants' tunables (evolve/strategy.h: builtin, random, genetic, exhaustive);
+// an external one is any program that reads the request JSON on stdin and writes
 // {"candidates": [{"source", "params", "parent", "rationale"}]} on stdout (docs/evolve.md).
 #pragma once
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "core/candidate.h"
+#include "evolve/fidelity.h"
 #include "evolve/search_space.h"
 
 namespace evo {
@@ -22,30 +24,31 @@ struct Proposal {
   std::string source;                // external: the whole kernel, front matter first
   std::string parent;                // candidate id(s) it came from ("a+b" for a crossover)
   std::string rationale;
+  Fidelity fidelity = Fidelity::unset;  // tunable strategies: how to evaluate it (fidelity.h)
 };
 
-// A measured individual the builtin generator breeds from (best first).
-struct Individual {
-  const Variant* variant = nullptr;
-  ParamSet params;
-  std::string candidate_id;
-  double fitness_us = 0;
-};
+class Strategy;
+struct SearchState;
 
-// "builtin": mutation and crossover seeded from the elites; "random": uniform draws from the
-// domain (the baseline evolution is compared against). Deterministic for a seed and generation.
+// A search strategy (evolve/strategy.h) over the stage's search space. Deterministic for a seed,
+// a generation and what the run has evaluated.
 class TunableGenerator {
  public:
-  TunableGenerator(std::vector<SearchVariant> space, bool random_only, uint64_t seed);
-  // Up to `count` proposals none of which `known` (variant, params) says was evaluated already.
-  std::vector<Proposal> propose(const std::vector<Individual>& parents, size_t count, int generation,
-                                const std::function<bool(const Variant&, const ParamSet&)>& known) const;
-  size_t domain_size() const;
+  // `strategy`: builtin, random, genetic or exhaustive (a usage error otherwise).
+  TunableGenerator(std::vector<SearchVariant> space, const std::string& strategy, uint64_t seed);
+  ~TunableGenerator();
+  // Up to `count` proposals, none repeating an evaluation of the run or one `state.known` names
+  // (a promotion is the full evaluation of a configuration the run screened: not a repeat).
+  // `state.space` is set to this generator's space.
+  std::vector<Proposal> propose(SearchState state, size_t count) const;
+  const std::vector<SearchVariant>& space() const { return space_; }
+  size_t domain_size() const;    // every combination of the tunables
+  size_t feasible_size() const;  // those the parsed EVO_CONSTRAINT rules allow
 
  private:
-  const SearchVariant* space_of(const Variant* v) const;
   std::vector<SearchVariant> space_;
-  bool random_only_;
+  std::vector<Config> feasible_;  // into space_, read once
+  std::unique_ptr<const Strategy> strategy_;
   uint64_t seed_;
 };
 

@@ -149,7 +149,8 @@ std::vector<Record> island_ranked(const std::vector<Record>& baseline, const std
   for (size_t i = 0; i < baseline.size() && i < size_t(kElites); ++i) add(baseline[i]);
   for (size_t i = 0; i < own.size() && i < own_count; ++i) add(own[i]);
   for (const auto& r : migrants) add(r);
-  std::stable_sort(all.begin(), all.end(), [](const Record& a, const Record& b) { return fitness_us(a) < fitness_us(b); });
+  std::stable_sort(all.begin(), all.end(),
+                   [](const Record& a, const Record& b) { return fitness_us(a) < fitness_us(b); });
   return all;
 }
 

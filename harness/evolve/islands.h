@@ -42,9 +42,9 @@ Island resolve_island(const std::string& option, const std::string& group, int m
                       uint64_t rng_seed, const EnvLookup& env);
 
 struct Migration {
-  std::vector<Record> migrants;          // other islands' elites, best first
-  std::vector<std::string> late;         // "island 2 had reached generation 0 of 1 after 600 s"
-  nlohmann::json trace() const;          // for the island's trace line
+  std::vector<Record> migrants;   // other islands' elites, best first
+  std::vector<std::string> late;  // "island 2 had reached generation 0 of 1 after 600 s"
+  nlohmann::json trace() const;   // for the island's trace line
 };
 
 // What island `self` imports at `generation` (see above) from the records under results_dir,

@@ -4,54 +4,38 @@
 
 #include "core/sha256.h"
 #include "evolve/loop_state.h"
+#include "evolve/observations.h"
 
 namespace evo {
 
 namespace evolve_loop {
 
-std::vector<Individual> Loop::parents() const {
-  std::vector<Record> own;
-  for (const auto& r : mine)
-    if (const auto e = evolve_entry(r); fitness_us(r) > 0 && e && e->phase == "full") own.push_back(r);
-  std::stable_sort(own.begin(), own.end(), [](const Record& a, const Record& b) { return fitness_us(a) < fitness_us(b); });
-  std::vector<Individual> out;
-  auto add = [&](const std::string& variant, const json& params, const std::string& id, double f) {
-    for (const auto& v : stage.variants)
-      if (v.id == variant) {
-        ParamSet p;
-        for (auto& [k, x] : params.items()) p.emplace_back(k, x.get<long>());
-        out.push_back({&v, p, id, f});
-      }
-  };
-  if (island.active()) {
-    for (const auto& r : island_ranked(baseline, own, migrants, o.population))
-      add(r.variant, r.params, r.candidate_id, fitness_us(r));
-    return out;
-  }
-  if (session)  // the population is the store's JSON document
-    for (const auto& e : stage_elites(session->population(task, full.benchmark), stage.number))
-      add(string_or(e, "variant"), e["params"], string_or(e, "candidate_id"),
-          number_or(object_or_null(e, "fitness"), "geomean_median_us", 0));
-  for (size_t i = 0; i < own.size() && i < o.population; ++i)
-    add(own[i].variant, own[i].params, own[i].candidate_id, fitness_us(own[i]));
-  return out;
+// The elites from before this run (islands: from before the search, and the migrants).
+std::vector<Observation> Loop::parents() const {
+  if (island.active()) return observations_of(island_ranked(baseline, {}, migrants, o.population), stage);
+  if (!session) return {};
+  return elite_observations(stage_elites(session->population(task, full.benchmark), stage.number), stage);
 }
 
 std::vector<Proposal> Loop::propose(int gen, json& step) {
   if (!tunable) return ask_generator(gen, step);
-  const auto ps = parents();
+  SearchState state;  // what the strategy learns from: this run's evaluations and the elites
+  state.run = observations_of(mine, stage);
+  state.prior = parents();
+  state.known = [&](const Variant& v, const ParamSet& p) { return novelty.seen(Candidate{&v, p, task, arch}); };
+  state.generation = gen;
   json from = json::array();
-  for (const auto& p : ps) from.push_back(p.candidate_id);
-  step["request"] = {{"parents", from}, {"domain_configs", tunable->domain_size()}};
-  auto props = tunable->propose(ps, o.population, gen, [&](const Variant& v, const ParamSet& p) {
-    return novelty.seen(Candidate{&v, p, task, arch});
-  });
+  for (const auto& p : state.prior) from.push_back(p.candidate_id);
+  step["request"] = {
+      {"parents", from}, {"domain_configs", tunable->domain_size()}, {"feasible_configs", tunable->feasible_size()}};
+  auto props = tunable->propose(std::move(state), o.population);
   json resp = json::array();
   for (const auto& p : props)
     resp.push_back({{"variant", p.variant->id},
                     {"params", params_json(p.params)},
                     {"parent", p.parent},
-                    {"rationale", p.rationale}});
+                    {"rationale", p.rationale},
+                    {"fidelity", to_string(p.fidelity)}});
   step["response"] = resp;
   return props;
 }
@@ -75,7 +59,9 @@ std::optional<Candidate> Loop::candidate_of(const Proposal& p, ProposalVerdict& 
 }
 
 Record Loop::evaluate(size_t slot, const Candidate& c, const CompileResult& compiled, const EvalPlan& plan) {
-  const EliteStanding standing = elite_standing(session->population(task, plan.benchmark), stage.number, c.id());
+  EliteStanding standing = elite_standing(session->population(task, plan.benchmark), stage.number, c.id());
+  // A screen times every shape (never pruned): strategies learn from its whole profile.
+  if (&plan == &quick) standing.prune_us = 0;
   Record rec = sessions[slot]->evaluate(c, compiled, plan, standing, "evolve", [](const std::string&) {});
   std::lock_guard lock(mu);
   mine.push_back(rec);
@@ -92,7 +78,7 @@ std::optional<Candidate> Loop::admit_proposal(const Proposal& p, ProposalVerdict
   verdict.candidate_id = c->id();
   verdict.variant = c->variant->id;
   verdict.params = c->params;
-  if (novelty.seen(*c)) {
+  if (p.fidelity != Fidelity::promote && novelty.seen(*c)) {  // a promotion follows this run's screen
     verdict.outcome = Outcome::duplicate;
     verdict.reason = "already evaluated (same normalized source and params): not compiled";
     feedback.push_back(write_verdict(verdict));
@@ -134,20 +120,24 @@ ProposalVerdict Loop::one(size_t slot, const Proposal& p, const Candidate* c, co
     std::lock_guard lock(mu);
     ++evaluated;
   }
-  if (o.quick && compiled.verdict.ok()) {
+  // Screened first: what the strategy asked for, or (no fidelity asked) with --quick.
+  const bool screen = p.fidelity == Fidelity::screen || (p.fidelity == Fidelity::unset && o.quick);
+  if (screen && compiled.verdict.ok()) {
     annotation.phase = "screen";
     const Record rec = evaluate(slot, *c, compiled, quick);
     const double f = fitness_us(rec);
     verdict.screen_us = f;
     std::unique_lock lock(mu);
-    const bool promote = f > 0 && (best_quick == 0 || f <= best_quick * o.promote);
+    // A strategy that asked for the screen decides on promotion itself, in a later generation.
+    const bool promote = p.fidelity == Fidelity::unset && f > 0 && (best_quick == 0 || f <= best_quick * o.promote);
     if (f > 0 && (best_quick == 0 || f < best_quick)) best_quick = f;
     lock.unlock();
     if (!promote) {
       verdict.outcome = rec.outcome;
-      verdict.reason = rec.outcome != Outcome::ok ? rec.reason.value_or("")
-                       : f > 0 ? fmt::format("screened out: {:.2f} µs on the quick shape, best {:.2f}", f, best_quick)
-                               : "screened out: timing pruned, clearly slower than the elite on the quick shape";
+      verdict.reason = rec.outcome != Outcome::ok       ? rec.reason.value_or("")
+                       : p.fidelity == Fidelity::screen ? fmt::format("screened: {:.2f} µs", f)
+                       : f > 0 ? fmt::format("screened out: {:.2f} µs in the screen, best {:.2f}", f, best_quick)
+                               : "screened out: timing pruned, clearly slower than the elite in the screen";
       verdict.gpu_seconds = rec.gpu_seconds;
       return verdict;
     }
@@ -268,7 +258,7 @@ void run_evolve(const EvolveOptions& o) {
         o.migrate_every > 0 ? fmt::format("imports the other islands' elites every {} generations", o.migrate_every)
                             : "no migration (--migrate-every 0)"));
   if (loop.session) loop.session->prepare_references(loop.full, [&](const std::string& s) { progress.note(s); });
-  if (loop.session && o.quick)
+  if (loop.session && (o.quick || loop.tunable))  // tunable strategies may screen
     loop.session->prepare_references(loop.quick, [&](const std::string& s) { progress.note(s); });
   const auto t0 = std::chrono::steady_clock::now();
   for (int gen = loop.first_generation; gen < o.generations; ++gen) {

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "evolve/loop_state.h"
+#include "evolve/strategy.h"
 
 namespace evo::evolve_loop {
 
@@ -15,8 +16,8 @@ void Loop::setup() {
   if (o.population == 0 || o.generations < 1) throw usage_error("--population and --generations must be at least 1");
   if (!valid_operator(o.op)) throw usage_error("--operator " + o.op + ": use free, insight or full");
   const bool exec = o.generator.rfind("exec:", 0) == 0;
-  if (!exec && o.generator != "builtin" && o.generator != "random")
-    throw usage_error("--generator " + o.generator + ": use builtin, random or exec:COMMAND");
+  if (!exec && !is_strategy(o.generator))
+    throw usage_error("--generator " + o.generator + ": use " + strategy_names() + " or exec:COMMAND");
   if (exec && o.generator.size() == 5) throw usage_error("--generator exec: needs a command after the colon");
   ensure_writable_dir(cache, "cache dir");
   ensure_writable_dir(o.results_dir, "results dir");
@@ -24,7 +25,7 @@ void Loop::setup() {
   island = resolve_island(o.island, o.island_group, o.migrate_every, o.migrate_wait_s, o.rng_seed, std::getenv);
   if (island.active() && !o.resume.empty())
     throw usage_error("--resume with --island: an island resumes by itself (its run id comes from --island-group)");
-  if (!exec) tunable.emplace(search_space(ctx.root, stage, task), o.generator == "random", island.seed(o.rng_seed));
+  if (!exec) tunable.emplace(search_space(ctx.root, stage, task), o.generator, island.seed(o.rng_seed));
   claim_run_id();
   open_gpus(SessionOptions{o.results_dir, o.populations_dir, cache, o.device, "evolve-" + run_id, {}, true, {}, {}});
   read_history();
@@ -63,7 +64,8 @@ void Loop::read_trace_history() {
   for (std::string line; std::getline(lines, line);) {
     const json step = json::parse(line, nullptr, false);
     if (!step.is_object() || !step.contains("verdicts") || !step["verdicts"].is_array()) continue;
-    const int gen = step.contains("generation") && step["generation"].is_number_integer() ? step["generation"].get<int>() : 0;
+    const int gen =
+        step.contains("generation") && step["generation"].is_number_integer() ? step["generation"].get<int>() : 0;
     for (const auto& v : step["verdicts"])
       if (const ProposalVerdict verdict = read_verdict(v); !verdict.candidate_id.empty())
         history.push_back(history_entry(verdict, gen));

@@ -21,6 +21,7 @@
 #include "evolve/novelty.h"
 #include "evolve/request.h"
 #include "evolve/source_store.h"
+#include "evolve/strategy.h"
 #include "gpu/device_select.h"
 #include "run/context.h"
 #include "run/device_pool.h"
@@ -48,13 +49,13 @@ struct Loop {
   // The full evaluation draws the sampled gate cases with a seed chosen now (stored in every record).
   EvalPlan full = make_plan(
       ctx.gates, {task, ctx.gates.gate_sets, ctx.gates.benchmark_sets, ctx.gates.seeds, false, draw_gate_seed()});
-  EvalPlan quick = make_plan(ctx.gates, quick_plan_request(ctx.gates, task));
+  EvalPlan quick = screen_plan(ctx.gates, task);   // the screen (evolve/fidelity.h)
   std::vector<std::unique_ptr<Session>> sessions;  // one per GPU of --devices
   Session* session = nullptr;                      // the first: populations, references
   Island island;
   std::vector<Record> baseline, migrants;  // islands: elites from before the search; imported ones
-  json pending_migration;                // the import to write into this generation's trace line
-  std::mutex mu;                         // the fields below, when several GPUs evaluate at once
+  json pending_migration;                  // the import to write into this generation's trace line
+  std::mutex mu;                           // the fields below, when several GPUs evaluate at once
   std::string no_gpu, arch = "sm_90a", run_id;
   fs::path trace;
   NoveltyFilter novelty{ctx.root, task.name(), cache};
@@ -64,7 +65,7 @@ struct Loop {
   std::vector<Record> mine;                        // this run's records (resumed ones too)
   std::optional<TunableGenerator> tunable;
   std::vector<EvolveEntry> annotations{EvolveEntry{}};  // per GPU slot: the record's "evolve" entry
-  std::vector<std::string> last_logs{""};  // per GPU slot: the compile log of its candidate
+  std::vector<std::string> last_logs{""};               // per GPU slot: the compile log of its candidate
   double gpu_s = 0, best = 0, best_quick = 0;
   size_t evaluated = 0;
   int first_generation = 0;
@@ -80,7 +81,7 @@ struct Loop {
   void resume(const std::vector<Record>& records);
   void claim_run_id();
   void read_trace_history();
-  std::vector<Individual> parents() const;
+  std::vector<Observation> parents() const;
   json run_info(int gen) const;
   std::vector<Proposal> propose(int gen, json& step);
   std::vector<Proposal> ask_generator(int gen, json& step);

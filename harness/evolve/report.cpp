@@ -149,8 +149,7 @@ void curves(std::string& md, const std::map<std::string, RunSummary>& runs) {
 }
 
 // Where each run's best came from: its parents back to the elite it was bred from.
-void best_lineage(std::string& md, const std::map<std::string, RunSummary>& runs,
-                  const std::vector<Record>& records) {
+void best_lineage(std::string& md, const std::map<std::string, RunSummary>& runs, const std::vector<Record>& records) {
   const auto by_id = index_by_candidate(records);
   std::string rows;
   for (const auto& [id, s] : runs) {

@@ -51,12 +51,9 @@ std::string newest_gpu(const std::vector<Record>& records, const std::string& ta
   return gpu;
 }
 
-// One variant's search space as the request shows it: every part of it the generator can use.
-json space_entry(const SearchVariant& sv) {
-  json t = json::object();
-  for (const auto& tn : sv.tunables) t[tn.name] = tn.values;
-  return {{"variant", sv.variant->id}, {"tunables", t}, {"configs", sv.configs()}};
-}
+// One variant's search space as the request shows it: every part of it the generator can use,
+// its EVO_CONSTRAINT rules included (evolve/search_space.h).
+json space_entry(const SearchVariant& sv) { return search_space_json(sv); }
 
 json task_context(const RequestInputs& in, const std::string& gpu) {
   const auto& g = in.ctx->gates;

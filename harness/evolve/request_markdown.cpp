@@ -28,9 +28,15 @@ void task_section(std::string& md, const json& i1) {
   for (auto& [arch, c] : i1["resource_caps"].items())
     md += fmt::format("- {} caps: {} registers, {} B shared memory, {} threads\n", arch, c["max_registers"].dump(),
                       c["max_smem_bytes"].dump(), c["max_threads"].dump());
-  for (const auto& sv : i1["search_space"])
-    md += fmt::format("- search space of {}: {} ({} configs)\n", sv["variant"].get<std::string>(),
-                      sv["tunables"].dump(), sv["configs"].dump());
+  for (const auto& sv : i1["search_space"]) {
+    md += fmt::format("- search space of {}: {} ({} configs, {} allowed by its rules)\n",
+                      sv["variant"].get<std::string>(), sv["tunables"].dump(), sv["configs"].dump(),
+                      sv.value("feasible_configs", json()).dump());
+    for (const auto& r : sv.value("constraints", json::array()))
+      md += fmt::format("  - `EVO_CONSTRAINT({})` (line {}): {}\n", r.value("rule", ""), r.value("line", 0),
+                        r.value("message", ""));
+    if (!sv.value("macros", json::object()).empty()) md += "  - macros the rules use: " + sv["macros"].dump() + "\n";
+  }
   md += "\n<details><summary>ABI header variants/common/evo_attn.cuh</summary>\n\n```cuda\n" +
         i1.value("abi_header", "") + "\n```\n</details>\n\n";
 }

@@ -61,6 +61,7 @@ GpuJob prepare_job(const EvalEnv& env, const Candidate& c, const CompileResult& 
   GpuJob g;
   g.job = candidate_job(env, c, compiled, "candidate");
   g.job.prune_us = standing.prune_us;
+  if (plan.timing) g.job.timing = *plan.timing;
   int k = 0;
   for (CaseSpec cs : plan.gate_cases) {
     g.refs[cs.id] = {cs, env.references->path_for(c.task, cs).string()};

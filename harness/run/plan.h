@@ -20,11 +20,13 @@ struct EvalPlan {
   // `evo run --sanitize`: cases a would-be elite runs once under each compute-sanitizer tool.
   std::vector<CaseSpec> sanitize_cases;
   // "default" for gates.json's benchmark sets, else "custom-<hash of the shapes>": fitness is
-  // only ranked against fitness over the same shapes.
+  // only ranked against fitness over the same shapes (`evo evolve`'s screen: "screen-<hash>").
   std::string benchmark = "default";
   // The sampled gate cases (gates.json "sampled") among gate_cases were drawn with this seed.
   std::optional<uint32_t> gate_seed;
   size_t sampled_cases = 0;
+  // The worker's timing settings when not gates.json's (`evo evolve`'s screen: fewer samples).
+  std::optional<TimingConfig> timing;
 };
 
 struct PlanRequest {

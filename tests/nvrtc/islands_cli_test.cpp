@@ -57,7 +57,7 @@ fs::path island0_history(const std::string& name, std::string& records_text) {
 CliResult island1(const fs::path& dir) {
   return run_evo(
       "evolve --stage 3 --task fp16-d64 --island 1/2 --island-group t --migrate-every 1 --generations 2 "
-      "--population 2 --migrate-wait 5 --rng-seed 3 --results-dir " +
+      "--population 2 --migrate-wait 5 --rng-seed 3 --generator genetic --results-dir " +
       shell_quote(dir / "results") + " --populations-dir " + shell_quote(dir / "pops"));
 }
 
@@ -81,7 +81,8 @@ TEST(IslandsCli, AnElitOfIslandZeroIsIslandOnesParentAfterTheMigrationNotBefore)
   EXPECT_EQ(imported[0]["candidate_id"], "island0best");
   EXPECT_EQ(imported[0]["from"], "ev-t-island0of2");
   EXPECT_EQ(imported[1]["candidate_id"], "island0second");
-  // ... are island 1's parents, best first, and its proposals descend from them.
+  // ... are island 1's parents, best first, and its proposals descend from them (`genetic` names
+  // its parents; the builtin strategy learns from them without breeding).
   EXPECT_EQ(trace[1]["request"]["parents"], json({"island0best", "island0second"}));
   bool bred = false;
   for (const auto& p : trace[1]["response"])

@@ -6,6 +6,7 @@
 #include "evolve/admission.h"
 #include "evolve/generator.h"
 #include "evolve/novelty.h"
+#include "evolve/strategy.h"
 #include "store/population.h"
 #include "support/test_support.h"
 
@@ -25,10 +26,13 @@ Variant tunable_variant() {
   return v;
 }
 
-std::vector<Proposal> draw(const Variant& v, bool random_only, uint64_t seed, const std::vector<Individual>& parents,
-                           int gen = 0) {
-  TunableGenerator g({SearchVariant{&v, v.params}}, random_only, seed);
-  return g.propose(parents, 6, gen, [](const Variant&, const ParamSet&) { return false; });
+std::vector<Proposal> draw(const Variant& v, const std::string& strategy, uint64_t seed,
+                           const std::vector<Observation>& prior, int gen = 0) {
+  TunableGenerator g({SearchVariant{&v, v.params}}, strategy, seed);
+  SearchState s;
+  s.prior = prior;
+  s.generation = gen;
+  return g.propose(s, 6);
 }
 
 std::string text(const std::vector<Proposal>& ps) {
@@ -39,32 +43,41 @@ std::string text(const std::vector<Proposal>& ps) {
 
 TEST(TunableGenerator, SameSeedSameProposalsOtherSeedOthers) {
   const Variant v = tunable_variant();
-  const std::vector<Individual> parents{{&v, {{"A", 2}, {"B", 32}, {"C", 0}}, "aaaa", 10.0},
-                                        {&v, {{"A", 4}, {"B", 64}, {"C", 1}}, "bbbb", 11.0}};
-  EXPECT_EQ(text(draw(v, false, 7, parents)), text(draw(v, false, 7, parents)));
-  EXPECT_NE(text(draw(v, false, 7, parents)), text(draw(v, false, 8, parents)));
-  EXPECT_NE(text(draw(v, false, 7, parents, 0)), text(draw(v, false, 7, parents, 1)));
-  for (const auto& p : draw(v, false, 7, parents)) {
-    EXPECT_FALSE(p.parent.empty()) << "builtin children name their parents";
+  const std::vector<Observation> parents{{&v, {{"A", 2}, {"B", 32}, {"C", 0}}, Fidelity::full, "ok", 10.0, 5, "aaaa"},
+                                         {&v, {{"A", 4}, {"B", 64}, {"C", 1}}, Fidelity::full, "ok", 11.0, 5, "bbbb"}};
+  EXPECT_EQ(text(draw(v, "genetic", 7, parents)), text(draw(v, "genetic", 7, parents)));
+  EXPECT_NE(text(draw(v, "genetic", 7, parents)), text(draw(v, "genetic", 8, parents)));
+  EXPECT_NE(text(draw(v, "genetic", 7, parents, 0)), text(draw(v, "genetic", 7, parents, 1)));
+  for (const auto& p : draw(v, "genetic", 7, parents)) {
+    EXPECT_FALSE(p.parent.empty()) << "genetic children name their parents";
     EXPECT_EQ(p.params.size(), 3u);
   }
-  for (const auto& p : draw(v, true, 7, parents)) EXPECT_TRUE(p.parent.empty()) << "random draws have no parent";
+  for (const auto& p : draw(v, "random", 7, parents)) EXPECT_TRUE(p.parent.empty()) << "random draws have no parent";
+  EXPECT_EQ(text(draw(v, "builtin", 7, parents)), text(draw(v, "builtin", 7, parents)));
+  for (const auto& p : draw(v, "builtin", 7, parents)) EXPECT_EQ(p.fidelity, Fidelity::screen);
 }
 
 TEST(TunableGenerator, NeverProposesWhatIsKnownAndStopsWhenTheDomainIsSpent) {
   const Variant v = tunable_variant();
-  TunableGenerator g({SearchVariant{&v, v.params}}, true, 1);
+  TunableGenerator g({SearchVariant{&v, v.params}}, "random", 1);
   std::set<std::string> known;
   size_t total = 0;
   for (int gen = 0; gen < 40; ++gen) {
-    auto ps = g.propose({}, 5, gen, [&](const Variant&, const ParamSet& p) {
+    SearchState s;
+    s.generation = gen;
+    s.known = [&](const Variant&, const ParamSet& p) {
       return known.count(Candidate{&v, p, Task{}, "sm_90a"}.params_text()) > 0;
-    });
+    };
+    auto ps = g.propose(s, 5);
     for (const auto& p : ps) EXPECT_TRUE(known.insert(Candidate{&v, p.params, Task{}, "sm_90a"}.params_text()).second);
     total += ps.size();
   }
   EXPECT_EQ(total, g.domain_size()) << "every config once, then nothing";
   EXPECT_EQ(g.domain_size(), 24u);
+  EXPECT_EQ(g.feasible_size(), 24u) << "no rules: everything is feasible until compiled";
+  std::string why;
+  EXPECT_EQ(exit_code_of([&] { TunableGenerator({}, "annealing", 1); }, &why), 1);
+  EXPECT_NE(why.find("use builtin, random, genetic, exhaustive"), std::string::npos) << why;
 }
 
 TEST(ExternalGenerator, HangIsKilledWithAClearMessage) {

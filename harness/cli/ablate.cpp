@@ -1,0 +1,61 @@
+// evo ablate DATASET: the search strategies simulated over a dataset (evolve/ablation.h), as a
+// Markdown section like COMPARE.md's; no GPU.
+#include <iostream>
+
+#include "cli/commands.h"
+#include "core/errors.h"
+#include "evolve/ablation.h"
+#include "evolve/strategy.h"
+
+namespace evo {
+
+namespace {
+
+struct AblateOptions {
+  std::string dataset, objective = "fitness";
+  AblationSpec spec;
+};
+
+void ablate(const AblateOptions& o) {
+  for (const auto& s : o.spec.strategies)
+    if (!is_strategy(s)) throw usage_error("--strategies " + s + ": use " + strategy_names());
+  if (o.spec.seeds.empty() || o.spec.budgets.empty() || o.spec.population == 0)
+    throw usage_error("--seeds, --budgets and --population need at least one (positive) value");
+  for (double b : o.spec.budgets)
+    if (b <= 0) throw usage_error("--budgets: GPU-seconds must be positive");
+  const Dataset d = read_dataset(o.dataset);
+  Objective objective;
+  std::string why;
+  if (o.objective == "hard") {
+    objective = hardest_for_random(d, o.spec, why);
+    why = "The hard domain: the benchmark shape where random needs the most GPU-seconds to come within " +
+          std::to_string(int(o.spec.within * 100)) + " % (" + why + ").";
+  } else if (o.objective != "fitness") {
+    objective.shape = o.objective;
+  }
+  AblationResult r = run_ablation(d, o.dataset, objective, o.spec);
+  r.why_objective = why;
+  std::cout << render_ablation_markdown(r);
+}
+
+}  // namespace
+
+void add_ablate_command(CLI::App& app) {
+  auto o = std::make_shared<AblateOptions>();
+  auto* cmd = app.add_subcommand(
+      "ablate", "Simulate the search strategies over a dataset (evo dataset): best found per GPU-second budget");
+  cmd->add_option("dataset", o->dataset, "dataset file (results/datasets/*.json)")->required();
+  cmd->add_option("--objective", o->objective,
+                  "fitness (geomean of the benchmark shapes), hard (the shape hardest for random), or a shape")
+      ->capture_default_str();
+  cmd->add_option("--strategies", o->spec.strategies, "strategies to compare")->delimiter(',')->capture_default_str();
+  cmd->add_option("--seeds", o->spec.seeds, "generator seeds")->delimiter(',')->capture_default_str();
+  cmd->add_option("--budgets", o->spec.budgets, "GPU-second budgets")->delimiter(',')->capture_default_str();
+  cmd->add_option("--population", o->spec.population, "proposals per generation")->capture_default_str();
+  cmd->add_option("--within", o->spec.within, "the target: this fraction above the optimum")->capture_default_str();
+  cmd->add_option("--horizon", o->spec.horizon_gpu_s, "GPU-seconds a run may go on to reach the target")
+      ->capture_default_str();
+  cmd->callback([o] { ablate(*o); });
+}
+
+}  // namespace evo

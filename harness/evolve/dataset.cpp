@@ -1,0 +1,225 @@
+#include "evolve/dataset.h"
+
+#include <fmt/format.h>
+
+#include "core/errors.h"
+#include "core/paths.h"
+#include "core/sha256.h"
+#include "evolve/search_space.h"
+#include "evolve/strategy.h"
+#include "store/json_fields.h"
+
+namespace evo {
+
+using nlohmann::json;
+
+namespace {
+
+json eval_json(const std::optional<DatasetEval>& e) {
+  if (!e) return nullptr;
+  json shapes = json::object();
+  for (const auto& [s, us] : e->shapes_us) shapes[s] = us;
+  return {{"outcome", e->outcome}, {"reason", e->reason}, {"fitness_us", e->fitness_us},
+          {"shapes_us", shapes},   {"gpu_s", e->gpu_s},   {"candidate_id", e->candidate_id}};
+}
+
+DatasetEval eval_from(const json& j) {
+  DatasetEval e;
+  e.outcome = j.at("outcome").get<std::string>();
+  e.reason = j.at("reason").get<std::string>();
+  e.fitness_us = j.at("fitness_us").get<double>();
+  for (const auto& [s, us] : j.at("shapes_us").items()) e.shapes_us[s] = us.get<double>();
+  e.gpu_s = j.at("gpu_s").get<double>();
+  e.candidate_id = j.at("candidate_id").get<std::string>();
+  return e;
+}
+
+// What the run spent and found, for a reader (not read back).
+json summary(const Dataset& d) {
+  std::map<std::string, int> outcomes;
+  double screen_s = 0, full_s = 0;
+  int screens = 0, fulls = 0;
+  for (const auto& c : d.configs) {
+    ++outcomes[c.outcome];
+    if (c.screen) screen_s += c.screen->gpu_s, ++screens;
+    if (c.full) full_s += c.full->gpu_s, ++fulls;
+  }
+  return {{"configs", d.configs.size()}, {"outcomes", outcomes}, {"screened", screens},
+          {"screen_gpu_s", screen_s},    {"full", fulls},        {"full_gpu_s", full_s}};
+}
+
+DatasetEval eval_of(const json& r) {
+  DatasetEval e;
+  e.outcome = string_or(r, "outcome");
+  e.reason = string_or(r, "reason");
+  e.fitness_us = number_or(object_or_null(r, "fitness"), "geomean_median_us", 0);
+  if (r.contains("timing") && r["timing"].is_array())
+    for (const auto& t : r["timing"])
+      if (t.is_object() && t.contains("median_us") && t["median_us"].is_number())
+        e.shapes_us[string_or(t, "shape")] = t["median_us"].get<double>();
+  e.gpu_s = number_or(r, "gpu_seconds", 0);
+  e.candidate_id = string_or(r, "candidate_id");
+  return e;
+}
+
+bool before_gpu(const std::string& outcome) {
+  return outcome == "constraints" || outcome == "compile" || outcome == "resources" || outcome == "technique" ||
+         outcome == "unsupported";
+}
+
+// The records of one run, checked to be one task on one GPU.
+std::vector<const json*> run_records(const std::vector<json>& records, const std::string& run) {
+  std::vector<const json*> mine;
+  for (const auto& r : records)
+    if (string_or(r, "kind") == "run" && string_or(object_or_null(r, "evolve"), "run") == run) mine.push_back(&r);
+  if (mine.empty()) throw usage_error("--run " + run + ": no record of that evolve run");
+  for (const json* r : mine)
+    if (string_or(*r, "task") != string_or(*mine.front(), "task") ||
+        record_gpu_key(*r) != record_gpu_key(*mine.front()))
+      throw usage_error("--run " + run + ": its records mix tasks or GPUs");
+  return mine;
+}
+
+ParamSet json_params(const json& r) {
+  ParamSet p;
+  if (r.contains("params") && r["params"].is_object())
+    for (const auto& [k, v] : r["params"].items())
+      if (v.is_number_integer()) p.emplace_back(k, v.get<long>());
+  return p;
+}
+
+// A configuration from its records (the first screen, the first full evaluation).
+DatasetConfig config_of(const SearchVariant& sv, const ParamSet& p, const std::vector<const json*>& records) {
+  DatasetConfig c{sv.variant->id, p, "unmeasured", "", std::nullopt, std::nullopt};
+  for (const json* r : records) {
+    const std::string phase = string_or(object_or_null(*r, "evolve"), "phase");
+    if (before_gpu(string_or(*r, "outcome")))
+      c.outcome = string_or(*r, "outcome"), c.reason = string_or(*r, "reason");
+    else if (phase == "screen" && !c.screen)
+      c.screen = eval_of(*r);
+    else if (phase == "full" && !c.full)
+      c.full = eval_of(*r);
+  }
+  if (!before_gpu(c.outcome) && (c.screen || c.full)) {
+    const DatasetEval& first = c.screen ? *c.screen : *c.full;
+    c.outcome = first.outcome, c.reason = first.reason;
+  }
+  return c;
+}
+
+}  // namespace
+
+json to_json(const Dataset& d) {
+  json variants = json::array(), configs = json::array();
+  for (const auto& v : d.variants) {
+    json t = json::array();
+    for (const auto& tn : v.tunables) t.push_back({{"name", tn.name}, {"values", tn.values}});
+    variants.push_back({{"id", v.id}, {"path", v.path}, {"tunables", t}, {"source", v.source}});
+  }
+  for (const auto& c : d.configs) {
+    json p = json::object();
+    for (const auto& [k, x] : c.params) p[k] = x;
+    configs.push_back({{"variant", c.variant},
+                       {"params", p},
+                       {"outcome", c.outcome},
+                       {"reason", c.reason},
+                       {"screen", eval_json(c.screen)},
+                       {"full", eval_json(c.full)}});
+  }
+  return {{"kind", "evo-dataset"}, {"schema", kDatasetSchema}, {"gpu", d.gpu},
+          {"task", d.task},        {"stage", d.stage},         {"run", d.run},
+          {"shapes", d.shapes},    {"summary", summary(d)},    {"variants", variants},
+          {"header", d.header},    {"configs", configs}};
+}
+
+std::string dataset_text(const Dataset& d) {
+  const json j = to_json(d);
+  std::string out = "{\n";
+  size_t i = 0;
+  for (const auto& [k, v] : j.items()) {
+    out += json(k).dump() + ": ";
+    if (k == "configs") {
+      out += "[\n";
+      for (size_t c = 0; c < v.size(); ++c) out += "  " + v[c].dump() + (c + 1 < v.size() ? ",\n" : "\n");
+      out += "]";
+    } else {
+      out += v.dump();
+    }
+    out += ++i < j.size() ? ",\n" : "\n";
+  }
+  return out + "}\n";
+}
+
+Dataset dataset_from_json(const json& j, const std::string& origin) {
+  Dataset d;
+  std::string field = "kind";
+  try {
+    if (j.at("kind") != "evo-dataset" || j.at(field = "schema").get<int>() != kDatasetSchema)
+      throw usage_error(fmt::format("{}: not an evo dataset of schema {}", origin, kDatasetSchema));
+    d.gpu = j.at(field = "gpu").get<std::string>();
+    d.task = j.at(field = "task").get<std::string>();
+    d.stage = j.at(field = "stage").get<int>();
+    d.run = j.at(field = "run").get<std::string>();
+    d.shapes = j.at(field = "shapes").get<std::vector<std::string>>();
+    d.header = j.at(field = "header").get<std::string>();
+    for (const auto& v : j.at(field = "variants")) {
+      DatasetVariant dv{v.at("id"), v.at("path"), v.at("source"), {}};
+      for (const auto& t : v.at("tunables"))
+        dv.tunables.push_back({t.at("name"), t.at("values").get<std::vector<long>>()});
+      d.variants.push_back(std::move(dv));
+    }
+    for (const auto& c : j.at(field = "configs")) {
+      DatasetConfig dc{c.at("variant"), {}, c.at("outcome"), c.at("reason"), std::nullopt, std::nullopt};
+      for (const auto& v : d.variants)  // the variant's order
+        if (v.id == dc.variant)
+          for (const auto& t : v.tunables) dc.params.emplace_back(t.name, c.at("params").at(t.name).get<long>());
+      if (!c.at("screen").is_null()) dc.screen = eval_from(c["screen"]);
+      if (!c.at("full").is_null()) dc.full = eval_from(c["full"]);
+      d.configs.push_back(std::move(dc));
+    }
+  } catch (const json::exception& e) {
+    throw usage_error(fmt::format("{}: field \"{}\" missing or of the wrong type ({})", origin, field, e.what()));
+  }
+  return d;
+}
+
+Dataset read_dataset(const std::filesystem::path& file) {
+  try {
+    return dataset_from_json(json::parse(read_file(file)), file.string());
+  } catch (const json::parse_error& e) {
+    throw usage_error(file.string() + ": not valid JSON (" + e.what() + ")");
+  }
+}
+
+Dataset build_dataset(const std::vector<json>& records, const std::string& run, const std::filesystem::path& root,
+                      const Stage& stage) {
+  const auto mine = run_records(records, run);
+  Dataset d{record_gpu_key(*mine.front()), string_or(*mine.front(), "task"), run, stage.number, "", {}, {}, {}};
+  d.header = read_file(root / "variants" / "common" / "evo_attn.cuh");
+  std::map<std::string, std::vector<const json*>> by_config;
+  for (const json* r : mine) {
+    for (const auto& v : stage.variants)
+      if (v.id == string_or(*r, "variant") && string_or(*r, "source_sha256") != sha256_hex(v.source))
+        throw usage_error(
+            fmt::format("{} changed since run {}: build the dataset from that run's checkout", v.id, run));
+    if (d.shapes.empty() && r->contains("timing") && (*r)["timing"].size() > 0)
+      for (const auto& t : (*r)["timing"]) d.shapes.push_back(string_or(t, "shape"));
+  }
+  for (const auto& sv : search_space(root, stage, parse_task(d.task))) {
+    d.variants.push_back({sv.variant->id, sv.variant->path.string(), sv.variant->source, sv.tunables});
+    for (const json* r : mine)
+      if (string_or(*r, "variant") == sv.variant->id)
+        by_config[config_key(*sv.variant, aligned(sv, json_params(*r)))].push_back(r);
+    for (const auto& p : sv.all()) {
+      DatasetConfig c = config_of(sv, p, by_config[config_key(*sv.variant, p)]);
+      const ConstraintCheck rule = sv.check(p);
+      if (c.outcome == "unmeasured" && rule.result == RuleResult::violated)  // never proposed: not compiled
+        c.outcome = "constraints", c.reason = fmt::format("{}({}): {} (by the parsed rules)", sv.variant->path.string(),
+                                                          rule.rule->line, rule.rule->message);
+      d.configs.push_back(std::move(c));
+    }
+  }
+  return d;
+}
+
+}  // namespace evo

@@ -1,0 +1,40 @@
+#include "evolve/fidelity.h"
+
+#include <algorithm>
+
+#include "core/sha256.h"
+
+namespace evo {
+
+const char* to_string(Fidelity f) {
+  switch (f) {
+    case Fidelity::screen: return "screen";
+    case Fidelity::full: return "full";
+    case Fidelity::promote: return "promote";
+    case Fidelity::unset: break;
+  }
+  return "";
+}
+
+PlanRequest screen_plan_request(const GatesConfig& gates, const Task& task) {
+  return {task, {"small"}, gates.benchmark_sets, {gates.seeds.empty() ? 0 : gates.seeds.front()}, false, std::nullopt};
+}
+
+EvalPlan screen_plan(const GatesConfig& gates, const Task& task) {
+  EvalPlan p = make_plan(gates, screen_plan_request(gates, task));
+  // Not the full gate: never ranked with fitness that passed it.
+  Sha256 h;
+  for (const auto& b : p.bench) h.update(b.id).update(";");
+  p.benchmark = "screen-" + h.hex().substr(0, 8);
+  TimingConfig t = gates.timing;
+  t.warmup_ms = std::min(t.warmup_ms, 10.0);
+  t.min_samples = std::min(t.min_samples, 5);
+  t.target_rse = std::max(t.target_rse, 0.01);
+  t.shape_budget_ms = std::min(t.shape_budget_ms, 300.0);
+  // The timing loop draws its repeat probes among the first min_samples, apart from one.
+  t.repeat_probes = std::min(t.repeat_probes, t.min_samples - 1);
+  p.timing = t;
+  return p;
+}
+
+}  // namespace evo

@@ -1,0 +1,154 @@
+#include "evolve/simulate.h"
+
+#include <algorithm>
+
+#include "core/errors.h"
+#include "evolve/generator.h"
+#include "evolve/strategy.h"
+
+namespace evo {
+
+SimDomain::SimDomain(const Dataset& d, Objective objective) : objective_(std::move(objective)) {
+  if (!objective_.shape.empty() && std::find(d.shapes.begin(), d.shapes.end(), objective_.shape) == d.shapes.end())
+    throw usage_error("--objective " + objective_.shape + ": not a benchmark shape of the dataset");
+  const Task task = parse_task(d.task);
+  for (const auto& dv : d.variants) {
+    auto v = std::make_unique<Variant>();
+    v->id = dv.id;
+    v->stage = d.stage;
+    v->path = dv.path;
+    v->source = dv.source;
+    v->params = dv.tunables;
+    const std::string header = d.header;
+    space_.push_back(make_search_variant(*v, dv.tunables, task, [header](const std::string& name) {
+      return name == "evo_attn.cuh" ? std::optional<std::string>(header) : std::nullopt;
+    }));
+    variants_.push_back(std::move(v));
+  }
+  std::vector<double> costs, ratios;
+  for (const auto& c : d.configs) {
+    for (const auto& v : variants_)
+      if (v->id == c.variant) by_key_[config_key(*v, c.params)] = &c;
+    if (c.full && c.full->outcome == "ok") costs.push_back(c.full->gpu_s);
+    if (c.full && c.screen && value(*c.full) > 0 && value(*c.screen) > 0)
+      ratios.push_back(value(*c.full) / value(*c.screen));
+  }
+  if (costs.empty()) throw usage_error("the dataset has no full evaluation: nothing to price one with");
+  std::sort(costs.begin(), costs.end());
+  full_cost_ = costs[costs.size() / 2];
+  std::sort(ratios.begin(), ratios.end());
+  if (!ratios.empty()) ratio_ = ratios[ratios.size() / 2];
+  for (const auto& c : d.configs) {
+    const double us = full_value(c);
+    if (us > 0 && (optimum_ == 0 || us < optimum_)) optimum_ = us, optimum_at_ = &c;
+  }
+}
+
+double SimDomain::full_value(const DatasetConfig& c) const {
+  if (c.full && value(*c.full) > 0) return value(*c.full);
+  return c.screen && value(*c.screen) > 0 ? value(*c.screen) * ratio_ : 0;
+}
+
+const DatasetConfig* SimDomain::find(const Variant& v, const ParamSet& p) const {
+  auto it = by_key_.find(config_key(v, p));
+  return it == by_key_.end() ? nullptr : it->second;
+}
+
+double SimDomain::value(const DatasetEval& e) const {
+  if (e.outcome != "ok") return 0;
+  if (objective_.shape.empty()) return e.fitness_us;
+  auto it = e.shapes_us.find(objective_.shape);
+  return it == e.shapes_us.end() ? 0 : it->second;
+}
+
+double SimRun::best_at(double budget) const {
+  double best = 0, spent = 0;
+  for (const auto& s : steps) {
+    if (spent >= budget) break;  // the loop checks the budget before each evaluation
+    spent = s.gpu_s;
+    if (s.full && s.value_us > 0 && (best == 0 || s.value_us < best)) best = s.value_us;
+  }
+  return best;
+}
+
+std::optional<double> SimRun::gpu_s_to(double target) const {
+  for (const auto& s : steps)
+    if (s.full && s.value_us > 0 && s.value_us <= target) return s.gpu_s;
+  return std::nullopt;
+}
+
+size_t SimRun::replayed() const {
+  return size_t(std::count_if(steps.begin(), steps.end(), [](const SimStep& s) { return s.replayed; }));
+}
+
+size_t SimRun::fulls() const {
+  return size_t(std::count_if(steps.begin(), steps.end(), [](const SimStep& s) { return s.full; }));
+}
+
+namespace {
+
+// The dataset's answer to one proposal, as the observation the loop would have recorded.
+Observation answer(const SimDomain& dom, const Proposal& p, SimStep& step) {
+  Observation o{p.variant,
+                p.params,
+                p.fidelity == Fidelity::screen ? Fidelity::screen : Fidelity::full,
+                "",
+                0,
+                0,
+                config_key(*p.variant, p.params)};
+  const DatasetConfig* c = dom.find(*p.variant, p.params);
+  step.key = o.candidate_id;
+  const bool screen = o.fidelity == Fidelity::screen;
+  const DatasetEval* e = !c ? nullptr : screen ? (c->screen ? &*c->screen : nullptr) : (c->full ? &*c->full : nullptr);
+  step.full = !screen;
+  if (!c || (!e && !c->screen && !c->full)) {
+    o.outcome = c ? c->outcome : "unmeasured";  // stopped before the GPU (or never measured): free
+    return o;
+  }
+  if (!e && !screen && c->screen) {  // in full, measured only as a screen: its timing, a full's price
+    o.outcome = c->screen->outcome;
+    o.value_us = dom.full_value(*c);
+    o.gpu_s = c->screen->outcome == "ok" ? dom.full_cost() : c->screen->gpu_s;
+    step.replayed = c->screen->outcome == "ok";
+  } else if (e) {
+    o.outcome = e->outcome;
+    o.value_us = dom.value(*e);
+    o.gpu_s = e->gpu_s;
+  } else {
+    o.outcome = "unmeasured";
+  }
+  step.value_us = o.value_us;
+  return o;
+}
+
+}  // namespace
+
+SimRun simulate(const SimDomain& dom, const SimOptions& o) {
+  TunableGenerator gen(dom.space(), o.strategy, o.seed);
+  SearchState state;
+  SimRun run;
+  auto done = [&] {
+    const bool over = run.gpu_s >= std::max(o.budget_gpu_s, 0.0);
+    if (!over) return false;
+    if (o.until_us <= 0) return true;
+    return run.gpu_s_to(o.until_us).has_value() || (o.horizon_gpu_s > 0 && run.gpu_s >= o.horizon_gpu_s);
+  };
+  for (int g = 0; g < 100000 && !done(); ++g) {
+    state.generation = g;
+    const auto props = gen.propose(state, o.population);
+    if (props.empty()) break;  // the domain is spent
+    run.generations = g + 1;
+    for (const auto& p : props) {
+      if (done()) break;
+      SimStep step;
+      state.run.push_back(answer(dom, p, step));
+      step.outcome = state.run.back().outcome;
+      run.gpu_s += state.run.back().gpu_s;
+      step.gpu_s = run.gpu_s;
+      run.steps.push_back(step);
+    }
+  }
+  return run;
+}
+
+}  // namespace evo

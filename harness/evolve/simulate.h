@@ -1,0 +1,88 @@
+// `evo evolve` without a GPU, over a dataset (evolve/dataset.h), as Kernel Tuner's simulation
+// mode: the same TunableGenerator and strategy classes propose, generation by generation, and
+// each proposal is answered from the dataset instead of the GPU, paying the GPU-seconds its
+// measurement cost. The budget is checked before each evaluation, as the loop does.
+//
+// A full evaluation of a configuration the dataset has only screened (the ground-truth run
+// evaluates only the best screens in full) is answered with its screen's timing (the same shapes,
+// fewer samples) scaled by the median full/screen ratio of the configurations measured both ways,
+// at the median GPU-seconds of the dataset's full evaluations; each such answer is counted
+// (`replayed`) so a report can say how often that happened.
+#pragma once
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "evolve/dataset.h"
+#include "evolve/search_space.h"
+
+namespace evo {
+
+// What is minimized: the fitness (geomean of the shapes' medians), or one shape's median.
+struct Objective {
+  std::string shape;  // empty: the fitness
+  std::string name() const { return shape.empty() ? "fitness (geomean of the benchmark shapes)" : "shape " + shape; }
+};
+
+// A dataset made searchable: its variants, their search space (rules parsed from the stored
+// sources), and each configuration's answers.
+class SimDomain {
+ public:
+  SimDomain(const Dataset& d, Objective objective);
+  const std::vector<SearchVariant>& space() const { return space_; }
+  const DatasetConfig* find(const Variant& v, const ParamSet& p) const;
+  // The objective of a measurement (0: none).
+  double value(const DatasetEval& e) const;
+  // A configuration's objective in full: measured, or its screen's scaled by full_ratio(); 0: none.
+  double full_value(const DatasetConfig& c) const;
+  double full_ratio() const { return ratio_; }
+  // The best full_value of the dataset, and where.
+  double optimum() const { return optimum_; }
+  const DatasetConfig* optimum_config() const { return optimum_at_; }
+  double full_cost() const { return full_cost_; }  // median GPU-s of the full evaluations
+  const Objective& objective() const { return objective_; }
+
+ private:
+  std::vector<std::unique_ptr<Variant>> variants_;
+  std::vector<SearchVariant> space_;
+  std::map<std::string, const DatasetConfig*> by_key_;
+  Objective objective_;
+  double optimum_ = 0, full_cost_ = 0, ratio_ = 1;
+  const DatasetConfig* optimum_at_ = nullptr;
+};
+
+struct SimStep {
+  double gpu_s = 0;  // spent once it was done
+  bool full = false, replayed = false;
+  double value_us = 0;       // its objective value; 0: none (failed, or stopped before the GPU)
+  std::string key, outcome;  // config_key; the dataset's outcome
+};
+
+struct SimRun {
+  std::vector<SimStep> steps;
+  int generations = 0;
+  double gpu_s = 0;
+  // The best full evaluation of a run given `budget` (what a run with that budget would have
+  // ended with: every evaluation started before the budget was spent); 0: none.
+  double best_at(double budget) const;
+  // GPU-seconds until a full evaluation came within `target` µs; nullopt: never.
+  std::optional<double> gpu_s_to(double target) const;
+  size_t replayed() const;
+  size_t fulls() const;
+};
+
+struct SimOptions {
+  std::string strategy = "builtin";
+  uint64_t seed = 1;
+  size_t population = 4;
+  double budget_gpu_s = 200;
+  // Past the budget, go on until a full evaluation is within this many µs (0: stop at the budget),
+  // or `horizon_gpu_s` is spent: how far the "GPU-s to come within 2 %" figure looks.
+  double until_us = 0;
+  double horizon_gpu_s = 0;
+};
+
+SimRun simulate(const SimDomain& domain, const SimOptions& o);
+
+}  // namespace evo

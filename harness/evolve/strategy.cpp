@@ -1,0 +1,63 @@
+#include "evolve/strategy.h"
+
+#include <map>
+
+#include "core/errors.h"
+
+namespace evo {
+
+std::unique_ptr<Strategy> make_strategy(const std::string& name) {
+  if (name == "builtin") return make_builtin_strategy();
+  if (name == "random") return make_random_strategy();
+  if (name == "genetic") return make_genetic_strategy();
+  if (name == "exhaustive") return make_exhaustive_strategy();
+  throw usage_error("--generator " + name + ": use " + strategy_names() + " or exec:COMMAND");
+}
+
+bool is_strategy(const std::string& name) {
+  return name == "builtin" || name == "random" || name == "genetic" || name == "exhaustive";
+}
+
+std::string strategy_names() { return "builtin, random, genetic, exhaustive"; }
+
+std::string config_key(const Variant& v, const ParamSet& params) {
+  std::map<std::string, long> sorted(params.begin(), params.end());
+  std::string s = v.id + "|";
+  for (const auto& [k, x] : sorted) s += k + "=" + std::to_string(x) + " ";
+  return s;
+}
+
+std::map<std::string, Evaluated> evaluated(const SearchState& s) {
+  std::map<std::string, Evaluated> out;
+  for (const auto& o : s.run) {
+    Evaluated& e = out[config_key(*o.variant, o.params)];
+    const bool full = o.fidelity != Fidelity::screen;
+    (full ? e.full : e.screened) = true;
+    if (o.outcome != "ok" || o.value_us <= 0) {
+      e.failed = e.failed || o.outcome != "ok";
+      continue;
+    }
+    double& v = full ? e.full_us : e.screen_us;
+    if (v == 0 || o.value_us < v) v = o.value_us;
+  }
+  return out;
+}
+
+ParamSet aligned(const SearchVariant& sv, const ParamSet& given) {
+  ParamSet p;
+  for (const auto& t : sv.tunables) {
+    long v = t.values.front();
+    for (const auto& [n, x] : given)
+      if (n == t.name) v = x;
+    p.emplace_back(t.name, v);
+  }
+  return p;
+}
+
+const SearchVariant* space_of(const std::vector<SearchVariant>& space, const Variant* v) {
+  for (const auto& sv : space)
+    if (sv.variant == v) return &sv;
+  return nullptr;
+}
+
+}  // namespace evo

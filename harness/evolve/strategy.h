@@ -1,0 +1,86 @@
+// Search strategies over the tunables of a stage's variants (`evo evolve --generator NAME`), one
+// per module as in Kernel Tuner (strategy_*.cpp). A strategy sees the space with its parsed
+// constraints, every evaluation of the run at its fidelity, and the elites from before the run;
+// it answers the next proposals, each with the fidelity it wants it evaluated at. It is a pure
+// function of that state and the generator's random stream (seeded from --rng-seed and the
+// generation), so a resumed run and a simulation (evolve/simulate.h) propose what the live run
+// would.
+#pragma once
+#include <functional>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "evolve/generator.h"
+
+namespace evo {
+
+// One evaluation a strategy learns from.
+struct Observation {
+  const Variant* variant = nullptr;
+  ParamSet params;
+  Fidelity fidelity = Fidelity::full;  // screen or full
+  std::string outcome;                 // ok, constraints, resources, correctness, timeout, ...
+  double value_us = 0;                 // the objective (lower wins); 0: none (failed, pruned)
+  double gpu_s = 0;
+  std::string candidate_id;
+};
+
+struct SearchState {
+  const std::vector<SearchVariant>* space = nullptr;
+  const std::vector<Config>* feasible = nullptr;  // what the rules allow in `space` (set with it)
+  std::vector<Observation> run;                   // this run's evaluations, oldest first
+  std::vector<Observation> prior;                 // from before the run: the stage's elites on this GPU (full)
+  // Evaluated before this run (the novelty filter): never proposed again.
+  std::function<bool(const Variant&, const ParamSet&)> known;
+  double budget_left_gpu_s = 0;  // 0: no GPU-second budget
+  int generation = 0;
+};
+
+class Strategy {
+ public:
+  virtual ~Strategy() = default;
+  // Up to `count` proposals. The caller drops any that repeat an evaluation (TunableGenerator).
+  virtual std::vector<Proposal> ask(const SearchState& state, size_t count, std::mt19937_64& rng) const = 0;
+};
+
+// builtin, random, genetic, exhaustive; a usage error naming them otherwise.
+std::unique_ptr<Strategy> make_strategy(const std::string& name);
+bool is_strategy(const std::string& name);
+std::string strategy_names();  // "builtin, random, genetic, exhaustive"
+
+std::unique_ptr<Strategy> make_builtin_strategy();
+std::unique_ptr<Strategy> make_random_strategy();
+std::unique_ptr<Strategy> make_genetic_strategy();
+std::unique_ptr<Strategy> make_exhaustive_strategy();
+
+// What the strategies share.
+
+// std::mt19937_64 is fully specified; the draws use only its raw output, so a seed gives the
+// same proposals on every platform (std::uniform_int_distribution is not specified).
+inline size_t draw(std::mt19937_64& rng, size_t n) { return n <= 1 ? 0 : size_t(rng() % n); }
+// Fisher-Yates with draw() (std::shuffle's order differs between standard libraries).
+template <typename T>
+void shuffle(std::vector<T>& v, std::mt19937_64& rng) {
+  for (size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[draw(rng, i)]);
+}
+
+// "variant-id|NAME=v NAME=v": one configuration, whatever the params' order.
+std::string config_key(const Variant& v, const ParamSet& params);
+
+// What the run knows about each configuration it evaluated (by config_key).
+struct Evaluated {
+  double screen_us = 0, full_us = 0;  // 0: none
+  bool failed = false;                // a verdict other than ok at any fidelity
+  bool screened = false, full = false;
+};
+std::map<std::string, Evaluated> evaluated(const SearchState& s);
+
+// The parent's params laid out in the search variant's order (a parent from an older record may
+// miss a tunable: it takes the default).
+ParamSet aligned(const SearchVariant& sv, const ParamSet& given);
+const SearchVariant* space_of(const std::vector<SearchVariant>& space, const Variant* v);
+
+}  // namespace evo

@@ -1,0 +1,300 @@
+// The search strategies, the simulation that drives them over a dataset, the ablation, and the
+// dataset built from records, on the synthetic fixture (tests/fixtures/datasets: the real stage-7
+// domain with made-up timings and a known optimum).
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <set>
+
+#include "core/errors.h"
+#include "core/sha256.h"
+
+#include "evolve/ablation.h"
+#include "evolve/dataset.h"
+#include "evolve/fidelity.h"
+#include "evolve/simulate.h"
+#include "evolve/strategy.h"
+#include "gpu/worker_events.h"
+#include "policy/config.h"
+#include "run/job_events.h"
+#include "support/test_support.h"
+
+namespace evo::test {
+namespace {
+
+using nlohmann::json;
+
+std::filesystem::path fixture() { return source_root() / "tests/fixtures/datasets/synthetic-stage7-fp16-d128.json"; }
+json expected() { return json::parse(read_text(source_root() / "tests/fixtures/datasets/expected.json")); }
+
+const Dataset& synthetic() {
+  static const Dataset d = read_dataset(fixture());
+  return d;
+}
+
+std::string trace(const SimRun& r) {
+  std::string s;
+  for (const auto& st : r.steps) s += st.key + (st.full ? "F" : "S") + ";";
+  return s;
+}
+
+TEST(Fidelity, TheScreenTimesEveryShapeWithoutPostCheckAndRanksApart) {
+  const GatesConfig gates = load_gates_config(source_root() / "gates" / "gates.json");
+  const Task task = parse_task("fp16-d128");
+  const EvalPlan screen = screen_plan(gates, task);
+  const EvalPlan full = make_plan(gates, {task, gates.gate_sets, gates.benchmark_sets, gates.seeds, false, 7u});
+  EXPECT_EQ(screen.benchmark.rfind("screen-", 0), 0u) << "never ranked with checked fitness";
+  EXPECT_EQ(full.benchmark, "default");
+  ASSERT_EQ(screen.bench.size(), full.bench.size()) << "every benchmark shape";
+  for (const auto& b : screen.bench) EXPECT_FALSE(b.post_check);
+  EXPECT_EQ(post_checked(screen), 0u);
+  EXPECT_EQ(post_checked(full), full.bench.size());
+  EXPECT_EQ(screen.gate_cases.size(), 5u * gates.inputs.size()) << "the small set, one seed, no sampled cases";
+  EXPECT_EQ(reference_cases(screen).size(), screen.gate_cases.size()) << "no fresh references to compute";
+  ASSERT_TRUE(screen.timing.has_value());
+  EXPECT_EQ(screen.timing->min_samples, 5);
+  EXPECT_FALSE(full.timing.has_value()) << "the full run times as gates.json says";
+  // On the wire, and a post_done for a shape the job only times is a protocol break.
+  WorkerJob job;
+  job.bench = screen.bench;
+  job.bench[0].fresh.out_path = "/tmp/x.out";
+  const WorkerJob back = worker_job_from_json(to_json(job));
+  EXPECT_FALSE(back.bench[0].post_check);
+  EXPECT_TRUE(worker_job_from_json(to_json(WorkerJob{})).bench.empty());
+  const auto why = foreign_event(job, post_done_event(job.bench[0].id, "/tmp/x.out", 10, true, true));
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("a post-timing check the job did not ask for"), std::string::npos) << *why;
+}
+
+TEST(SimDomain, KnowsTheOptimumOfEachObjective) {
+  const json want = expected();
+  const SimDomain fitness(synthetic(), Objective{});
+  EXPECT_NEAR(fitness.optimum(), want["fitness"]["optimum_us"].get<double>(), 1e-9);
+  EXPECT_NEAR(fitness.full_ratio(), want["fitness"]["full_ratio"].get<double>(), 1e-12);
+  for (const auto& [k, v] : want["fitness"]["params"].items()) {
+    bool found = false;
+    for (const auto& [name, x] : fitness.optimum_config()->params) found |= name == k && x == v.get<long>();
+    EXPECT_TRUE(found) << k;
+  }
+  const std::string hard = "2x16x16x8192x8192x128";
+  EXPECT_NEAR(SimDomain(synthetic(), Objective{hard}).optimum(), want[hard]["optimum_us"].get<double>(), 1e-9);
+  size_t feasible = 0;
+  for (const auto& sv : fitness.space()) feasible += sv.feasible_configs();
+  EXPECT_EQ(feasible, want["feasible"].get<size_t>()) << "the rules read from the stored source";
+  EXPECT_THROW(SimDomain(synthetic(), Objective{"1x1x1x1x1x128"}), EvoError);
+}
+
+TEST(Strategies, DeterministicForASeedAndDifferentAcrossSeeds) {
+  const SimDomain dom(synthetic(), Objective{});
+  for (const char* s : {"builtin", "random", "genetic"}) {
+    SimOptions o{s, 3, 4, 60, 0, 0};
+    const std::string a = trace(simulate(dom, o)), b = trace(simulate(dom, o));
+    EXPECT_EQ(a, b) << s;
+    o.seed = 4;
+    EXPECT_NE(a, trace(simulate(dom, o))) << s;
+  }
+}
+
+TEST(Strategies, BuiltinScreensFeasibleConfigsAndPromotesOnlyScreenedOnes) {
+  const SimDomain dom(synthetic(), Objective{});
+  const SimRun run = simulate(dom, {"builtin", 1, 4, 100, 0, 0});
+  std::set<std::string> screened, full;
+  size_t screens = 0;
+  for (const auto& st : run.steps) {
+    EXPECT_NE(st.outcome, "constraints") << "the builtin reads the rules before proposing: " << st.key;
+    if (st.full) {
+      EXPECT_TRUE(screened.count(st.key)) << "a full evaluation follows its screen: " << st.key;
+      EXPECT_TRUE(full.insert(st.key).second) << "promoted once";
+    } else {
+      EXPECT_TRUE(screened.insert(st.key).second) << "screened once";
+      ++screens;
+    }
+  }
+  EXPECT_GT(screens, 4 * full.size()) << "many screens, few full evaluations";
+  EXPECT_GE(run.gpu_s, 100.0);
+}
+
+TEST(Strategies, GeneticIgnoresTheRulesAndRandomDoesNot) {
+  const SimDomain dom(synthetic(), Objective{});
+  size_t genetic_constraints = 0;
+  for (const auto& st : simulate(dom, {"genetic", 1, 4, 100, 0, 0}).steps)
+    genetic_constraints += st.outcome == "constraints";
+  EXPECT_GT(genetic_constraints, 0u) << "the former builtin proposes what the compiler rejects";
+  for (const auto& st : simulate(dom, {"random", 1, 4, 100, 0, 0}).steps) {
+    EXPECT_NE(st.outcome, "constraints") << st.key;
+    EXPECT_TRUE(st.full) << "random evaluates in full";
+  }
+}
+
+TEST(Strategies, RandomAndExhaustiveCoverTheDomainOnce) {
+  const SimDomain dom(synthetic(), Objective{});
+  const json want = expected();
+  const SimRun random = simulate(dom, {"random", 1, 7, 1e9, 0, 0});
+  std::set<std::string> keys;
+  for (const auto& st : random.steps) EXPECT_TRUE(keys.insert(st.key).second) << st.key;
+  EXPECT_EQ(keys.size(), want["feasible"].get<size_t>()) << "every feasible configuration, then nothing";
+  const SimRun all = simulate(dom, {"exhaustive", 1, 1000, 1e9, 0, 0});
+  size_t screens = 0, fulls = 0;
+  for (const auto& st : all.steps) (st.full ? fulls : screens)++;
+  EXPECT_EQ(screens, want["feasible"].get<size_t>()) << "what the rules allow, once";
+  EXPECT_EQ(fulls, want["feasible"].get<size_t>()) << "then every screened one in full, best screen first";
+  EXPECT_EQ(all.generations, 2);
+}
+
+TEST(Simulation, PaysMeasuredSecondsAndChecksTheBudgetBeforeEachEvaluation) {
+  const SimDomain dom(synthetic(), Objective{});
+  const SimRun run = simulate(dom, {"random", 2, 4, 50, 0, 0});
+  ASSERT_GE(run.steps.size(), 2u);
+  EXPECT_LT(run.steps[run.steps.size() - 2].gpu_s, 50.0) << "the last one started under budget";
+  EXPECT_GE(run.gpu_s, 50.0);
+  double paid = 0;
+  for (const auto& st : run.steps) {
+    const double cost = st.gpu_s - paid;
+    paid = st.gpu_s;
+    EXPECT_TRUE(st.replayed ? std::abs(cost - dom.full_cost()) < 1e-9 : cost > 2.9) << st.key << " " << cost;
+  }
+  EXPECT_GT(run.replayed(), 0u) << "most configurations were only screened in the dataset";
+  // best_at(b) is what a run with budget b ends with: a prefix of the longer run.
+  const SimRun shorter = simulate(dom, {"random", 2, 4, 20, 0, 0});
+  EXPECT_EQ(shorter.best_at(1e9), run.best_at(20));
+  EXPECT_EQ(trace(shorter), trace(run).substr(0, trace(shorter).size()));
+}
+
+TEST(Ablation, BuiltinBeatsRandomOnTheSyntheticDomain) {
+  const AblationSpec spec;
+  const AblationResult r = run_ablation(synthetic(), "synthetic", Objective{}, spec);
+  auto med = [&](const char* s, double budget) {
+    std::vector<double> v;
+    for (const auto& run : r.find(s)->runs) v.push_back(run.best_at(budget) > 0 ? run.best_at(budget) : 1e300);
+    return median(v);
+  };
+  EXPECT_LE(med("builtin", 100), r.optimum * 1.02);
+  for (double b : spec.budgets) EXPECT_LT(med("builtin", b), med("random", b)) << b << " GPU-s";
+  const std::string md = render_ablation_markdown(r);
+  EXPECT_NE(md.find("| 100 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("within 2 % of the optimum at 100 GPU-s: **met**"), std::string::npos) << md;
+}
+
+TEST(Ablation, TheHardDomainIsThePocketAndTheBuiltinFindsItInHalfTheTime) {
+  const AblationSpec spec;
+  std::string why;
+  const Objective hard = hardest_for_random(synthetic(), spec, why);
+  EXPECT_EQ(hard.shape, "2x16x16x8192x8192x128") << why;
+  const AblationResult r = run_ablation(synthetic(), "synthetic", hard, spec);
+  const double target = r.optimum * 1.02;
+  std::vector<double> builtin, random;
+  for (const auto& run : r.find("builtin")->runs) builtin.push_back(run.gpu_s_to(target).value_or(spec.horizon_gpu_s));
+  for (const auto& run : r.find("random")->runs) random.push_back(run.gpu_s_to(target).value_or(spec.horizon_gpu_s));
+  EXPECT_GT(median(random), 200.0);
+  EXPECT_LE(median(builtin), median(random) / 2);
+}
+
+const char* kTinyVariant = R"(/*evo {"summary": "t", "params": {"A": [1, 2, 4], "B": [0, 1]}, "dtypes": ["fp16"],
+ "head_dims": [64]} */
+#include "evo_attn.cuh"
+EVO_CONSTRAINT(A != 4, "A=4 is out");
+)";
+
+// A record of run `run` as `evo evolve` writes it (only what the dataset reads).
+json record(const std::string& run, const std::string& sha, long a, long b, const std::string& phase,
+            const std::string& outcome, double us, double gpu_s) {
+  json timing = json::array();
+  if (us > 0)
+    for (const char* shape : {"1x8x8x512x512x64", "8x32x32x2048x2048x64"})
+      timing.push_back({{"shape", shape}, {"median_us", us}});
+  return {{"kind", "run"},
+          {"task", "fp16-d64"},
+          {"variant", "9-test/t"},
+          {"stage", 9},
+          {"source_sha256", sha},
+          {"params", {{"A", a}, {"B", b}}},
+          {"outcome", outcome},
+          {"reason", outcome == "ok" ? "" : "why"},
+          {"fitness", us > 0 ? json{{"geomean_median_us", us}} : json()},
+          {"timing", timing},
+          {"gpu_seconds", gpu_s},
+          {"candidate_id", fmt::format("c{}{}", a, b)},
+          {"env", {{"gpu_key", "nvidia-h200"}}},
+          {"evolve", {{"run", run}, {"phase", phase}}}};
+}
+
+TEST(Dataset, BuiltFromTheRecordsOfARunAndReadBack) {
+  const auto root = make_repo("dataset-build", {{"variants/9-test/t.cu", kTinyVariant}});
+  const auto stages = discover_stages(root);
+  const Stage& stage = find_stage(stages, 9);
+  const std::string sha = sha256_hex(stage.variants.front().source);
+  std::vector<json> records = {record("ev-1", sha, 1, 0, "screen", "ok", 10, 0.5),
+                               record("ev-1", sha, 1, 0, "full", "ok", 10.2, 3.1),
+                               record("ev-1", sha, 1, 1, "screen", "ok", 12, 0.5),
+                               record("ev-1", sha, 2, 0, "screen", "correctness", 0, 0.4),
+                               record("ev-1", sha, 4, 0, "full", "constraints", 0, 0),
+                               record("ev-2", sha, 2, 1, "screen", "ok", 9, 0.5)};
+  const Dataset d = build_dataset(records, "ev-1", root, stage);
+  EXPECT_EQ(d.gpu, "nvidia-h200");
+  EXPECT_EQ(d.task, "fp16-d64");
+  ASSERT_EQ(d.configs.size(), 6u) << "the whole raw domain";
+  EXPECT_EQ(d.shapes, (std::vector<std::string>{"1x8x8x512x512x64", "8x32x32x2048x2048x64"}));
+  std::map<std::string, const DatasetConfig*> by;
+  for (const auto& c : d.configs) by[fmt::format("{}{}", c.params[0].second, c.params[1].second)] = &c;
+  EXPECT_EQ(by["10"]->outcome, "ok");
+  ASSERT_TRUE(by["10"]->full && by["10"]->screen);
+  EXPECT_EQ(by["10"]->full->fitness_us, 10.2);
+  EXPECT_EQ(by["10"]->screen->shapes_us.at("8x32x32x2048x2048x64"), 10);
+  EXPECT_EQ(by["20"]->outcome, "correctness");
+  EXPECT_EQ(by["40"]->outcome, "constraints");
+  EXPECT_EQ(by["21"]->outcome, "unmeasured") << "another run's record does not count";
+  const Dataset back = dataset_from_json(json::parse(dataset_text(d)), "text");
+  EXPECT_EQ(dataset_text(back), dataset_text(d));
+  // The variant changed since the run: refused.
+  records.push_back(record("ev-1", "0000", 2, 1, "screen", "ok", 9, 0.5));
+  std::string why;
+  EXPECT_EQ(exit_code_of([&] { build_dataset(records, "ev-1", root, stage); }, &why), 1);
+  EXPECT_NE(why.find("changed since run ev-1"), std::string::npos) << why;
+  EXPECT_EQ(exit_code_of([&] { build_dataset(records, "ev-9", root, stage); }, &why), 1);
+}
+
+TEST(Dataset, BadFilesAreUsageErrorsNamingTheField) {
+  json j = json::parse(read_text(fixture()));
+  j.erase("shapes");
+  std::string why;
+  EXPECT_EQ(exit_code_of([&] { dataset_from_json(j, "f.json"); }, &why), 1);
+  EXPECT_NE(why.find("f.json: field \"shapes\""), std::string::npos) << why;
+  j = json::parse(read_text(fixture()));
+  j["configs"][3]["screen"] = {{"outcome", "ok"}};
+  EXPECT_EQ(exit_code_of([&] { dataset_from_json(j, "f.json"); }, &why), 1);
+  EXPECT_NE(why.find("\"configs\""), std::string::npos) << why;
+}
+
+TEST(AblateCli, PrintsTheSectionAndRejectsBadFlags) {
+  const CliResult ok =
+      run_evo("ablate " + shell_quote(fixture()) + " --seeds 1,2 --budgets 25,50 --strategies random,builtin");
+  EXPECT_EQ(ok.exit_code, 0) << ok.out;
+  EXPECT_NE(ok.out.find("| 25 |"), std::string::npos) << ok.out;
+  EXPECT_NE(ok.out.find("Optimum "), std::string::npos) << ok.out;
+  const CliResult bad = run_evo("ablate " + shell_quote(fixture()) + " --strategies annealing");
+  EXPECT_EQ(bad.exit_code, 1) << bad.out;
+  EXPECT_NE(bad.out.find("--strategies annealing: use builtin"), std::string::npos) << bad.out;
+  EXPECT_EQ(run_evo("ablate " + shell_quote(fixture()) + " --objective 3x3x3x3x3x3").exit_code, 1);
+  EXPECT_EQ(run_evo("ablate /nonexistent.json").exit_code, 1);
+}
+
+TEST(CompareCli, AblationSectionForEveryDataset) {
+  const auto dir = scratch_dir("compare-ablation");
+  std::filesystem::copy(source_root() / "tests/fixtures/compare/results", dir / "results",
+                        std::filesystem::copy_options::recursive);
+  std::filesystem::create_directories(dir / "results" / "datasets");
+  std::filesystem::copy_file(fixture(), dir / "results" / "datasets" / "synthetic-stage7-fp16-d128.json");
+  const CliResult r = run_evo("compare --results " + shell_quote(dir / "results") + " --out -");
+  ASSERT_EQ(r.exit_code, 0) << r.out.substr(0, 2000);
+  EXPECT_NE(r.out.find("## Search ablation"), std::string::npos);
+  EXPECT_NE(r.out.find("### results/datasets/synthetic-stage7-fp16-d128.json: fitness"), std::string::npos);
+  EXPECT_NE(r.out.find("### results/datasets/synthetic-stage7-fp16-d128.json: shape 2x16x16x8192x8192x128"),
+            std::string::npos)
+      << r.out.substr(r.out.find("## Search ablation"));
+  const CliResult other = run_evo("compare --results " + shell_quote(dir / "results") + " --out - --task fp16-d64");
+  EXPECT_EQ(other.out.find("## Search ablation"), std::string::npos) << "a dataset of another task is left out";
+}
+
+}  // namespace
+}  // namespace evo::test
