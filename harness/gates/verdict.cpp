@@ -21,17 +21,6 @@ std::optional<Verdict> determinism_verdict(bool deterministic) {
   return Verdict{Outcome::nondeterministic, "two runs on the same inputs differ bitwise"};
 }
 
-std::optional<Verdict> replay_verdict(const std::string& bench, double fresh_us, double timed_p90_us,
-                                      const VerdictPolicy& policy) {
-  // The fresh launch runs under the same conditions as a timed sample (L2 flushed, events).
-  // Far slower means the timed samples were not doing the work: a result cache or replay.
-  if (fresh_us <= policy.replay_p90_factor * timed_p90_us + policy.replay_slack_us) return std::nullopt;
-  return Verdict{Outcome::correctness,
-                 fmt::format("after timing, fresh inputs on {} took {:.1f} µs against a timed p90 of {:.1f} µs: "
-                             "the timed launches did not do the work (result cache or replay)",
-                             bench, fresh_us, timed_p90_us)};
-}
-
 std::optional<std::string> clock_drop_warning(const std::string& bench, double before_mhz, double after_mhz,
                                               const VerdictPolicy& policy) {
   if (!(after_mhz < policy.clock_drop_ratio * before_mhz)) return std::nullopt;

@@ -17,7 +17,7 @@ void record_failure(std::optional<Verdict>& verdict, Outcome o, const std::strin
 
 // One checked case: what the worker said about its buffers, and the parent's output check.
 struct CaseEvidence {
-  std::string where;  // "gate case id" or "after timing, fresh inputs case id"
+  std::string where;  // "gate case id" or "timing, fresh inputs case id"
   bool guards_intact = true, inputs_intact = true;
   OutputCheck output;
 };
@@ -27,10 +27,6 @@ std::optional<Verdict> case_verdict(const CaseEvidence& e);
 
 // After the gate, before timing: two runs on the same inputs that differ bitwise.
 std::optional<Verdict> determinism_verdict(bool deterministic);
-
-// The post-timing check's speed rule (VerdictPolicy::replay_*).
-std::optional<Verdict> replay_verdict(const std::string& bench, double fresh_us, double timed_p90_us,
-                                      const VerdictPolicy& policy);
 
 // Timing warnings (kept in the record, never a failure).
 std::optional<std::string> clock_drop_warning(const std::string& bench, double before_mhz, double after_mhz,

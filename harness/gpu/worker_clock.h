@@ -1,5 +1,6 @@
-// Seconds the worker spends per phase (init, load, gate, timing, post-check) and per kind of
-// host-side work inside them (hashing inputs, reading outputs back, writing output files). The
+// Seconds the worker spends per phase (init, load, gate, timing) and per kind of work inside
+// them (new inputs and GPU checks of timed samples, hashing inputs, reading outputs back, writing
+// output files; GPU work counts where the worker waits for it). The
 // worker reports them in its `done` event; the parent puts them in the record's `phases`, so a
 // slow or contended evaluation can be pinned on what stretched instead of guessed at.
 #pragma once

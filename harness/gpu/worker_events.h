@@ -20,9 +20,9 @@ std::optional<WorkerEventKind> worker_event_kind_from_string(std::string_view s)
 
 struct WorkerEvent {
   WorkerEventKind kind = WorkerEventKind::done;
-  std::string phase;                             // phase: init, reference, load, gate, timing, post_check, ...
+  std::string phase;                             // phase: init, reference, load, gate, timing, ...
   std::string case_id;                           // phase (reference, gate), case_done
-  std::string bench;                             // phase (timing, post_check), timing, post_done
+  std::string bench;                             // phase (timing), timing, post_done
   std::string out;                               // case_done, post_done: the file the output was written to
   std::optional<DeviceCheckFacts> device_check;  // case_done of a case checked on the GPU, post_done (no `out`)
   std::optional<TimingFacts> integrity;          // timing: what the loop checked (gpu/timing_facts.h)

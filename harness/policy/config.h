@@ -83,9 +83,8 @@ struct VerdictPolicy {
   // timed samples' spread; repeat_min_fraction x the timed median) + repeat_slack_us: the kernel
   // skips work it has seen (a result cache or a replay).
   double repeat_z = 4.0, repeat_min_fraction = 0.05, repeat_slack_us = 1.0;
-  double replay_p90_factor = 3.0, replay_slack_us = 20.0;  // TODO(timing): goes with the evaluator's wiring
-  double clock_drop_ratio = 0.9;                           // SM clock after / before below this: a warning
-  double noisy_rse = 0.02;                                 // a shape's relative standard error above this: a warning
+  double clock_drop_ratio = 0.9;  // SM clock after / before below this: a warning
+  double noisy_rse = 0.02;        // a shape's relative standard error above this: a warning
 };
 
 // How `evo compare` reads the records (COMPARE.md): the confidence of the ± shown next to ratios

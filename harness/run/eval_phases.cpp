@@ -53,10 +53,11 @@ std::string phase_means(const std::vector<Record>& records) {
   if (n == 0) return "";
   std::string out;
   // Worker phases in the order they happen, then what is inside them, then the parent's.
-  const char* order[] = {"process_start_s",   "worker_init_s",   "worker_load_s",       "worker_gate_s",
-                         "worker_await_s",    "worker_timing_s", "worker_post_check_s", "worker_hash_s",
-                         "worker_readback_s", "worker_write_s",  "parent_read_s",       "parent_compare_s",
-                         "record_s"};
+  // (post_check: records from before timing integrity, whose post-timing launch had its phase.)
+  const char* order[] = {"process_start_s",     "worker_init_s",    "worker_load_s",     "worker_gate_s",
+                         "worker_await_s",      "worker_timing_s",  "worker_fill_s",     "worker_verify_s",
+                         "worker_post_check_s", "worker_hash_s",    "worker_readback_s", "worker_write_s",
+                         "parent_read_s",       "parent_compare_s", "record_s"};
   for (const char* k : order) {
     auto it = sum.find(k);
     if (it == sum.end()) continue;

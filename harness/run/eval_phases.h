@@ -1,6 +1,7 @@
 // Where one candidate's evaluation time went: the worker's process start (spawn to its first
-// event), the worker's own clock (init, load, gate, await, timing, post_check, and inside them
-// hash, readback, write; sent in its `done` event), and the parent's side (reading output and
+// event), the worker's own clock (init, load, gate, await, timing, and inside them fill and
+// verify (the timing loop's new inputs and GPU checks), hash, readback, write; sent in its `done`
+// event), and the parent's side (reading output and
 // reference files, comparing them; appending the record and refreshing populations). Kept in
 // the record's `phases.detail`; `evo run` prints the means, so a throughput loss with several
 // GPUs can be pinned on the phase that stretched.

@@ -1,11 +1,14 @@
 #include "run/run_record.h"
 
+#include <fmt/format.h>
+
 #include <unistd.h>
 
 #include <cmath>
 
 #include "compile/compile_record.h"
 #include "core/version.h"
+#include "gates/correctness.h"
 #include "gates/verdict.h"
 #include "run/sampler.h"
 #include "store/record.h"
@@ -59,6 +62,62 @@ TimingEntry run_timing_entry(const json& ev, const Shape& s, const Task& task) {
   }
   for (const char* k : {"back_to_back_us", "graph_us", "sm_clock_before_mhz", "sm_clock_after_mhz", "warmup_launches"})
     t.extra[k] = ev.contains(k) ? ev[k] : json(nullptr);
+  return t;
+}
+
+SampleStats timing_stats(const TimingEntry& t) {
+  SampleStats s;
+  s.median = t.median_us.value_or(0);
+  s.p10 = t.p10_us.value_or(0);
+  s.p90 = t.p90_us.value_or(0);
+  s.n = int(t.n.value_or(0));
+  const json min = t.extra.value("min_us", json());
+  s.min = min.is_number() ? min.get<double>() : s.p10;
+  return s;
+}
+
+TimingIntegrity timing_integrity_part(const TimingEvidence& e, const TimingJudgement& j, const GatesConfig& gates,
+                                      const Task& task) {
+  const TimingFacts& f = e.facts;
+  TimingIntegrity t;
+  t.fresh_inputs = true;  // the loop draws a new counter for every sample (gpu/timing_loop.cpp)
+  t.samples_verified = f.samples;
+  t.rows_per_sample = f.rows_per_sample;
+  t.rows_checked = (long long)f.rows_checked;
+  t.rows_max_abs = f.rows.max_abs;
+  t.rows_rel_l2 = j.rows_rel_l2;
+  std::vector<TimedFullCheck> full;
+  for (const FullCheck& c : f.full) {
+    const OutputCheck oc = check_counts(c.facts, gates.tolerance(task, c.inputs), e.shape);
+    TimedFullCheck tc;
+    tc.sample = c.sample + 1;
+    tc.why = c.why;
+    tc.inputs = c.inputs;
+    tc.max_abs = oc.max_abs;
+    if (std::isfinite(oc.rel_l2)) tc.rel_l2 = oc.rel_l2;
+    tc.pass = oc.pass && c.inputs_intact;
+    full.push_back(std::move(tc));
+  }
+  t.full_checks = std::move(full);
+  if (j.probes) {
+    RepeatProbes p;
+    p.n = j.probes->n;
+    p.fresh_median_us = j.probes->fresh_median_us;
+    p.repeat_median_us = j.probes->repeat_median_us;
+    p.gain_us = j.probes->gain_us;
+    p.limit_us = j.probes->limit_us;
+    p.pass = j.probes->gain_us <= j.probes->limit_us;
+    t.repeat_probes = std::move(p);
+  }
+  t.floor_us = e.floor_us;
+  if (!e.floor_us) t.extra["floor_us"] = nullptr;  // no peaks for this GPU in gates.json
+  t.inputs_intact = f.inputs_intact;
+  t.guards_intact = f.guards_intact;
+  t.pass = !j.verdict;
+  if (f.failure)
+    t.failure = fmt::format("sample {} of {}: {}", f.failure->sample + 1, f.samples, f.failure->what);
+  else
+    t.extra["failure"] = nullptr;
   return t;
 }
 

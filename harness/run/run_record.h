@@ -12,6 +12,8 @@
 #include "compile/compiler.h"
 #include "core/candidate.h"
 #include "core/outcome.h"
+#include "core/stats.h"
+#include "gates/timing_integrity.h"
 #include "run/evaluator.h"
 #include "run/plan.h"
 #include "store/typed_record.h"
@@ -26,6 +28,14 @@ Record run_record_head(const EvalEnv& env, const Candidate& c, const CompileResu
 // One timed shape from a worker's `timing` event (its fields as sent): the statistics, the
 // shape, TFLOPS and GB/s, clocks, back-to-back and graph times (null when not measured).
 TimingEntry run_timing_entry(const nlohmann::json& event_fields, const Shape& s, const Task& task);
+
+// The statistics of a timing entry as the timing integrity rules read them.
+SampleStats timing_stats(const TimingEntry& t);
+
+// A timed shape's integrity part: what the timing loop checked (e.facts) and what the rules made
+// of it (gates/timing_integrity.h); each full check judged with its distribution's tolerance.
+TimingIntegrity timing_integrity_part(const TimingEvidence& e, const TimingJudgement& j, const GatesConfig& gates,
+                                      const Task& task);
 
 // What the gate phases found: the first failure, every checked case, the post-timing checks.
 struct GateFindings {

@@ -73,6 +73,7 @@ TimingEntry read_timing(json j) {
   take(j, "n", t.n);
   take(j, "rse", t.rse);
   take(j, "tflops", t.tflops);
+  take_part(j, "integrity", t.integrity, read_integrity);
   t.extra = std::move(j);
   return t;
 }
@@ -88,6 +89,7 @@ json write_timing(const TimingEntry& t) {
   put(j, "n", t.n);
   put(j, "rse", t.rse);
   put(j, "tflops", t.tflops);
+  if (t.integrity) j["integrity"] = write_integrity(*t.integrity);
   return j;
 }
 

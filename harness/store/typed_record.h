@@ -86,10 +86,44 @@ struct RecordGates {
   nlohmann::json extra = nlohmann::json::object();
 };
 
+// One timed sample whose every output element was compared with evo's reference on the GPU.
+struct TimedFullCheck {
+  std::optional<long long> sample;         // 1-based, among the shape's timed samples
+  std::optional<std::string> why, inputs;  // "drawn" (an index drawn at run time) or "last"; its distribution
+  std::optional<double> max_abs, rel_l2;
+  std::optional<bool> pass;
+  nlohmann::json extra = nlohmann::json::object();
+};
+
+// The repeat probes: launches that repeated a timed sample's inputs right after it, against those
+// samples (the median gain over their pairs, and the limit the timed spread allows).
+struct RepeatProbes {
+  std::optional<long long> n;
+  std::optional<double> fresh_median_us, repeat_median_us, gain_us, limit_us;
+  std::optional<bool> pass;
+  nlohmann::json extra = nlohmann::json::object();
+};
+
+// timing[i].integrity: how the shape's timed samples were shown to do the work (docs/safety.md
+// "Timing integrity").
+struct TimingIntegrity {
+  std::optional<bool> fresh_inputs;                        // every timed sample on inputs no launch had seen
+  std::optional<long long> samples_verified;               // timed samples whose output was checked on the GPU
+  std::optional<long long> rows_per_sample, rows_checked;  // query rows drawn at run time and recomputed
+  std::optional<double> rows_max_abs, rows_rel_l2;
+  std::optional<std::vector<TimedFullCheck>> full_checks;
+  std::optional<RepeatProbes> repeat_probes;
+  std::optional<double> floor_us;  // the roofline floor (null: no peaks for this GPU in gates.json)
+  std::optional<bool> inputs_intact, guards_intact, pass;
+  std::optional<std::string> failure;  // the sample that failed and its check (null: none)
+  nlohmann::json extra = nlohmann::json::object();
+};
+
 struct TimingEntry {
   std::optional<std::string> shape, set;
   std::optional<double> median_us, p10_us, p90_us, stdev_us, rse, tflops;
   std::optional<long long> n;
+  std::optional<TimingIntegrity> integrity;         // empty: timed before timing integrity (older records)
   nlohmann::json extra = nlohmann::json::object();  // the rest of the statistics, clocks, graph times
 };
 

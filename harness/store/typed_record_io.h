@@ -81,6 +81,10 @@ void put_list(nlohmann::json& obj, const char* key, const std::optional<std::vec
   obj[key] = std::move(list);
 }
 
+// A timing entry's integrity part (store/typed_record_timing.cpp).
+TimingIntegrity read_integrity(nlohmann::json j);
+nlohmann::json write_integrity(const TimingIntegrity& t);
+
 // The gates part (store/typed_record_gates.cpp).
 RecordGates read_gates(nlohmann::json j);
 nlohmann::json write_gates(const RecordGates& g);

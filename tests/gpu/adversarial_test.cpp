@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -91,6 +92,28 @@ bool caught_by_sampled(const json& r, const std::vector<std::string>& tokens) {
     ok = false;
   }
   return ok;
+}
+
+bool is_timing_family(const std::string& file) {
+  return file.rfind("timing_", 0) == 0 || file == "control_timing_state.cu" || file == "cache_by_content.cu" ||
+         file == kControl;
+}
+
+// An admitted kernel's timing entries carry the timing integrity fields (docs/records.md): every
+// timed sample on fresh inputs and checked, both full checks passed, the repeat probes within
+// their limit, the floor kept.
+void expect_timing_integrity(const std::string& file, const json& r) {
+  for (const auto& t : r["timing"]) {
+    const json i = t.value("integrity", json());
+    ASSERT_TRUE(i.is_object()) << file << " on " << t.value("shape", "?") << ": no timing integrity fields";
+    EXPECT_EQ(i.value("fresh_inputs", false), true) << file << ": " << i.dump();
+    EXPECT_EQ(i.value("samples_verified", -1), t.value("n", -2))
+        << file << ": every timed sample checked: " << i.dump();
+    EXPECT_EQ(i.value("full_checks", json::array()).size(), 2u) << file << ": " << i.dump();
+    for (const auto& c : i.value("full_checks", json::array())) EXPECT_EQ(c.value("pass", false), true) << i.dump();
+    EXPECT_EQ(i.value("repeat_probes", json::object()).value("pass", false), true) << file << ": " << i.dump();
+    EXPECT_EQ(i.value("pass", false), true) << file << ": " << i.dump();
+  }
 }
 
 struct Suite {
@@ -179,6 +202,16 @@ TEST(Adversarial, EveryTrickGetsItsVerdictAndOnlyHonestKernelsEnterThePopulation
                          << ")\n  what the trick is and what must catch it: " << notes_of(file)
                          << "\n  timing: " << r["timing"].dump() << "\n  post-timing checks: "
                          << r["gates"].value("post_timing", json::object()).value("checks", json::array()).dump();
+    if (want == "integrity") {  // docs/safety.md §3e: the reason names the shape and the sample
+      const std::string reason = r["reason"];
+      EXPECT_EQ(reason.rfind("timing ", 0), 0u) << file << ": an integrity reason starts with the shape: " << reason;
+      EXPECT_NE(reason.find("sample"), std::string::npos)
+          << file << ": an integrity reason names the sample: " << reason;
+    }
+    if (want == "ok" && got == "ok") expect_timing_integrity(file, r);
+    if (is_timing_family(file))
+      std::cout << "timing family: " << file << ": " << got << " (" << r["reason"].get<std::string>().substr(0, 220)
+                << ")\n";
     if (is_control(file)) continue;
     ++adversarial;
     if (s.caught_by.count(file) && !caught_by_sampled(r, s.caught_by.at(file))) continue;
