@@ -20,11 +20,11 @@ namespace evo {
 struct Proposal {
   const Variant* variant = nullptr;  // builtin: the variant file whose tunables it sets
   ParamSet params;                   // the tunables (external: those the answer set, by name)
-  bool params_given = false;         // external: the answer had "params" (else the front matter's defaults)
   std::string source;                // external: the whole kernel, front matter first
   std::string parent;                // candidate id(s) it came from ("a+b" for a crossover)
   std::string rationale;
   Fidelity fidelity = Fidelity::unset;  // tunable strategies: how to evaluate it (fidelity.h)
+  bool params_given = false;  // external: the answer had "params" (else the front matter's first values)
 };
 
 class Strategy;

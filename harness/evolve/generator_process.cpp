@@ -187,14 +187,13 @@ int generator_child_main(const std::string& spec_path) {
   write_file_atomic(spec.at("stdout").get<std::string>(), r.cap.out);
   write_file_atomic(spec.at("stderr").get<std::string>(), r.cap.err);
   const int raw = r.sh.raw;
-  const bool exited = r.sh.reaped && WIFEXITED(raw);
-  const json status = {{"exited", exited},
-                       {"code", exited ? WEXITSTATUS(raw) : 0},
-                       {"signal", r.sh.reaped && WIFSIGNALED(raw) ? WTERMSIG(raw) : 0},
-                       {"timed_out", r.timed_out},
-                       {"overflow", r.cap.overflow},
-                       {"stray", r.stray},
-                       {"stopped", bool(g_stop)}};
+  bool exited = r.sh.reaped && WIFEXITED(raw);
+  int code = exited ? WEXITSTATUS(raw) : 0, sig = r.sh.reaped && WIFSIGNALED(raw) ? WTERMSIG(raw) : 0;
+  if (exited && code > 128 && code <= 128 + 64)  // the shell's way of saying its command was killed
+    exited = false, sig = code - 128, code = 0;
+  const json status = {
+      {"exited", exited},           {"code", code},     {"signal", sig},          {"timed_out", r.timed_out},
+      {"overflow", r.cap.overflow}, {"stray", r.stray}, {"stopped", bool(g_stop)}};
   std::printf("%s\n", status.dump().c_str());
   return 0;
 }

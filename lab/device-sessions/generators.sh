@@ -3,7 +3,7 @@
 #   1. an exec generator (written below) on stage 5 / fp16-d64 with --quick, 3 generations of 1:
 #      gen 0 the stage's kernel re-spelt (an unused #define, the BLOCK_N #ifndef default edited) run with
 #      the committed elite's params through "params"; gen 1 the same code spelt once more (must be
-#      a `duplicate` by code, no GPU time); gen 2 BLOCK_N=32 (another config: evaluated);
+#      a `duplicate` by code, no GPU time); gen 2 another configuration (evaluated);
 #   2. --resume of that run for a 4th generation spelling gen 0's code a third way: still a
 #      duplicate (the records keep compile.code_sha256), and the request's history has gens 0-2;
 #   3. the builtin generator, 2 generations of 2 with a 20 GPU-s budget (parents, admission).
@@ -33,7 +33,9 @@ def spelt(n):  # the same kernel, another text: an unused #define and the BLOCK_
 if gen in (0, 1, 3):
     cands = [{"source": spelt(gen + 1), "params": params, "rationale": f"the elite, spelt {gen + 1}"}]
 else:
-    cands = [{"source": spelt(1), "params": dict(params, BLOCK_N=32), "rationale": "BLOCK_N=32"}]
+    other = {"BLOCK_M": 128, "BLOCK_N": 64, "NWARPS": 8}
+    other = other if other != params else {"BLOCK_M": 64, "BLOCK_N": 64, "NWARPS": 4}
+    cands = [{"source": spelt(1), "params": other, "rationale": "another configuration"}]
 json.dump({"candidates": cands}, sys.stdout)
 EOF
 common=(--stage 5 --task fp16-d64 --quick --results-dir $W/results --populations-dir $W/populations)

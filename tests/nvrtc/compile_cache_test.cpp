@@ -73,8 +73,9 @@ TEST(CodeIdentity, SameCodeUnderAnotherTextAndFileHasOneHash) {
   // Comments and blank lines move every line of the kernel; the file has another name.
   std::string moved = swizzle;
   moved.insert(body, "// an explanation\n\n\n// of nothing\n");
-  std::string other = swizzle;  // BLOCK_N's other value first: another configuration
-  other.replace(other.find("\"BLOCK_N\": [64, 32]"), 19, "\"BLOCK_N\": [32, 64]");
+  std::string other = swizzle;  // other first values: BLOCK_M=128 NWARPS=8, another configuration
+  other.replace(other.find("\"BLOCK_M\": [64, 128]"), 20, "\"BLOCK_M\": [128, 64]");
+  other.replace(other.find("\"NWARPS\": [4, 8]"), 17, "\"NWARPS\": [8, 4]");
   const auto root = make_repo("code-identity", {{"variants/5-swizzle/swizzle.cu", swizzle},
                                                 {"variants/5-swizzle/moved.cu", moved},
                                                 {"variants/5-swizzle/other.cu", other}});
@@ -89,7 +90,8 @@ TEST(CodeIdentity, SameCodeUnderAnotherTextAndFileHasOneHash) {
   EXPECT_NE(a["cache_key"], b["cache_key"]) << "another source text";
   EXPECT_EQ(a["code_sha256"].get<std::string>().size(), 64u);
   EXPECT_EQ(a["code_sha256"], b["code_sha256"]) << "the same code: only debug line info differs";
-  EXPECT_NE(a["code_sha256"], c["code_sha256"]) << "BLOCK_N=32 is other code";
+  EXPECT_EQ(c["code_sha256"].get<std::string>().size(), 64u) << "BLOCK_M=128 NWARPS=8 compiles";
+  EXPECT_NE(a["code_sha256"], c["code_sha256"]) << "another configuration is other code";
 }
 
 }  // namespace

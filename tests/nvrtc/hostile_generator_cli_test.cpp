@@ -102,7 +102,7 @@ if gen == 0:
 elif gen == 1:
     answer([{"source": edited, "params": {"BLOCK_N": 64}, "rationale": "a tweak that is none"}])
 elif gen == 2:
-    answer([{"source": edited, "params": {"BLOCK_N": 32}, "rationale": "a real change"}])
+    answer([{"source": edited, "params": {"BLOCK_M": 128}, "rationale": "a real change"}])
 else:
     answer([{"source": edited, "params": {"STAGES": 3}, "rationale": "a tunable it does not have"}])
 )");
@@ -117,7 +117,8 @@ else:
   EXPECT_EQ(same["outcome"], "duplicate") << same;
   EXPECT_EQ(same["same_code_as"], first["candidate_id"]) << same;
   EXPECT_EQ(other["outcome"], "ok") << other;
-  EXPECT_EQ(other["params"]["BLOCK_N"], 32);
+  EXPECT_EQ(other["params"], (json{{"BLOCK_M", 128}, {"BLOCK_N", 32}, {"NWARPS", 4}}))
+      << "named tunables over the edited front matter's first values";
   EXPECT_EQ(trace[3]["verdicts"][0]["outcome"], "input");
   EXPECT_NE(trace[3]["verdicts"][0]["reason"].get<std::string>().find("params.STAGES: not a tunable"),
             std::string::npos);
