@@ -181,5 +181,7 @@ def _bhsd_strides(shape):
 
 def _aligned_after(*tensors):
     """An address past every input (the plan's overlap check), 256-byte aligned; never used."""
-    end = max(t.data_ptr() + t.numel() * t.element_size() for t in tensors)
+    # A view's bytes reach as far as its strides do, not numel() elements past its start.
+    end = max(t.data_ptr() + (1 + sum((n - 1) * st for n, st in zip(t.shape, t.stride()))) * t.element_size()
+              for t in tensors)
     return (end + (1 << 20) + 255) // 256 * 256
