@@ -7,6 +7,7 @@
 #   release_check.sh repeat   scripts/setup.sh on a fresh copy with a GCC 13 warning count, then
 #                             ctest -L gpu runs 2 and 3 there (setup_h200.sh)
 #   release_check.sh export   lab/device-sessions/export.sh (issue 24)
+#   release_check.sh final    every target, ctest -L gpu verbose (each trick's verdict), export.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 : "${OUT:?set OUT}"
@@ -39,4 +40,12 @@ case "${1:?gate|repeat|export}" in
   export)
     timeout 380 bash lab/device-sessions/export.sh
     pack export ;;
+  final)  # every target built (the release preset's build builds evo only), ctest -L gpu verbose, export
+    (cmake --preset release >/dev/null && cmake --build build -j 16) >"$OUT/build.log" 2>&1
+    echo "build exit $? warnings $(grep -c 'warning:' "$OUT/build.log")"
+    echo "== ctest -L gpu -V ($(date -u +%FT%TZ))" >"$OUT/ctest-gpu-verbose.log"
+    timeout 200 ctest --test-dir build -L gpu -V >>"$OUT/ctest-gpu-verbose.log" 2>&1
+    echo "ctest -L gpu exit $?"; grep -E "tests passed|Test +#" "$OUT/ctest-gpu-verbose.log" | tail -8
+    timeout 330 bash lab/device-sessions/export.sh
+    pack final ;;
 esac
