@@ -32,7 +32,7 @@ TEST(ConstraintRulesNvrtc, ParserAndCompilerAgreeOnStages7And8AndFp8) {
       const Stage& s = find_stage(stages, j["stage"].get<int>());
       const Variant* v = nullptr;
       for (const auto& x : s.variants)
-        if (x.id == j["variant"]) v = &x;
+        if (x.id == j["variant"].get<std::string>()) v = &x;
       ASSERT_NE(v, nullptr) << line;
       const SearchVariant sv =
           make_search_variant(*v, v->params, parse_task(j["task"]), source_root() / "variants/common");

@@ -73,13 +73,13 @@ TEST(ExportCli, LayoutAndManifestFollowThePopulations) {
   }
   for (const auto& k : m["kernels"]) {
     const std::string cubin = read_text(pkg / k["cubin"].get<std::string>());
-    EXPECT_EQ(sha256_hex(cubin), k["cubin_sha256"]);
+    EXPECT_EQ(sha256_hex(cubin), k["cubin_sha256"].get<std::string>());
     EXPECT_EQ(cubin.substr(1, 3), "ELF");
     // The source is the recorded one: the file after the #line is what the records hashed.
     const std::string src = read_text(pkg / k["source"].get<std::string>());
     const size_t line = src.find("#line 1 \"");
     ASSERT_NE(line, std::string::npos);
-    EXPECT_EQ(sha256_hex(src.substr(src.find('\n', line) + 1)), k["source_sha256"]) << k["name"];
+    EXPECT_EQ(sha256_hex(src.substr(src.find('\n', line) + 1)), k["source_sha256"].get<std::string>()) << k["name"];
     EXPECT_EQ(k["source_origin"].get<std::string>().rfind("git ", 0), std::string::npos) << k["source_origin"];
     EXPECT_FALSE(k["launch"]["threads"].get<int>() == 0);
     if (k["stage"].get<int>() >= 7) {

@@ -135,8 +135,11 @@ else:
   EXPECT_EQ(req["history"][1]["outcome"], "duplicate");
   EXPECT_EQ(req["history"][2]["params"], other["params"]);
   for (const auto& h : req["history"]) EXPECT_TRUE(h["params"].is_object()) << h;
-  for (const auto& f : req["failures"])
-    if (f.contains("params")) EXPECT_TRUE(f["params"].is_object()) << f;
+  for (const auto& f : req["failures"]) {
+    if (f.contains("params")) {
+      EXPECT_TRUE(f["params"].is_object()) << f;
+    }
+  }
   ASSERT_TRUE(req["i2"]["elites"].empty()) << "no records on this GPU";
   ASSERT_FALSE(req["i2"]["variants"].empty()) << "the stage's variant sources instead";
   for (const auto& v : req["i2"]["variants"])

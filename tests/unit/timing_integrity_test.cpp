@@ -16,7 +16,7 @@ namespace {
 
 using nlohmann::json;
 
-const Shape kShape{8, 32, 32, 2048, 2048, 64};  // long-smoke at D=64
+const Shape kShape{8, 32, 32, 2048, 2048, 64, Layout::bhsd, ""};  // long-smoke at D=64
 
 GatesConfig repo_gates() { return load_gates_config(test::source_root() / "gates" / "gates.json"); }
 
@@ -263,11 +263,11 @@ TEST(TimingIntegrity, ThresholdsTheFloorAndBenchTolerancesComeFromGatesJson) {
   // H200, fp16-d64, mission 1x8x8x512x512: 5.4e8 FLOPs at 1070.5 TFLOP/s = 0.50 µs; its 2.1 MB at
   // 4.8 TB/s = 0.44 µs.
   const Task t = parse_task("fp16-d64");
-  const auto floor = g.floor_us("nvidia-h200", t, Shape{1, 8, 8, 512, 512, 64});
+  const auto floor = g.floor_us("nvidia-h200", t, Shape{1, 8, 8, 512, 512, 64, Layout::bhsd, ""});
   ASSERT_TRUE(floor);
   EXPECT_NEAR(*floor, 4.0 * 8 * 512 * 512 * 64 / 1070.5e12 * 1e6, 1e-9);
   // A memory-bound shape: decode, one query row over 16k keys.
-  const Shape decode{1, 8, 8, 1, 16384, 128};
+  const Shape decode{1, 8, 8, 1, 16384, 128, Layout::bhsd, ""};
   const double bytes = 2.0 * (8 * 128 + 2.0 * 8 * 16384 * 128) + 2.0 * 8 * 128;
   EXPECT_NEAR(*g.floor_us("nvidia-h200", parse_task("bf16-d128"), decode), bytes / 4.8e12 * 1e6, 1e-9);
   EXPECT_FALSE(g.floor_us("nvidia-rtx-4090", t, decode)) << "no peaks in gates.json: no floor";
