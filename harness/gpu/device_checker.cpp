@@ -105,7 +105,7 @@ DeviceCheckFacts DeviceChecker::compare(const Problem& p, double atol_d, double 
 }
 
 void DeviceChecker::check_rows_async(const Problem& p, const TensorDesc& out, double atol_d, double rtol_d,
-                                     long long count, uint64_t key_in, CUdeviceptr sums, unsigned threads) const {
+                                     long long count, uint64_t key_in, CUdeviceptr sums) const {
   float scale = p.scale;
   int causal = task_.causal ? 1 : 0;
   TensorDesc dq = p.dq, dk = p.dk, dv = p.dv, dout = out;
@@ -114,7 +114,7 @@ void DeviceChecker::check_rows_async(const Problem& p, const TensorDesc& out, do
   unsigned long long key = key_in;
   void* args[] = {&dq,         &dk,         &dv,   &dout, &scale, &causal, &descale[0],
                   &descale[1], &descale[2], &atol, &rtol, &key,   &sums};
-  check(cu().cuLaunchKernel(rows_, unsigned(count), 1, 1, threads, 1, 1, 0, stream_, args, nullptr), "row check launch",
+  check(cu().cuLaunchKernel(rows_, unsigned(count), 1, 1, 1024, 1, 1, 0, stream_, args, nullptr), "row check launch",
         "runtime");
 }
 
@@ -124,7 +124,7 @@ DeviceCheckFacts DeviceChecker::check_all_rows(const Problem& p, double atol, do
   Scratch sums(sizeof(DeviceCompareSums));
   const DeviceCompareSums init = empty_compare_sums();
   check(cu().cuMemcpyHtoDAsync(sums.ptr, &init, sizeof(init), stream_), "full check init", "runtime");
-  check_rows_async(p, p.dout, atol, rtol, rows, 0, sums.ptr, 256);  // 8 warps a row: rows of a head share L1
+  check_rows_async(p, p.dout, atol, rtol, rows, 0, sums.ptr);
   check(cu().cuStreamSynchronize(stream_), "full check", "runtime");
   DeviceCompareSums r{};
   check(cu().cuMemcpyDtoH(&r, sums.ptr, sizeof(r)), "full check readback", "runtime");

@@ -56,7 +56,7 @@ class DeviceChecker {
   // recomputed in FP32 and compared with `out` (the problem's O, or a copy of it in the same
   // layout), added into the sums at `sums`; stream-ordered, no wait.
   void check_rows_async(const worker_device::Problem& p, const worker_device::TensorDesc& out, double atol, double rtol,
-                        long long count, uint64_t key, CUdeviceptr sums, unsigned threads = 1024) const;
+                        long long count, uint64_t key, CUdeviceptr sums) const;
   // Every query row of the problem's O recomputed and compared, in one pass (waits): the full
   // check of a timed sample. The same arithmetic as compare(), without its FP32 copy of the output.
   DeviceCheckFacts check_all_rows(const worker_device::Problem& p, double atol, double rtol) const;

@@ -301,19 +301,17 @@ extern "C" __global__ void evo_compare_bf16(EvoTensorDesc o, const float* ref, f
 // arithmetic, for the timing loop's checks of timed samples (gpu/device_checker.h). Row r of the
 // draw is mix(key + r) mod rows: the worker draws the key after the candidate's launch, so no
 // kernel can know which rows are checked; key 0 checks row r = blockIdx.x (every row, one CTA
-// each: the full check, one pass, no FP32 copy of the output). One CTA of up to 1024 threads per
-// row: its warps split the visible keys, each keeps an online softmax over its share (FP32: the
-// rescaling error, ~1e-6 relative, is far below any tolerance), the shares merge in shared
-// memory, and warp 0 compares the row. (Few rows: 32 warps each, for parallelism; every row:
-// 8, so more rows of a head share an SM and its L1 reads of K and V.)
+// each: the full check, one pass, no FP32 copy of the output). One CTA of 1024
+// threads per row: its 32 warps split the visible keys, each keeps an online softmax over its
+// share (FP32: the rescaling error, ~1e-6 relative, is far below any tolerance), the shares merge
+// in shared memory, and warp 0 compares the row.
 template <typename T, typename OT, int D>
 __device__ void check_rows(EvoTensorDesc q, EvoTensorDesc k, EvoTensorDesc v, EvoTensorDesc o, float scale, int causal,
                            float dq, float dk, float dv, float atol, float rtol, unsigned long long key,
                            EvoCompareSums* out) {
-  constexpr int kPer = D / 32, kWarps = 32;  // at most
+  constexpr int kPer = D / 32, kWarps = 32;
   __shared__ float s_q[D], s_m[kWarps], s_l[kWarps];
   __shared__ float s_acc[kWarps][D];
-  const int warps = static_cast<int>(blockDim.x >> 5);
   const float neg_inf = -__int_as_float(0x7f800000);
   const unsigned long long rows = static_cast<unsigned long long>(q.batch) * q.heads * q.seq;
   const unsigned long long row = key ? evo_mix64(key + blockIdx.x) % rows : blockIdx.x;
@@ -335,7 +333,7 @@ __device__ void check_rows(EvoTensorDesc q, EvoTensorDesc k, EvoTensorDesc v, Ev
   }
   const int n = causal ? min(i + 1, k.seq) : k.seq;
   float m = neg_inf, l = 0.f;
-  for (int j = warp; j < n; j += warps) {
+  for (int j = warp; j < n; j += kWarps) {
     const T* kr = kp + j * k.stride[2];
     float s = 0.f;
 #pragma unroll
@@ -361,11 +359,11 @@ __device__ void check_rows(EvoTensorDesc q, EvoTensorDesc k, EvoTensorDesc v, Ev
   __syncthreads();
   if (warp != 0) return;
   float mx = neg_inf;
-  for (int w = 0; w < warps; ++w) mx = fmaxf(mx, s_m[w]);
+  for (int w = 0; w < kWarps; ++w) mx = fmaxf(mx, s_m[w]);
   float sum = 0.f, res[kPer];
 #pragma unroll
   for (int c = 0; c < kPer; ++c) res[c] = 0.f;
-  for (int w = 0; w < warps; ++w) {
+  for (int w = 0; w < kWarps; ++w) {
     if (s_m[w] == neg_inf) continue;  // a warp with no visible key
     const float f = expf(s_m[w] - mx);
     sum += s_l[w] * f;
