@@ -9,15 +9,10 @@
 #include "core/errors.h"
 #include "core/version.h"
 
-int main(int argc, char** argv) {
-  CLI::App app{"evo: evolve CUDA attention kernels stage by stage, with gates you can trust"};
-  app.require_subcommand(1);
-  app.set_version_flag("--version", std::string("evo ") + evo::evo_version());
-  bool verbose = false;
-  app.add_flag("-v,--verbose", verbose, "debug logging");
-  app.parse_complete_callback([&] { spdlog::set_level(verbose ? spdlog::level::debug : spdlog::level::info); });
-  spdlog::set_pattern("%^%l%$: %v");
+namespace {
 
+// Every subcommand, in the order `evo --help` lists them.
+void add_commands(CLI::App& app) {
   evo::add_list_command(app);
   evo::add_compile_command(app);
   evo::add_doctor_command(app);
@@ -34,6 +29,20 @@ int main(int argc, char** argv) {
   evo::add_dataset_command(app);
   evo::add_ablate_command(app);
   evo::add_internal_commands(app);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"evo: evolve CUDA attention kernels stage by stage, with gates you can trust"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("evo ") + evo::evo_version());
+  bool verbose = false;
+  app.add_flag("-v,--verbose", verbose, "debug logging");
+  app.parse_complete_callback([&] { spdlog::set_level(verbose ? spdlog::level::debug : spdlog::level::info); });
+  spdlog::set_pattern("%^%l%$: %v");
+
+  add_commands(app);
 
   try {
     app.parse(argc, argv);

@@ -24,7 +24,7 @@ struct Proposal {
   std::string parent;                // candidate id(s) it came from ("a+b" for a crossover)
   std::string rationale;
   Fidelity fidelity = Fidelity::unset;  // tunable strategies: how to evaluate it (fidelity.h)
-  bool params_given = false;  // external: the answer had "params" (else the front matter's first values)
+  bool params_given = false;            // external: the answer had "params" (else the front matter's first values)
 };
 
 class Strategy;

@@ -108,7 +108,9 @@ std::string unescape(const std::string& lines) {
 TEST(PackageSource, CubinBytesSurviveTheLiteralsAndTheTableIsComplete) {
   std::string bytes;
   for (int i = 0; i < 256; ++i) bytes += char(i);
-  bytes += "\"?\\?" "?=0123";  // split so "??=" is no trigraph
+  bytes +=
+      "\"?\\?"
+      "?=0123";  // split so "??=" is no trigraph
   EXPECT_EQ(unescape(string_literal_lines(bytes, 7)), bytes);
   EXPECT_EQ(quoted("a\"b"), "\"a\\042b\"");
   PackageData d;
