@@ -39,7 +39,7 @@ std::string trace(const SimRun& r) {
   return s;
 }
 
-TEST(Fidelity, TheScreenTimesEveryShapeWithoutPostCheckAndRanksApart) {
+TEST(Fidelity, TheScreenTimesEveryShapeAndRanksApart) {
   const GatesConfig gates = load_gates_config(source_root() / "gates" / "gates.json");
   const Task task = parse_task("fp16-d128");
   const EvalPlan screen = screen_plan(gates, task);
@@ -47,24 +47,11 @@ TEST(Fidelity, TheScreenTimesEveryShapeWithoutPostCheckAndRanksApart) {
   EXPECT_EQ(screen.benchmark.rfind("screen-", 0), 0u) << "never ranked with checked fitness";
   EXPECT_EQ(full.benchmark, "default");
   ASSERT_EQ(screen.bench.size(), full.bench.size()) << "every benchmark shape";
-  for (const auto& b : screen.bench) EXPECT_FALSE(b.post_check);
-  EXPECT_EQ(post_checked(screen), 0u);
-  EXPECT_EQ(post_checked(full), full.bench.size());
   EXPECT_EQ(screen.gate_cases.size(), 5u * gates.inputs.size()) << "the small set, one seed, no sampled cases";
   EXPECT_EQ(reference_cases(screen).size(), screen.gate_cases.size()) << "no fresh references to compute";
   ASSERT_TRUE(screen.timing.has_value());
   EXPECT_EQ(screen.timing->min_samples, 5);
   EXPECT_FALSE(full.timing.has_value()) << "the full run times as gates.json says";
-  // On the wire, and a post_done for a shape the job only times is a protocol break.
-  WorkerJob job;
-  job.bench = screen.bench;
-  job.bench[0].fresh.out_path = "/tmp/x.out";
-  const WorkerJob back = worker_job_from_json(to_json(job));
-  EXPECT_FALSE(back.bench[0].post_check);
-  EXPECT_TRUE(worker_job_from_json(to_json(WorkerJob{})).bench.empty());
-  const auto why = foreign_event(job, post_done_event(job.bench[0].id, "/tmp/x.out", 10, true, true));
-  ASSERT_TRUE(why.has_value());
-  EXPECT_NE(why->find("a post-timing check the job did not ask for"), std::string::npos) << *why;
 }
 
 TEST(SimDomain, KnowsTheOptimumOfEachObjective) {
