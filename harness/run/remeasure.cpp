@@ -75,9 +75,12 @@ Candidate elite_candidate(const Context& ctx, const RemeasureOptions& o, const j
   ParamSet params;
   for (const Tunable& t : v->params)
     if (e["params"].contains(t.name)) params.emplace_back(t.name, e["params"][t.name].get<long>());
-  for (auto& [k, val] : e["params"].items())
-    if (std::none_of(params.begin(), params.end(), [&](const auto& p) { return p.first == k; }))
-      params.emplace_back(k, val.get<long>());
+  for (const auto& item : e["params"].items()) {
+    // A named copy, not a structured binding: clang 14 (CI's fuzz build) cannot capture those.
+    const std::string name = item.key();
+    if (std::none_of(params.begin(), params.end(), [&](const auto& p) { return p.first == name; }))
+      params.emplace_back(name, item.value().get<long>());
+  }
   return Candidate{v, params, task, session.gpu().arch()};
 }
 
