@@ -130,6 +130,21 @@ TEST(Strategies, RandomAndExhaustiveCoverTheDomainOnce) {
   EXPECT_EQ(all.generations, 2);
 }
 
+TEST(Strategies, ExhaustivePromotesTheBestScreenEachGenerationWhileItScreens) {
+  const SimDomain dom(synthetic(), Objective{});
+  const SimRun run = simulate(dom, {"exhaustive", 1, 5, 40, 0, 0});
+  ASSERT_GT(run.steps.size(), 10u);
+  for (size_t i = 0; i < 5; ++i) EXPECT_FALSE(run.steps[i].full) << "generation 0 screens";
+  ASSERT_TRUE(run.steps[5].full) << "generation 1 starts with a promotion";
+  std::string best;
+  double best_us = 0;
+  for (size_t i = 0; i < 5; ++i)
+    if (run.steps[i].value_us > 0 && (best_us == 0 || run.steps[i].value_us < best_us))
+      best_us = run.steps[i].value_us, best = run.steps[i].key;
+  EXPECT_EQ(run.steps[5].key, best) << "the best screen so far";
+  for (size_t i = 6; i < 10; ++i) EXPECT_FALSE(run.steps[i].full) << "then screens of what is left";
+}
+
 TEST(Simulation, PaysMeasuredSecondsAndChecksTheBudgetBeforeEachEvaluation) {
   const SimDomain dom(synthetic(), Objective{});
   const SimRun run = simulate(dom, {"random", 2, 4, 50, 0, 0});
