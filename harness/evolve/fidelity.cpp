@@ -34,6 +34,12 @@ EvalPlan screen_plan(const GatesConfig& gates, const Task& task) {
   // The timing loop draws its repeat probes among the first min_samples, apart from one.
   t.repeat_probes = std::min(t.repeat_probes, t.min_samples - 1);
   p.timing = t;
+  // A kernel that hangs (a register split at the limit can) costs the screen seconds, not ten:
+  // the small gate's cases take milliseconds, a screened shape well under a second.
+  Limits l = gates.limits;
+  l.gate_case_s = std::min(l.gate_case_s, 2.0);
+  l.timing_shape_s = std::min(l.timing_shape_s, 10.0);
+  p.limits = l;
   return p;
 }
 

@@ -3,7 +3,8 @@
 //   screen: the `small` gate set with the first seed (no sampled cases), then every benchmark
 //           shape timed with fewer samples (at least 5 after 10 ms of warm-up, the relative
 //           standard error target relaxed to 1 %, at most 300 ms a shape), with the timing
-//           loop's integrity checks as always. Its fitness is ranked only against other screens
+//           loop's integrity checks as always; the watchdog kills a hang after 2 s of a gate case
+//           (10 s of a timed shape). Its fitness is ranked only against other screens
 //           (benchmark "screen-<hash>"), never with fitness that passed the full gate.
 //   full:   the whole gate (every set, seed and sampled case) and gates.json's timing: the only
 //           fitness that enters a population.

@@ -251,7 +251,7 @@ Record evaluate_candidate(const EvalEnv& env, const Candidate& c, const CompileR
   fs::create_directories(work);
   const GpuJob job = prepare_job(env, c, compiled, plan, standing, work);
   GpuEvaluation evaluation(env, c, job, rec, progress);
-  WorkerClient worker(job.job, work, env.gates->limits);
+  WorkerClient worker(job.job, work, plan.limits.value_or(env.gates->limits));
   evaluation.drive(worker);
   std::error_code ec;
   fs::remove_all(work, ec);

@@ -25,8 +25,10 @@ struct EvalPlan {
   // The sampled gate cases (gates.json "sampled") among gate_cases were drawn with this seed.
   std::optional<uint32_t> gate_seed;
   size_t sampled_cases = 0;
-  // The worker's timing settings when not gates.json's (`evo evolve`'s screen: fewer samples).
+  // The worker's timing settings and watchdog limits when not gates.json's (`evo evolve`'s
+  // screen: fewer samples, a hang killed sooner).
   std::optional<TimingConfig> timing;
+  std::optional<Limits> limits;
 };
 
 struct PlanRequest {

@@ -1,21 +1,26 @@
 #!/usr/bin/env bash
-# The ground truth of issue 26 in one device call (at most 8 minutes on the H200): the whole
-# stage-7 fp16-d128 search space measured once, as `evo evolve --generator exhaustive` does it:
+# A search dataset (issue 26) in one device call of at most 8 minutes on the H200: a whole
+# search space measured as `evo evolve --generator exhaustive` does it, then `evo dataset`.
 #   1. build evo (the binary only);
 #   2. compile every configuration (NVRTC on all cores; cached, so the run below only loads);
-#   3. screen every configuration the EVO_CONSTRAINT rules allow (356: the small gate, every
-#      benchmark shape timed with fewer samples, no post-timing check; ~0.5 GPU-s each);
-#   4. the best screens in full (the whole gate, timing, post-timing check), best first, as many
-#      as the time left allows (at most 24; ~3-5 GPU-s each);
+#   3. screen what the EVO_CONSTRAINT rules allow (the small gate, every benchmark shape timed with
+#      fewer samples; ~0.35 GPU-s each, a hang killed after 2 s), in a seeded random order;
+#   4. the best screens in full (the whole gate and timing; ~5 GPU-s each), best first, one per
+#      generation, as many as the time left allows;
 #   5. `evo dataset` turns the run's records into the dataset.
+# A call that runs out of time leaves a uniform sample unscreened; the next call resumes the same
+# run from the records the previous one brought back (RECORDS). By default the stage-7
+# fp16-d128 search resumes from lab/logs/release-20261126/search-records.tgz (258 of 331 screened,
+# 17 of them hangs of 10 s each under the old watchdog, none in full).
 # Everything comes back under $OUT:
-#   nvidia-h200-stage7-fp16-d128.json  the dataset (commit it as results/datasets/<same name>)
-#   records.tgz                        the run's records and trace (the dataset derives from them)
-#   search.log                         what each step took, and the summary lines of the run
+#   nvidia-h200-stage<N>-<task>.json  the dataset (commit it as results/datasets/<same name>)
+#   records.tgz                       the run's records and trace (keep them under lab/: the
+#                                     dataset derives from them; RECORDS for a next call)
+#   search.log                        what each step took, and the summary lines of the run
 #   screen.log, full.log, build.log, compile.log, gpu.txt
-# WALL_S (default 465) is the time the steps may take; the full evaluations use what is left.
-# STAGE and TASK (default 7, fp16-d128) choose another space; EVO=path skips the build (a dry run
-# of the steps on a machine without a GPU stops after the screen's compile phase).
+# Settings: STAGE, TASK (7, fp16-d128); RECORDS (a records.tgz to resume, "" for a new run);
+# WALL_S (465: what the steps may take); EVO=path skips the build (a dry run without a GPU stops
+# after the screen's compile phase).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 : "${OUT:?set OUT to the folder that comes back}"
@@ -26,6 +31,11 @@ log() { echo "[$(($(date +%s) - T0)) s] $*" | tee -a "$OUT/search.log"; }
 export XDG_CACHE_HOME=${XDG_CACHE_HOME:-/tmp/evo-search-cache}
 STAGE=${STAGE:-7} TASK=${TASK:-fp16-d128}
 NAME=nvidia-h200-stage$STAGE-$TASK.json
+DEFAULT_RECORDS=lab/logs/release-20261126/search-records.tgz
+if [ -z "${RECORDS+set}" ]; then
+  RECORDS=""
+  [ "$STAGE-$TASK" = 7-fp16-d128 ] && [ -f "$DEFAULT_RECORDS" ] && RECORDS=$DEFAULT_RECORDS
+fi
 W=/tmp/evo-search
 R=$W/results P=$W/populations
 rm -rf "$W" && mkdir -p "$R" "$P"
@@ -39,23 +49,48 @@ if [ -z "${EVO:-}" ] &&
 fi
 log "built"
 
-# 2. compile (what the screen would otherwise compile first, at the same speed)
-$evo compile --stage $STAGE --task $TASK --arch sm_90a --jobs "$(nproc)" >"$OUT/compile.log" 2>&1
-log "compiled: exit $? ($(grep -c ' ok ' "$OUT/compile.log") ok lines)"
+# The run to resume, and the GPU-seconds its records spent.
+RUN=""
+if [ -n "$RECORDS" ]; then
+  tar xzf "$RECORDS" -C "$W" || { log "cannot read $RECORDS"; exit 1; }
+  RUN=$(basename "$(ls "$R"/evolve/*.trace.jsonl | head -1)" .trace.jsonl)
+  log "resuming $RUN from $RECORDS"
+fi
+spent() {
+  python3 - "$R" "$RUN" <<'EOF'
+import glob, json, sys
+total = 0.0
+for f in glob.glob(sys.argv[1] + "/*.jsonl"):
+    for line in open(f):
+        try:
+            r = json.loads(line)
+        except ValueError:
+            continue
+        if (r.get("evolve") or {}).get("run") == sys.argv[2]:
+            total += r.get("gpu_seconds") or 0.0
+print(f"{total:.1f}")
+EOF
+}
 
-# 3. the screen: generation 0 proposes every allowed configuration. The budget is a safety net
-#    only (GPU-seconds never exceed wall seconds): the full evaluations below need ~80 s.
-common=(--stage $STAGE --task $TASK --generator exhaustive --rng-seed 26 --results-dir "$R" --populations-dir "$P")
-$evo evolve "${common[@]}" --population 400 --generations 1 --budget-gpu-s "$(($(left) - 80))" >"$OUT/screen.log" 2>&1
-log "screen: exit $?; $(tail -1 "$OUT/screen.log" | cut -c1-200)"
-RUN=$(grep -o 'evo evolve ev-[^:]*' "$OUT/screen.log" | head -1 | cut -d' ' -f3)
+# 2. compile (what the generations would otherwise compile first, at the same speed)
+$evo compile --stage "$STAGE" --task "$TASK" --arch sm_90a --jobs "$(nproc)" >"$OUT/compile.log" 2>&1
+log "compiled: exit $?"
+
+# 3. the screen, leaving ~150 s for the full evaluations (a screen is ~0.6 wall-s per GPU-s)
+common=(--stage "$STAGE" --task "$TASK" --generator exhaustive --rng-seed 26 --results-dir "$R" --populations-dir "$P")
+resume=()
+[ -n "$RUN" ] && resume=(--resume "$RUN")
+budget=$(python3 -c "print(int($(spent) + max(30, $(left) - 150) * 0.6))")
+$evo evolve "${common[@]}" "${resume[@]}" --population 400 --generations 1000 --budget-gpu-s "$budget" \
+  >"$OUT/screen.log" 2>&1
+log "screen: exit $? (budget $budget GPU-s in all); $(tail -1 "$OUT/screen.log" | cut -c1-200)"
+[ -n "$RUN" ] || RUN=$(grep -o 'evo evolve ev-[^:]*' "$OUT/screen.log" | head -1 | cut -d' ' -f3)
 [ -n "$RUN" ] || { log "no run id in screen.log"; tail -20 "$OUT/screen.log"; exit 1; }
 
-# 4. the best screens in full: generation 1 promotes them best first; the GPU-second budget (the
-#    run's total, screens included) ends it in time. A full evaluation takes ~4-6 s of wall time.
-spent=$(grep -o '[0-9.]* GPU-s (' "$OUT/screen.log" | tail -1 | cut -d' ' -f1)
-budget=$(python3 -c "print(int(${spent:-0} + max(0, $(left) - 25) * 0.7))")
-$evo evolve "${common[@]}" --resume "$RUN" --population 24 --generations 2 --budget-gpu-s "$budget" \
+# 4. the best screens in full, one per generation, until the run's GPU-second budget (screens
+#    included) is spent; a full evaluation takes ~6 s of wall time for ~5 GPU-s.
+budget=$(python3 -c "print(int($(spent) + max(0, $(left) - 25) * 0.75))")
+$evo evolve "${common[@]}" --resume "$RUN" --population 1 --generations 1000 --budget-gpu-s "$budget" \
   >"$OUT/full.log" 2>&1
 log "full: exit $? (budget $budget GPU-s in all); $(tail -1 "$OUT/full.log" | cut -c1-200)"
 

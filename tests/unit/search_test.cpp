@@ -15,9 +15,7 @@
 #include "evolve/fidelity.h"
 #include "evolve/simulate.h"
 #include "evolve/strategy.h"
-#include "gpu/worker_events.h"
 #include "policy/config.h"
-#include "run/job_events.h"
 #include "support/test_support.h"
 
 namespace evo::test {
@@ -39,18 +37,21 @@ std::string trace(const SimRun& r) {
   return s;
 }
 
-TEST(Fidelity, TheScreenTimesEveryShapeAndRanksApart) {
+TEST(Fidelity, TheScreenTimesEveryShapeWithFewerSamplesAndRanksApart) {
   const GatesConfig gates = load_gates_config(source_root() / "gates" / "gates.json");
   const Task task = parse_task("fp16-d128");
   const EvalPlan screen = screen_plan(gates, task);
   const EvalPlan full = make_plan(gates, {task, gates.gate_sets, gates.benchmark_sets, gates.seeds, false, 7u});
-  EXPECT_EQ(screen.benchmark.rfind("screen-", 0), 0u) << "never ranked with checked fitness";
+  EXPECT_EQ(screen.benchmark.rfind("screen-", 0), 0u) << "never ranked with fitness that passed the full gate";
   EXPECT_EQ(full.benchmark, "default");
   ASSERT_EQ(screen.bench.size(), full.bench.size()) << "every benchmark shape";
   EXPECT_EQ(screen.gate_cases.size(), 5u * gates.inputs.size()) << "the small set, one seed, no sampled cases";
-  EXPECT_EQ(reference_cases(screen).size(), screen.gate_cases.size()) << "no fresh references to compute";
+  EXPECT_LT(screen.gate_cases.size(), full.gate_cases.size());
+  EXPECT_EQ(reference_cases(screen).size(), screen.gate_cases.size()) << "benchmark shapes are checked on the GPU";
   ASSERT_TRUE(screen.timing.has_value());
   EXPECT_EQ(screen.timing->min_samples, 5);
+  EXPECT_LT(screen.timing->repeat_probes, screen.timing->min_samples) << "probes are drawn among the first samples";
+  EXPECT_LE(screen.timing->shape_budget_ms, 300.0);
   EXPECT_FALSE(full.timing.has_value()) << "the full run times as gates.json says";
 }
 
@@ -127,6 +128,21 @@ TEST(Strategies, RandomAndExhaustiveCoverTheDomainOnce) {
   EXPECT_EQ(screens, want["feasible"].get<size_t>()) << "what the rules allow, once";
   EXPECT_EQ(fulls, want["feasible"].get<size_t>()) << "then every screened one in full, best screen first";
   EXPECT_EQ(all.generations, 2);
+}
+
+TEST(Strategies, ExhaustivePromotesTheBestScreenEachGenerationWhileItScreens) {
+  const SimDomain dom(synthetic(), Objective{});
+  const SimRun run = simulate(dom, {"exhaustive", 1, 5, 40, 0, 0});
+  ASSERT_GT(run.steps.size(), 10u);
+  for (size_t i = 0; i < 5; ++i) EXPECT_FALSE(run.steps[i].full) << "generation 0 screens";
+  ASSERT_TRUE(run.steps[5].full) << "generation 1 starts with a promotion";
+  std::string best;
+  double best_us = 0;
+  for (size_t i = 0; i < 5; ++i)
+    if (run.steps[i].value_us > 0 && (best_us == 0 || run.steps[i].value_us < best_us))
+      best_us = run.steps[i].value_us, best = run.steps[i].key;
+  EXPECT_EQ(run.steps[5].key, best) << "the best screen so far";
+  for (size_t i = 6; i < 10; ++i) EXPECT_FALSE(run.steps[i].full) << "then screens of what is left";
 }
 
 TEST(Simulation, PaysMeasuredSecondsAndChecksTheBudgetBeforeEachEvaluation) {
