@@ -5,9 +5,9 @@
 #include "core/errors.h"
 #include "core/paths.h"
 #include "core/sha256.h"
+#include "evolve/evolve_record.h"
 #include "evolve/search_space.h"
 #include "evolve/strategy.h"
-#include "store/json_fields.h"
 
 namespace evo {
 
@@ -48,17 +48,16 @@ json summary(const Dataset& d) {
           {"screen_gpu_s", screen_s},    {"full", fulls},        {"full_gpu_s", full_s}};
 }
 
-DatasetEval eval_of(const json& r) {
+DatasetEval eval_of(const Record& r) {
   DatasetEval e;
-  e.outcome = string_or(r, "outcome");
-  e.reason = string_or(r, "reason");
-  e.fitness_us = number_or(object_or_null(r, "fitness"), "geomean_median_us", 0);
-  if (r.contains("timing") && r["timing"].is_array())
-    for (const auto& t : r["timing"])
-      if (t.is_object() && t.contains("median_us") && t["median_us"].is_number())
-        e.shapes_us[string_or(t, "shape")] = t["median_us"].get<double>();
-  e.gpu_s = number_or(r, "gpu_seconds", 0);
-  e.candidate_id = string_or(r, "candidate_id");
+  e.outcome = to_string(r.outcome);
+  e.reason = r.reason.value_or("");
+  e.fitness_us = fitness_us(r);
+  if (r.timing)
+    for (const auto& t : *r.timing)
+      if (t.median_us) e.shapes_us[t.shape.value_or("")] = *t.median_us;
+  e.gpu_s = r.gpu_seconds.value_or(0);
+  e.candidate_id = r.candidate_id;
   return e;
 }
 
@@ -68,33 +67,33 @@ bool before_gpu(const std::string& outcome) {
 }
 
 // The records of one run, checked to be one task on one GPU.
-std::vector<const json*> run_records(const std::vector<json>& records, const std::string& run) {
-  std::vector<const json*> mine;
+std::vector<const Record*> run_records(const std::vector<Record>& records, const std::string& run) {
+  std::vector<const Record*> mine;
   for (const auto& r : records)
-    if (string_or(r, "kind") == "run" && string_or(object_or_null(r, "evolve"), "run") == run) mine.push_back(&r);
+    if (r.kind == "run" && evolve_run(r) == run) mine.push_back(&r);
   if (mine.empty()) throw usage_error("--run " + run + ": no record of that evolve run");
-  for (const json* r : mine)
-    if (string_or(*r, "task") != string_or(*mine.front(), "task") ||
-        record_gpu_key(*r) != record_gpu_key(*mine.front()))
+  for (const Record* r : mine)
+    if (r->task != mine.front()->task || r->gpu_key() != mine.front()->gpu_key())
       throw usage_error("--run " + run + ": its records mix tasks or GPUs");
   return mine;
 }
 
-ParamSet json_params(const json& r) {
+ParamSet json_params(const json& params) {
   ParamSet p;
-  if (r.contains("params") && r["params"].is_object())
-    for (const auto& [k, v] : r["params"].items())
+  if (params.is_object())
+    for (const auto& [k, v] : params.items())
       if (v.is_number_integer()) p.emplace_back(k, v.get<long>());
   return p;
 }
 
 // A configuration from its records (the first screen, the first full evaluation).
-DatasetConfig config_of(const SearchVariant& sv, const ParamSet& p, const std::vector<const json*>& records) {
+DatasetConfig config_of(const SearchVariant& sv, const ParamSet& p, const std::vector<const Record*>& records) {
   DatasetConfig c{sv.variant->id, p, "unmeasured", "", std::nullopt, std::nullopt};
-  for (const json* r : records) {
-    const std::string phase = string_or(object_or_null(*r, "evolve"), "phase");
-    if (before_gpu(string_or(*r, "outcome")))
-      c.outcome = string_or(*r, "outcome"), c.reason = string_or(*r, "reason");
+  for (const Record* r : records) {
+    const auto entry = evolve_entry(*r);
+    const std::string phase = entry ? entry->phase : "";
+    if (!reached_gpu(r->outcome))
+      c.outcome = to_string(r->outcome), c.reason = r->reason.value_or("");
     else if (phase == "screen" && !c.screen)
       c.screen = eval_of(*r);
     else if (phase == "full" && !c.full)
@@ -193,23 +192,24 @@ Dataset read_dataset(const std::filesystem::path& file) {
 
 Dataset build_dataset(const std::vector<json>& records, const std::string& run, const std::filesystem::path& root,
                       const Stage& stage) {
-  const auto mine = run_records(records, run);
-  Dataset d{record_gpu_key(*mine.front()), string_or(*mine.front(), "task"), run, stage.number, "", {}, {}, {}};
+  const std::vector<Record> typed = typed_records(records);
+  const auto mine = run_records(typed, run);
+  Dataset d{mine.front()->gpu_key(), mine.front()->task, run, stage.number, "", {}, {}, {}};
   d.header = read_file(root / "variants" / "common" / "evo_attn.cuh");
-  std::map<std::string, std::vector<const json*>> by_config;
-  for (const json* r : mine) {
+  std::map<std::string, std::vector<const Record*>> by_config;
+  for (const Record* r : mine) {
     for (const auto& v : stage.variants)
-      if (v.id == string_or(*r, "variant") && string_or(*r, "source_sha256") != sha256_hex(v.source))
+      if (v.id == r->variant && r->source_sha256 != sha256_hex(v.source))
         throw usage_error(
             fmt::format("{} changed since run {}: build the dataset from that run's checkout", v.id, run));
-    if (d.shapes.empty() && r->contains("timing") && (*r)["timing"].size() > 0)
-      for (const auto& t : (*r)["timing"]) d.shapes.push_back(string_or(t, "shape"));
+    if (d.shapes.empty() && r->timing && !r->timing->empty())
+      for (const auto& t : *r->timing) d.shapes.push_back(t.shape.value_or(""));
   }
   for (const auto& sv : search_space(root, stage, parse_task(d.task))) {
     d.variants.push_back({sv.variant->id, sv.variant->path.string(), sv.variant->source, sv.tunables});
-    for (const json* r : mine)
-      if (string_or(*r, "variant") == sv.variant->id)
-        by_config[config_key(*sv.variant, aligned(sv, json_params(*r)))].push_back(r);
+    for (const Record* r : mine)
+      if (r->variant == sv.variant->id)
+        by_config[config_key(*sv.variant, aligned(sv, json_params(r->params)))].push_back(r);
     for (const auto& p : sv.all()) {
       DatasetConfig c = config_of(sv, p, by_config[config_key(*sv.variant, p)]);
       const ConstraintCheck rule = sv.check(p);

@@ -39,14 +39,14 @@ else:
 json.dump({"candidates": cands}, sys.stdout)
 EOF
 common=(--stage 5 --task fp16-d64 --quick --results-dir $W/results --populations-dir $W/populations)
-timeout 240 $evo evolve "${common[@]}" --generator "exec:python3 $W/gen.py" --generations 3 --population 1 \
+timeout 150 $evo evolve "${common[@]}" --generator "exec:python3 $W/gen.py" --generations 3 --population 1 \
   >"$OUT/exec.log" 2>&1
 echo "exec run: exit $?" >>"$OUT/summary.txt"
 run=$(grep -o 'evo evolve ev-[^:]*' "$OUT/exec.log" | head -1 | cut -d' ' -f3)
-timeout 120 $evo evolve "${common[@]}" --generator "exec:python3 $W/gen.py" --generations 4 --population 1 \
+timeout 90 $evo evolve "${common[@]}" --generator "exec:python3 $W/gen.py" --generations 4 --population 1 \
   --resume "$run" >>"$OUT/exec.log" 2>&1
 echo "exec resume: exit $?" >>"$OUT/summary.txt"
-timeout 240 $evo evolve "${common[@]}" --generator builtin --rng-seed 3 --generations 2 --population 2 \
+timeout 150 $evo evolve "${common[@]}" --generator builtin --rng-seed 3 --generations 2 --population 2 \
   --budget-gpu-s 20 >"$OUT/builtin.log" 2>&1
 echo "builtin run: exit $?" >>"$OUT/summary.txt"
 python3 - "$W" "$run" >>"$OUT/summary.txt" 2>&1 <<'EOF'

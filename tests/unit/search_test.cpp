@@ -199,14 +199,16 @@ const char* kTinyVariant = R"(/*evo {"summary": "t", "params": {"A": [1, 2, 4], 
 EVO_CONSTRAINT(A != 4, "A=4 is out");
 )";
 
-// A record of run `run` as `evo evolve` writes it (only what the dataset reads).
+// A record of run `run` as `evo evolve` writes it (what every record carries, and what the dataset reads).
 json record(const std::string& run, const std::string& sha, long a, long b, const std::string& phase,
             const std::string& outcome, double us, double gpu_s) {
   json timing = json::array();
   if (us > 0)
     for (const char* shape : {"1x8x8x512x512x64", "8x32x32x2048x2048x64"})
       timing.push_back({{"shape", shape}, {"median_us", us}});
-  return {{"kind", "run"},
+  return {{"schema_version", "1.0"},
+          {"kind", "run"},
+          {"time", "2026-11-26T00:00:00Z"},
           {"task", "fp16-d64"},
           {"variant", "9-test/t"},
           {"stage", 9},
