@@ -218,10 +218,12 @@ ShapeTiming ShapeTimer::run() {
   emit(phase_event("timing", "", b_.id));  // progress for the parent's watchdog (per event)
   const auto clock_before = nvml_sm_clock_mhz(rig_.job.device);
   // Drawn now, among the samples every shape runs (min_samples, then the last).
-  const int drawn = std::uniform_int_distribution<int>(0, t.min_samples - 1)(rng_);
+  const int first = std::max(1, t.min_samples);
+  const int drawn = std::uniform_int_distribution<int>(0, first - 1)(rng_);
   std::set<int> probes;
-  while (int(probes.size()) < t.repeat_probes) {
-    const int k = std::uniform_int_distribution<int>(0, t.min_samples - 1)(rng_);
+  const int want = std::min(t.repeat_probes, first - 1);  // distinct samples besides the drawn one
+  while (int(probes.size()) < want) {
+    const int k = std::uniform_int_distribution<int>(0, first - 1)(rng_);
     if (k != drawn) probes.insert(k);
   }
   std::vector<double> times;

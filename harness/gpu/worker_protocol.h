@@ -42,7 +42,7 @@ struct CaseSpec {
 struct BenchSpec {
   std::string id;
   CaseSpec timed;  // the timing loop's distribution (warm-up on its seed's inputs, then fresh ones)
-  CaseSpec fresh;  // the post-timing distribution: the sample at the drawn index, or a pruned shape's launch
+  CaseSpec fresh;  // the post-timing distribution: the last timed sample, or a pruned shape's one launch
 };
 
 struct WorkerJob {

@@ -43,7 +43,7 @@ adversarial() {
   EVO_ADVERSARIAL_FILES='timing_|control_|cache_by_|correct_first|wrong_on_long|spin_delayed' \
     timeout 330 build/tests/evo_tests_gpu --gtest_filter='Adversarial.*' >"$OUT/adversarial.log" 2>&1
   echo "adversarial exit $?"
-  grep -E "adversarial candidates|expected verdict|entered the population|\[  (PASSED|FAILED|  OK) \]" \
+  grep -E "timing family|adversarial candidates|expected verdict|entered the population|\[  (PASSED|FAILED|  OK) \]" \
     "$OUT/adversarial.log" | head -40
 }
 
