@@ -8,6 +8,8 @@
 #                             ctest -L gpu runs 2 and 3 there (setup_h200.sh)
 #   release_check.sh export   lab/device-sessions/export.sh (issue 24)
 #   release_check.sh final    every target, ctest -L gpu verbose (each trick's verdict), export.sh
+#   release_check.sh search   every target, ctest -L gpu once, then search.sh resumes the stage-7
+#                             dataset with what is left of SEARCH_WALL_S (default 330)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 : "${OUT:?set OUT}"
@@ -40,6 +42,13 @@ case "${1:?gate|repeat|export}" in
   export)
     timeout 380 bash lab/device-sessions/export.sh
     pack export ;;
+  search)
+    nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
+    (cmake --preset release >/dev/null && cmake --build build -j 16) >"$OUT/build.log" 2>&1
+    echo "build exit $? warnings $(grep -c 'warning:' "$OUT/build.log")"
+    ctest_gpu 1
+    EVO=$PWD/build/harness/evo WALL_S=${SEARCH_WALL_S:-330} timeout 400 bash lab/device-sessions/search.sh
+    pack search ;;
   final)  # every target built (the release preset's build builds evo only), ctest -L gpu verbose, export
     (cmake --preset release >/dev/null && cmake --build build -j 16) >"$OUT/build.log" 2>&1
     echo "build exit $? warnings $(grep -c 'warning:' "$OUT/build.log")"
