@@ -29,7 +29,8 @@ struct AblationResult {
   std::string gpu, task, run;
   int stage = 0;
   size_t configs = 0, feasible = 0, screened = 0, full = 0;  // raw, allowed by the parsed rules, measured
-  double screen_cost = 0, full_cost = 0;                     // median GPU-s per evaluation
+  size_t unmeasured = 0;                  // allowed, never measured (the ground-truth run ran out of time)
+  double screen_cost = 0, full_cost = 0;  // median GPU-s per evaluation
   Objective objective;
   std::string why_objective;  // how it was chosen
   double optimum = 0;

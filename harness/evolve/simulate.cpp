@@ -1,6 +1,7 @@
 #include "evolve/simulate.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/errors.h"
 #include "evolve/generator.h"
@@ -38,6 +39,10 @@ SimDomain::SimDomain(const Dataset& d, Objective objective) : objective_(std::mo
   full_cost_ = costs[costs.size() / 2];
   std::sort(ratios.begin(), ratios.end());
   if (!ratios.empty()) ratio_ = ratios[ratios.size() / 2];
+  std::vector<double> deviations;
+  for (double r : ratios) deviations.push_back(std::abs(r / ratio_ - 1));
+  std::sort(deviations.begin(), deviations.end());
+  if (!deviations.empty()) ratio_noise_ = 2 * deviations[deviations.size() / 2];
   for (const auto& c : d.configs) {
     const double us = full_value(c);
     if (us > 0 && (optimum_ == 0 || us < optimum_)) optimum_ = us, optimum_at_ = &c;

@@ -37,6 +37,9 @@ class SimDomain {
   // A configuration's objective in full: measured, or its screen's scaled by full_ratio(); 0: none.
   double full_value(const DatasetConfig& c) const;
   double full_ratio() const { return ratio_; }
+  // How far one screen misjudges its full evaluation: twice the median absolute deviation of
+  // full/screen from full_ratio() (relative); what an optimum known only from a screen may be off.
+  double ratio_noise() const { return ratio_noise_; }
   // The best full_value of the dataset, and where.
   double optimum() const { return optimum_; }
   const DatasetConfig* optimum_config() const { return optimum_at_; }
@@ -48,7 +51,7 @@ class SimDomain {
   std::vector<SearchVariant> space_;
   std::map<std::string, const DatasetConfig*> by_key_;
   Objective objective_;
-  double optimum_ = 0, full_cost_ = 0, ratio_ = 1;
+  double optimum_ = 0, full_cost_ = 0, ratio_ = 1, ratio_noise_ = 0;
   const DatasetConfig* optimum_at_ = nullptr;
 };
 

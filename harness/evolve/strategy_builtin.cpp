@@ -4,9 +4,12 @@
 //     configurations of highest expected improvement under a Gaussian-process model of log µs
 //     (evolve/surrogate.h), a batch made diverse by penalizing the neighbours of those already
 //     picked (local penalization).
-//   - Full evaluations are promotions: one per generation, the best screened configuration, when
-//     its screen (scaled by the measured full/screen ratio) beats the best full evaluation by
-//     more than nothing; once every configuration is screened, the best remaining ones in turn.
+//   - Full evaluations are promotions: one per generation once kScreensFirst screens succeeded,
+//     the best screened configuration, when its screen (scaled by the measured full/screen ratio)
+//     beats the best full evaluation or ties it within the screens' measured noise (twice the
+//     median absolute deviation of full/screen); once every configuration is screened,
+//     the best remaining ones in turn. Promoting sooner spends a full evaluation (~10 screens)
+//     on the best of a handful of screens, which random sampling matches.
 // Screens and full evaluations time the same shapes the same way, so both train the model.
 #include <algorithm>
 #include <cmath>
@@ -20,6 +23,8 @@ namespace {
 
 constexpr size_t kInitialDesign = 6;  // screens before the model proposes
 constexpr double kXi = 0.002;         // EI margin in log µs (0.2 %)
+constexpr size_t kScreensFirst = 8;   // successful screens before the first promotion
+constexpr size_t kNoiseSample = 3;    // configurations measured both ways before the noise counts
 
 GpPoint point_of(const std::vector<SearchVariant>& space, const SearchVariant& sv, const ParamSet& p) {
   GpPoint g;
@@ -46,6 +51,8 @@ struct Data {
   std::vector<double> log_us;
   double ratio = 1;      // full / screen, median over configurations measured at both
   double incumbent = 0;  // best full µs (run or prior)
+  size_t measured = 0;   // configurations measured (failures are not: they teach the model nothing)
+  double noise = 0;      // how far a screen may misjudge a full evaluation (relative)
 };
 
 Data training_data(const SearchState& s, const std::map<std::string, Evaluated>& seen) {
@@ -56,6 +63,12 @@ Data training_data(const SearchState& s, const std::map<std::string, Evaluated>&
   if (!ratios.empty()) {
     std::sort(ratios.begin(), ratios.end());
     d.ratio = ratios[ratios.size() / 2];
+  }
+  if (ratios.size() >= kNoiseSample) {  // twice the median absolute deviation of the ratios
+    std::vector<double> dev;
+    for (double r : ratios) dev.push_back(std::abs(r / d.ratio - 1));
+    std::sort(dev.begin(), dev.end());
+    d.noise = 2 * dev[dev.size() / 2];
   }
   std::map<std::string, bool> added;
   auto add = [&](const Observation& o, double us) {
@@ -77,6 +90,7 @@ Data training_data(const SearchState& s, const std::map<std::string, Evaluated>&
     add(o, e.full_us > 0 ? e.full_us : e.screen_us * d.ratio);
     if (e.full_us > 0 && (d.incumbent == 0 || e.full_us < d.incumbent)) d.incumbent = e.full_us;
   }
+  d.measured = d.points.size();
   return d;
 }
 
@@ -115,10 +129,11 @@ class BuiltinStrategy : public Strategy {
       if (!before && !seen.count(config_key(*c.sv->variant, c.params))) open.push_back(c);
     }
     const Data data = training_data(s, seen);
-    std::vector<Proposal> out = promotions(s, seen, data, open.empty() ? count : 1);
+    const size_t promote = open.empty() ? count : data.measured >= kScreensFirst ? 1 : 0;
+    std::vector<Proposal> out = promotions(s, seen, data, promote);
     if (out.size() < count && !open.empty()) {
-      auto screens = data.points.size() < kInitialDesign ? space_filling(s, data, open, count - out.size(), rng)
-                                                         : by_improvement(s, data, open, count - out.size());
+      auto screens = data.measured < kInitialDesign ? space_filling(s, data, open, count - out.size(), rng)
+                                                    : by_improvement(s, data, open, count - out.size());
       out.insert(out.end(), screens.begin(), screens.end());
     }
     return out;
@@ -130,7 +145,8 @@ class BuiltinStrategy : public Strategy {
     std::vector<Proposal> out;
     for (const auto& [us, o] : promotable(s, seen)) {
       if (out.size() >= most) break;
-      const bool beats = data.incumbent == 0 || us * data.ratio < data.incumbent;
+      // Within the screen's noise of the best full evaluation is a tie the full evaluation decides.
+      const bool beats = data.incumbent == 0 || us * data.ratio < data.incumbent * (1 + data.noise);
       if (!beats && most == 1) break;  // not every configuration is screened yet: screen more instead
       Proposal p = proposal(*space_of(*s.space, o->variant), o->params, Fidelity::promote,
                             beats ? "promoted: its screen beats the best full evaluation"
