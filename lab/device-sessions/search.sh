@@ -10,8 +10,9 @@
 #   5. `evo dataset` turns the run's records into the dataset.
 # A call that runs out of time leaves a uniform sample unscreened; the next call resumes the same
 # run from the records the previous one brought back (RECORDS). By default the stage-7
-# fp16-d128 search resumes from lab/logs/release-20261126/search-records.tgz (258 of 331 screened,
-# 17 of them hangs of 10 s each under the old watchdog, none in full).
+# fp16-d128 search resumes from lab/logs/search-20261126/search-records.tgz (the second call:
+# 279 of 331 screened, 17 of them hangs of 10 s each under the old watchdog, 34 in full; the
+# first call's records are lab/logs/release-20261126/search-records.tgz).
 # Everything comes back under $OUT:
 #   nvidia-h200-stage<N>-<task>.json  the dataset (commit it as results/datasets/<same name>)
 #   records.tgz                       the run's records and trace (keep them under lab/: the
@@ -31,7 +32,7 @@ log() { echo "[$(($(date +%s) - T0)) s] $*" | tee -a "$OUT/search.log"; }
 export XDG_CACHE_HOME=${XDG_CACHE_HOME:-/tmp/evo-search-cache}
 STAGE=${STAGE:-7} TASK=${TASK:-fp16-d128}
 NAME=nvidia-h200-stage$STAGE-$TASK.json
-DEFAULT_RECORDS=lab/logs/release-20261126/search-records.tgz
+DEFAULT_RECORDS=lab/logs/search-20261126/search-records.tgz
 if [ -z "${RECORDS+set}" ]; then
   RECORDS=""
   [ "$STAGE-$TASK" = 7-fp16-d128 ] && [ -f "$DEFAULT_RECORDS" ] && RECORDS=$DEFAULT_RECORDS
