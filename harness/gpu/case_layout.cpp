@@ -37,9 +37,30 @@ TensorPlacement cache(const Shape& s, int capacity) {
   return p;
 }
 
+// Moves a tensor `lead` bytes further into its buffer: its address becomes `align` mod 256.
+void offset_view(TensorPlacement& p, int align, int bytes) {
+  const int64_t target = align % 256, at = p.offset * bytes;
+  const int64_t lead = 256 + ((target - at) % 256 + 256) % 256;
+  p.offset += lead / bytes;
+  p.buffer_elements += lead / bytes;
+}
+
 }  // namespace
 
-CaseLayout case_layout(const Shape& s, const std::string& layout) {
+std::string base_layout(const std::string& layout) { return layout.substr(0, layout.find('@')); }
+
+int layout_alignment(const std::string& layout) {
+  const auto at = layout.find('@');
+  if (at == std::string::npos) return 0;
+  const std::string a = layout.substr(at + 1);
+  for (int v = 16; v <= 256; v *= 2)
+    if (a == std::to_string(v)) return v;
+  throw usage_error("bad case layout '" + layout + "': the alignment after '@' is 16, 32, 64, 128 or 256");
+}
+
+CaseLayout case_layout(const Shape& s, const std::string& full, int in_bytes, int out_bytes) {
+  const std::string layout = base_layout(full);
+  const int align = layout_alignment(full);
   CaseLayout c;
   if (layout.empty() || layout == "bhsd" || layout == "bshd") {
     const Layout l = layout.empty() ? s.layout : (layout == "bshd" ? Layout::bshd : Layout::bhsd);
@@ -60,6 +81,10 @@ CaseLayout case_layout(const Shape& s, const std::string& layout) {
     c.k = c.v = cache(s, s.seq_kv + 37);  // 37: room that no tile size divides
   } else {
     throw usage_error("unknown case layout '" + layout + "': use packed_qkv, mixed or kv_cache");
+  }
+  if (align) {
+    for (TensorPlacement* p : {&c.q, &c.k, &c.v}) offset_view(*p, align, in_bytes);
+    offset_view(c.o, align, out_bytes);
   }
   return c;
 }

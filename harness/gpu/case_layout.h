@@ -6,6 +6,11 @@
 //  - mixed: Q BSHD, K BHSD, V BSHD, O BHSD (no two neighbours share strides);
 //  - kv_cache: K and V are BHSD slices of a cache with room for more keys than Skv (head and
 //    batch strides larger than Skv·D), Q and O BHSD.
+// Any of them (and bhsd, bshd) may end in "@A", A a power of two from 16 to 256: an offset view
+// whose tensors start A mod 256 bytes past a 256-byte boundary (A = 256: on one), at least 256
+// bytes into their buffers. Buffers start 256-byte aligned, so "@16" makes every Q, K, V and O
+// address 16-byte aligned and no more, whatever the layout's own offsets (packed views of a
+// D = 128 projection are otherwise always 256-byte aligned).
 // Bytes of a buffer outside the tensor's elements are filled with 0x7E (a NaN in fp16, a huge
 // value in bf16): a kernel that reads them spoils its output.
 #pragma once
@@ -26,7 +31,12 @@ struct CaseLayout {
   TensorPlacement q, k, v, o;
 };
 
-// Throws usage_error for an unknown layout name ("" is the shape's own layout).
-CaseLayout case_layout(const Shape& s, const std::string& layout);
+// Throws usage_error for an unknown layout name ("" is the shape's own layout). `in_bytes` and
+// `out_bytes` (per element of Q/K/V and of O) place "@A" views in bytes.
+CaseLayout case_layout(const Shape& s, const std::string& layout, int in_bytes = 2, int out_bytes = 2);
+
+// The layout without its "@A" suffix, and A (0 when none).
+std::string base_layout(const std::string& layout);
+int layout_alignment(const std::string& layout);
 
 }  // namespace evo

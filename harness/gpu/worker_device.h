@@ -108,7 +108,7 @@ struct Problem {
   void allocate(const Shape& s, const std::string& layout = "", size_t guard = kGuardBytes) {
     shape = s;
     padded = !layout.empty();
-    const CaseLayout lay = case_layout(s, layout);
+    const CaseLayout lay = case_layout(s, layout, in_elem, elem);  // "@A" views are placed in bytes
     auto place = [&](GuardedBuffer& b, const TensorPlacement& t, int heads, int seq, int bytes) {
       b.allocate(size_t(t.buffer_elements) * bytes, guard);
       TensorDesc d{b.data() + CUdeviceptr(t.offset * bytes),

@@ -224,7 +224,7 @@ void parse_roofline(const json& j, const std::string& origin, GatesConfig& c) {
   }
 }
 
-// "sanitizer": the compute-sanitizer pass over would-be elites.
+// "sanitizer" and "deep_gate": what would-be elites pass before they enter a top-3.
 void parse_sanitizer(const json& j, const std::string& origin, GatesConfig& c) {
   const json sz = field_or<json>(j, "sanitizer", json::object(), origin);
   const std::string sw = origin + " sanitizer";
@@ -237,6 +237,12 @@ void parse_sanitizer(const json& j, const std::string& origin, GatesConfig& c) {
   if (c.sanitizer.seeds.empty()) throw usage_error(sw + ": seeds must name at least one seed");
   if (!(c.sanitizer.tool_s > 0)) throw usage_error(sw + ": tool_s must be positive");
   c.input(c.sanitizer.inputs);  // names it if it is not one of defaults.inputs
+  const json dg = field_or<json>(j, "deep_gate", json::object(), origin);
+  const std::string dw = origin + " deep_gate";
+  c.deep_gate.shape_sets = field_or<std::vector<std::string>>(dg, "shape_sets", c.deep_gate.shape_sets, dw);
+  c.deep_gate.sanitizer = field_or<bool>(dg, "sanitizer", c.deep_gate.sanitizer, dw);
+  for (const auto& set : c.deep_gate.shape_sets)
+    if (!c.shape_sets.count(set)) throw usage_error(fmt::format("{}: shape set '{}' is not in shape_sets", dw, set));
 }
 
 }  // namespace

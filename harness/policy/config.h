@@ -71,6 +71,14 @@ struct SanitizerConfig {
   double tool_s = 300;            // watchdog per phase under the instrumented run
 };
 
+// The deep tier ("deep_gate"): what a candidate about to enter a top-3 passes first, besides the
+// deep sampled cases (SampleSpace::deep): these fixed sets (the huge set: > 2^31 elements,
+// checked on the GPU) and, when `sanitizer`, compute-sanitizer (SanitizerConfig).
+struct DeepGateConfig {
+  std::vector<std::string> shape_sets{"huge"};
+  bool sanitizer = true;
+};
+
 struct RegressionConfig {
   double confidence = 0.99;
   double min_effect = 0.03;
@@ -119,6 +127,7 @@ struct GatesConfig {
   Limits limits;
   RegressionConfig regression;
   SanitizerConfig sanitizer;
+  DeepGateConfig deep_gate;
   VerdictPolicy verdict;
   ComparePolicy compare;
   std::map<std::string, RooflinePeaks> roofline;  // by GPU key ("nvidia-h200")

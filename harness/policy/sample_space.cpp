@@ -1,7 +1,9 @@
 #include "policy/sample_space.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/errors.h"
@@ -82,50 +84,141 @@ bool known_case_layout(const std::string& n) {
   return n == "bhsd" || n == "bshd" || n == "packed_qkv" || n == "mixed" || n == "kv_cache";
 }
 
+const char* sample_dim_name(int dim) {
+  static const char* names[kSampleDims] = {"layouts",       "alignments",     "batch",    "heads",  "seq_q", "seq_kv",
+                                           "seq_q_residue", "seq_kv_residue", "diagonal", "scales", "inputs"};
+  return dim >= 0 && dim < kSampleDims ? names[dim] : "?";
+}
+
+std::vector<int> SampleSpace::sizes() const {
+  return {int(layouts.size()),   int(alignments.size()), int(batch.size()),    int(heads.size()),
+          int(lengths.size()),   int(lengths.size()),    int(residues.size()), int(residues.size()),
+          int(diagonals.size()), int(scales.size()),     int(inputs.size())};
+}
+
+Residue residue_of(const std::string& n) { return n == "x64" ? Residue::x64 : n == "x8" ? Residue::x8 : Residue::odd; }
+Diagonal diagonal_of(const std::string& n) {
+  return n == "lt" ? Diagonal::lt : n == "eq" ? Diagonal::eq : Diagonal::gt;
+}
+
+namespace {
+
+// A list of distinct names, each one of `known`.
+std::vector<std::string> names_from(const json& j, const std::string& key, const std::vector<std::string>& known,
+                                    const std::string& w) {
+  std::vector<std::string> out;
+  for (const auto& v : nonempty_list(j, key, w)) {
+    const std::string n = text(v, w + "." + key);
+    if (std::find(known.begin(), known.end(), n) == known.end() || std::find(out.begin(), out.end(), n) != out.end())
+      throw usage_error(fmt::format("{}.{}: '{}' is unknown or repeated: use {}", w, key, n, fmt::join(known, ", ")));
+    out.push_back(n);
+  }
+  return out;
+}
+
+// [{"name": N, "range": [lo, hi]}, ...] with names distinct.
+std::vector<NamedRange> ranges_from(const json& j, const std::string& key, int max, const std::string& w) {
+  std::vector<NamedRange> out;
+  for (const auto& e : nonempty_list(j, key, w)) {
+    NamedRange r;
+    r.name = text(member(e, "name", w + "." + key), w + "." + key + ".name");
+    const std::string rw = w + "." + key + "." + r.name;
+    std::tie(r.lo, r.hi) = range(member(e, "range", rw), 1, max, rw + ".range");
+    for (const auto& o : out)
+      if (o.name == r.name) throw usage_error(fmt::format("{}.{}: name '{}' is repeated", w, key, r.name));
+    out.push_back(r);
+  }
+  return out;
+}
+
+HeadConfig head_config(const std::string& t, const std::string& w) {
+  const auto slash = t.find('/');
+  HeadConfig c;
+  try {
+    size_t a = 0, b = 0;
+    c.heads_q = std::stoi(t.substr(0, slash), &a);
+    c.heads_kv = slash == std::string::npos ? 0 : std::stoi(t.substr(slash + 1), &b);
+    if (a != slash || b != t.size() - slash - 1) c.heads_kv = 0;
+  } catch (const std::exception&) {
+    c.heads_kv = 0;
+  }
+  if (c.heads_q < 1 || c.heads_q > 256 || c.heads_kv < 1 || c.heads_q % c.heads_kv != 0)
+    throw usage_error(fmt::format("{}.heads: bad entry '{}': use 'Hq/Hkv' with Hkv dividing Hq (Hq <= 256)", w, t));
+  return c;
+}
+
+std::vector<HeadClass> head_classes(const json& j, const std::string& w) {
+  std::vector<HeadClass> out;
+  for (const auto& e : nonempty_list(j, "heads", w)) {
+    HeadClass h;
+    h.name = text(member(e, "name", w + ".heads"), w + ".heads.name");
+    for (const auto& c : nonempty_list(e, "configs", w + ".heads." + h.name))
+      h.configs.push_back(head_config(text(c, w + ".heads." + h.name), w));
+    out.push_back(h);
+  }
+  return out;
+}
+
+int dim_by_name(const json& v, const std::string& w) {
+  const std::string n = text(v, w);
+  for (int d = 0; d < kSampleDims; ++d)
+    if (n == sample_dim_name(d)) return d;
+  throw usage_error(fmt::format("{}: unknown dimension '{}'", w, n));
+}
+
+CoverageTier tier(const json& j, const std::string& w) {
+  CoverageTier t;
+  if (j.contains("triples"))
+    for (const auto& tr : member(j, "triples", w)) {
+      if (!tr.is_array() || tr.size() != 3) throw usage_error(w + ".triples: each entry lists three dimensions");
+      std::array<int, 3> d{};
+      for (size_t i = 0; i < 3; ++i) d[i] = dim_by_name(tr[i], w + ".triples");
+      if (d[0] == d[1] || d[1] == d[2] || d[0] == d[2])
+        throw usage_error(w + ".triples: a triple names three different dimensions");
+      t.triples.push_back(d);
+    }
+  if (j.contains("random_cases")) t.random_cases = int(integer(j.at("random_cases"), 0, 1000, w + ".random_cases"));
+  if (j.contains("min_cases")) t.min_cases = int(integer(j.at("min_cases"), 0, 1000, w + ".min_cases"));
+  return t;
+}
+
+std::vector<int> alignments(const json& j, const std::string& w) {
+  std::vector<int> out;
+  for (const auto& v : nonempty_list(j, "alignments", w)) {
+    const int a = int(integer(v, 16, 256, w + ".alignments"));
+    if ((a & (a - 1)) != 0) throw usage_error(w + ".alignments: use powers of two from 16 to 256 (bytes)");
+    out.push_back(a);
+  }
+  return out;
+}
+
+}  // namespace
+
 SampleSpace parse_sample_space(const json& j, const std::string& w) {
   SampleSpace s;
   if (!j.is_object()) throw usage_error(w + ": must be an object");
   s.enabled = true;
-  s.cases = int(integer(member(j, "cases", w), 1, 64, w + ".cases"));
   s.max_tensor_elements = integer(member(j, "max_tensor_elements", w), 1, int64_t(1) << 28, w + ".max_tensor_elements");
   const json f = member(j, "max_flops", w);
   if (!f.is_number() || !(f.get<double>() >= 1e6) || f.get<double>() > 1e13)
     throw usage_error(w + ".max_flops: must be a number from 1e6 to 1e13");
   s.max_flops = f.get<double>();
-  std::tie(s.batch_lo, s.batch_hi) = range(member(j, "batch", w), 1, 1024, w + ".batch");
-  for (const auto& h : nonempty_list(j, "heads", w)) {
-    const std::string t = text(h, w + ".heads");
-    const auto slash = t.find('/');
-    HeadConfig c;
-    try {
-      size_t a = 0, b = 0;
-      c.heads_q = std::stoi(t.substr(0, slash), &a);
-      c.heads_kv = slash == std::string::npos ? 0 : std::stoi(t.substr(slash + 1), &b);
-      if (a != slash || b != t.size() - slash - 1) c.heads_kv = 0;
-    } catch (const std::exception&) {
-      c.heads_kv = 0;
-    }
-    if (c.heads_q < 1 || c.heads_q > 256 || c.heads_kv < 1 || c.heads_q % c.heads_kv != 0)
-      throw usage_error(fmt::format("{}.heads: bad entry '{}': use 'Hq/Hkv' with Hkv dividing Hq (Hq <= 256)", w, t));
-    s.heads.push_back(c);
-  }
-  for (const auto& l : nonempty_list(j, "lengths", w)) {
-    LengthClass c;
-    c.name = text(member(l, "name", w + ".lengths"), w + ".lengths.name");
-    const std::string lw = w + ".lengths." + c.name;
-    std::tie(c.seq_q_lo, c.seq_q_hi) = range(member(l, "seq_q", lw), 1, 1 << 16, lw + ".seq_q");
-    std::tie(c.seq_kv_lo, c.seq_kv_hi) = range(member(l, "seq_kv", lw), 1, 1 << 16, lw + ".seq_kv");
-    s.lengths.push_back(c);
-  }
-  for (const auto& l : nonempty_list(j, "layouts", w)) {
-    s.layouts.push_back(text(l, w + ".layouts"));
-    if (!known_case_layout(s.layouts.back()))
-      throw usage_error(fmt::format("{}.layouts: unknown layout '{}': use bhsd, bshd, packed_qkv, mixed or kv_cache", w,
-                                    s.layouts.back()));
-  }
+  s.batch = ranges_from(j, "batch", 1024, w);
+  s.heads = head_classes(j, w);
+  s.lengths = ranges_from(j, "lengths", 1 << 16, w);
+  s.residues = names_from(j, "residues", {"x64", "x8", "odd"}, w);
+  s.diagonals = names_from(j, "diagonals", {"lt", "eq", "gt"}, w);
+  s.layouts = names_from(j, "layouts", {"bhsd", "bshd", "packed_qkv", "mixed", "kv_cache"}, w);
+  s.alignments = alignments(j, w);
   for (const auto& v : nonempty_list(j, "scales", w))
     s.scales.push_back(parse_scale(text(v, w + ".scales"), w + ".scales"));
   for (const auto& v : nonempty_list(j, "inputs", w)) s.inputs.push_back(text(v, w + ".inputs"));
+  if (j.contains("device_check")) {
+    if (!j.at("device_check").is_boolean()) throw usage_error(w + ".device_check: must be true or false");
+    s.device_check = j.at("device_check").get<bool>();
+  }
+  s.cheap = tier(member(j, "cheap", w), w + ".cheap");
+  s.deep = tier(member(j, "deep", w), w + ".deep");
   return s;
 }
 

@@ -1,8 +1,10 @@
 // gates.json "sampled": the space the correctness gate draws extra cases from on every run
-// (besides the visible fixed sets). Each dimension is a list of values; a run draws `cases`
-// cases and every value of every dimension appears in at least one of them (a covering draw,
-// see harness/run/sampler.cpp), paired at random by the run's gate seed.
+// (besides the visible fixed sets). It has eleven dimensions, each a list of values; a run's
+// cases are the rows of a covering array over them (every pair of values of every two
+// dimensions meets in some case, and the triples a tier asks for too: see
+// harness/core/covering_array.h and harness/run/sampler.cpp), built from the run's gate seed.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -10,17 +12,45 @@
 
 namespace evo {
 
+// The dimensions, in the order of a covering row. Their gates.json names: sample_dim_name().
+enum SampleDim {
+  kDimLayout,
+  kDimAlignment,
+  kDimBatch,
+  kDimHeads,
+  kDimSeqQ,
+  kDimSeqKv,
+  kDimSeqQResidue,
+  kDimSeqKvResidue,
+  kDimDiagonal,
+  kDimScale,
+  kDimInputs,
+  kSampleDims
+};
+const char* sample_dim_name(int dim);
+
 // Query/KV head counts of a released model (its GQA/MQA ratio is heads_q / heads_kv).
 struct HeadConfig {
   int heads_q = 1, heads_kv = 1;
 };
 
-// A length regime: Sq and Skv drawn log-uniformly from their ranges, then moved off multiples
-// of 8 (no tile divides them).
-struct LengthClass {
+// A class of head configs with a like ratio (MHA, powers of two, other ratios, MQA, ...): the
+// covering array picks the class, the case one of its configs.
+struct HeadClass {
   std::string name;
-  int seq_q_lo = 1, seq_q_hi = 1, seq_kv_lo = 1, seq_kv_hi = 1;
+  std::vector<HeadConfig> configs;
 };
+
+// A named integer range: a batch class or a length class (Sq and Skv draw from the same list).
+struct NamedRange {
+  std::string name;
+  int lo = 1, hi = 1;
+};
+
+// A length's remainder mod 64: x64 (a multiple of 64), x8 (a multiple of 8, not of 64), odd.
+enum class Residue { x64, x8, odd };
+// Where the causal diagonal ends: Sq < Skv, Sq = Skv, Sq > Skv.
+enum class Diagonal { lt, eq, gt };
 
 // A softmax scale: `factor`, `factor/sqrt(D)` or `factor/D`, spelled as in gates.json.
 struct ScaleChoice {
@@ -30,18 +60,36 @@ struct ScaleChoice {
   double value(int head_dim) const;
 };
 
+// How a tier draws its cases: a covering array (all pairs, plus these triples of dimensions),
+// then `random_cases` valid rows drawn at random, then more until there are `min_cases`.
+struct CoverageTier {
+  std::vector<std::array<int, 3>> triples;
+  int random_cases = 0;
+  int min_cases = 0;
+};
+
 struct SampleSpace {
   bool enabled = false;
-  int cases = 0;
-  int64_t max_tensor_elements = 0;  // per tensor, before layout padding
+  int64_t max_tensor_elements = 0;  // per buffer, padding included
   double max_flops = 0;             // per case (4·B·Hq·Sq·Skv·D, before the causal mask)
-  int batch_lo = 1, batch_hi = 1;
-  std::vector<HeadConfig> heads;
-  std::vector<LengthClass> lengths;
-  std::vector<std::string> layouts;  // bhsd, bshd, packed_qkv, mixed, kv_cache
+  std::vector<NamedRange> batch;
+  std::vector<HeadClass> heads;
+  std::vector<NamedRange> lengths;
+  std::vector<std::string> residues;   // "x64", "x8", "odd"
+  std::vector<std::string> diagonals;  // "lt", "eq", "gt"
+  std::vector<std::string> layouts;    // bhsd, bshd, packed_qkv, mixed, kv_cache
+  std::vector<int> alignments;         // bytes: each tensor's address is this mod 256 (256: 0)
   std::vector<ScaleChoice> scales;
   std::vector<std::string> inputs;  // names of gates.json "inputs"
+  CoverageTier cheap, deep;
+  bool device_check = true;  // sampled cases are hashed, referenced and compared on the GPU (run/large_cases.h)
+
+  // Values per dimension, in SampleDim order.
+  std::vector<int> sizes() const;
 };
+
+Residue residue_of(const std::string& name);
+Diagonal diagonal_of(const std::string& name);
 
 // Throws usage_error naming `where` and the field on any malformed entry.
 SampleSpace parse_sample_space(const nlohmann::json& j, const std::string& where);

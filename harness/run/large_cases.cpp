@@ -5,13 +5,14 @@
 #include <string>
 
 #include "gpu/case_layout.h"
+#include "run/sampler.h"
 
 namespace evo {
 
 namespace {
 
-int64_t largest_buffer(const CaseSpec& c) {
-  const CaseLayout l = case_layout(c.shape, c.layout);
+int64_t largest_buffer(const CaseSpec& c, const Task& task) {
+  const CaseLayout l = case_layout(c.shape, c.layout, task.input_bytes(), task.output_bytes());
   return std::max({l.q.buffer_elements, l.k.buffer_elements, l.v.buffer_elements, l.o.buffer_elements});
 }
 
@@ -26,14 +27,22 @@ void mark_device_checks(const GatesConfig& gates, const Task& task, std::vector<
   std::vector<CaseSpec> kept;
   std::set<std::string> large_shapes;
   for (CaseSpec& c : cases) {
-    if (largest_buffer(c) >= gates.limits.device_check_elements) {
-      if (!large_shapes.insert(c.shape.dims() + "|" + c.layout).second) continue;
+    const bool large = largest_buffer(c, task) >= gates.limits.device_check_elements;
+    if (large && !large_shapes.insert(c.shape.dims() + "|" + c.layout).second) continue;
+    if (large || (gates.sampled.device_check && (is_sampled_case(c.id) || is_deep_case(c.id)))) {
       const Tolerance& tol = gates.tolerance(task, c.inputs);
       c.device_check = {true, tol.atol, tol.rtol};
     }
     kept.push_back(std::move(c));
   }
   cases = std::move(kept);
+}
+
+double device_check_bytes(const CaseSpec& c, const Task& task) {
+  const CaseLayout l = case_layout(c.shape, c.layout, task.input_bytes(), task.output_bytes());
+  return double(l.q.buffer_elements + l.k.buffer_elements + l.v.buffer_elements) * task.input_bytes() +
+         double(l.o.buffer_elements) * task.output_bytes() +
+         double(c.shape.elements(c.shape.heads_q, c.shape.seq_q)) * 4;
 }
 
 double gate_case_limit_s(const CaseSpec& c, const Task& task, const Limits& limits) {

@@ -23,6 +23,18 @@ CaseSpec make_case(const Shape& s, unsigned seed, const InputDistribution& in) {
   c.id = fmt::format("{}{}/s{}/{}", s.set.empty() ? "" : s.set + "/", s.dims(), seed, in.name);
   return c;
 }
+// The deep tier's cases: its covering array and random cases, then the fixed deep sets (first
+// seed, first distribution: what they check is addressing). All are checked on the GPU.
+std::vector<CaseSpec> deep_cases(const GatesConfig& gates, const PlanRequest& r) {
+  std::vector<CaseSpec> out = draw_deep_cases(gates, r.task, *r.gate_seed);
+  for (const Shape& s : gates.shapes(gates.deep_gate.shape_sets, r.task))
+    out.push_back(make_case(s, unsigned(r.seeds.empty() ? 0 : r.seeds.front()), gates.inputs.front()));
+  for (CaseSpec& c : out) {
+    const Tolerance& tol = gates.tolerance(r.task, c.inputs);
+    c.device_check = {true, tol.atol, tol.rtol};
+  }
+  return out;
+}
 }  // namespace
 
 PlanRequest quick_plan_request(const GatesConfig& gates, const Task& task) {
@@ -59,6 +71,7 @@ EvalPlan make_plan(const GatesConfig& gates, const PlanRequest& r) {
     }
     p.bench.push_back(b);
   }
+  if (r.deep && r.gate_seed) p.deep_cases = deep_cases(gates, r);
   if (r.sanitize) {
     const InputDistribution& in = gates.input(gates.sanitizer.inputs);
     for (const Shape& s : gates.shapes(gates.sanitizer.shape_sets, r.task))

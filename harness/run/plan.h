@@ -19,6 +19,9 @@ struct EvalPlan {
   std::vector<BenchSpec> bench;
   // `evo run --sanitize`: cases a would-be elite runs once under each compute-sanitizer tool.
   std::vector<CaseSpec> sanitize_cases;
+  // The deep tier's cases (run/deep_gate.h), each checked on the GPU: the deep covering array of
+  // the gate seed and gates.json "deep_gate" shape sets. Empty when the plan has no deep tier.
+  std::vector<CaseSpec> deep_cases;
   // "default" for gates.json's benchmark sets, else "custom-<hash of the shapes>": fitness is
   // only ranked against fitness over the same shapes (`evo evolve`'s screen: "screen-<hash>").
   std::string benchmark = "default";
@@ -38,6 +41,7 @@ struct PlanRequest {
   std::vector<int> seeds;
   bool sanitize = false;
   std::optional<uint32_t> gate_seed;  // draws the sampled cases; none: fixed sets only
+  bool deep = false;                  // would-be elites pass the deep tier (needs a gate seed)
 };
 
 EvalPlan make_plan(const GatesConfig& gates, const PlanRequest& request);

@@ -3,106 +3,63 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
 #include <random>
 
+#include "core/covering_array.h"
 #include "core/errors.h"
-#include "gpu/case_layout.h"
+#include "core/splitmix.h"
+#include "run/sample_rows.h"
 
 namespace evo {
 
 namespace {
 
-// splitmix64: portable and exactly reproducible (std distributions are not across libraries).
-struct Rng {
-  uint64_t state;
-  uint64_t next() {
-    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  size_t below(size_t n) { return size_t(next() % n); }
-  double unit() { return double(next() >> 11) * (1.0 / 9007199254740992.0); }
-  int log_uniform(int lo, int hi) {
-    const double x = std::exp(std::log(double(lo)) + unit() * (std::log(double(hi) + 1) - std::log(double(lo))));
-    return std::clamp(int(x), lo, hi);
-  }
-};
+// The case a covering row becomes. The id names every dimension, so a rejection says where the
+// kernel was wrong: sampled/3/2x32x8x1031x2048x64/sq=long:odd/skv=long:x64/diag=lt/batch=few/
+// heads=32/8/ratio=gqa_pow2/layout=bhsd/align=16/scale=1/sqrt(D)/normal
+CaseSpec make_case(const GatesConfig& gates, const Task& task, const SampleRows& rows, const CoverRow& row,
+                   SplitMix& rng, const std::string& id_prefix) {
+  const SampleSpace& sp = gates.sampled;
+  const SampleRows::Drawn d = rows.realize(row, rng);
+  const InputDistribution& in = gates.distributions.at(sp.inputs[size_t(row[kDimInputs])]);
+  const ScaleChoice& sc = sp.scales[size_t(row[kDimScale])];
+  auto at = [&](int dim) { return size_t(row[size_t(dim)]); };
+  CaseSpec c;
+  c.shape = d.shape;
+  c.layout = d.layout;
+  c.seed = uint32_t(rng.next());
+  c.inputs = in.name;
+  c.qk_std = in.qk_std;
+  c.v_std = in.v_std;
+  c.q_mean = in.q_mean;
+  c.outlier_every = in.outlier_every;
+  c.outlier_scale = in.outlier_scale;
+  c.k_sink = in.k_sink;
+  c.scale = sc.value(task.head_dim);
+  c.id = fmt::format("{}{}/sq={}:{}/skv={}:{}/diag={}/batch={}/heads={}/{}/ratio={}/layout={}/align={}/scale={}/{}",
+                     id_prefix, d.shape.dims(), sp.lengths[at(kDimSeqQ)].name, sp.residues[at(kDimSeqQResidue)],
+                     sp.lengths[at(kDimSeqKv)].name, sp.residues[at(kDimSeqKvResidue)], sp.diagonals[at(kDimDiagonal)],
+                     sp.batch[at(kDimBatch)].name, d.shape.heads_q, d.shape.heads_kv, sp.heads[at(kDimHeads)].name,
+                     sp.layouts[at(kDimLayout)], sp.alignments[at(kDimAlignment)], sc.text, in.name);
+  return c;
+}
 
-// For each case, an index into a dimension of n values: a shuffled cycle, so each value is
-// used once before any repeats.
-std::vector<size_t> covering(Rng& rng, size_t n, size_t cases) {
-  std::vector<size_t> perm(n);
-  for (size_t i = 0; i < n; ++i) perm[i] = i;
-  for (size_t i = n; i > 1; --i) std::swap(perm[i - 1], perm[rng.below(i)]);
-  std::vector<size_t> out(cases);
-  for (size_t i = 0; i < cases; ++i) out[i] = perm[i % n];
+// A tier's rows: the covering array, `random_cases` random valid rows, then more up to
+// `min_cases`; each row becomes a case.
+std::vector<CaseSpec> draw_tier(const GatesConfig& gates, const Task& task, uint32_t seed, const CoverageTier& tier,
+                                const std::string& prefix) {
+  std::vector<CaseSpec> out;
+  if (!gates.sampled.enabled) return out;
+  const SampleRows rows(gates.sampled, task);
+  const CoveringRequest req = rows.request(tier);
+  // The task and the tier take part in the stream: two tasks or tiers of a run draw differently.
+  SplitMix rng{(uint64_t(seed) << 20) ^ fnv1a(prefix, fnv1a(task.name()))};
+  std::vector<CoverRow> table = build_covering_array(req, rng.next());
+  for (int i = 0; i < tier.random_cases; ++i) table.push_back(random_row(req, rng));
+  while (int(table.size()) < tier.min_cases) table.push_back(random_row(req, rng));
+  for (size_t i = 0; i < table.size(); ++i)
+    out.push_back(make_case(gates, task, rows, table[i], rng, fmt::format("{}{}/", prefix, i)));
   return out;
-}
-
-// Off every tile size: a multiple of 8 moves down by 1..7 (down keeps the case within its
-// bounds; up only when down would leave the class's range).
-int off_tile(Rng& rng, int v, int lo, int hi) {
-  if (v % 8 != 0) return v;
-  const int step = 1 + int(rng.below(7));
-  return v - step >= lo ? v - step : std::min(hi, v + step);
-}
-
-double case_flops(const Shape& s) { return 4.0 * s.batch * s.heads_q * double(s.seq_q) * s.seq_kv * s.head_dim; }
-
-// The element bound counts what is allocated: a packed QKV view's buffer holds Hq + 2·Hkv heads
-// (73× the K elements for 71/1), and all of it is filled, hashed and guarded.
-bool fits(const Shape& s, const SampleSpace& sp, const std::string& layout) {
-  const CaseLayout l = case_layout(s, layout);
-  const int64_t biggest =
-      std::max({l.q.buffer_elements, l.k.buffer_elements, l.v.buffer_elements, l.o.buffer_elements});
-  return biggest <= sp.max_tensor_elements && case_flops(s) <= sp.max_flops;
-}
-
-// Shrinks batch, then Sq, then Skv (never below their class's lower end) until the case fits.
-void bound(Shape& s, const SampleSpace& sp, const LengthClass& lc, const std::string& layout) {
-  while (!fits(s, sp, layout)) {
-    if (s.batch > 1) {
-      s.batch = (s.batch + 1) / 2;
-    } else if (s.seq_q > lc.seq_q_lo) {
-      s.seq_q = std::max(lc.seq_q_lo, int(s.seq_q * 0.7));
-    } else if (s.seq_kv > lc.seq_kv_lo) {
-      s.seq_kv = std::max(lc.seq_kv_lo, int(s.seq_kv * 0.7));
-    } else {
-      break;  // the class's smallest case: the space's bounds are documented against it
-    }
-  }
-}
-
-std::string layout_of(const std::string& name) { return name == "bhsd" || name == "bshd" ? "" : name; }
-
-// The smallest case of a head pair and length regime: what must fit for any draw to fit.
-Shape smallest(const SampleSpace& sp, size_t heads, size_t lengths, int head_dim) {
-  Shape s;
-  s.head_dim = head_dim;
-  s.heads_q = sp.heads[heads].heads_q;
-  s.heads_kv = sp.heads[heads].heads_kv;
-  s.seq_q = sp.lengths[lengths].seq_q_lo;
-  s.seq_kv = sp.lengths[lengths].seq_kv_lo;
-  return s;
-}
-
-// A padded layout (a fused QKV buffer holds Hq + 2·Hkv heads) can make even the smallest case
-// of a pair too big: trade its layout with a case that can take it, so every layout is still
-// drawn and every case fits.
-void trade_layouts(const SampleSpace& sp, const std::vector<size_t>& heads, const std::vector<size_t>& lengths,
-                   std::vector<size_t>& layouts, int head_dim) {
-  auto ok = [&](size_t i, size_t layout) {
-    return fits(smallest(sp, heads[i], lengths[i], head_dim), sp, layout_of(sp.layouts[layout]));
-  };
-  for (size_t i = 0; i < layouts.size(); ++i)
-    if (!ok(i, layouts[i]))
-      for (size_t j = 0; j < layouts.size(); ++j)
-        if (j != i && ok(i, layouts[j]) && ok(j, layouts[i])) {
-          std::swap(layouts[i], layouts[j]);
-          break;
-        }
 }
 
 }  // namespace
@@ -118,56 +75,14 @@ uint32_t parse_gate_seed(const std::string& text) {
 }
 
 bool is_sampled_case(const std::string& id) { return id.rfind(kSampledPrefix, 0) == 0; }
+bool is_deep_case(const std::string& id) { return id.rfind(kDeepPrefix, 0) == 0; }
 
 std::vector<CaseSpec> draw_sampled_cases(const GatesConfig& gates, const Task& task, uint32_t seed) {
-  const SampleSpace& sp = gates.sampled;
-  std::vector<CaseSpec> out;
-  if (!sp.enabled) return out;
-  // The task takes part in the stream so two tasks of one run draw different cases.
-  uint64_t fnv = 0xcbf29ce484222325ull;  // FNV-1a: the same on every platform, unlike std::hash
-  for (unsigned char ch : task.name()) fnv = (fnv ^ ch) * 0x100000001B3ull;
-  Rng rng{(uint64_t(seed) << 20) ^ fnv};
-  const size_t n = size_t(sp.cases);
-  const auto heads = covering(rng, sp.heads.size(), n), lengths = covering(rng, sp.lengths.size(), n);
-  auto layouts = covering(rng, sp.layouts.size(), n);
-  const auto scales = covering(rng, sp.scales.size(), n);
-  const auto inputs = covering(rng, sp.inputs.size(), n);
-  trade_layouts(sp, heads, lengths, layouts, task.head_dim);
-  for (size_t i = 0; i < n; ++i) {
-    const LengthClass& lc = sp.lengths[lengths[i]];
-    Shape s;
-    s.set = "sampled";
-    s.head_dim = task.head_dim;
-    s.heads_q = sp.heads[heads[i]].heads_q;
-    s.heads_kv = sp.heads[heads[i]].heads_kv;
-    s.batch = sp.batch_lo + int(rng.below(size_t(sp.batch_hi - sp.batch_lo + 1)));
-    s.seq_q = rng.log_uniform(lc.seq_q_lo, lc.seq_q_hi);
-    s.seq_kv = rng.log_uniform(lc.seq_kv_lo, lc.seq_kv_hi);
-    const std::string& layout = sp.layouts[layouts[i]];
-    s.layout = layout == "bshd" || layout == "packed_qkv" ? Layout::bshd : Layout::bhsd;
-    bound(s, sp, lc, layout_of(layout));
-    s.seq_q = off_tile(rng, s.seq_q, lc.seq_q_lo, lc.seq_q_hi);
-    s.seq_kv = off_tile(rng, s.seq_kv, lc.seq_kv_lo, lc.seq_kv_hi);
-    const InputDistribution& in = gates.distributions.at(sp.inputs[inputs[i]]);
-    const ScaleChoice& sc = sp.scales[scales[i]];
-    CaseSpec c;
-    c.shape = s;
-    c.seed = uint32_t(rng.next());
-    c.inputs = in.name;
-    c.qk_std = in.qk_std;
-    c.v_std = in.v_std;
-    c.q_mean = in.q_mean;
-    c.outlier_every = in.outlier_every;
-    c.outlier_scale = in.outlier_scale;
-    c.k_sink = in.k_sink;
-    c.scale = sc.value(task.head_dim);
-    c.layout = layout == "bhsd" || layout == "bshd" ? "" : layout;
-    // The id names every dimension, so a rejection says where the kernel was wrong.
-    c.id = fmt::format("{}{}/{}/{}/heads={}/{}/layout={}/scale={}/{}", kSampledPrefix, i, lc.name, s.dims(), s.heads_q,
-                       s.heads_kv, layout, sc.text, in.name);
-    out.push_back(c);
-  }
-  return out;
+  return draw_tier(gates, task, seed, gates.sampled.cheap, kSampledPrefix);
+}
+
+std::vector<CaseSpec> draw_deep_cases(const GatesConfig& gates, const Task& task, uint32_t seed) {
+  return draw_tier(gates, task, seed, gates.sampled.deep, kDeepPrefix);
 }
 
 }  // namespace evo

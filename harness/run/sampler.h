@@ -1,6 +1,12 @@
 // The sampled part of the correctness gate: cases drawn from gates.json "sampled" with the
 // run's gate seed. Unknown before the run (the seed is drawn then), reproducible after it
 // (`--gate-seed S` draws the same cases), and recorded in every record.
+//
+// Two tiers draw from the same space. The cheap tier (every candidate) is a covering array:
+// every pair of values of every two dimensions, and the triples gates.json `sampled.cheap`
+// names, meet in some case. The deep tier (a candidate about to enter a top-3, before it does)
+// is another covering array of the same seed with the triples of `sampled.deep`, then random
+// valid cases up to `sampled.deep.min_cases`.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -14,17 +20,20 @@
 namespace evo {
 
 inline constexpr const char* kSampledPrefix = "sampled/";
+inline constexpr const char* kDeepPrefix = "deep/";
 
 // A fresh seed from the OS's entropy source.
 uint32_t draw_gate_seed();
 // Parses --gate-seed: a decimal integer in [0, 2^32); throws usage_error naming the value.
 uint32_t parse_gate_seed(const std::string& text);
 
-// `space.cases` cases for the task. Every value of every dimension is used by at least one case
-// when the dimension has at most `cases` values; which values meet in one case is random.
-// Each case fits the space's element and FLOP bounds (batch, then Sq, then Skv shrink first).
+// The cheap tier's cases for the task ("sampled/..."): each within the space's element and FLOP
+// bounds, each id naming every dimension's value.
 std::vector<CaseSpec> draw_sampled_cases(const GatesConfig& gates, const Task& task, uint32_t seed);
+// The deep tier's ("deep/..."), without the fixed sets it adds (gates.json "deep_gate").
+std::vector<CaseSpec> draw_deep_cases(const GatesConfig& gates, const Task& task, uint32_t seed);
 
-bool is_sampled_case(const std::string& case_id);
+bool is_sampled_case(const std::string& case_id);  // the cheap tier's
+bool is_deep_case(const std::string& case_id);     // the deep tier's
 
 }  // namespace evo

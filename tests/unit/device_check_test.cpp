@@ -1,4 +1,4 @@
-// Cases checked on the GPU (the `huge` set): which cases the plan sends there, the watchdog
+// Cases checked on the GPU (the `huge` set, the sampled cases): which cases the plan sends there, the watchdog
 // sized by their work, the worker's report decoded as untrusted input, the parent's verdict
 // over its counts, and the job rules (counts, never a file, only where asked).
 #include <gtest/gtest.h>
@@ -10,6 +10,7 @@
 #include "run/job_events.h"
 #include "run/large_cases.h"
 #include "run/plan.h"
+#include "run/sampler.h"
 #include "support/test_support.h"
 
 namespace evo {
@@ -31,17 +32,19 @@ DeviceCheckFacts passing_facts() {
   return f;
 }
 
-TEST(DeviceCheck, OnlyTheHugeSetIsCheckedOnTheGpuAndItNeedsNoReferenceFile) {
+TEST(DeviceCheck, TheHugeSetAndTheSampledCasesAreCheckedOnTheGpuAndNeedNoReferenceFile) {
   const GatesConfig g = repo_gates();
+  ASSERT_TRUE(g.sampled.device_check);
   for (const char* task : {"fp16-d64", "bf16-d128", "fp16-d64-causal"}) {
     const Task t = parse_task(task);
     const EvalPlan normal = make_plan(g, {t, g.gate_sets, {"mission"}, g.seeds, false, 12345u});
-    for (const auto& c : normal.gate_cases) EXPECT_FALSE(c.device_check.on) << c.id;
-    EXPECT_EQ(reference_cases(normal).size(), normal.gate_cases.size());  // benchmark shapes: on the GPU
+    ASSERT_GT(normal.sampled_cases, 0u);
+    for (const auto& c : normal.gate_cases) EXPECT_EQ(c.device_check.on, is_sampled_case(c.id)) << c.id;
+    EXPECT_EQ(reference_cases(normal).size(), normal.gate_cases.size() - normal.sampled_cases);  // bench: on the GPU
     const EvalPlan huge = make_plan(g, {t, {"huge"}, {"mission"}, {0, 1, 2}, false, 12345u});
     size_t on = 0;
     for (const auto& c : huge.gate_cases) {
-      if (!c.device_check.on) continue;
+      if (!c.device_check.on || is_sampled_case(c.id)) continue;
       ++on;
       EXPECT_EQ(c.id.rfind("huge/", 0), 0u) << c.id;
       EXPECT_GT(c.shape.elements(c.shape.heads_q, c.shape.seq_q), int64_t(1) << 31) << c.id;
@@ -52,6 +55,11 @@ TEST(DeviceCheck, OnlyTheHugeSetIsCheckedOnTheGpuAndItNeedsNoReferenceFile) {
     for (const auto& c : reference_cases(huge))
       EXPECT_FALSE(c.device_check.on) << c.id << " would be written as a file";
   }
+  // With sampled.device_check off, sampled cases go through files again.
+  GatesConfig off = g;
+  off.sampled.device_check = false;
+  const EvalPlan host = make_plan(off, {parse_task("fp16-d64"), off.gate_sets, {"mission"}, off.seeds, false, 7u});
+  for (const auto& c : host.gate_cases) EXPECT_FALSE(c.device_check.on) << c.id;
 }
 
 TEST(DeviceCheck, TheWatchdogGrowsWithTheWorkAndKeepsItsFloor) {
@@ -62,7 +70,7 @@ TEST(DeviceCheck, TheWatchdogGrowsWithTheWorkAndKeepsItsFloor) {
   for (const auto& c : plan.gate_cases) {
     const double s = gate_case_limit_s(c, t, g.limits);
     EXPECT_GE(s, g.limits.gate_case_s) << c.id;
-    if (c.device_check.on)
+    if (c.id.rfind("huge/", 0) == 0)
       huge_min = std::min(huge_min, s);
     else if (c.id.rfind("small/", 0) == 0)
       small_max = std::max(small_max, s);

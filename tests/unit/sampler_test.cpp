@@ -1,10 +1,14 @@
 // The sampled gate (gates.json "sampled", harness/run/sampler.cpp): a seed replays its cases,
-// another seed draws others, every declared value is drawn in every run, every case keeps the
-// space's bounds, and a malformed space or seed is a one-line usage error.
+// another seed draws others; every pair of values of every two dimensions (and the tier's
+// triples) is in some case of every run, read back from the cases themselves (their lengths,
+// addresses, head counts), not from their names; every case keeps the space's bounds; the
+// length holes a reviewer found are filled; a malformed space or seed is a one-line usage error.
 #include "run/sampler.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
 #include <set>
 
@@ -12,6 +16,7 @@
 #include "gpu/case_layout.h"
 #include "policy/config.h"
 #include "run/plan.h"
+#include "run/sample_rows.h"
 #include "support/test_support.h"
 
 namespace evo {
@@ -19,68 +24,153 @@ namespace {
 
 GatesConfig repo_gates() { return load_gates_config(test::source_root() / "gates" / "gates.json"); }
 
-TEST(Sampler, TheSeedReplaysItsCasesAndAnotherSeedDrawsOthers) {
-  const GatesConfig g = repo_gates();
-  const Task t = parse_task("fp16-d128");
-  auto ids = [&](uint32_t seed) {
-    std::vector<std::string> out;
-    for (const auto& c : draw_sampled_cases(g, t, seed)) out.push_back(c.id + "/" + std::to_string(c.seed));
-    return out;
-  };
-  EXPECT_EQ(ids(7), ids(7));
-  EXPECT_NE(ids(7), ids(8));
-  EXPECT_NE(ids(7), [&] {
-    std::vector<std::string> out;
-    for (const auto& c : draw_sampled_cases(g, parse_task("fp16-d64"), 7))
-      out.push_back(c.id + "/" + std::to_string(c.seed));
-    return out;
-  }());
+const std::vector<uint32_t> kSeeds{0u, 1u, 7u, 12345u, 1511791795u, 4294967295u};
+const std::vector<const char*> kTasks{"fp16-d64", "bf16-d128", "fp16-d128-causal", "fp8-d64"};
+
+template <typename T>
+int index_of(const std::vector<T>& v, const std::function<bool(const T&)>& pred) {
+  for (size_t i = 0; i < v.size(); ++i)
+    if (pred(v[i])) return int(i);
+  return -1;
 }
 
-TEST(Sampler, EveryRunCoversEveryDeclaredValueWithinTheBounds) {
+std::string residue(int v) { return v % 64 == 0 ? "x64" : v % 8 == 0 ? "x8" : v % 2 == 1 ? "odd" : "even"; }
+
+// The covering row a case is, read from what the worker will run: -1 where no value matches.
+CoverRow row_of(const SampleSpace& sp, const Task& t, const CaseSpec& c) {
+  const Shape& s = c.shape;
+  CoverRow r(kSampleDims, -1);
+  r[kDimLayout] = index_of<std::string>(sp.layouts, [&](const auto& l) { return l == base_layout(c.layout); });
+  // The alignment from the tensors' addresses (buffers start 256-byte aligned).
+  const CaseLayout l = case_layout(s, c.layout, t.input_bytes(), t.output_bytes());
+  std::set<int64_t> mods;
+  for (const auto* p : {&l.q, &l.k, &l.v}) mods.insert(p->offset * t.input_bytes() % 256);
+  mods.insert(l.o.offset * t.output_bytes() % 256);
+  if (mods.size() == 1)
+    r[kDimAlignment] = index_of<int>(sp.alignments, [&](int a) { return a % 256 == *mods.begin(); });
+  r[kDimBatch] = index_of<NamedRange>(sp.batch, [&](const auto& b) { return s.batch >= b.lo && s.batch <= b.hi; });
+  r[kDimHeads] = index_of<HeadClass>(sp.heads, [&](const auto& h) {
+    return index_of<HeadConfig>(h.configs,
+                                [&](const auto& x) { return x.heads_q == s.heads_q && x.heads_kv == s.heads_kv; }) >= 0;
+  });
+  auto length = [&](int v) {
+    return index_of<NamedRange>(sp.lengths, [&](const auto& x) { return v >= x.lo && v <= x.hi; });
+  };
+  r[kDimSeqQ] = length(s.seq_q);
+  r[kDimSeqKv] = length(s.seq_kv);
+  r[kDimSeqQResidue] = index_of<std::string>(sp.residues, [&](const auto& x) { return x == residue(s.seq_q); });
+  r[kDimSeqKvResidue] = index_of<std::string>(sp.residues, [&](const auto& x) { return x == residue(s.seq_kv); });
+  const std::string diag = s.seq_q < s.seq_kv ? "lt" : s.seq_q == s.seq_kv ? "eq" : "gt";
+  r[kDimDiagonal] = index_of<std::string>(sp.diagonals, [&](const auto& x) { return x == diag; });
+  r[kDimScale] = index_of<ScaleChoice>(sp.scales, [&](const auto& x) { return x.value(t.head_dim) == c.scale; });
+  r[kDimInputs] = index_of<std::string>(sp.inputs, [&](const auto& x) { return x == c.inputs; });
+  return r;
+}
+
+TEST(Sampler, TheSeedReplaysItsCasesAndAnotherSeedDrawsOthers) {
   const GatesConfig g = repo_gates();
+  auto ids = [&](const char* task, uint32_t seed, bool deep) {
+    std::vector<std::string> out;
+    const Task t = parse_task(task);
+    for (const auto& c : deep ? draw_deep_cases(g, t, seed) : draw_sampled_cases(g, t, seed))
+      out.push_back(c.id + "/" + c.layout + "/" + std::to_string(c.seed));
+    return out;
+  };
+  EXPECT_EQ(ids("fp16-d128", 7, false), ids("fp16-d128", 7, false));
+  EXPECT_EQ(ids("fp16-d128", 7, true), ids("fp16-d128", 7, true));
+  EXPECT_NE(ids("fp16-d128", 7, false), ids("fp16-d128", 8, false));
+  EXPECT_NE(ids("fp16-d128", 7, false), ids("fp16-d64", 7, false));
+}
+
+// Every case is the row it is named for, within the bounds; the rows cover the tier.
+void expect_tier_covered(const GatesConfig& g, const Task& t, uint32_t seed, bool deep) {
   const SampleSpace& sp = g.sampled;
-  ASSERT_TRUE(sp.enabled);
-  std::vector<uint32_t> seeds{12345u, 4294967295u};
-  for (uint32_t seed = 0; seed < 200; ++seed) seeds.push_back(seed * 2654435761u);
-  for (const char* task : {"fp16-d64", "bf16-d128", "fp16-d128-causal"})
-    for (uint32_t seed : seeds) {
+  const auto cases = deep ? draw_deep_cases(g, t, seed) : draw_sampled_cases(g, t, seed);
+  const std::string what = fmt::format("{} seed {} {}", t.name(), seed, deep ? "deep" : "cheap");
+  std::vector<CoverRow> rows;
+  for (const auto& c : cases) {
+    const CoverRow r = row_of(sp, t, c);
+    for (int d = 0; d < kSampleDims; ++d) ASSERT_GE(r[size_t(d)], 0) << c.id << ": no value of " << sample_dim_name(d);
+    EXPECT_NE(c.id.find(fmt::format("/sq={}:{}/skv={}:{}/diag={}/", sp.lengths[size_t(r[kDimSeqQ])].name,
+                                    sp.residues[size_t(r[kDimSeqQResidue])], sp.lengths[size_t(r[kDimSeqKv])].name,
+                                    sp.residues[size_t(r[kDimSeqKvResidue])], sp.diagonals[size_t(r[kDimDiagonal])])),
+              std::string::npos)
+        << c.id << ": its name must say what it is";
+    EXPECT_NE(c.id.find(fmt::format("/align={}/", sp.alignments[size_t(r[kDimAlignment])])), std::string::npos) << c.id;
+    const CaseLayout l = case_layout(c.shape, c.layout, t.input_bytes(), t.output_bytes());
+    for (const auto* p : {&l.q, &l.k, &l.v, &l.o}) EXPECT_LE(p->buffer_elements, sp.max_tensor_elements) << c.id;
+    const Shape& s = c.shape;
+    EXPECT_LE(4.0 * s.batch * s.heads_q * double(s.seq_q) * s.seq_kv * s.head_dim, sp.max_flops) << c.id;
+    rows.push_back(r);
+  }
+  const SampleRows model(sp, t);
+  const CoverageTier& tier = deep ? sp.deep : sp.cheap;
+  const CoveringRequest req = model.request(tier);
+  for (const auto& miss : missing_interactions(req, rows)) {
+    std::string names;
+    for (int i = 0; i < miss.n; ++i)
+      names += fmt::format(" {}={}", sample_dim_name(miss.dims[size_t(i)]), miss.values[size_t(i)]);
+    ADD_FAILURE() << what << ": no case has" << names;
+  }
+  EXPECT_GE(int(cases.size()), tier.min_cases) << what;
+}
+
+TEST(Sampler, EveryRunCoversEveryPairOfValuesWithinTheBounds) {
+  const GatesConfig g = repo_gates();
+  std::map<std::string, std::pair<size_t, size_t>> counts;  // task -> fewest, most cases
+  for (const char* task : kTasks)
+    for (uint32_t seed : kSeeds) {
+      expect_tier_covered(g, parse_task(task), seed, false);
+      const size_t n = draw_sampled_cases(g, parse_task(task), seed).size();
+      auto& [lo, hi] = counts.try_emplace(task, n, n).first->second;
+      lo = std::min(lo, n);
+      hi = std::max(hi, n);
+    }
+  for (const auto& [task, c] : counts) {
+    std::cout << "cheap tier, " << task << ": " << c.first << "-" << c.second << " cases per run\n";
+    EXPECT_GE(c.first, 36u) << "6 scales x 6 inputs need 36 cases";
+  }
+}
+
+TEST(Sampler, TheDeepTierCoversItsTriplesWithAtLeast100Cases) {
+  const GatesConfig g = repo_gates();
+  ASSERT_GE(g.sampled.deep.min_cases, 100);
+  for (const char* task : {"fp16-d64-causal", "bf16-d128"})
+    for (uint32_t seed : {3u, 1511791795u}) expect_tier_covered(g, parse_task(task), seed, true);
+  EXPECT_EQ(g.deep_gate.shape_sets, std::vector<std::string>{"huge"});
+  EXPECT_TRUE(g.deep_gate.sanitizer);
+}
+
+// The holes of issue 25: cases no run used to draw, now in every run of every task.
+TEST(Sampler, EveryRunDrawsTheCasesNoRunUsedTo) {
+  const GatesConfig g = repo_gates();
+  for (const char* task : kTasks)
+    for (uint32_t seed : kSeeds) {
       const Task t = parse_task(task);
-      const auto cases = draw_sampled_cases(g, t, seed);
-      ASSERT_EQ(cases.size(), size_t(sp.cases));
-      std::set<std::string> heads, lengths, layouts, scales, inputs;
-      bool sq_gt = false, sq_lt = false, long_keys = false;
-      for (const auto& c : cases) {
+      std::map<std::string, bool> seen;
+      for (const auto& c : draw_sampled_cases(g, t, seed)) {
         const Shape& s = c.shape;
-        heads.insert(std::to_string(s.heads_q) + "/" + std::to_string(s.heads_kv));
-        for (const auto& l : sp.lengths)
-          if (c.id.find("/" + l.name + "/") != std::string::npos) lengths.insert(l.name);
-        for (const auto& l : sp.layouts)
-          if (c.id.find("layout=" + l + "/") != std::string::npos) layouts.insert(l);
-        for (const auto& sc : sp.scales)
-          if (c.id.find("scale=" + sc.text + "/") != std::string::npos) {
-            scales.insert(sc.text);
-            EXPECT_DOUBLE_EQ(c.scale, sc.value(t.head_dim)) << c.id;
+        const bool x8 = s.seq_kv % 8 == 0 && s.seq_kv % 64 != 0;
+        seen["Skv a multiple of 8, not of 64, >= 1024"] |= x8 && s.seq_kv >= 1024;
+        seen["Sq a multiple of 8, not of 64, >= 1024"] |= s.seq_q % 8 == 0 && s.seq_q % 64 != 0 && s.seq_q >= 1024;
+        seen["Sq >= 1024 with 256 <= Skv <= 1023"] |= s.seq_q >= 1024 && s.seq_kv >= 256 && s.seq_kv < 1024;
+        seen["Sq >= 1024 with 1024 <= Skv <= 4096"] |= s.seq_q >= 1024 && s.seq_kv >= 1024 && s.seq_kv <= 4096;
+        seen["decode: Sq <= 16, Skv > 4096"] |= s.seq_q <= 16 && s.seq_kv > 4096;
+        seen["a causal row with >= 1024 visible keys"] |= std::min(s.seq_q, s.seq_kv) >= 1024;
+        seen["Sq > Skv >= 1024"] |= s.seq_q > s.seq_kv && s.seq_kv >= 1024;
+        seen["batch >= 5 in decode"] |= s.batch >= 5 && s.seq_q <= 16;
+        const CaseLayout l = case_layout(s, c.layout, t.input_bytes(), t.output_bytes());
+        const bool unaligned = (l.q.offset * t.input_bytes()) % 256 != 0;
+        seen["a Q pointer not 256-byte aligned, " + base_layout(c.layout)] |= unaligned;
+        seen["a Q pointer 256-byte aligned, " + base_layout(c.layout)] |= !unaligned;
+        for (const auto& lc : g.sampled.lengths)
+          for (const char* r : {"x64", "x8", "odd"}) {
+            const bool in = s.seq_kv >= lc.lo && s.seq_kv <= lc.hi && residue(s.seq_kv) == r;
+            if (lc.hi >= 64) seen[fmt::format("Skv in {} with residue {}", lc.name, r)] |= in;
           }
-        inputs.insert(c.inputs);
-        const CaseLayout l = case_layout(s, c.layout);  // packed views count their whole buffer
-        for (const auto* t : {&l.q, &l.k, &l.v, &l.o}) EXPECT_LE(t->buffer_elements, sp.max_tensor_elements) << c.id;
-        EXPECT_LE(4.0 * s.batch * s.heads_q * double(s.seq_q) * s.seq_kv * s.head_dim, sp.max_flops) << c.id;
-        EXPECT_TRUE(s.seq_q % 8 != 0 && s.seq_kv % 8 != 0) << c.id << ": lengths must not be tile multiples";
-        EXPECT_GE(s.batch, sp.batch_lo);
-        EXPECT_LE(s.batch, sp.batch_hi);
-        EXPECT_NO_THROW(case_layout(s, c.layout)) << c.id;
-        sq_gt |= s.seq_q > s.seq_kv;
-        sq_lt |= s.seq_q < s.seq_kv;
-        long_keys |= s.seq_kv >= 4096;
       }
-      EXPECT_EQ(heads.size(), sp.heads.size()) << task << " seed " << seed;
-      EXPECT_EQ(lengths.size(), sp.lengths.size());
-      EXPECT_EQ(layouts.size(), sp.layouts.size());
-      EXPECT_EQ(scales.size(), sp.scales.size());
-      EXPECT_EQ(inputs.size(), sp.inputs.size());
-      EXPECT_TRUE(sq_gt && sq_lt) << "both Sq > Skv and Sq < Skv";
-      EXPECT_TRUE(long_keys) << "determinism at scale needs a case with >= 4096 keys";
+      EXPECT_EQ(seen.size(), 8u + 2 * g.sampled.layouts.size() + 3 * 4);
+      for (const auto& [what, yes] : seen) EXPECT_TRUE(yes) << task << " seed " << seed << ": no case with " << what;
     }
 }
 
@@ -90,9 +180,20 @@ TEST(Sampler, APlanCarriesTheSeedAndTheSampledCases) {
   const EvalPlan fixed = make_plan(g, {t, g.gate_sets, g.benchmark_sets, g.seeds, false, std::nullopt});
   const EvalPlan sampled = make_plan(g, {t, g.gate_sets, g.benchmark_sets, g.seeds, false, 42u});
   EXPECT_EQ(fixed.sampled_cases, 0u);
-  EXPECT_EQ(sampled.sampled_cases, size_t(g.sampled.cases));
+  EXPECT_EQ(sampled.sampled_cases, draw_sampled_cases(g, t, 42u).size());
   EXPECT_EQ(sampled.gate_cases.size(), fixed.gate_cases.size() + sampled.sampled_cases);
   EXPECT_EQ(*sampled.gate_seed, 42u);
+  // The deep tier: only when asked for, its covering array and the huge set, all checked on the GPU.
+  EXPECT_TRUE(sampled.deep_cases.empty());
+  const EvalPlan deep = make_plan(g, {t, g.gate_sets, g.benchmark_sets, g.seeds, false, 42u, true});
+  ASSERT_GE(deep.deep_cases.size(), size_t(g.sampled.deep.min_cases) + 1);
+  EXPECT_EQ(deep.deep_cases.back().id.rfind("huge/", 0), 0u) << deep.deep_cases.back().id;
+  for (const auto& c : deep.deep_cases) {
+    EXPECT_TRUE(c.device_check.on) << c.id;
+    EXPECT_TRUE(is_deep_case(c.id) || c.id.rfind("huge/", 0) == 0) << c.id;
+  }
+  EXPECT_TRUE(make_plan(g, {t, g.gate_sets, g.benchmark_sets, g.seeds, false, std::nullopt, true}).deep_cases.empty())
+      << "no gate seed, no deep cases";
   // Post-timing fresh inputs rotate through the declared distributions.
   std::set<std::string> fresh;
   for (const auto& b : sampled.bench) fresh.insert(b.fresh.inputs);
@@ -111,11 +212,17 @@ TEST(Sampler, BadSeedsAndMalformedSpacesAreUsageErrors) {
     EXPECT_NE(at, std::string::npos) << from;
     return t.replace(at, from.size(), to);
   };
-  for (const auto& [from, to] : std::map<std::string, std::string>{{"\"12/12\"", "\"12/5\""},
-                                                                   {"\"1/sqrt(D)\",", "\"1/sqr(D)\","},
-                                                                   {"\"kv_cache\"", "\"paged\""},
-                                                                   {"\"cases\": 12", "\"cases\": 0"},
-                                                                   {"\"large_v\"\n", "\"huge_v\"\n"}}) {
+  for (const auto& [from, to] :
+       std::map<std::string, std::string>{{"\"12/12\"", "\"12/5\""},
+                                          {"\"1/sqrt(D)\",", "\"1/sqr(D)\","},
+                                          {"\"kv_cache\"", "\"paged\""},
+                                          {"\"x8\"", "\"x4\""},
+                                          {"\"eq\"", "\"lt\""},
+                                          {"256,\n      16\n", "256,\n      24\n"},
+                                          {"\"seq_kv_residue\"", "\"kv_res\""},
+                                          {"\"min_cases\": 100", "\"min_cases\": -1"},
+                                          {"\"range\": [\n          2,", "\"range\": [\n          5,"},
+                                          {"\"large_v\"\n", "\"huge_v\"\n"}}) {
     try {
       parse_gates_config(with(from, to), "gates.json");
       ADD_FAILURE() << from << " -> " << to << " was accepted";

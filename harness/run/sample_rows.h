@@ -1,0 +1,59 @@
+// The sampled space of one task (gates.json "sampled") as covering rows: which rows can become
+// a case within the space's bounds (max_tensor_elements, max_flops), and the case a row becomes.
+// A row holds one value index per dimension (policy/sample_space.h: SampleDim); its lengths
+// are drawn log-uniformly in their classes with the row's residues and diagonal, its batch in
+// its class, its head config among its class's, then shrunk (batch first) until it fits.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/covering_array.h"
+#include "core/shape.h"
+#include "core/task.h"
+#include "policy/sample_space.h"
+
+namespace evo {
+
+class SampleRows {
+ public:
+  SampleRows(const SampleSpace& space, const Task& task);
+
+  // Sizes, the tier's triples, and the bounds as the covering array's constraint.
+  CoveringRequest request(const CoverageTier& tier) const;
+  // Whether some row within the bounds agrees with `partial` (-1: any value). Exact.
+  bool completable(const CoverRow& partial) const;
+
+  struct Drawn {
+    Shape shape;
+    std::string layout;  // for CaseSpec::layout: "<layout>@<alignment>" (gpu/case_layout.h)
+  };
+  // The case of a complete row `completable` accepts; always within the bounds.
+  Drawn realize(const CoverRow& row, SplitMix& rng) const;
+
+  // Elements of the largest buffer and FLOPs (4·B·Hq·Sq·Skv·D) of a case.
+  int64_t largest_buffer(const Shape& s, const std::string& layout) const;
+  bool fits(const Shape& s, const std::string& layout) const;
+
+ private:
+  struct Lengths {
+    int seq_q = -1, seq_kv = -1;  // the smallest pair with the classes, residues and diagonal; -1: none
+  };
+  size_t length_index(const CoverRow& row) const;
+  size_t size_index(const CoverRow& row) const;
+  Lengths smallest(int sq_class, int skv_class, int sq_res, int skv_res, int diag) const;
+  Shape base_shape(const CoverRow& row, const HeadConfig& h, int batch) const;
+  std::string layout_name(const CoverRow& row) const;
+  bool row_fits(const CoverRow& row, const Lengths& l) const;
+  bool draw_lengths(const CoverRow& row, double shrink, SplitMix& rng, Shape& s) const;
+
+  const SampleSpace& sp_;
+  Task task_;
+  std::vector<Lengths> lengths_;  // by length_index
+  std::vector<char> valid_;       // [length_index][size_index]
+  size_t sizes_count_ = 0;
+  mutable std::unordered_map<uint64_t, bool> memo_;
+};
+
+}  // namespace evo
