@@ -1,7 +1,11 @@
 // The adversarial suite (tests/adversarial/): one real variant per trick a machine-written
 // candidate might play, run through `evo run` on the GPU next to the real stage-0 baseline as a
-// control. Every trick must get exactly the verdict tests/adversarial/expected.json gives it,
-// and the population may hold honest kernels only. docs/safety.md explains each verdict.
+// control, one run per task the tricks name (fp16-d64 by default; the causal tricks on
+// fp16-d64-causal under --bench mission, where no fixed row sees 1024 keys). Every trick must
+// get exactly the verdict tests/adversarial/expected.json gives it, and the population may hold
+// honest kernels only. docs/safety.md explains each verdict. The gate seed is pinned
+// (kGateSeed): the sampled gate covers every pair of values on every seed, so any seed must
+// pass, but a test must not depend on one it does not name.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -32,6 +36,7 @@ const fs::path kSuite = source_root() / "tests" / "adversarial";
 const std::string kControl = "00_control_wmma_scalar_pv.cu";
 const std::string kSpin = "spin_delayed_writes.cu";
 constexpr double kSpinDelayUs = 1000;  // what spin_delayed_writes.cu waits per launch
+constexpr const char* kGateSeed = "2025";
 
 std::string stem(const std::string& file) { return fs::path(file).stem().string(); }
 std::string variant_id(const std::string& file) { return "0-adversarial/" + stem(file); }
@@ -64,20 +69,24 @@ bool caught_by_sampled(const json& r, const std::vector<std::string>& tokens) {
   bool ok = true;
   // The input distributions also reach the benchmark shapes' fully checked sample (the post-timing
   // distribution, "timing <bench>: ..."), which may be the first to see a trick against them (H200,
-  // merged main: no_running_max failed there on outlier_rows).
-  const bool sampled_or_post = reason.rfind("sampled/", 0) == 0 || reason.rfind("after timing, fresh inputs", 0) == 0 ||
-                               reason.rfind("timing ", 0) == 0;
+  // merged main: no_running_max failed there on outlier_rows). The deep tier's cases catch too.
+  const bool sampled_or_post = reason.rfind("sampled/", 0) == 0 || reason.rfind("deep/", 0) == 0 ||
+                               reason.rfind("deep gate: deep/", 0) == 0 ||
+                               reason.rfind("after timing, fresh inputs", 0) == 0 || reason.rfind("timing ", 0) == 0;
   if (!sampled_or_post || !names_one_of(reason, tokens)) {
     ADD_FAILURE() << name
                   << ": the reason must name a sampled or post-timing case with one of the dimensions that catch it: "
                   << reason;
     ok = false;
   }
-  for (const auto& ch : r["gates"]["correctness"]["checks"]) {
+  json checks = r["gates"]["correctness"]["checks"];
+  if (r["gates"].contains("deep") && r["gates"]["deep"].is_object())  // the deep tier's cases, when it ran
+    for (const auto& ch : r["gates"]["deep"].value("checks", json::array())) checks.push_back(ch);
+  for (const auto& ch : checks) {
     const std::string id = ch["case"];
     const bool failed = !ch["pass"].get<bool>() || !ch.value("deterministic", true);
     if (!failed) continue;
-    if (id.rfind("sampled/", 0) != 0) {
+    if (id.rfind("sampled/", 0) != 0 && id.rfind("deep/", 0) != 0) {
       ADD_FAILURE() << name << ": failed fixed case " << id << " (" << ch.value("reason", "")
                     << "): only the sampled gate should catch it";
       ok = false;
@@ -117,6 +126,7 @@ void expect_timing_integrity(const std::string& file, const json& r) {
 }
 
 struct Suite {
+  std::string task;
   fs::path root, results, populations, cache;
   std::map<std::string, std::string> expected;  // file -> outcome
   // file -> the sampled dimension values that must catch it ("heads=32/1", "layout=mixed"):
@@ -131,13 +141,16 @@ bool selected(const std::string& file) {
   return !pattern || !*pattern || std::regex_search(file, std::regex(pattern));
 }
 
-Suite make_suite() {
+// The tricks of one task (expected.json "task", fp16-d64 when absent) and the control.
+Suite make_suite(const std::string& task) {
   Suite s;
+  s.task = task;
   const json expected = json::parse(read_text(kSuite / "expected.json"));
   std::vector<std::pair<std::string, std::string>> files;
   for (auto& [file, outcome] : expected.items()) {
     if (!selected(file) || (outcome.is_object() && outcome.contains("shapes"))) continue;  // own sets: huge_test.cpp
-    if (outcome.is_object() && outcome.value("task", "fp16-d64") != "fp16-d64") continue;  // tests/gpu/fp8_test.cpp
+    if (outcome.is_object() && outcome.value("task", "fp16-d64") != task) continue;  // fp8: tests/gpu/fp8_test.cpp
+    if (!outcome.is_object() && task != "fp16-d64") continue;
     if (outcome.is_object()) {
       s.expected[file] = outcome.at("verdict").get<std::string>();
       s.caught_by[file] = outcome.at("caught_by").get<std::vector<std::string>>();
@@ -155,7 +168,7 @@ Suite make_suite() {
   s.expected[kControl] = "ok";
   files.emplace_back("variants/0-adversarial/" + kControl,
                      read_text(source_root() / "variants" / "0-baseline" / "wmma_scalar_pv.cu"));
-  s.root = make_repo("adversarial", files);
+  s.root = make_repo("adversarial-" + task, files);
   s.results = s.root / "results";
   s.populations = s.root / "populations";
   s.cache = s.root / "cache";
@@ -163,18 +176,15 @@ Suite make_suite() {
 }
 
 CliResult evo_run(const Suite& s, size_t budget, const std::string& sets) {
-  return run_evo("run --stage 0 --task fp16-d64 --budget " + std::to_string(budget) + " " + sets + " --rng-seed 1" +
-                     " --results-dir " + quoted(s.results) + " --populations-dir " + quoted(s.populations) +
-                     " --cache-dir " + quoted(s.cache),
+  return run_evo("run --stage 0 --task " + s.task + " --budget " + std::to_string(budget) + " " + sets +
+                     " --rng-seed 1 --gate-seed " + kGateSeed + " --results-dir " + quoted(s.results) +
+                     " --populations-dir " + quoted(s.populations) + " --cache-dir " + quoted(s.cache),
                  "cd " + quoted(s.root) + " && EVO_ROOT=" + quoted(s.root));
 }
 
-TEST(Adversarial, EveryTrickGetsItsVerdictAndOnlyHonestKernelsEnterThePopulation) {
-  EVO_REQUIRE_GPU();
-  const Suite s = make_suite();
-  // Gate on the default gate sets (small, mission, ragged) with two seeds; bench light: one
-  // mission shape and one long one (seq 2048, which no gate shape reaches).
-  const std::string sets = "--shapes small,mission,ragged --bench mission,long-smoke --seeds 0,1";
+// Runs one task's suite and checks every verdict, the population, and that a damaged
+// population is refused and rebuilt.
+void check_suite(const Suite& s, const std::string& sets) {
   const CliResult run = evo_run(s, s.expected.size(), sets);
   ASSERT_EQ(run.exit_code, 0) << "evo run must finish (exit 0) whatever its candidates do:\n" << tail(run.out);
 
@@ -239,9 +249,9 @@ TEST(Adversarial, EveryTrickGetsItsVerdictAndOnlyHonestKernelsEnterThePopulation
   const json* derived = nullptr;
   const auto all_derived = derive_populations(rs.records);
   for (const auto& [key, p] : all_derived)
-    if (p["gpu"].get<std::string>() == gpu && p["task"] == "fp16-d64") derived = &p;
+    if (p["gpu"].get<std::string>() == gpu && p["task"] == s.task) derived = &p;
   ASSERT_NE(derived, nullptr) << "no population derives from the records";
-  const fs::path pop_file = population_path(s.populations, gpu, "fp16-d64", derived->value("benchmark", std::string()));
+  const fs::path pop_file = population_path(s.populations, gpu, s.task, derived->value("benchmark", std::string()));
   ASSERT_TRUE(fs::exists(pop_file)) << pop_file;
   const json pop = read_population(pop_file);
   size_t admitted = 0, lost = 0;
@@ -264,12 +274,13 @@ TEST(Adversarial, EveryTrickGetsItsVerdictAndOnlyHonestKernelsEnterThePopulation
   EXPECT_TRUE(in_file.count(variant_id(kControl))) << "the real baseline must be an elite: " << pop.dump(1);
 
   const std::string figure = fmt::format(
-      "{}{} adversarial candidates tried, {} rejected with the expected verdict, {} admitted, {} population entries "
+      "{}: {}{} adversarial candidates tried, {} rejected with the expected verdict, {} admitted, {} population "
+      "entries "
       "lost "
       "({} honest but slow: spin_delayed_writes {})",
-      selected("") ? "" : fmt::format("[EVO_ADVERSARIAL_FILES={}] ", std::getenv("EVO_ADVERSARIAL_FILES")), adversarial,
-      rejected, admitted, lost, honest_ok, spin_summary);
-  RecordProperty("figure", figure);
+      s.task, selected("") ? "" : fmt::format("[EVO_ADVERSARIAL_FILES={}] ", std::getenv("EVO_ADVERSARIAL_FILES")),
+      adversarial, rejected, admitted, lost, honest_ok, spin_summary);
+  ::testing::Test::RecordProperty("figure", figure);
   std::cout << figure << "\n";
 
   // A command that reads the population refuses a damaged or future one, naming it and the fix;
@@ -278,7 +289,7 @@ TEST(Adversarial, EveryTrickGetsItsVerdictAndOnlyHonestKernelsEnterThePopulation
   const std::string good = read_text(pop_file);
   for (const auto& [bad, what] : std::vector<std::pair<std::string, std::string>>{
            {good.substr(0, good.size() / 3), "not a valid population JSON object"},
-           {R"({"schema_version": "2.0", "gpu": "x", "task": "fp16-d64", "stages": {}})",
+           {R"({"schema_version": "2.0", "gpu": "x", "task": ")" + s.task + R"(", "stages": {}})",
             "schema_version 2.0 is not supported"}}) {
     write_text(pop_file, bad);
     const CliResult refused = evo_run(s, 1, sets);
@@ -292,6 +303,22 @@ TEST(Adversarial, EveryTrickGetsItsVerdictAndOnlyHonestKernelsEnterThePopulation
     EXPECT_EQ(rebuilt.exit_code, 0) << rebuilt.out;
     EXPECT_EQ(read_text(pop_file), good) << "rebuild must restore the population from the records";
   }
+}
+
+TEST(Adversarial, EveryTrickGetsItsVerdictAndOnlyHonestKernelsEnterThePopulation) {
+  EVO_REQUIRE_GPU();
+  // Gate on the default gate sets (small, mission, ragged) with two seeds; bench light: one
+  // mission shape and one long one (seq 2048, which no gate shape reaches).
+  check_suite(make_suite("fp16-d64"), "--shapes small,mission,ragged --bench mission,long-smoke --seeds 0,1");
+}
+
+TEST(Adversarial, CausalTricksAreCaughtUnderBenchMission) {
+  EVO_REQUIRE_GPU();
+  const Suite s = make_suite("fp16-d64-causal");
+  if (s.expected.size() == 1) GTEST_SKIP() << "EVO_ADVERSARIAL_FILES selects no causal trick";
+  // --bench mission: the longest fixed causal row sees 1000 keys, so only sampled cases reach the
+  // long rows these tricks break.
+  check_suite(s, "--shapes small,mission,ragged --bench mission --seeds 0,1");
 }
 
 }  // namespace

@@ -29,7 +29,7 @@ TEST(ClusterLaunch, Stage8ClusterAndPersistentGridPassTheGate) {
   const fs::path dir = scratch_dir("cluster-launch");
   const CliResult r =
       run_evo(fmt::format("run --stage 8 --task fp16-d128,bf16-d64-causal --budget 1 --shapes small,ragged "
-                          "--seeds 0 --bench mission --results-dir '{}' --populations-dir '{}'",
+                          "--seeds 0 --bench mission --gate-seed 2025 --results-dir '{}' --populations-dir '{}'",
                           (dir / "results").string(), (dir / "populations").string()));
   ASSERT_EQ(r.exit_code, 0) << r.out.substr(r.out.size() > 4000 ? r.out.size() - 4000 : 0);
   const RecordSet rs = read_records(dir / "results");

@@ -31,11 +31,12 @@ TEST(Fp8, DescaleTricksAreRejectedAndTheControlPasses) {
   ASSERT_GE(files.size(), 2u) << "expected.json names the fp8 control and at least one fp8 trick";
   const fs::path root = make_repo("fp8-adversarial", files);
   const auto q = [](const fs::path& p) { return "'" + p.string() + "'"; };
-  const CliResult run = run_evo("run --stage 0 --task fp8-d64 --budget " + std::to_string(files.size()) +
-                                    " --shapes small,mission,ragged --bench mission --seeds 0,1 --rng-seed 1" +
-                                    " --results-dir " + q(root / "results") + " --populations-dir " +
-                                    q(root / "populations") + " --cache-dir " + q(root / "cache"),
-                                "cd " + q(root) + " && EVO_ROOT=" + q(root));
+  const CliResult run =
+      run_evo("run --stage 0 --task fp8-d64 --budget " + std::to_string(files.size()) +
+                  " --shapes small,mission,ragged --bench mission --seeds 0,1 --rng-seed 1 --gate-seed 2025" +
+                  " --results-dir " + q(root / "results") + " --populations-dir " + q(root / "populations") +
+                  " --cache-dir " + q(root / "cache"),
+              "cd " + q(root) + " && EVO_ROOT=" + q(root));
   ASSERT_EQ(run.exit_code, 0) << run.out.substr(run.out.size() > 4000 ? run.out.size() - 4000 : 0);
   const RecordSet rs = read_records(root / "results");
   ASSERT_TRUE(rs.problems.empty()) << rs.problems.front();

@@ -51,7 +51,7 @@ TEST(HugeSet, HonestKernelPassesAndThirtyTwoBitOffsetsAreRejected) {
                {"variants/0-adversarial/offsets_32bit.cu", read_text(kSuite / "offsets_32bit.cu")}});
   const std::string q = "'" + root.string() + "'";
   const CliResult run = run_evo(
-      "run --stage 0 --task fp16-d64 --budget 2 --shapes huge --bench mission --seeds 0 --rng-seed 1 "
+      "run --stage 0 --task fp16-d64 --budget 2 --shapes huge --bench mission --seeds 0 --rng-seed 1 --gate-seed 2025 "
       "--results-dir " +
           q + "/results --populations-dir " + q + "/populations --cache-dir " + q + "/cache",
       "cd " + q + " && EVO_ROOT=" + q);

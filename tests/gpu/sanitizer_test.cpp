@@ -79,7 +79,7 @@ Suite make_suite() {
 // One config per file (--budget = number of files); small gate shapes, one timed shape.
 CliResult evo_run(const Suite& s, const std::string& dir, const std::string& extra) {
   return run_evo(fmt::format("run --stage 0 --task fp16-d64 --budget {} --shapes small --bench mission --seeds 0,1 "
-                             "--rng-seed 1 --results-dir {} --populations-dir {} --cache-dir {} {}",
+                             "--rng-seed 1 --gate-seed 2025 --results-dir {} --populations-dir {} --cache-dir {} {}",
                              s.expected.size(), quoted(s.root / dir / "results"), quoted(s.root / dir / "populations"),
                              quoted(s.root / "cache"), extra),
                  "cd " + quoted(s.root) + " && EVO_ROOT=" + quoted(s.root));
@@ -108,7 +108,9 @@ TEST(Sanitizer, WouldBeElitesRunUnderComputeSanitizerAndAReportKeepsThemOut) {
   for (const auto& [file, want] : s.expected) {
     ASSERT_TRUE(plain_records.count(variant_id(file))) << file << ": no record\n" << tail(plain.out, 3000);
     const json& r = plain_records[variant_id(file)];
-    if (want.sampled_gate_may_catch && caught_by_sampled_gate(r)) continue;
+    // The covering array's cases reach lengths and layouts where a memory bug can corrupt the
+    // output; a trick the sampled gate rejects first got a right verdict too (issue 25 item 5).
+    if (want.verdict != "ok" && caught_by_sampled_gate(r)) continue;
     EXPECT_EQ(r["outcome"], "ok") << file << " must pass every gate without --sanitize: " << r["reason"];
     EXPECT_TRUE(r["gates"]["sanitizer"].is_null()) << file << ": no sanitizer pass was asked for";
   }
@@ -122,7 +124,7 @@ TEST(Sanitizer, WouldBeElitesRunUnderComputeSanitizerAndAReportKeepsThemOut) {
     ASSERT_TRUE(by_variant.count(variant_id(file))) << file << ": no record\n" << tail(run.out, 3000);
     const json& r = by_variant[variant_id(file)];
     const json& san = r["gates"]["sanitizer"];
-    if (want.verdict != "ok" && want.sampled_gate_may_catch && caught_by_sampled_gate(r)) {
+    if (want.verdict != "ok" && caught_by_sampled_gate(r)) {
       ++tricks, ++rejected_by_sampled_gate;  // rejected before the sanitizer, which runs for would-be elites only
       EXPECT_TRUE(r["fitness"].is_null()) << file;
       continue;

@@ -62,7 +62,7 @@ TEST(CoveringArray, EveryPairOfEveryTwoDimensionsForManySeeds) {
   for (uint64_t seed : {0ull, 1ull, 42ull, 1511791795ull, ~0ull}) {
     const auto rows = build_covering_array(r, seed);
     expect_covering(r, rows, "seed " + std::to_string(seed));
-    EXPECT_GE(rows.size(), 36u);   // 6 x 6 pairs need 36 rows at least
+    EXPECT_GE(rows.size(), 36u);  // 6 x 6 pairs need 36 rows at least
     EXPECT_LE(rows.size(), 48u) << "greedy should stay near the lower bound";
   }
 }
