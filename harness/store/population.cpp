@@ -27,6 +27,24 @@ bool sanitized(const Record& r) { return r.gates && r.gates->sanitizer; }
 
 bool sanitizer_passed(const Record& r) { return r.gates->sanitizer->passed(); }
 
+// A reduced gate checks the `small` set alone: `evo eval --quick` (run/plan.cpp
+// quick_plan_request) and `evo evolve`'s screen (evolve/fidelity.cpp). A record that passed one
+// proves less than the full gate (mission and ragged shapes, sampled cases), so it is no verdict
+// that a kernel is right, and no kernel is exported on its times.
+bool full_gate(const Record& r) {
+  if (!r.gates || !r.gates->correctness || !r.gates->correctness->checks) return false;
+  for (const auto& c : *r.gates->correctness->checks)
+    if (c.case_id && c.case_id->rfind("small/", 0) != 0) return true;
+  return false;
+}
+
+// A verdict on the compiled code: a proof it is wrong or does not do its timed work (on any
+// gate: a failing case replays from the record), or an ok from the full gate.
+bool wrong(const Record& r) {
+  return r.outcome == Outcome::correctness || r.outcome == Outcome::nondeterministic || r.outcome == Outcome::integrity;
+}
+bool verdict(const Record& r) { return wrong(r) || (r.outcome == Outcome::ok && full_gate(r)); }
+
 // A record as read (its typed view decides) and as written (the elite entry copies from it).
 struct ReadRecord {
   const json* raw = nullptr;
@@ -82,9 +100,11 @@ json elite_entry(const json& r, int rank) {
 
 // Latest record per candidate identity, per gpu; and the latest one that ran under
 // compute-sanitizer, whose verdict belongs to the compiled code, not to one run: a later run
-// without --sanitize cannot clear a report, only a later sanitized pass can.
+// without --sanitize cannot clear a report, only a later sanitized pass can. So does the latest
+// correctness verdict: a kernel shown wrong leaves every benchmark set (a screen's ok does not
+// outlive the full gate's correctness failure of the same code), until a later full gate passes.
 std::map<std::string, ReadRecord> latest_per_candidate(const std::vector<json>& records) {
-  std::map<std::string, ReadRecord> latest, latest_sanitized;
+  std::map<std::string, ReadRecord> latest, latest_sanitized, latest_verdict;
   for (const auto& j : records) {
     if (j.value("kind", "") != "run") continue;
     RecordRead read = read_record(j);
@@ -101,11 +121,19 @@ std::map<std::string, ReadRecord> latest_per_candidate(const std::vector<json>& 
       auto st = latest_sanitized.find(key);
       if (st == latest_sanitized.end() || !st->second.rec.newer_than(r.rec)) latest_sanitized[key] = r;
     }
+    if (verdict(r.rec)) {
+      auto vt = latest_verdict.find(key);
+      if (vt == latest_verdict.end() || !vt->second.rec.newer_than(r.rec)) latest_verdict[key] = r;
+    }
   }
+  auto drop = [&](const std::string& key) {
+    for (auto it = latest.lower_bound(key + "|"); it != latest.end() && it->first.rfind(key + "|", 0) == 0;)
+      it = latest.erase(it);
+  };
   for (const auto& [key, r] : latest_sanitized)
-    if (!sanitizer_passed(r.rec))
-      for (auto it = latest.lower_bound(key + "|"); it != latest.end() && it->first.rfind(key + "|", 0) == 0;)
-        it = latest.erase(it);
+    if (!sanitizer_passed(r.rec)) drop(key);
+  for (const auto& [key, r] : latest_verdict)
+    if (wrong(r.rec)) drop(key);
   return latest;
 }
 
@@ -115,7 +143,8 @@ std::map<std::string, json> derive_populations(const std::vector<json>& records)
   const std::map<std::string, ReadRecord> latest = latest_per_candidate(records);
   // Group eligible ones by (gpu, task, stage).
   std::map<std::string, std::map<int, std::vector<const ReadRecord*>>> groups;
-  std::map<std::string, std::vector<const json*>> admitted;  // "<gpu>/<task>", every benchmark set
+  // "<gpu>/<task>": every benchmark set's records that passed the full gate (the regimes' pool).
+  std::map<std::string, std::vector<const json*>> admitted;
   for (const auto& [key, r] : latest) {
     if (r.rec.outcome != Outcome::ok || !complete_fitness(r.rec)) continue;
     // evo evolve: faster than an elite only within the measured spread is a tie, not a place.
@@ -124,7 +153,7 @@ std::map<std::string, json> derive_populations(const std::vector<json>& records)
     const std::string bench = r.rec.benchmark.value_or("default");
     if (!plain_name(bench)) continue;
     groups[r.rec.gpu_key() + "/" + r.rec.task + "/" + bench][r.rec.stage].push_back(&r);
-    admitted[r.rec.gpu_key() + "/" + r.rec.task].push_back(r.raw);
+    if (full_gate(r.rec)) admitted[r.rec.gpu_key() + "/" + r.rec.task].push_back(r.raw);
   }
   std::map<std::string, json> out;
   for (auto& [gt, stages] : groups) {

@@ -2,7 +2,8 @@
 // the regime's measured shapes, and the dispatch rule `evo export` follows. A pure function of
 // the records, like the population it is part of (populations/<gpu>/<task>.json, "regimes").
 //
-// Every admitted record counts, whatever its benchmark set: a candidate re-measured on the
+// Every admitted record that passed the full gate counts (store/population.cpp picks them; a
+// quick look or a screen does not), whatever its benchmark set: a candidate re-measured on the
 // `regimes` shape set (gates.json) adds those shapes to the times of its default benchmark
 // record. Per shape, a candidate's newest record gives its time. A candidate competes in a
 // regime only with a time on every shape of it that any candidate was timed on, so a regime's

@@ -112,6 +112,55 @@ TEST(Population, ASanitizerReportOutlastsLaterUnsanitizedRuns) {
   EXPECT_EQ(ids({later_plain, other}), (std::vector<std::string>{"a", "b"}));
 }
 
+// A record with correctness checks of the given gate sets ("small" alone: a reduced gate, as
+// `evo eval --quick` and `evo evolve`'s screen run) under the given benchmark label.
+json gated(json r, const std::vector<std::string>& sets, const std::string& benchmark) {
+  json checks = json::array();
+  for (const auto& set : sets) checks.push_back({{"case", set + "/1x8x8x512x512x64/s0/normal"}, {"pass", true}});
+  r["gates"] = {{"correctness", {{"pass", r["outcome"] == "ok"}, {"checks", checks}}}};
+  r["benchmark"] = benchmark;
+  return r;
+}
+
+// Red-team finding: a screen's ok (small gate, benchmark "screen-...") outlived the full gate's
+// correctness failure of the same code and made it a regime kernel that `evo export` ships.
+TEST(Population, AKernelShownWrongLeavesEveryBenchmarkSetUntilAFullGatePasses) {
+  const std::vector<std::string> full = {"small", "mission", "ragged"};
+  const json screen = gated(record("x", "0-x/v", 0, 5, "ok", "2026-11-21T01:00:00Z"), {"small"}, "screen-abc");
+  const json failed = gated(record("x", "0-x/v", 0, 0, "correctness", "2026-11-21T02:00:00Z"), full, "default");
+  const json elite = gated(record("y", "0-x/v", 0, 10), full, "default");
+  auto regime_kernels = [](const std::map<std::string, json>& pops) {
+    std::vector<std::string> out;
+    for (const auto& k : pops.at("nvidia-h200/fp16-d64")["regimes"]["kernels"]) out.push_back(k["candidate_id"]);
+    return out;
+  };
+  auto pops = derive_populations({screen, failed, elite});
+  EXPECT_EQ(pops.count("nvidia-h200/fp16-d64@screen-abc"), 0u) << "x is wrong: no population of any set holds it";
+  EXPECT_EQ(regime_kernels(pops), std::vector<std::string>{"y"});
+  // A later full gate that passes (a fixed gate bug, say) brings it back, with its new times.
+  const json passed = gated(record("x", "0-x/v", 0, 6, "ok", "2026-11-21T03:00:00Z"), full, "default");
+  pops = derive_populations({screen, failed, elite, passed});
+  EXPECT_EQ(stage_elites(pops.at("nvidia-h200/fp16-d64"), 0)[0]["candidate_id"], "x");
+  EXPECT_EQ(regime_kernels(pops), std::vector<std::string>{"x"});
+  // A later screen's ok is no verdict: it cannot clear the failure.
+  const json rescreened = gated(record("x", "0-x/v", 0, 5, "ok", "2026-11-21T04:00:00Z"), {"small"}, "screen-abc");
+  pops = derive_populations({screen, failed, elite, rescreened});
+  EXPECT_EQ(pops.count("nvidia-h200/fp16-d64@screen-abc"), 0u);
+}
+
+// Only records that passed the full gate compete for a regime: a quick look (`evo eval --quick`,
+// the small gate alone) that timed a shape faster than the elite picks no exported kernel.
+TEST(Population, RegimeKernelsComeFromFullGateRecordsOnly) {
+  const std::vector<std::string> full = {"small", "mission", "ragged"};
+  const json quick = gated(record("q", "0-x/v", 0, 5), {"small"}, "custom-0eebb074");
+  const json elite = gated(record("y", "0-x/v", 0, 10), full, "default");
+  const auto pops = derive_populations({quick, elite});
+  std::vector<std::string> kernels;
+  for (const auto& k : pops.at("nvidia-h200/fp16-d64")["regimes"]["kernels"]) kernels.push_back(k["candidate_id"]);
+  EXPECT_EQ(kernels, std::vector<std::string>{"y"});
+  EXPECT_EQ(pops.count("nvidia-h200/fp16-d64@custom-0eebb074"), 1u) << "its own benchmark set still ranks it";
+}
+
 TEST(Population, WriteReadAndRefuseBadFiles) {
   auto dir = test::scratch_dir("pop");
   auto pops = derive_populations({record("a", "0-x/v", 0, 3)});
