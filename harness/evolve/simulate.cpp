@@ -1,7 +1,6 @@
 #include "evolve/simulate.h"
 
 #include <algorithm>
-#include <cmath>
 
 #include "core/errors.h"
 #include "evolve/generator.h"
@@ -37,12 +36,9 @@ SimDomain::SimDomain(const Dataset& d, Objective objective) : objective_(std::mo
   if (costs.empty()) throw usage_error("the dataset has no full evaluation: nothing to price one with");
   std::sort(costs.begin(), costs.end());
   full_cost_ = costs[costs.size() / 2];
-  std::sort(ratios.begin(), ratios.end());
-  if (!ratios.empty()) ratio_ = ratios[ratios.size() / 2];
-  std::vector<double> deviations;
-  for (double r : ratios) deviations.push_back(std::abs(r / ratio_ - 1));
-  std::sort(deviations.begin(), deviations.end());
-  if (!deviations.empty()) ratio_noise_ = 2 * deviations[deviations.size() / 2];
+  const ScreenCalibration cal = calibrate_screens(std::move(ratios));
+  ratio_ = cal.ratio;
+  ratio_noise_ = cal.noise;
   for (const auto& c : d.configs) {
     const double us = full_value(c);
     if (us > 0 && (optimum_ == 0 || us < optimum_)) optimum_ = us, optimum_at_ = &c;

@@ -1,5 +1,7 @@
 #include "evolve/strategy.h"
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "core/errors.h"
@@ -58,6 +60,19 @@ const SearchVariant* space_of(const std::vector<SearchVariant>& space, const Var
   for (const auto& sv : space)
     if (sv.variant == v) return &sv;
   return nullptr;
+}
+
+ScreenCalibration calibrate_screens(std::vector<double> full_over_screen, size_t min_for_noise) {
+  ScreenCalibration c;
+  if (full_over_screen.empty()) return c;
+  std::sort(full_over_screen.begin(), full_over_screen.end());
+  c.ratio = full_over_screen[full_over_screen.size() / 2];
+  if (full_over_screen.size() < std::max<size_t>(min_for_noise, 1)) return c;
+  std::vector<double> deviations;
+  for (double r : full_over_screen) deviations.push_back(std::abs(r / c.ratio - 1));
+  std::sort(deviations.begin(), deviations.end());
+  c.noise = 2 * deviations[deviations.size() / 2];
+  return c;
 }
 
 }  // namespace evo

@@ -78,6 +78,15 @@ struct Evaluated {
 };
 std::map<std::string, Evaluated> evaluated(const SearchState& s);
 
+// How a screen predicts a full evaluation, from the configurations measured both ways: `ratio`
+// is the median full/screen (1 with none), `noise` how far one screen misjudges its full
+// evaluation (twice the median absolute deviation of the ratios, relative; 0 with fewer than
+// `min_for_noise` of them). The builtin's promotions and the ablation's hard domain use both.
+struct ScreenCalibration {
+  double ratio = 1, noise = 0;
+};
+ScreenCalibration calibrate_screens(std::vector<double> full_over_screen, size_t min_for_noise = 1);
+
 // The parent's params laid out in the search variant's order (a parent from an older record may
 // miss a tunable: it takes the default).
 ParamSet aligned(const SearchVariant& sv, const ParamSet& given);

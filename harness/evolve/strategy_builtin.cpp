@@ -60,16 +60,9 @@ Data training_data(const SearchState& s, const std::map<std::string, Evaluated>&
   std::vector<double> ratios;
   for (const auto& [key, e] : seen)
     if (e.screen_us > 0 && e.full_us > 0) ratios.push_back(e.full_us / e.screen_us);
-  if (!ratios.empty()) {
-    std::sort(ratios.begin(), ratios.end());
-    d.ratio = ratios[ratios.size() / 2];
-  }
-  if (ratios.size() >= kNoiseSample) {  // twice the median absolute deviation of the ratios
-    std::vector<double> dev;
-    for (double r : ratios) dev.push_back(std::abs(r / d.ratio - 1));
-    std::sort(dev.begin(), dev.end());
-    d.noise = 2 * dev[dev.size() / 2];
-  }
+  const ScreenCalibration cal = calibrate_screens(std::move(ratios), kNoiseSample);
+  d.ratio = cal.ratio;
+  d.noise = cal.noise;
   std::map<std::string, bool> added;
   auto add = [&](const Observation& o, double us) {
     const SearchVariant* sv = space_of(*s.space, o.variant);

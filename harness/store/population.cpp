@@ -98,6 +98,11 @@ json elite_entry(const json& r, int rank) {
   return e;
 }
 
+void keep_newest(std::map<std::string, ReadRecord>& newest, const std::string& key, const ReadRecord& r) {
+  auto it = newest.find(key);
+  if (it == newest.end() || !it->second.rec.newer_than(r.rec)) newest[key] = r;
+}
+
 // Latest record per candidate identity, per gpu; and the latest one that ran under
 // compute-sanitizer, whose verdict belongs to the compiled code, not to one run: a later run
 // without --sanitize cannot clear a report, only a later sanitized pass can. So does the latest
@@ -115,16 +120,9 @@ std::map<std::string, ReadRecord> latest_per_candidate(const std::vector<json>& 
     const std::string key = gpu + "|" + identity(r.rec);
     // Per benchmark set: a candidate re-measured on other shapes keeps its place in each set.
     const std::string bench_key = key + "|" + r.rec.benchmark.value_or("default");
-    auto it = latest.find(bench_key);
-    if (it == latest.end() || !it->second.rec.newer_than(r.rec)) latest[bench_key] = r;
-    if (sanitized(r.rec)) {
-      auto st = latest_sanitized.find(key);
-      if (st == latest_sanitized.end() || !st->second.rec.newer_than(r.rec)) latest_sanitized[key] = r;
-    }
-    if (verdict(r.rec)) {
-      auto vt = latest_verdict.find(key);
-      if (vt == latest_verdict.end() || !vt->second.rec.newer_than(r.rec)) latest_verdict[key] = r;
-    }
+    keep_newest(latest, bench_key, r);
+    if (sanitized(r.rec)) keep_newest(latest_sanitized, key, r);
+    if (verdict(r.rec)) keep_newest(latest_verdict, key, r);
   }
   auto drop = [&](const std::string& key) {
     for (auto it = latest.lower_bound(key + "|"); it != latest.end() && it->first.rfind(key + "|", 0) == 0;)
