@@ -92,7 +92,11 @@ def benchmark_shapes(gates, task, sets):
     out, seen = [], set()
     for name in sets:
         entries = gates["shape_sets"].get(name)
-        if entries is None:
+        if name == "models":  # gates.json model_shapes: the task's head dim and mask (harness/policy/model_shapes.h)
+            entries = [m["dims"] for m in gates.get("model_shapes", {}).get("shapes", [])
+                       if m["causal"] == task["causal"] and int(m["dims"].split(":")[0].split("x")[5]) == task["head_dim"]]
+            set_name = name
+        elif entries is None:
             entries, set_name = [name], ""  # an explicit BxHqxHkvxSqxSkvxD
         else:
             set_name = name

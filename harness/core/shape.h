@@ -16,6 +16,9 @@ struct Shape {
   std::string dims() const;  // "1x8x8x512x512x64" (+ ":bshd" when BSHD)
   double flops(bool causal) const;
   double min_bytes(int elem_size) const;  // Q + K + V + O once
+  // Keys some query row may see: Skv, or with the top-left causal mask min(Sq, Skv) (row i sees
+  // keys 0..i), so a causal decode step reads one key, not the whole cache.
+  int visible_kv(bool causal) const { return causal && seq_q < seq_kv ? seq_q : seq_kv; }
   // Element strides (batch, head, seq) of a [B, H, S, D] tensor in this layout.
   void strides(int heads, int seq, int64_t out[3]) const;
   int64_t elements(int heads, int seq) const { return int64_t(batch) * heads * seq * head_dim; }

@@ -265,6 +265,9 @@ GatesConfig parse_gates_config(const std::string& text, const std::string& origi
   parse_thresholds(j, origin, c);
   parse_sanitizer(j, origin, c);
   parse_roofline(j, origin, c);
+  c.model_shapes = parse_model_shapes(j, origin);
+  if (c.shape_sets.count(kModelsSet))
+    throw usage_error(origin + ": shape_sets.models: the name is taken by model_shapes, rename the set");
   return c;
 }
 
@@ -275,7 +278,10 @@ GatesConfig load_gates_config(const std::filesystem::path& file) {
 std::vector<Shape> GatesConfig::shapes(const std::vector<std::string>& sets_or_dims, const Task& task) const {
   std::vector<Shape> out;
   for (const auto& entry : sets_or_dims) {
-    if (auto it = shape_sets.find(entry); it != shape_sets.end()) {
+    if (entry == kModelsSet) {
+      const auto m = model_shapes_for(model_shapes, task);
+      out.insert(out.end(), m.begin(), m.end());
+    } else if (auto it = shape_sets.find(entry); it != shape_sets.end()) {
       for (const auto& dims : it->second) {
         Shape s = parse_shape(dims, task.head_dim);
         s.set = entry;
@@ -288,6 +294,7 @@ std::vector<Shape> GatesConfig::shapes(const std::vector<std::string>& sets_or_d
     } else {
       std::string known;
       for (const auto& [name, _] : shape_sets) known += (known.empty() ? "" : ", ") + name;
+      known += std::string(", ") + kModelsSet;
       throw usage_error(fmt::format("unknown shape set '{}': use one of {} or BxHqxHkvxSqxSkvxD", entry, known));
     }
   }
@@ -333,7 +340,7 @@ std::optional<double> GatesConfig::floor_us(const std::string& gpu_key, const Ta
   const auto peak = it->second.tensor_tflops.find(task.dtype_name());
   if (peak == it->second.tensor_tflops.end()) return std::nullopt;
   const double q_elems = double(s.batch) * s.heads_q * s.seq_q * s.head_dim;
-  const double kv_elems = double(s.batch) * s.heads_kv * s.seq_kv * s.head_dim;
+  const double kv_elems = double(s.batch) * s.heads_kv * s.visible_kv(task.causal) * s.head_dim;
   const double bytes = task.input_bytes() * (q_elems + 2 * kv_elems) + task.output_bytes() * q_elems;
   const double flop_us = s.flops(task.causal) / (peak->second * 1e12) * 1e6;
   const double byte_us = bytes / (it->second.memory_tbps * 1e12) * 1e6;

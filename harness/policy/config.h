@@ -9,6 +9,7 @@
 
 #include "core/shape.h"
 #include "core/task.h"
+#include "policy/model_shapes.h"
 #include "policy/sample_space.h"
 
 namespace evo {
@@ -131,8 +132,10 @@ struct GatesConfig {
   VerdictPolicy verdict;
   ComparePolicy compare;
   std::map<std::string, RooflinePeaks> roofline;  // by GPU key ("nvidia-h200")
+  std::vector<ModelShape> model_shapes;           // the `models` set (policy/model_shapes.h)
 
-  // Expands set names or explicit BxHqxHkvxSqxSkvxD entries (comma separated) for a task.
+  // Expands set names or explicit BxHqxHkvxSqxSkvxD entries (comma separated) for a task;
+  // "models" gives the model shapes of the task's head dim and mask.
   std::vector<Shape> shapes(const std::vector<std::string>& sets_or_dims, const Task& task) const;
   const Tolerance& tolerance(const Task& task) const;
   // The dtype's tolerance for one input distribution (its calibrated override, if any).
@@ -140,8 +143,9 @@ struct GatesConfig {
   const ResourceCaps& caps(const std::string& arch) const;        // throws usage_error for unknown arch
   const InputDistribution& input(const std::string& name) const;  // throws usage_error naming it
   // The roofline floor of one launch of `shape` on the GPU `gpu_key`, in µs: the larger of its
-  // FLOPs at the tensor peak and its bytes (Q, K, V read once, O written once) at the memory
-  // peak. nullopt when "roofline" has no peaks for that GPU or dtype.
+  // FLOPs at the tensor peak and its bytes (Q, K, V read once, O written once; causal: only the
+  // keys some row sees, Shape::visible_kv) at the memory peak. nullopt when "roofline" has no peaks for that GPU or
+  // dtype.
   std::optional<double> floor_us(const std::string& gpu_key, const Task& task, const Shape& shape) const;
 };
 

@@ -270,6 +270,13 @@ TEST(TimingIntegrity, ThresholdsTheFloorAndBenchTolerancesComeFromGatesJson) {
   const Shape decode{1, 8, 8, 1, 16384, 128, Layout::bhsd, ""};
   const double bytes = 2.0 * (8 * 128 + 2.0 * 8 * 16384 * 128) + 2.0 * 8 * 128;
   EXPECT_NEAR(*g.floor_us("nvidia-h200", parse_task("bf16-d128"), decode), bytes / 4.8e12 * 1e6, 1e-9);
+  // Causal (top-left): the one query row sees key 0 only, so K and V count one row, not 16k:
+  // the floor of a causal decode step is not the cache's bytes (an honest kernel that skips the
+  // masked tiles beat that floor on the H200, 2026-11-27).
+  const double causal_bytes = 2.0 * (8 * 128 + 2.0 * 8 * 1 * 128) + 2.0 * 8 * 128;
+  const double causal_floor = std::max(causal_bytes / 4.8e12 * 1e6, decode.flops(true) / 1070.5e12 * 1e6);
+  EXPECT_LT(*g.floor_us("nvidia-h200", parse_task("bf16-d128-causal"), decode), 0.01);
+  EXPECT_NEAR(*g.floor_us("nvidia-h200", parse_task("bf16-d128-causal"), decode), causal_floor, 1e-3);
   EXPECT_FALSE(g.floor_us("nvidia-rtx-4090", t, decode)) << "no peaks in gates.json: no floor";
   EXPECT_FALSE(g.floor_us("nvidia-a100-sxm4-80gb", parse_task("fp8-d64"), decode)) << "no fp8 peak on an A100";
 
