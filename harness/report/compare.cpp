@@ -296,6 +296,7 @@ CompareSection build_section(const std::string& gpu, const std::string& task, co
   sec.ceiling_tflops = ceiling_tflops(gpu, facts.dtype);
   add_stage_rows(sec, population, runs, facts);
   if (population) sec.regimes = regime_rows(*population);
+  add_regime_peers(sec.regimes, peers);
   add_peers(sec, peers, facts);
   add_ratios(sec, peers, facts, th.compare.confidence);
   add_failures(sec, runs);

@@ -106,6 +106,9 @@ struct RegimeRow {
   std::optional<double> geomean_us;  // the chosen kernel over the shapes
   std::optional<double> fastest_us;  // the fastest one (another kernel when it tied the default)
   std::optional<double> default_us;  // the default kernel over the same shapes
+  // Per peer ("pytorch-sdpa-cudnn"): the peer's geomean median over the same shapes / the chosen
+  // kernel's (above 1: evo is faster); only peers timed ok on every shape of the regime.
+  std::map<std::string, double> vs_peer;
 };
 
 struct FailureRow {

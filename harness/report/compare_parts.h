@@ -37,6 +37,8 @@ std::optional<long long> epoch_seconds(const std::string& iso);
 // latest, or with `near` (a record time) the one nearest to it in time.
 std::map<std::string, const Record*> peers_for_shape(const std::string& shape, const std::vector<const Record*>& peers,
                                                      const std::string& near = "");
+// Each regime row's speed against the peers timed on all of its shapes (RegimeRow::vs_peer).
+void add_regime_peers(std::vector<RegimeRow>& rows, const std::vector<const Record*>& peers);
 std::string gates_summary(const Record& r, const Record* sanitized = nullptr);
 std::optional<long> integer(const json& j, const char* key);
 void fill_resources(const Record& r, StageRow& row);

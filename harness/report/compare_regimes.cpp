@@ -2,6 +2,8 @@
 // (store/regimes.h), the kernel `evo export` dispatches each regime to, and why.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "report/compare.h"
 #include "report/compare_parts.h"
 #include "store/json_fields.h"
@@ -63,23 +65,58 @@ std::vector<RegimeRow> regime_rows(const json& population) {
   return rows;
 }
 
+void compare_parts::add_regime_peers(std::vector<RegimeRow>& rows, const std::vector<const Record*>& peers) {
+  for (auto& row : rows) {
+    if (row.shapes.empty() || !row.geomean_us || *row.geomean_us <= 0) continue;
+    std::map<std::string, std::vector<double>> medians;  // per peer, one per shape it ran
+    for (const auto& shape : row.shapes)
+      for (const auto& [name, p] : peers_for_shape(shape, peers)) {
+        if (p->outcome != Outcome::ok || !p->timing) continue;
+        for (const auto& t : *p->timing)
+          if (t.shape.value_or("") == shape && t.median_us && *t.median_us > 0) {
+            medians[name].push_back(*t.median_us);
+            break;
+          }
+      }
+    for (const auto& [name, m] : medians)
+      if (m.size() == row.shapes.size()) row.vs_peer[name] = geomean(m) / *row.geomean_us;
+  }
+}
+
 std::string regimes_markdown(const CompareSection& sec) {
   if (sec.regimes.empty()) return "";
   std::string out =
       "\n### Shape regimes\n\nThe kernel `evo export` runs for each shape regime: the fastest gated kernel over the "
       "regime's measured shapes (geomean median µs); one within its own p90 of the default kernel (the fastest "
       "stage's rank 1) is a tie and the default keeps the regime; a regime without measured shapes runs the default "
-      "(measure one: `evo population remeasure --bench regimes`).\n\n";
-  out += "| regime | rule | measured shapes | stage | kernel | geomean µs | fastest µs | default µs | choice |\n";
-  out += "|---|---|---|---:|---|---:|---:|---:|---|\n";
+      "(measure one: `evo population remeasure --bench regimes` or `--bench models`). × peer: the peer's geomean "
+      "median over the same shapes, in the same units, over the chosen kernel's (above 1: the kernel is faster), for "
+      "peers timed on every shape of the regime.\n\n";
+  // The peers some regime was measured against, in the peer table's order (flash, cuDNN, ...).
+  std::vector<std::string> peer_names;
+  for (const auto& r : sec.regimes)
+    for (const auto& [name, _] : r.vs_peer)
+      if (std::find(peer_names.begin(), peer_names.end(), name) == peer_names.end()) peer_names.push_back(name);
+  std::stable_sort(peer_names.begin(), peer_names.end(),
+                   [](const std::string& a, const std::string& b) { return peer_rank(a) < peer_rank(b); });
+  out += "| regime | rule | measured shapes | stage | kernel | geomean µs | fastest µs | default µs | choice |";
+  for (const auto& n : peer_names) out += " × " + peer_label(n) + " |";
+  out += "\n|---|---|---|---:|---|---:|---:|---:|---|";
+  for (size_t i = 0; i < peer_names.size(); ++i) out += "---:|";
+  out += "\n";
   for (const auto& r : sec.regimes) {
     std::string shapes;
     for (const auto& s : r.shapes) shapes += (shapes.empty() ? "" : ", ") + s;
     const std::string kernel = r.variant.empty() ? "-" : "`" + r.variant + "` " + r.params;
-    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", r.regime, cell_text(r.condition),
+    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |", r.regime, cell_text(r.condition),
                        shapes.empty() ? "none" : shapes, r.stage ? std::to_string(*r.stage) : "-", cell_text(kernel),
                        r.geomean_us ? us_text(*r.geomean_us) : "-", r.fastest_us ? us_text(*r.fastest_us) : "-",
                        r.default_us ? us_text(*r.default_us) : "-", r.choice);
+    for (const auto& n : peer_names) {
+      const auto it = r.vs_peer.find(n);
+      out += " " + (it == r.vs_peer.end() ? std::string("-") : ratio_text(it->second) + "×") + " |";
+    }
+    out += "\n";
   }
   return out;
 }
@@ -97,7 +134,8 @@ json regimes_json(const CompareSection& sec) {
                     {"params", r.params},
                     {"geomean_us", opt(r.geomean_us)},
                     {"fastest_us", opt(r.fastest_us)},
-                    {"default_us", opt(r.default_us)}});
+                    {"default_us", opt(r.default_us)},
+                    {"vs_peer", r.vs_peer}});
   return rows;
 }
 
