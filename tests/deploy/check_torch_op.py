@@ -43,7 +43,9 @@ class Env:
         import torch.nn.functional as F
         sys.path.insert(0, os.path.join(args.package, "python"))
         import evo_attn
-        self.torch, self.F, self.evo_attn = torch, F, evo_attn
+        import evo_attn._op
+        self.torch, self.F, self.evo_attn, self.evo_attn_op = torch, F, evo_attn, evo_attn._op
+        self.sets = [x for x in getattr(args, "sets", "").split(",") if x]
         self.dev = torch.device("cuda", 0)
         self.manifest = evo_attn.manifest()
         with open(os.path.join(ROOT, "gates", "gates.json")) as f:
@@ -140,9 +142,9 @@ def run_case(env, task, shape, layout, gen, origin):
 
 
 def benchmark_shapes(env, task):
-    sets = env.gates["defaults"]["benchmark_sets"] + ["regimes"]
+    sets = env.sets or env.gates["defaults"]["benchmark_sets"] + ["regimes"]
     out = []
-    for s in peers_sdpa.benchmark_shapes(env.gates, {"head_dim": task["head_dim"]}, sets):
+    for s in peers_sdpa.benchmark_shapes(env.gates, {"head_dim": task["head_dim"], "causal": task["causal"]}, sets):
         out.append(((s["b"], s["hq"], s["hkv"], s["sq"], s["skv"], s["d"]), s["layout"], s["set"]))
     return out
 
@@ -336,6 +338,19 @@ def timing_row(env, timer, task, shape, layout):
     row = {"task": task["name"], "shape": dims, "regime": info["regime"], "kernel": info["kernel"],
            "record": recorded(env, info["kernel"], dims)}
     row["op"] = time_one(env, timer, lambda: torch.ops.evo.attention(q, k, v, c, None, *ds))
+    row["op_impl"] = "C++" if getattr(env.evo_attn_op, "CPP_OP", False) else "Python"
+    if row["op"].get("median_us", 1e9) < env.gates["timing"]["launch_bound_us"]:
+        # The Python path of the op (checks, descriptors, ctypes) without custom-op dispatch, for
+        # the per-call cost the C++ op removes: graph and back-to-back times show it.
+        op_mod = env.evo_attn_op
+
+        def python_path():
+            op_mod._check(q, k, v)
+            out = op_mod._empty_out(q)
+            op_mod._native.library().forward(op_mod._call(q, k, v, out, c, None, ds),
+                                             torch.cuda.current_stream(q.device).cuda_stream)
+            return out
+        row["op_python_path"] = time_one(env, timer, python_path)
     if task["dtype"] != "fp8":
         for name, backend in (("cudnn", SDPBackend.CUDNN_ATTENTION), ("flash", SDPBackend.FLASH_ATTENTION)):
             def sdpa(backend=backend):
@@ -360,7 +375,8 @@ def judge(env, row):
 
 
 def timing(env, tasks):
-    """Every task's default benchmark shapes first (evo has records there), then the `regimes` set."""
+    """Every task's default benchmark shapes first (evo has records there), then the `regimes` set
+    (or the --sets asked for, e.g. models)."""
     timer = make_timer(env)
     rows = []
     for regimes_set in (False, True):
@@ -401,8 +417,9 @@ def correctness_md(rows, feats):
 
 def timing_md(rows):
     out = ["# evo_attn timed from Python against SDPA and evo's records (µs, L2 flushed, median)", "",
-           "| task | shape | regime | kernel | record | op | op/record | basis | cuDNN | flash | × cuDNN | × flash |",
-           "|---|---|---|---|---:|---:|---:|---|---:|---:|---:|---:|"]
+           "| task | shape | regime | kernel | record | op | op/record | basis | cuDNN | flash | × cuDNN | × flash |"
+           " op graph / b2b | Python path graph / b2b |",
+           "|---|---|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         if "skipped" in r:
             out.append("| %s | %s | skipped: %s |||||||||" % (r["task"], r["shape"], r["skipped"]))
@@ -417,14 +434,17 @@ def timing_md(rows):
             cells.append(us(p.get("median_us")) if "median_us" in p else ("n/a" if peer not in r else "refused"))
         ratio = ["%.2f×" % (r[p]["median_us"] / op["median_us"]) if r.get(p, {}).get("median_us") and
                  op.get("median_us") else "-" for p in ("cudnn", "flash")]
-        out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        py = r.get("op_python_path") or {}
+        out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s / %s | %s / %s |" % (
             r["task"], r["shape"], r["regime"], r["kernel"], us(rec_t), us(op_t),
             "%.3f%s" % (r["vs_record"], "" if r.get("within_3pct") else " (!)") if r.get("vs_record") else "-",
-            r.get("basis"), cells[0], cells[1], ratio[0], ratio[1]))
+            r.get("basis"), cells[0], cells[1], ratio[0], ratio[1], us(op.get("graph_us")),
+            us(op.get("back_to_back_us")), us(py.get("graph_us")), us(py.get("back_to_back_us"))))
     judged = [r for r in rows if r.get("vs_record")]
     within = sum(1 for r in judged if r["within_3pct"])
     out += ["", "op/record within 3 %%: %d of %d shapes with a record; × is SDPA's time / the op's (above 1: the op "
-            "is faster); graph basis: CUDA-graph µs per call for launch-bound shapes" % (within, len(judged))]
+            "is faster); graph basis: CUDA-graph µs per call for launch-bound shapes; op implementation: %s" % (
+                within, len(judged), ", ".join(sorted({r.get("op_impl", "?") for r in rows if "op" in r})) or "-")]
     return "\n".join(out) + "\n"
 
 
@@ -442,6 +462,7 @@ def main():
     ap.add_argument("--seed", type=int, default=24)
     ap.add_argument("--budget-s", type=float, default=200.0, help="stop timing new shapes after this")
     ap.add_argument("--no-timing", action="store_true")
+    ap.add_argument("--sets", default="", help="shape sets to time (default: benchmark sets, then regimes)")
     args = ap.parse_args()
     env = Env(args)
     names = [t["task"] for t in env.manifest["tasks"]]

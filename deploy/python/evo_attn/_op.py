@@ -87,31 +87,69 @@ def _sdpa(q, k, v, is_causal, scale, descales):
     return _SDPA(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=q.size(1) != k.size(1))
 
 
-@torch.library.custom_op("evo::attention", mutates_args=())
-def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool = False,
-              scale: Optional[float] = None, q_descale: float = 1.0, k_descale: float = 1.0,
-              v_descale: float = 1.0, fallback: bool = False) -> torch.Tensor:
-    """softmax(scale * q k^T [causal]) v with evo's kernel for the call's task and shape regime,
-    on the current stream. fallback=True runs SDPA (with a warning) for calls the package cannot
-    run; otherwise they raise Unsupported naming the argument."""
-    descales = (q_descale, k_descale, v_descale)
-    try:
-        _check(q, k, v)
-        out = _empty_out(q)
-        _native.library().forward(_call(q, k, v, out, is_causal, scale, descales),
-                                  torch.cuda.current_stream(q.device).cuda_stream)
-        return out
-    except Unsupported as e:
-        if not fallback:
+def _load_cpp_op():
+    """libevo_attn_torch (torch/evo_attn_op.cpp of the package), the op in C++, when CMake built it
+    beside libevo_attn (PyTorch found at build time). EVO_ATTN_PYTHON_OP=1 keeps the Python op."""
+    if os.environ.get("EVO_ATTN_PYTHON_OP") == "1":
+        return False
+    lib = _native.library()  # first: the C++ op links against this very library
+    path = os.path.join(os.path.dirname(lib.path), "libevo_attn_torch.so")
+    if not os.path.isfile(path):
+        return False
+    torch.ops.load_library(path)
+    return True
+
+
+CPP_OP = _load_cpp_op()
+
+if CPP_OP:
+    def attention(q, k, v, is_causal=False, scale=None, q_descale=1.0, k_descale=1.0, v_descale=1.0,
+                  fallback=False):
+        """softmax(scale * q k^T [causal]) v with evo's kernel for the call's task and shape regime,
+        on the current stream (torch.ops.evo.attention, in C++). fallback=True runs SDPA (with a
+        warning) for calls the package cannot run; otherwise they raise Unsupported naming the
+        argument (torch.ops.evo.attention itself raises its base, ValueError)."""
+        try:
+            return torch.ops.evo.attention(q, k, v, is_causal, scale, q_descale, k_descale, v_descale, fallback)
+        except ValueError as e:
+            if isinstance(e, Unsupported):
+                raise
+            raise Unsupported(str(e)) from None
+        except RuntimeError as e:
+            if "evo_attn:" in str(e):
+                raise CudaError(str(e)) from None
             raise
-        _warn_once(str(e))
-        result = _sdpa(q, k, v, is_causal, scale, descales)
-        out = _empty_out(q) if q.dim() == 4 else torch.empty_like(result)
-        out.copy_(result)
-        return out
+
+    _register_fake = torch.library.register_fake("evo::attention")
+else:
+    @torch.library.custom_op("evo::attention", mutates_args=())
+    def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool = False,
+                  scale: Optional[float] = None, q_descale: float = 1.0, k_descale: float = 1.0,
+                  v_descale: float = 1.0, fallback: bool = False) -> torch.Tensor:
+        """softmax(scale * q k^T [causal]) v with evo's kernel for the call's task and shape regime,
+        on the current stream. fallback=True runs SDPA (with a warning) for calls the package cannot
+        run; otherwise they raise Unsupported naming the argument."""
+        descales = (q_descale, k_descale, v_descale)
+        try:
+            _check(q, k, v)
+            out = _empty_out(q)
+            _native.library().forward(_call(q, k, v, out, is_causal, scale, descales),
+                                      torch.cuda.current_stream(q.device).cuda_stream)
+            return out
+        except Unsupported as e:
+            if not fallback:
+                raise
+            _warn_once(str(e))
+            result = _sdpa(q, k, v, is_causal, scale, descales)
+            out = _empty_out(q) if q.dim() == 4 else torch.empty_like(result)
+            out.copy_(result)
+            return out
 
 
-@attention.register_fake
+    _register_fake = attention.register_fake
+
+
+@_register_fake
 def _(q, k, v, is_causal=False, scale=None, q_descale=1.0, k_descale=1.0, v_descale=1.0, fallback=False):
     if not fallback:
         _check(q, k, v)
