@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Issue 30 on the H200: the kernels a model gets, on the shapes models run (gates.json
+# model_shapes, the `models` set). Two device calls, chained within 30 s so the build stays:
+#   models.sh measure   (<= 9 min) build evo; re-gate and time the rank-1 elites of stages 9, 8, 7
+#                       of every fp16/bf16 task on the `models` set (and the causal tasks on
+#                       `regimes` again, after the causal roofline fix); SDPA cuDNN and flash on
+#                       the same shapes in the same call. $OUT/models-measure.tgz: records, peers, logs.
+#   models.sh op        (<= 8 min) rebuild the populations from the records, `evo export` every
+#                       fp16/bf16 task, build the package (with the C++ op: PyTorch is there), then
+#                       tests/deploy/check_torch_op.py: correctness, torch.compile, graphs, opcheck,
+#                       refusals; the op (C++) against cuDNN and flash on the `models` set and the
+#                       benchmark sets, with the Python path's graph and back-to-back times.
+#                       $OUT/models-op.tgz.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+: "${OUT:?set OUT}"
+source lab/device-sessions/device_steps.sh
+device_env
+final=$OUT
+PHASE=${1:?measure|op}
+OUT=/tmp/evo-models-$PHASE && rm -rf "$OUT" && mkdir -p "$OUT"
+evo=build/harness/evo
+TASKS=fp16-d64,fp16-d64-causal,fp16-d128,fp16-d128-causal,bf16-d128,bf16-d128-causal,bf16-d64,bf16-d64-causal
+CAUSAL=fp16-d64-causal,fp16-d128-causal,bf16-d128-causal,bf16-d64-causal
+gpu_info
+build_evo evo || { cp -r "$OUT"/* "$final"/; exit 1; }
+echo "built at ${SECONDS}s"
+pack() { mkdir -p "$OUT/results"; find results -maxdepth 1 -name '*.jsonl' -newer "$mark" -exec cp {} "$OUT/results/" \;
+  cp results/peers/nvidia-h200.json "$OUT/results/peers-nvidia-h200.json" 2>/dev/null
+  cp -r results/sources "$OUT/results/sources" 2>/dev/null
+  tar -C "$OUT" -czf "$final/models-$PHASE.tgz" . ; ls -la "$OUT" "$OUT/results" | head -30; }
+mark=$(mktemp); touch "$mark"
+case "$PHASE" in
+  measure)
+    $evo population rebuild >"$OUT/rebuild.log" 2>&1
+    timeout 150 $evo population remeasure --bench regimes --stages 8,7 --top 1 --task "$CAUSAL" >"$OUT/regimes.log" 2>&1
+    echo "regimes (causal) exit $? at ${SECONDS}s"; tail -2 "$OUT/regimes.log"
+    timeout 220 $evo population remeasure --bench models --stages 9,8,7 --top 1 --task "$TASKS" >"$OUT/models.log" 2>&1
+    echo "models exit $? at ${SECONDS}s"; tail -3 "$OUT/models.log"
+    left=$((520 - SECONDS)); [ "$left" -lt 60 ] && left=60
+    timeout "$left" python3 scripts/peers_sdpa.py --tasks "$TASKS" --sets models --backends cudnn,flash \
+      >"$OUT/peers.log" 2>&1
+    echo "peers exit $? at ${SECONDS}s"; tail -2 "$OUT/peers.log"
+    pack ;;
+  op)
+    $evo population rebuild >"$OUT/rebuild.log" 2>&1
+    rm -rf /tmp/evo-export
+    $evo export --task "$TASKS" --out /tmp/evo-export >"$OUT/export.log" 2>&1 || { tail -20 "$OUT/export.log"; exit 1; }
+    cp /tmp/evo-export/manifest.json "$OUT/"
+    (cmake -S /tmp/evo-export -B /tmp/evo-export/build -G Ninja -DCMAKE_BUILD_TYPE=Release &&
+      cmake --build /tmp/evo-export/build -j 16) >>"$OUT/export.log" 2>&1 || { tail -30 "$OUT/export.log"; exit 1; }
+    grep -E "evo_attn: (building|no PyTorch)" "$OUT/export.log"
+    echo "package built at ${SECONDS}s"
+    export PYTHONPATH=/tmp/evo-export/python
+    timeout 60 python3 examples/deploy/transformer_block.py >"$OUT/example.txt" 2>&1; echo "example exit $?"
+    left=$((480 - SECONDS)); [ "$left" -lt 60 ] && left=60
+    timeout "$left" python3 tests/deploy/check_torch_op.py --package /tmp/evo-export --out "$OUT" --random 8 \
+      --sets models,mission --budget-s $((left - 40)) >"$OUT/check.log" 2>&1
+    echo "check_torch_op exit $? at ${SECONDS}s"; tail -3 "$OUT/check.log"
+    pack ;;
+esac
