@@ -102,13 +102,15 @@ struct RegimeRow {
   std::string regime, condition, choice;  // choice: "fastest", "default (tie)", "default (unmeasured)"
   std::vector<std::string> shapes;        // the measured shapes it was chosen over
   std::optional<int> stage;
-  std::string variant, params;       // of the chosen kernel; empty when there is none
-  std::optional<double> geomean_us;  // the chosen kernel over the shapes
-  std::optional<double> fastest_us;  // the fastest one (another kernel when it tied the default)
-  std::optional<double> default_us;  // the default kernel over the same shapes
-  // Per peer ("pytorch-sdpa-cudnn"): the peer's geomean median over the same shapes / the chosen
-  // kernel's (above 1: evo is faster); only peers timed ok on every shape of the regime.
+  std::string variant, params;              // of the chosen kernel; empty when there is none
+  std::optional<double> geomean_us;         // the chosen kernel over the shapes
+  std::optional<double> fastest_us;         // the fastest one (another kernel when it tied the default)
+  std::optional<double> default_us;         // the default kernel over the same shapes
+  std::map<std::string, double> kernel_us;  // the chosen kernel's median per shape of the regime
+  // Per peer ("pytorch-sdpa-cudnn"): the geomean over the regime's shapes the peer ran of the
+  // peer's median / the chosen kernel's (above 1: evo is faster), and how many shapes that was.
   std::map<std::string, double> vs_peer;
+  std::map<std::string, int> vs_peer_shapes;
 };
 
 struct FailureRow {

@@ -41,6 +41,9 @@ RegimeRow regime_row(const json& regimes, const json& r) {
     if ((*k).contains("stage") && (*k)["stage"].is_number_integer()) row.stage = (*k)["stage"].get<int>();
     row.variant = string_or(*k, "variant");
     row.params = params_text((*k).contains("params") ? (*k)["params"] : json());
+    if ((*k).contains("timing") && (*k)["timing"].is_array())
+      for (const auto& t : (*k)["timing"])
+        if (const auto us = finite_number(t, "median_us"); us && *us > 0) row.kernel_us[string_or(t, "shape")] = *us;
   }
   row.geomean_us = finite_number(r, "geomean_median_us");
   row.fastest_us = finite_number(r, "fastest_geomean_median_us");
@@ -67,19 +70,23 @@ std::vector<RegimeRow> regime_rows(const json& population) {
 
 void compare_parts::add_regime_peers(std::vector<RegimeRow>& rows, const std::vector<const Record*>& peers) {
   for (auto& row : rows) {
-    if (row.shapes.empty() || !row.geomean_us || *row.geomean_us <= 0) continue;
-    std::map<std::string, std::vector<double>> medians;  // per peer, one per shape it ran
-    for (const auto& shape : row.shapes)
+    std::map<std::string, std::vector<double>> ratios;  // per peer, one per shape both ran
+    for (const auto& shape : row.shapes) {
+      const auto mine = row.kernel_us.find(shape);
+      if (mine == row.kernel_us.end()) continue;
       for (const auto& [name, p] : peers_for_shape(shape, peers)) {
         if (p->outcome != Outcome::ok || !p->timing) continue;
         for (const auto& t : *p->timing)
           if (t.shape.value_or("") == shape && t.median_us && *t.median_us > 0) {
-            medians[name].push_back(*t.median_us);
+            ratios[name].push_back(*t.median_us / mine->second);
             break;
           }
       }
-    for (const auto& [name, m] : medians)
-      if (m.size() == row.shapes.size()) row.vs_peer[name] = geomean(m) / *row.geomean_us;
+    }
+    for (const auto& [name, r] : ratios) {
+      row.vs_peer[name] = geomean(r);
+      row.vs_peer_shapes[name] = int(r.size());
+    }
   }
 }
 
@@ -89,9 +96,9 @@ std::string regimes_markdown(const CompareSection& sec) {
       "\n### Shape regimes\n\nThe kernel `evo export` runs for each shape regime: the fastest gated kernel over the "
       "regime's measured shapes (geomean median µs); one within its own p90 of the default kernel (the fastest "
       "stage's rank 1) is a tie and the default keeps the regime; a regime without measured shapes runs the default "
-      "(measure one: `evo population remeasure --bench regimes` or `--bench models`). × peer: the peer's geomean "
-      "median over the same shapes, in the same units, over the chosen kernel's (above 1: the kernel is faster), for "
-      "peers timed on every shape of the regime.\n\n";
+      "(measure one: `evo population remeasure --bench regimes` or `--bench models`). × peer: the geomean over "
+      "the regime's shapes the peer ran of its median over the chosen kernel's (above 1: the kernel is faster); "
+      "\"(k of n)\" when the peer ran k of the n shapes.\n\n";
   // The peers some regime was measured against, in the peer table's order (flash, cuDNN, ...).
   std::vector<std::string> peer_names;
   for (const auto& r : sec.regimes)
@@ -114,7 +121,13 @@ std::string regimes_markdown(const CompareSection& sec) {
                        r.default_us ? us_text(*r.default_us) : "-", r.choice);
     for (const auto& n : peer_names) {
       const auto it = r.vs_peer.find(n);
-      out += " " + (it == r.vs_peer.end() ? std::string("-") : ratio_text(it->second) + "×") + " |";
+      std::string cell = "-";
+      if (it != r.vs_peer.end()) {
+        cell = ratio_text(it->second) + "×";
+        const int ran = r.vs_peer_shapes.at(n);
+        if (ran < int(r.shapes.size())) cell += fmt::format(" ({} of {})", ran, r.shapes.size());
+      }
+      out += " " + cell + " |";
     }
     out += "\n";
   }
@@ -135,7 +148,8 @@ json regimes_json(const CompareSection& sec) {
                     {"geomean_us", opt(r.geomean_us)},
                     {"fastest_us", opt(r.fastest_us)},
                     {"default_us", opt(r.default_us)},
-                    {"vs_peer", r.vs_peer}});
+                    {"vs_peer", r.vs_peer},
+                    {"vs_peer_shapes", r.vs_peer_shapes}});
   return rows;
 }
 
