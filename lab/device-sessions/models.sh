@@ -11,13 +11,16 @@
 #                       refusals; the op (C++) against cuDNN and flash on the `models` set and the
 #                       benchmark sets, with the Python path's graph and back-to-back times.
 #                       $OUT/models-op.tgz.
+#   models.sh stages    (<= 4 min) evo run --stage 0..6 --budget 1 on the bf16 tasks that started at
+#                       stage 7 (bf16-d128-causal, bf16-d64, bf16-d64-causal): every stage that
+#                       supports them has a population. $OUT/models-stages.tgz.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 : "${OUT:?set OUT}"
 source lab/device-sessions/device_steps.sh
 device_env
 final=$OUT
-PHASE=${1:?measure|op}
+PHASE=${1:?measure|op|stages}
 OUT=/tmp/evo-models-$PHASE && rm -rf "$OUT" && mkdir -p "$OUT"
 evo=build/harness/evo
 TASKS=fp16-d64,fp16-d64-causal,fp16-d128,fp16-d128-causal,bf16-d128,bf16-d128-causal,bf16-d64,bf16-d64-causal
@@ -41,6 +44,13 @@ case "$PHASE" in
     timeout "$left" python3 scripts/peers_sdpa.py --tasks "$TASKS" --sets models --backends cudnn,flash \
       >"$OUT/peers.log" 2>&1
     echo "peers exit $? at ${SECONDS}s"; tail -2 "$OUT/peers.log"
+    pack ;;
+  stages)
+    for n in 0 1 2 3 4 5 6; do
+      timeout 60 $evo run --stage $n --task bf16-d128-causal,bf16-d64,bf16-d64-causal --budget 1 >>"$OUT/stages.log" 2>&1
+      echo "stage $n exit $? at ${SECONDS}s"
+    done
+    grep -E "candidates, .* GPU-seconds" "$OUT/stages.log"
     pack ;;
   op)
     $evo population rebuild >"$OUT/rebuild.log" 2>&1
