@@ -1,11 +1,11 @@
-// evo ablate DATASET: the search strategies simulated over a dataset (evolve/ablation.h), as a
+// evo ablate DATASET: the search strategies simulated over a dataset (ablate/ablation.h), as a
 // Markdown section like COMPARE.md's; no GPU.
 #include <iostream>
 
+#include "ablate/ablation.h"
 #include "cli/commands.h"
 #include "core/errors.h"
-#include "evolve/ablation.h"
-#include "evolve/strategy.h"
+#include "search/strategy.h"
 
 namespace evo {
 

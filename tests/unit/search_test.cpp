@@ -10,12 +10,12 @@
 #include "core/errors.h"
 #include "core/sha256.h"
 
-#include "evolve/ablation.h"
-#include "evolve/dataset.h"
-#include "evolve/fidelity.h"
-#include "evolve/simulate.h"
-#include "evolve/strategy.h"
+#include "ablate/ablation.h"
+#include "ablate/dataset.h"
+#include "ablate/simulate.h"
+#include "evolve/screen_plan.h"
 #include "policy/config.h"
+#include "search/strategy.h"
 #include "support/test_support.h"
 
 namespace evo::test {

@@ -3,7 +3,7 @@
 // constraints, every evaluation of the run at its fidelity, and the elites from before the run;
 // it answers the next proposals, each with the fidelity it wants it evaluated at. It is a pure
 // function of that state and the generator's random stream (seeded from --rng-seed and the
-// generation), so a resumed run and a simulation (evolve/simulate.h) propose what the live run
+// generation), so a resumed run and a simulation (ablate/simulate.h) propose what the live run
 // would.
 #pragma once
 #include <functional>
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "evolve/generator.h"
+#include "search/tunable_generator.h"
 
 namespace evo {
 

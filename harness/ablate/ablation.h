@@ -1,12 +1,12 @@
 // The search ablation (`evo ablate`, and COMPARE.md's "Search ablation" section): strategies
-// against each other and against a dataset's optimum, by simulation (evolve/simulate.h) over
+// against each other and against a dataset's optimum, by simulation (ablate/simulate.h) over
 // several seeds, read at several GPU-second budgets.
 #pragma once
 #include <filesystem>
 #include <string>
 #include <vector>
 
-#include "evolve/simulate.h"
+#include "ablate/simulate.h"
 
 namespace evo {
 

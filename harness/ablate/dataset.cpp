@@ -1,4 +1,4 @@
-#include "evolve/dataset.h"
+#include "ablate/dataset.h"
 
 #include <fmt/format.h>
 
@@ -6,8 +6,8 @@
 #include "core/paths.h"
 #include "core/sha256.h"
 #include "evolve/evolve_record.h"
-#include "evolve/search_space.h"
-#include "evolve/strategy.h"
+#include "search/search_space.h"
+#include "search/strategy.h"
 
 namespace evo {
 

@@ -1,7 +1,7 @@
 // A search dataset: every configuration of a stage's search space on one GPU and task, with
-// what each evaluation gave at each fidelity (evolve/fidelity.h) and what it cost, built from
+// what each evaluation gave at each fidelity (search/fidelity.h) and what it cost, built from
 // the records of an `evo evolve --generator exhaustive` run (`evo dataset`) and replayed by the
-// simulation (evolve/simulate.h) as Kernel Tuner's simulation mode replays its cache files.
+// simulation (ablate/simulate.h) as Kernel Tuner's simulation mode replays its cache files.
 // Self-contained: it keeps the variants' sources, the ABI header and the tunables it was measured
 // with, so a later edit of a variant does not change what it says. docs/evolve.md, "Datasets".
 #pragma once

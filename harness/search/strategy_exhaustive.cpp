@@ -9,7 +9,7 @@
 // then generations of one (one promotion each) until the budget is spent.
 #include <algorithm>
 
-#include "evolve/strategy.h"
+#include "search/strategy.h"
 
 namespace evo {
 

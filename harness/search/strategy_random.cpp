@@ -1,7 +1,7 @@
 // random: uniform draws, without repetition, from the configurations the parsed EVO_CONSTRAINT
 // rules allow, each evaluated at the loop's fidelity (full; with --quick screened first). The
 // baseline the ablation compares against (Kernel Tuner's random_sample).
-#include "evolve/strategy.h"
+#include "search/strategy.h"
 
 namespace evo {
 

@@ -1,10 +1,10 @@
-#include "evolve/simulate.h"
+#include "ablate/simulate.h"
 
 #include <algorithm>
 
 #include "core/errors.h"
-#include "evolve/generator.h"
-#include "evolve/strategy.h"
+#include "search/strategy.h"
+#include "search/tunable_generator.h"
 
 namespace evo {
 

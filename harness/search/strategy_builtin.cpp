@@ -2,7 +2,7 @@
 // spending GPU time by fidelity as successive halving does (docs/evolve.md, "Strategies").
 //   - Screens explore: a space-filling start (greedy maximin), then each generation the
 //     configurations of highest expected improvement under a Gaussian-process model of log µs
-//     (evolve/surrogate.h), a batch made diverse by penalizing the neighbours of those already
+//     (search/surrogate.h), a batch made diverse by penalizing the neighbours of those already
 //     picked (local penalization).
 //   - Full evaluations are promotions: one per generation once kScreensFirst screens succeeded,
 //     the best screened configuration, when its screen (scaled by the measured full/screen ratio)
@@ -14,8 +14,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "evolve/strategy.h"
-#include "evolve/surrogate.h"
+#include "search/strategy.h"
+#include "search/surrogate.h"
 
 namespace evo {
 

@@ -1,4 +1,4 @@
-#include "evolve/ablation.h"
+#include "ablate/ablation.h"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "core/thread_pool.h"
-#include "evolve/strategy.h"
+#include "search/strategy.h"
 
 namespace evo {
 

@@ -1,4 +1,4 @@
-#include "evolve/strategy.h"
+#include "search/strategy.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,11 +1,11 @@
 // The "Search ablation" section of COMPARE.md: tables and curves from simulated runs
-// (evolve/ablation.h). Same datasets and same strategy code -> same bytes.
+// (ablate/ablation.h). Same datasets and same strategy code -> same bytes.
 #include <fmt/format.h>
 
 #include <algorithm>
 
+#include "ablate/ablation.h"
 #include "core/errors.h"
-#include "evolve/ablation.h"
 
 namespace evo {
 

@@ -1,4 +1,4 @@
-// `evo evolve` without a GPU, over a dataset (evolve/dataset.h), as Kernel Tuner's simulation
+// `evo evolve` without a GPU, over a dataset (ablate/dataset.h), as Kernel Tuner's simulation
 // mode: the same TunableGenerator and strategy classes propose, generation by generation, and
 // each proposal is answered from the dataset instead of the GPU, paying the GPU-seconds its
 // measurement cost. The budget is checked before each evaluation, as the loop does.
@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "evolve/dataset.h"
-#include "evolve/search_space.h"
+#include "ablate/dataset.h"
+#include "search/search_space.h"
 
 namespace evo {
 
