@@ -57,6 +57,12 @@ std::string dataset_text(const Dataset& d);
 Dataset dataset_from_json(const nlohmann::json& j, const std::string& origin);
 Dataset read_dataset(const std::filesystem::path& file);
 
+// The permuted-landscape control: what the GPU said of each configuration (outcome, screen and
+// full evaluation together) shuffled across the configurations that reached the GPU or were never
+// measured, by a seeded Fisher-Yates; what was decided before the GPU (the rules, the compiler,
+// the resource gate) stays where it was. The same multiset of measurements, no structure left.
+Dataset permuted(const Dataset& d, uint64_t seed);
+
 // The dataset of one run's records (evolve.run == run) over the stage's search space under
 // `root`: a usage error when there are none, when they mix tasks or GPUs, or when a variant file
 // changed since (its sha256 differs from the records').
