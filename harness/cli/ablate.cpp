@@ -1,11 +1,10 @@
-// evo ablate DATASET: the search strategies simulated over a dataset (evolve/ablation.h), as a
+// evo ablate DATASET: the search strategies simulated over a dataset (ablate/ablation.h), as a
 // Markdown section like COMPARE.md's; no GPU.
 #include <iostream>
 
+#include "ablate/ablation.h"
 #include "cli/commands.h"
 #include "core/errors.h"
-#include "evolve/ablation.h"
-#include "evolve/strategy.h"
 
 namespace evo {
 
@@ -13,28 +12,31 @@ namespace {
 
 struct AblateOptions {
   std::string dataset, objective = "fitness";
+  uint64_t permute = 0;  // the permuted-landscape control with this seed; 0: the dataset as measured
   AblationSpec spec;
 };
 
 void ablate(const AblateOptions& o) {
-  for (const auto& s : o.spec.strategies)
-    if (!is_strategy(s)) throw usage_error("--strategies " + s + ": use " + strategy_names());
+  for (const auto& s : o.spec.strategies) parse_arm(s);  // a usage error naming the strategies
   if (o.spec.seeds.empty() || o.spec.budgets.empty() || o.spec.population == 0)
     throw usage_error("--seeds, --budgets and --population need at least one (positive) value");
   for (double b : o.spec.budgets)
     if (b <= 0) throw usage_error("--budgets: GPU-seconds must be positive");
-  const Dataset d = read_dataset(o.dataset);
+  const Dataset d = o.permute ? permuted(read_dataset(o.dataset), o.permute) : read_dataset(o.dataset);
+  AblationSpec spec = o.spec;
+  spec.hang_limits = repo_hang_limits(d);
   Objective objective;
   std::string why;
   if (o.objective == "hard") {
-    objective = hardest_for_random(d, o.spec, why);
+    objective = hardest_for_random(d, spec, why);
     why = "The hard domain: the benchmark shape where random needs the most GPU-seconds to come within " +
-          std::to_string(int(o.spec.within * 100)) + " % (" + why + ").";
+          std::to_string(int(spec.within * 100)) + " % (" + why + ").";
   } else if (o.objective != "fitness") {
     objective.shape = o.objective;
   }
-  AblationResult r = run_ablation(d, o.dataset, objective, o.spec);
+  AblationResult r = run_ablation(d, o.dataset, objective, spec);
   r.why_objective = why;
+  if (o.permute) r.permuted = o.permute;
   std::cout << render_ablation_markdown(r);
 }
 
@@ -48,11 +50,17 @@ void add_ablate_command(CLI::App& app) {
   cmd->add_option("--objective", o->objective,
                   "fitness (geomean of the benchmark shapes), hard (the shape hardest for random), or a shape")
       ->capture_default_str();
-  cmd->add_option("--strategies", o->spec.strategies, "strategies to compare")->delimiter(',')->capture_default_str();
+  cmd->add_option("--strategies", o->spec.strategies,
+                  "strategies to compare, each optionally with \" --quick\" (screened first, as evo evolve --quick)")
+      ->delimiter(',')
+      ->capture_default_str();
   cmd->add_option("--seeds", o->spec.seeds, "generator seeds")->delimiter(',')->capture_default_str();
   cmd->add_option("--budgets", o->spec.budgets, "GPU-second budgets")->delimiter(',')->capture_default_str();
   cmd->add_option("--population", o->spec.population, "proposals per generation")->capture_default_str();
   cmd->add_option("--within", o->spec.within, "the target: this fraction above the optimum")->capture_default_str();
+  cmd->add_option("--permute", o->permute,
+                  "the control: the dataset's timings permuted across its configurations with this seed (0: none)")
+      ->capture_default_str();
   cmd->add_option("--horizon", o->spec.horizon_gpu_s, "GPU-seconds a run may go on to reach the target")
       ->capture_default_str();
   cmd->callback([o] { ablate(*o); });

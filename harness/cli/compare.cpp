@@ -4,10 +4,10 @@
 
 #include <iostream>
 
+#include "ablate/ablation.h"
 #include "cli/commands.h"
 #include "core/errors.h"
 #include "core/paths.h"
-#include "evolve/ablation.h"
 #include "evolve/report.h"
 #include "store/atomic_file.h"
 

@@ -1,13 +1,13 @@
-// evo dataset --run RUN [--results-dir DIR] --out FILE: a search dataset (evolve/dataset.h) from
+// evo dataset --run RUN [--results-dir DIR] --out FILE: a search dataset (ablate/dataset.h) from
 // the records of one `evo evolve --generator exhaustive` run; no GPU.
 #include <fmt/format.h>
 
 #include <iostream>
 
+#include "ablate/dataset.h"
 #include "cli/commands.h"
 #include "cli/context.h"
 #include "core/errors.h"
-#include "evolve/dataset.h"
 #include "store/atomic_file.h"
 #include "store/json_fields.h"
 #include "store/records.h"

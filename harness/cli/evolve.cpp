@@ -11,7 +11,8 @@ void add_evolve_command(CLI::App& app) {
   cmd->add_option("--stage", o->stage, "stage number")->required();
   cmd->add_option(
          "--generator", o->generator,
-         "builtin (Bayesian optimization with screens and promotions), random (uniform draws: the baseline), "
+         "builtin (Bayesian optimization with screens and promotions), screened (uniform screens with the builtin's "
+         "promotions, no model), random (uniform draws: the baseline), "
          "genetic (mutation + crossover: the builtin before issue 26), exhaustive (screen every configuration, "
          "then the best in full) or exec:COMMAND (request JSON on stdin, {\"candidates\": [...]} on stdout)")
       ->capture_default_str();

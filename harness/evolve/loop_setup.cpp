@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "evolve/loop_state.h"
-#include "evolve/strategy.h"
+#include "search/strategy.h"
 
 namespace evo::evolve_loop {
 

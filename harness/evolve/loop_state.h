@@ -20,14 +20,15 @@
 #include "evolve/loop.h"
 #include "evolve/novelty.h"
 #include "evolve/request.h"
+#include "evolve/screen_plan.h"
 #include "evolve/source_store.h"
-#include "evolve/strategy.h"
 #include "gpu/device_select.h"
 #include "run/context.h"
 #include "run/device_pool.h"
 #include "run/progress.h"
 #include "run/sampler.h"
 #include "run/session.h"
+#include "search/strategy.h"
 #include "store/atomic_file.h"
 #include "store/json_fields.h"
 #include "store/population.h"
@@ -49,7 +50,7 @@ struct Loop {
   // The full evaluation draws the sampled gate cases with a seed chosen now (stored in every record).
   EvalPlan full = make_plan(
       ctx.gates, {task, ctx.gates.gate_sets, ctx.gates.benchmark_sets, ctx.gates.seeds, false, draw_gate_seed()});
-  EvalPlan quick = screen_plan(ctx.gates, task);   // the screen (evolve/fidelity.h)
+  EvalPlan quick = screen_plan(ctx.gates, task);   // the screen (evolve/screen_plan.h)
   std::vector<std::unique_ptr<Session>> sessions;  // one per GPU of --devices
   Session* session = nullptr;                      // the first: populations, references
   Island island;

@@ -1,11 +1,11 @@
-// What a search strategy learns from (evolve/strategy.h), read from `evo evolve` records: the
+// What a search strategy learns from (search/strategy.h), read from `evo evolve` records: the
 // variant (by id, among the stage's), the params in the variant's order, the fidelity (the
 // record's evolve.phase), the outcome, the fitness and the GPU-seconds.
 #pragma once
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "evolve/strategy.h"
+#include "search/strategy.h"
 #include "store/typed_record.h"
 
 namespace evo {

@@ -4,7 +4,7 @@
 
 #include "core/paths.h"
 #include "core/sha256.h"
-#include "evolve/search_space.h"
+#include "search/search_space.h"
 #include "store/json_fields.h"
 #include "store/population.h"
 
@@ -52,7 +52,7 @@ std::string newest_gpu(const std::vector<Record>& records, const std::string& ta
 }
 
 // One variant's search space as the request shows it: every part of it the generator can use,
-// its EVO_CONSTRAINT rules included (evolve/search_space.h).
+// its EVO_CONSTRAINT rules included (search/search_space.h).
 json space_entry(const SearchVariant& sv) { return search_space_json(sv); }
 
 json task_context(const RequestInputs& in, const std::string& gpu) {

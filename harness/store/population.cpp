@@ -28,7 +28,7 @@ bool sanitized(const Record& r) { return r.gates && r.gates->sanitizer; }
 bool sanitizer_passed(const Record& r) { return r.gates->sanitizer->passed(); }
 
 // A reduced gate checks the `small` set alone: `evo eval --quick` (run/plan.cpp
-// quick_plan_request) and `evo evolve`'s screen (evolve/fidelity.cpp). A record that passed one
+// quick_plan_request) and `evo evolve`'s screen (evolve/screen_plan.cpp). A record that passed one
 // proves less than the full gate (mission and ragged shapes, sampled cases), so it is no verdict
 // that a kernel is right, and no kernel is exported on its times.
 bool full_gate(const Record& r) {

@@ -1,4 +1,4 @@
-// The EVO_CONSTRAINT reader (evolve/constraint_rules.h) against NVRTC itself: on a spread of the
+// The EVO_CONSTRAINT reader (search/constraint_rules.h) against NVRTC itself: on a spread of the
 // stage-7 and stage-8 domains, the parser says `violated` exactly where the compiler stops at
 // an EVO_CONSTRAINT, at the same line (and the FP8 stage 7, whose rules depend on the head dim).
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "core/variant.h"
-#include "evolve/search_space.h"
+#include "search/search_space.h"
 #include "support/test_support.h"
 
 namespace evo::test {

@@ -1,11 +1,11 @@
-// The EVO_CONSTRAINT reader (evolve/constraint_rules.h) and the search space built on it: the
+// The EVO_CONSTRAINT reader (search/constraint_rules.h) and the search space built on it: the
 // real stage-7 domain counted, the preprocessor's corners, and undecidable rules left to the
 // compiler. (tests/nvrtc/constraint_rules_nvrtc_test.cpp checks it against NVRTC itself.)
 #include <gtest/gtest.h>
 
 #include "core/variant.h"
-#include "evolve/constraint_rules.h"
-#include "evolve/search_space.h"
+#include "search/constraint_rules.h"
+#include "search/search_space.h"
 #include "support/test_support.h"
 
 namespace evo::test {

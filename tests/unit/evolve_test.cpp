@@ -6,7 +6,7 @@
 #include "evolve/admission.h"
 #include "evolve/generator.h"
 #include "evolve/novelty.h"
-#include "evolve/strategy.h"
+#include "search/strategy.h"
 #include "store/population.h"
 #include "support/test_support.h"
 

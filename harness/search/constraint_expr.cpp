@@ -4,7 +4,7 @@
 #include <cctype>
 #include <set>
 
-#include "evolve/constraint_rules.h"
+#include "search/constraint_rules.h"
 
 namespace evo {
 

@@ -1,7 +1,7 @@
 // A search dataset: every configuration of a stage's search space on one GPU and task, with
-// what each evaluation gave at each fidelity (evolve/fidelity.h) and what it cost, built from
+// what each evaluation gave at each fidelity (search/fidelity.h) and what it cost, built from
 // the records of an `evo evolve --generator exhaustive` run (`evo dataset`) and replayed by the
-// simulation (evolve/simulate.h) as Kernel Tuner's simulation mode replays its cache files.
+// simulation (ablate/simulate.h) as Kernel Tuner's simulation mode replays its cache files.
 // Self-contained: it keeps the variants' sources, the ABI header and the tunables it was measured
 // with, so a later edit of a variant does not change what it says. docs/evolve.md, "Datasets".
 #pragma once
@@ -56,6 +56,12 @@ std::string dataset_text(const Dataset& d);
 // A usage error naming `origin` and the field when something is missing or mistyped.
 Dataset dataset_from_json(const nlohmann::json& j, const std::string& origin);
 Dataset read_dataset(const std::filesystem::path& file);
+
+// The permuted-landscape control: what the GPU said of each configuration (outcome, screen and
+// full evaluation together) shuffled across the configurations that reached the GPU or were never
+// measured, by a seeded Fisher-Yates; what was decided before the GPU (the rules, the compiler,
+// the resource gate) stays where it was. The same multiset of measurements, no structure left.
+Dataset permuted(const Dataset& d, uint64_t seed);
 
 // The dataset of one run's records (evolve.run == run) over the stage's search space under
 // `root`: a usage error when there are none, when they mix tasks or GPUs, or when a variant file

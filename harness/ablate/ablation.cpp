@@ -1,4 +1,4 @@
-#include "evolve/ablation.h"
+#include "ablate/ablation.h"
 
 #include <fmt/format.h>
 
@@ -6,8 +6,11 @@
 #include <future>
 #include <thread>
 
+#include "core/errors.h"
+#include "core/paths.h"
+#include "core/stats.h"
 #include "core/thread_pool.h"
-#include "evolve/strategy.h"
+#include "search/strategy.h"
 
 namespace evo {
 
@@ -17,11 +20,45 @@ const StrategyRuns* AblationResult::find(const std::string& strategy) const {
   return nullptr;
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+std::vector<uint64_t> untuned_seeds() {
+  std::vector<uint64_t> seeds;
+  for (uint64_t s = 1001; s <= 1040; ++s) seeds.push_back(s);
+  return seeds;
+}
+
+Arm parse_arm(const std::string& name) {
+  const std::string quick = " --quick";
+  Arm arm{name, false};
+  if (name.size() > quick.size() && name.compare(name.size() - quick.size(), quick.size(), quick) == 0)
+    arm = {name.substr(0, name.size() - quick.size()), true};
+  if (!is_strategy(arm.strategy))
+    throw usage_error("--strategies " + name + ": use " + strategy_names() + " (each optionally with \" --quick\")");
+  return arm;
+}
+
+double median(std::vector<double> v) { return quantile(std::move(v), 0.5); }
+
+double share_within(const StrategyRuns& s, double budget, double optimum, double within) {
+  if (s.runs.empty()) return 0;
+  size_t n = 0;
+  for (const auto& run : s.runs) {
+    const double best = run.best_at(budget);
+    n += best > 0 && best <= optimum * (1 + within);
+  }
+  return double(n) / double(s.runs.size());
+}
+
+Reach reach(const StrategyRuns& s, double target, double horizon) {
+  Reach r;
+  std::vector<double> v;
+  for (const auto& run : s.runs) {
+    const auto t = run.gpu_s_to(target);
+    v.push_back(t.value_or(horizon));
+    r.got += t.has_value();
+  }
+  r.of = v.size();
+  r.median = quantile(v, 0.5), r.q1 = quantile(v, 0.25), r.q3 = quantile(v, 0.75);
+  return r;
 }
 
 namespace {
@@ -35,7 +72,9 @@ std::vector<StrategyRuns> simulate_all(const SimDomain& dom, const AblationSpec&
   for (const auto& name : spec.strategies) {
     futures.emplace_back();
     for (uint64_t seed : spec.seeds) {
-      SimOptions o{name, seed, spec.population, largest, dom.optimum() * (1 + spec.within), spec.horizon_gpu_s};
+      const Arm arm = parse_arm(name);
+      SimOptions o{arm.strategy, seed, spec.population, largest, dom.optimum() * (1 + spec.within), spec.horizon_gpu_s};
+      o.quick = arm.quick;
       futures.back().push_back(pool.submit([&dom, o] { return simulate(dom, o); }));
     }
   }
@@ -55,9 +94,19 @@ std::string params_text(const ParamSet& p) {
 
 }  // namespace
 
+std::optional<HangLimits> repo_hang_limits(const Dataset& d) {
+  std::filesystem::path root;
+  try {
+    root = repo_root();
+  } catch (const EvoError&) {  // outside a repository (as `evo compare` with --results): as measured
+    return std::nullopt;
+  }
+  return hang_limits(load_gates_config(root / "gates" / "gates.json"), parse_task(d.task));
+}
+
 AblationResult run_ablation(const Dataset& d, const std::string& name, const Objective& objective,
                             const AblationSpec& spec) {
-  const SimDomain dom(d, objective);
+  const SimDomain dom(d, objective, spec.hang_limits);
   AblationResult r;
   r.dataset = name;
   r.gpu = d.gpu, r.task = d.task, r.run = d.run, r.stage = d.stage;
@@ -67,6 +116,7 @@ AblationResult run_ablation(const Dataset& d, const std::string& name, const Obj
   for (const auto& c : d.configs) {
     if (c.screen) ++r.screened, screens.push_back(c.screen->gpu_s);
     if (c.full) ++r.full;
+    if (c.full && c.screen && dom.value(*c.full) > 0 && dom.value(*c.screen) > 0) ++r.ratios;
     if (c.outcome == "unmeasured") ++r.unmeasured;
   }
   r.screen_cost = median(screens);
@@ -90,7 +140,7 @@ Objective hardest_for_random(const Dataset& d, const AblationSpec& spec, std::st
     // median full/screen ratio. Where screens of that shape misjudge full evaluations by more
     // than half the target (a long shape timed with few samples), the extrapolation can undercut
     // every real measurement and no strategy could "reach" it: no domain to judge a search by.
-    const SimDomain dom(d, Objective{shape});
+    const SimDomain dom(d, Objective{shape}, spec.hang_limits);
     const DatasetConfig* best = dom.optimum_config();
     const bool screened_only = best && !(best->full && dom.value(*best->full) > 0);
     if (!best || (screened_only && dom.ratio_noise() > spec.within / 2)) {

@@ -1,4 +1,4 @@
-#include "evolve/strategy.h"
+#include "search/strategy.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,6 +10,7 @@ namespace evo {
 
 std::unique_ptr<Strategy> make_strategy(const std::string& name) {
   if (name == "builtin") return make_builtin_strategy();
+  if (name == "screened") return make_screened_strategy();
   if (name == "random") return make_random_strategy();
   if (name == "genetic") return make_genetic_strategy();
   if (name == "exhaustive") return make_exhaustive_strategy();
@@ -17,10 +18,10 @@ std::unique_ptr<Strategy> make_strategy(const std::string& name) {
 }
 
 bool is_strategy(const std::string& name) {
-  return name == "builtin" || name == "random" || name == "genetic" || name == "exhaustive";
+  return name == "builtin" || name == "screened" || name == "random" || name == "genetic" || name == "exhaustive";
 }
 
-std::string strategy_names() { return "builtin, random, genetic, exhaustive"; }
+std::string strategy_names() { return "builtin, screened, random, genetic, exhaustive"; }
 
 std::string config_key(const Variant& v, const ParamSet& params) {
   std::map<std::string, long> sorted(params.begin(), params.end());
@@ -41,6 +42,31 @@ std::map<std::string, Evaluated> evaluated(const SearchState& s) {
     }
     double& v = full ? e.full_us : e.screen_us;
     if (v == 0 || o.value_us < v) v = o.value_us;
+  }
+  return out;
+}
+
+std::vector<Config> unevaluated(const SearchState& s, const std::map<std::string, Evaluated>& seen) {
+  std::vector<Config> open;
+  for (const auto& c : *s.feasible)
+    if (!seen.count(config_key(*c.sv->variant, c.params)) && !(s.known && s.known(*c.sv->variant, c.params)))
+      open.push_back(c);
+  return open;
+}
+
+std::vector<Proposal> uniform_draws(std::vector<Config>& open, size_t n, Fidelity f, const std::string& why,
+                                    std::mt19937_64& rng) {
+  std::vector<Proposal> out;
+  while (out.size() < n && !open.empty()) {
+    const size_t pick = draw(rng, open.size());
+    Proposal p;
+    p.variant = open[pick].sv->variant;
+    p.params = open[pick].params;
+    p.fidelity = f;
+    p.rationale = why;
+    out.push_back(std::move(p));
+    open[pick] = std::move(open.back());
+    open.pop_back();
   }
   return out;
 }

@@ -1,4 +1,4 @@
-#include "evolve/constraint_rules.h"
+#include "search/constraint_rules.h"
 
 #include <cctype>
 

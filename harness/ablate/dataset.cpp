@@ -1,4 +1,4 @@
-#include "evolve/dataset.h"
+#include "ablate/dataset.h"
 
 #include <fmt/format.h>
 
@@ -6,8 +6,8 @@
 #include "core/paths.h"
 #include "core/sha256.h"
 #include "evolve/evolve_record.h"
-#include "evolve/search_space.h"
-#include "evolve/strategy.h"
+#include "search/search_space.h"
+#include "search/strategy.h"
 
 namespace evo {
 
@@ -65,6 +65,29 @@ bool before_gpu(const std::string& outcome) {
   return outcome == "constraints" || outcome == "compile" || outcome == "resources" || outcome == "technique" ||
          outcome == "unsupported";
 }
+
+}  // namespace
+
+Dataset permuted(const Dataset& d, uint64_t seed) {
+  Dataset out = d;
+  std::vector<DatasetConfig*> moved;
+  for (auto& c : out.configs)
+    if (!before_gpu(c.outcome)) moved.push_back(&c);
+  std::vector<size_t> order(moved.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::mt19937_64 rng(seed);
+  shuffle(order, rng);
+  for (size_t i = 0; i < moved.size(); ++i) {
+    const DatasetConfig& from = d.configs[size_t(moved[order[i]] - out.configs.data())];
+    moved[i]->outcome = from.outcome;
+    moved[i]->reason = from.reason;
+    moved[i]->screen = from.screen;
+    moved[i]->full = from.full;
+  }
+  return out;
+}
+
+namespace {
 
 // The records of one run, checked to be one task on one GPU.
 std::vector<const Record*> run_records(const std::vector<Record>& records, const std::string& run) {

@@ -1,7 +1,7 @@
 #include <set>
 
-#include "evolve/generator.h"
-#include "evolve/strategy.h"
+#include "search/strategy.h"
+#include "search/tunable_generator.h"
 
 namespace evo {
 

@@ -1,20 +1,10 @@
-#include "evolve/fidelity.h"
+#include "evolve/screen_plan.h"
 
 #include <algorithm>
 
 #include "core/sha256.h"
 
 namespace evo {
-
-const char* to_string(Fidelity f) {
-  switch (f) {
-    case Fidelity::screen: return "screen";
-    case Fidelity::full: return "full";
-    case Fidelity::promote: return "promote";
-    case Fidelity::unset: break;
-  }
-  return "";
-}
 
 PlanRequest screen_plan_request(const GatesConfig& gates, const Task& task) {
   return {task, {"small"}, gates.benchmark_sets, {gates.seeds.empty() ? 0 : gates.seeds.front()}, false, std::nullopt};

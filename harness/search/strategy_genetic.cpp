@@ -5,7 +5,7 @@
 // does not read the constraints and evaluates at the loop's fidelity.
 #include <algorithm>
 
-#include "evolve/strategy.h"
+#include "search/strategy.h"
 
 namespace evo {
 

@@ -8,10 +8,8 @@
 //           (benchmark "screen-<hash>"), never with fitness that passed the full gate.
 //   full:   the whole gate (every set, seed and sampled case) and gates.json's timing: the only
 //           fitness that enters a population.
+// The screen's plan is the loop's (evolve/screen_plan.h); a strategy only names the fidelity.
 #pragma once
-#include <string>
-
-#include "run/plan.h"
 
 namespace evo {
 
@@ -23,9 +21,5 @@ enum class Fidelity {
 };
 
 const char* to_string(Fidelity f);
-
-// The screen's plan (see above) and the request it is made from.
-PlanRequest screen_plan_request(const GatesConfig& gates, const Task& task);
-EvalPlan screen_plan(const GatesConfig& gates, const Task& task);
 
 }  // namespace evo

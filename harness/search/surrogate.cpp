@@ -1,4 +1,4 @@
-#include "evolve/surrogate.h"
+#include "search/surrogate.h"
 
 #include <algorithm>
 #include <cmath>

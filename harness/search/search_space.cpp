@@ -1,4 +1,4 @@
-#include "evolve/search_space.h"
+#include "search/search_space.h"
 
 #include <fmt/format.h>
 

@@ -1,21 +1,26 @@
-// `evo evolve` without a GPU, over a dataset (evolve/dataset.h), as Kernel Tuner's simulation
+// `evo evolve` without a GPU, over a dataset (ablate/dataset.h), as Kernel Tuner's simulation
 // mode: the same TunableGenerator and strategy classes propose, generation by generation, and
 // each proposal is answered from the dataset instead of the GPU, paying the GPU-seconds its
 // measurement cost. The budget is checked before each evaluation, as the loop does.
 //
 // A full evaluation of a configuration the dataset has only screened (the ground-truth run
 // evaluates only the best screens in full) is answered with its screen's timing (the same shapes,
-// fewer samples) scaled by the median full/screen ratio of the configurations measured both ways,
-// at the median GPU-seconds of the dataset's full evaluations; each such answer is counted
-// (`replayed`) so a report can say how often that happened.
+// fewer samples) times a full/screen ratio drawn from the configurations measured both ways
+// (seeded by the run's seed and the configuration, so every strategy of one seed meets the same
+// landscape), at the median GPU-seconds of the dataset's full evaluations; each such answer is
+// counted (`replayed`) so a report can say how often that happened. A hang costs the seconds
+// before the watchdog fired plus the limit of the fidelity it is answered at (gates.json for a
+// full evaluation, the screen plan's for a screen), when the limits are given.
 #pragma once
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "evolve/dataset.h"
-#include "evolve/search_space.h"
+#include "ablate/dataset.h"
+#include "evolve/loop.h"
+#include "policy/config.h"
+#include "search/search_space.h"
 
 namespace evo {
 
@@ -25,17 +30,30 @@ struct Objective {
   std::string name() const { return shape.empty() ? "fitness (geomean of the benchmark shapes)" : "shape " + shape; }
 };
 
+// The watchdog limits a hang is priced by, per fidelity (policy/config.h).
+struct HangLimits {
+  Limits screen, full;
+};
+// gates.json's limits for a full evaluation, the screen plan's (evolve/screen_plan.h) for a screen.
+HangLimits hang_limits(const GatesConfig& gates, const Task& task);
+
 // A dataset made searchable: its variants, their search space (rules parsed from the stored
 // sources), and each configuration's answers.
 class SimDomain {
  public:
-  SimDomain(const Dataset& d, Objective objective);
+  // Without `limits` a hang costs what it cost in the dataset.
+  SimDomain(const Dataset& d, Objective objective, std::optional<HangLimits> limits = std::nullopt);
   const std::vector<SearchVariant>& space() const { return space_; }
   const DatasetConfig* find(const Variant& v, const ParamSet& p) const;
   // The objective of a measurement (0: none).
   double value(const DatasetEval& e) const;
   // A configuration's objective in full: measured, or its screen's scaled by full_ratio(); 0: none.
   double full_value(const DatasetConfig& c) const;
+  // A full evaluation of a configuration measured only as a screen, as run `seed` meets it: the
+  // screen times one of the measured full/screen ratios, drawn by the seed and `key`; 0: none.
+  double replayed_value(const DatasetConfig& c, uint64_t seed, const std::string& key) const;
+  // What an evaluation costs when answered at `full` or screen fidelity (a hang: by the limits).
+  double cost(const DatasetEval& e, bool full) const;
   double full_ratio() const { return ratio_; }
   // How far one screen misjudges its full evaluation: twice the median absolute deviation of
   // full/screen from full_ratio() (relative); what an optimum known only from a screen may be off.
@@ -51,6 +69,8 @@ class SimDomain {
   std::vector<SearchVariant> space_;
   std::map<std::string, const DatasetConfig*> by_key_;
   Objective objective_;
+  std::vector<double> ratios_;  // full / screen of the configurations measured both ways
+  std::optional<HangLimits> limits_;
   double optimum_ = 0, full_cost_ = 0, ratio_ = 1, ratio_noise_ = 0;
   const DatasetConfig* optimum_at_ = nullptr;
 };
@@ -58,6 +78,7 @@ class SimDomain {
 struct SimStep {
   double gpu_s = 0;  // spent once it was done
   bool full = false, replayed = false;
+  bool follows = false;      // the full evaluation of a --quick screen: part of the same candidate
   double value_us = 0;       // its objective value; 0: none (failed, or stopped before the GPU)
   std::string key, outcome;  // config_key; the dataset's outcome
 };
@@ -67,7 +88,7 @@ struct SimRun {
   int generations = 0;
   double gpu_s = 0;
   // The best full evaluation of a run given `budget` (what a run with that budget would have
-  // ended with: every evaluation started before the budget was spent); 0: none.
+  // ended with: every candidate started before the budget was spent); 0: none.
   double best_at(double budget) const;
   // GPU-seconds until a full evaluation came within `target` µs; nullopt: never.
   std::optional<double> gpu_s_to(double target) const;
@@ -84,6 +105,10 @@ struct SimOptions {
   // or `horizon_gpu_s` is spent: how far the "GPU-s to come within 2 %" figure looks.
   double until_us = 0;
   double horizon_gpu_s = 0;
+  // `evo evolve --quick`: what the strategy leaves at the loop's fidelity is screened first, then
+  // evaluated in full when its screen is within `promote` of the best screen so far.
+  bool quick = false;
+  double promote = EvolveOptions{}.promote;
 };
 
 SimRun simulate(const SimDomain& domain, const SimOptions& o);

@@ -3,7 +3,7 @@
 // constraints, every evaluation of the run at its fidelity, and the elites from before the run;
 // it answers the next proposals, each with the fidelity it wants it evaluated at. It is a pure
 // function of that state and the generator's random stream (seeded from --rng-seed and the
-// generation), so a resumed run and a simulation (evolve/simulate.h) propose what the live run
+// generation), so a resumed run and a simulation (ablate/simulate.h) propose what the live run
 // would.
 #pragma once
 #include <functional>
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "evolve/generator.h"
+#include "search/tunable_generator.h"
 
 namespace evo {
 
@@ -46,12 +46,13 @@ class Strategy {
   virtual std::vector<Proposal> ask(const SearchState& state, size_t count, std::mt19937_64& rng) const = 0;
 };
 
-// builtin, random, genetic, exhaustive; a usage error naming them otherwise.
+// builtin, screened, random, genetic, exhaustive; a usage error naming them otherwise.
 std::unique_ptr<Strategy> make_strategy(const std::string& name);
 bool is_strategy(const std::string& name);
-std::string strategy_names();  // "builtin, random, genetic, exhaustive"
+std::string strategy_names();  // "builtin, screened, random, genetic, exhaustive"
 
 std::unique_ptr<Strategy> make_builtin_strategy();
+std::unique_ptr<Strategy> make_screened_strategy();
 std::unique_ptr<Strategy> make_random_strategy();
 std::unique_ptr<Strategy> make_genetic_strategy();
 std::unique_ptr<Strategy> make_exhaustive_strategy();
@@ -77,6 +78,11 @@ struct Evaluated {
   bool screened = false, full = false;
 };
 std::map<std::string, Evaluated> evaluated(const SearchState& s);
+// Up to `n` uniform draws without repetition from `open` (drawn ones are removed), at fidelity `f`.
+std::vector<Proposal> uniform_draws(std::vector<Config>& open, size_t n, Fidelity f, const std::string& why,
+                                    std::mt19937_64& rng);
+// What the rules allow that neither this run (`seen`) nor an earlier one (`s.known`) evaluated.
+std::vector<Config> unevaluated(const SearchState& s, const std::map<std::string, Evaluated>& seen);
 
 // How a screen predicts a full evaluation, from the configurations measured both ways: `ratio`
 // is the median full/screen (1 with none), `noise` how far one screen misjudges its full

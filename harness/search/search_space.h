@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "core/candidate.h"
-#include "evolve/constraint_rules.h"
+#include "search/constraint_rules.h"
 
 namespace evo {
 

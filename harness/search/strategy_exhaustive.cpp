@@ -9,7 +9,7 @@
 // then generations of one (one promotion each) until the budget is spent.
 #include <algorithm>
 
-#include "evolve/strategy.h"
+#include "search/strategy.h"
 
 namespace evo {
 
@@ -42,10 +42,7 @@ class ExhaustiveStrategy : public Strategy {
  public:
   std::vector<Proposal> ask(const SearchState& s, size_t count, std::mt19937_64& rng) const override {
     const auto seen = evaluated(s);
-    std::vector<Config> open;
-    for (const auto& c : *s.feasible)
-      if (!seen.count(config_key(*c.sv->variant, c.params)) && !(s.known && s.known(*c.sv->variant, c.params)))
-        open.push_back(c);
+    std::vector<Config> open = unevaluated(s, seen);
     shuffle(open, rng);
     const auto best = promotable(s, seen);
     // One promotion a generation while screens remain; all of them once none does.
