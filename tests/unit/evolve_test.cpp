@@ -77,7 +77,7 @@ TEST(TunableGenerator, NeverProposesWhatIsKnownAndStopsWhenTheDomainIsSpent) {
   EXPECT_EQ(g.feasible_size(), 24u) << "no rules: everything is feasible until compiled";
   std::string why;
   EXPECT_EQ(exit_code_of([&] { TunableGenerator({}, "annealing", 1); }, &why), 1);
-  EXPECT_NE(why.find("use builtin, random, genetic, exhaustive"), std::string::npos) << why;
+  EXPECT_NE(why.find("use builtin, screened, random, genetic, exhaustive"), std::string::npos) << why;
 }
 
 TEST(ExternalGenerator, HangIsKilledWithAClearMessage) {
