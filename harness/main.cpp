@@ -4,9 +4,13 @@
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <iostream>
+#include <string>
+#include <vector>
 
+#include "cli/arguments.h"
 #include "cli/commands.h"
 #include "core/errors.h"
+#include "core/leftovers.h"
 #include "core/version.h"
 
 namespace {
@@ -44,7 +48,13 @@ int main(int argc, char** argv) {
 
   add_commands(app);
 
+  // A killed run's scratch files go at the next start; not at a child's (__worker, __compile), of
+  // which a run starts many.
+  std::error_code no_temp_dir;
+  const auto temp_dir = std::filesystem::temp_directory_path(no_temp_dir);
+  if (argc > 1 && std::string(argv[1]).rfind("__", 0) != 0 && !no_temp_dir) evo::remove_orphaned_work_files(temp_dir);
   try {
+    evo::check_arguments_utf8(std::vector<std::string>(argv + 1, argv + argc));
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
@@ -55,8 +65,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     std::cerr << "evo: " << e.what() << " (see evo --help)\n";
     return evo::kExitUsage;
-  } catch (const evo::EvoError& e) {
-    std::cerr << "evo: " << e.what() << "\n";
+  } catch (const evo::EvoError& e) {  // CommandFailed too: its command has said what failed
+    if (*e.what()) std::cerr << "evo: " << e.what() << "\n";
     return e.code();
   } catch (const std::filesystem::filesystem_error& e) {  // a full disk, a lost mount, permissions
     std::cerr << "evo: " << e.what() << "\n";
@@ -68,5 +78,5 @@ int main(int argc, char** argv) {
     std::cerr << "evo: internal error: " << e.what() << " (a bug in evo: please report it with the command)\n";
     return evo::kExitInternal;
   }
-  return evo::g_exit_code;
+  return evo::kExitOk;
 }

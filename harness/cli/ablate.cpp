@@ -4,6 +4,7 @@
 
 #include "ablate/ablation.h"
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "core/errors.h"
 
 namespace evo {
@@ -54,14 +55,26 @@ void add_ablate_command(CLI::App& app) {
                   "strategies to compare, each optionally with \" --quick\" (screened first, as evo evolve --quick)")
       ->delimiter(',')
       ->capture_default_str();
-  cmd->add_option("--seeds", o->spec.seeds, "generator seeds")->delimiter(',')->capture_default_str();
-  cmd->add_option("--budgets", o->spec.budgets, "GPU-second budgets")->delimiter(',')->capture_default_str();
-  cmd->add_option("--population", o->spec.population, "proposals per generation")->capture_default_str();
-  cmd->add_option("--within", o->spec.within, "the target: this fraction above the optimum")->capture_default_str();
+  cmd->add_option("--seeds", o->spec.seeds, "generator seeds")
+      ->delimiter(',')
+      ->check(at_least(0))
+      ->capture_default_str();
+  cmd->add_option("--budgets", o->spec.budgets, "GPU-second budgets")
+      ->delimiter(',')
+      ->check(above(0))
+      ->capture_default_str();
+  cmd->add_option("--population", o->spec.population, "proposals per generation")
+      ->check(at_least(1))
+      ->capture_default_str();
+  cmd->add_option("--within", o->spec.within, "the target: this fraction above the optimum")
+      ->check(at_least(0))
+      ->capture_default_str();
   cmd->add_option("--permute", o->permute,
                   "the control: the dataset's timings permuted across its configurations with this seed (0: none)")
+      ->check(at_least(0))
       ->capture_default_str();
   cmd->add_option("--horizon", o->spec.horizon_gpu_s, "GPU-seconds a run may go on to reach the target")
+      ->check(above(0))
       ->capture_default_str();
   cmd->callback([o] { ablate(*o); });
 }

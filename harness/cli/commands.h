@@ -21,7 +21,4 @@ void add_dataset_command(CLI::App& app);    // cli/dataset.cpp: a search dataset
 void add_ablate_command(CLI::App& app);     // cli/ablate.cpp: strategies simulated over a dataset
 void add_internal_commands(CLI::App& app);  // __compile, __worker (hidden)
 
-// Set by a command's callback; main returns it.
-extern int g_exit_code;
-
 }  // namespace evo

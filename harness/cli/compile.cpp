@@ -90,7 +90,7 @@ void run_compile(const CompileOptions& o) {
   ctx.gates.caps(o.arch);  // unknown arch -> usage error naming the known ones
   std::vector<Candidate> candidates = compile_candidates(ctx, o);
   const std::filesystem::path cache = o.cache_path();
-  ensure_writable_dir(cache, "cache dir");
+  ensure_writable_dir(cache, "cache dir", "--cache-dir");
   Compiler compiler(ctx.root, cache, ctx.gates);
   const Shard shard = resolve_shard(o.shard);
   candidates = shard_part(std::move(candidates), shard);
@@ -133,7 +133,7 @@ void run_compile(const CompileOptions& o) {
     std::cout << std::flush;
     std::cerr << fmt::format("evo: {} ({}, {}) does not compile: {}\n", first_broken_c->variant->path.string(),
                              first_broken_c->task.name(), first_broken_c->params_text(), first_broken->verdict.reason);
-    g_exit_code = kExitUsage;
+    throw CommandFailed(kExitUsage);
   }
 }
 
@@ -147,8 +147,9 @@ void add_compile_command(CLI::App& app) {
   cmd->add_option("--arch", o->arch, "sm_80, sm_89 or sm_90a")->capture_default_str();
   cmd->add_option("--task", o->tasks, "task(s), e.g. fp16-d64, bf16-d128-causal (default: all)")->delimiter(',');
   add_cache_dir(cmd, *o);
-  cmd->add_option("-j,--jobs", o->jobs, "parallel compiles (default: CPU count)");
-  cmd->add_option("--sample", o->sample, "compile N configs per variant and task, evenly spread (default: all)");
+  cmd->add_option("-j,--jobs", o->jobs, "parallel compiles (default: CPU count)")->check(at_least(0));
+  cmd->add_option("--sample", o->sample, "compile N configs per variant and task, evenly spread (default: all)")
+      ->check(at_least(0));
   cmd->add_flag("--json", o->json, "one JSON record per config (schema: docs/records.md)");
   add_shard_option(cmd, o->shard, "compile the configs'");
   cmd->callback([o] { run_compile(*o); });

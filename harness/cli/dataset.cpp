@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "cli/context.h"
 #include "core/errors.h"
+#include "core/paths.h"
 #include "store/atomic_file.h"
 #include "store/json_fields.h"
 #include "store/records.h"
@@ -17,7 +18,7 @@ namespace evo {
 namespace {
 
 struct DatasetOptions {
-  std::string run, results_dir = "results", out;
+  std::string run, results_dir = default_store_dir("results").string(), out;
 };
 
 void build(const DatasetOptions& o) {

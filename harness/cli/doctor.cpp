@@ -81,7 +81,7 @@ void run_doctor(const CacheDir& cache_dir) {
   }
   const std::filesystem::path cache = cache_dir.cache_path();
   try {
-    ensure_writable_dir(cache, "cache dir");
+    ensure_writable_dir(cache, "cache dir", "--cache-dir");
     report(true, "cache dir", cache.string());
   } catch (const EvoError& e) {
     report(false, "cache dir", e.what());
@@ -93,7 +93,7 @@ void run_doctor(const CacheDir& cache_dir) {
   } else {
     check_devices(report);
   }
-  if (!all_ok) g_exit_code = kExitEnvironment;
+  if (!all_ok) throw CommandFailed(kExitEnvironment);  // each failed check is reported above
 }
 
 }  // namespace

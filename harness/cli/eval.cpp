@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "cli/context.h"
+#include "cli/options.h"
 #include "compile/compile_record.h"
 #include "core/errors.h"
 #include "core/paths.h"
@@ -30,7 +31,8 @@ struct EvalOptions {
   std::vector<std::string> tasks{"fp16-d64"};
   int stage = -1;  // default: the last stage
   bool as_json = false, quick = false;
-  std::string results_dir = "results", populations_dir = "populations", cache_dir;
+  std::string results_dir = default_store_dir("results").string(),
+              populations_dir = default_store_dir("populations").string(), cache_dir;
   int device = 0;
 };
 
@@ -100,7 +102,7 @@ void run_eval(const EvalOptions& o) {
   if (!fs::is_regular_file(o.file)) throw usage_error(o.file + ": no such file (evo eval takes a .cu file)");
   const std::string source = read_file(o.file);
   const fs::path cache = o.cache_dir.empty() ? default_cache_dir() : fs::path(o.cache_dir);
-  ensure_writable_dir(cache, "cache dir");
+  ensure_writable_dir(cache, "cache dir", "--cache-dir");
   Compiler compiler(ctx.root, cache, ctx.gates);
   std::unique_ptr<Session> session;
   std::string no_gpu;
@@ -113,7 +115,7 @@ void run_eval(const EvalOptions& o) {
     rec.compile->extra["log"] = current.log.substr(0, 4096);
   };
   try {
-    ensure_writable_dir(o.results_dir, "results dir");
+    ensure_writable_dir(o.results_dir, "results dir", "--results-dir");
     session = std::make_unique<Session>(ctx, compiler, so);
     session->set_annotate(annotate);
   } catch (const EvoError& e) {
@@ -160,13 +162,13 @@ void add_eval_command(CLI::App& app) {
       "eval", "One kernel file from anywhere through compile, gates and timing; a verdict and a record");
   cmd->add_option("file", o->file, "the .cu file (front matter first, docs/variants.md)")->required();
   cmd->add_option("--task", o->tasks, "task(s)")->delimiter(',')->capture_default_str();
-  cmd->add_option("--stage", o->stage, "the stage it competes in (default: the last)");
+  cmd->add_option("--stage", o->stage, "the stage it competes in (default: the last)")->check(at_least(0));
   cmd->add_flag("--json", o->as_json, "the verdict as JSON");
   cmd->add_flag("--quick", o->quick, "cheap screen: the small gate shapes with one seed, one benchmark shape");
   cmd->add_option("--results-dir", o->results_dir, "where the record goes")->capture_default_str();
   cmd->add_option("--populations-dir", o->populations_dir, "where populations are written")->capture_default_str();
   cmd->add_option("--cache-dir", o->cache_dir, "compile and reference cache (default: $XDG_CACHE_HOME/evo)");
-  cmd->add_option("--device", o->device, "CUDA device index")->capture_default_str();
+  cmd->add_option("--device", o->device, "CUDA device index")->check(at_least(0))->capture_default_str();
   cmd->callback([o] { run_eval(*o); });
 }
 

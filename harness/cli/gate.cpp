@@ -255,7 +255,7 @@ void run_gate(const GateOptions& o) {
     write_file_atomic(o.junit, junit_xml(results, b, config, o.strict));
     std::cout << "wrote " << o.junit << "\n";
   }
-  g_exit_code = code;
+  if (code != kExitOk) throw CommandFailed(ExitCode(code));  // the verdicts are printed above
 }
 
 }  // namespace
@@ -281,8 +281,10 @@ void add_gate_command(CLI::App& app) {
   cmd->add_option(
       "--gate-seed", o->gate_seed,
       "when measuring: seed of the sampled gate cases (default: drawn per run; a record's gate_seed replays them)");
-  cmd->add_option("--confidence", o->confidence, "override gates.json regression.confidence (two-sided)");
-  cmd->add_option("--min-effect", o->min_effect, "override gates.json regression.min_effect (e.g. 0.03)");
+  cmd->add_option("--confidence", o->confidence, "override gates.json regression.confidence (two-sided)")
+      ->check(above(0));
+  cmd->add_option("--min-effect", o->min_effect, "override gates.json regression.min_effect (e.g. 0.03)")
+      ->check(at_least(0));
   cmd->callback([o] {
     if (o->baseline.empty() && o->write_baseline.empty())
       throw usage_error("evo gate needs --baseline FILE (check) or --write-baseline FILE (record one)");

@@ -43,11 +43,13 @@ void run_merge(const MergeOptions& o) {
     parse_records_text(read_file(f), f, rs);
     inputs.push_back(std::move(rs));
   }
-  fs::create_directories(o.results_dir);
+  ensure_writable_dir(o.results_dir, "results dir", "--results-dir");
+  ensure_writable_dir(o.populations_dir, "populations dir", "--populations-dir");
   const fs::path target = fs::path(o.results_dir) / "merged.jsonl";
-  // Merges of the same logs running at once would both see a record as new: one at a time.
+  // Merges of the same logs running at once would both see a record as new, and a rebuild
+  // running beside this one could write populations derived before these appends: one at a time.
   // (Appends themselves are safe without this: each takes the file's own lock.)
-  FileLock merging(fs::path(o.results_dir) / ".merge.lock");
+  const auto merging = lock_results(o.results_dir);
 
   std::set<RecordKey> present;
   RecordSet existing = read_records(o.results_dir);
@@ -79,7 +81,7 @@ void run_merge(const MergeOptions& o) {
       "merged {} records into {} ({} already present, {} invalid lines skipped); {} populations "
       "written to {}\n",
       written, target.string(), duplicates, skipped, populations.size(), o.populations_dir);
-  if (skipped > 0 || !all.problems.empty()) g_exit_code = kExitUsage;
+  if (skipped > 0 || !all.problems.empty()) throw CommandFailed(kExitUsage);  // the lines are named above
 }
 
 }  // namespace

@@ -1,8 +1,35 @@
 #include "cli/options.h"
 
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdlib>
+
 #include "core/paths.h"
 
 namespace evo {
+
+namespace {
+
+CLI::Validator number_check(double lo, bool inclusive) {
+  const std::string range = fmt::format("a finite number {} {}", inclusive ? ">=" : ">", lo);
+  return CLI::Validator(
+      [lo, inclusive, range](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double x = std::strtod(text.c_str(), &end);
+        if (text.empty() || end != text.c_str() + text.size())
+          return fmt::format("'{}' is not a number: give {}", text, range);
+        if (!std::isfinite(x) || (inclusive ? x < lo : x <= lo))
+          return fmt::format("{} is out of range: give {}", text, range);
+        return "";
+      },
+      inclusive ? fmt::format("NUMBER>={}", lo) : fmt::format("NUMBER>{}", lo));
+}
+
+}  // namespace
+
+CLI::Validator at_least(double lo) { return number_check(lo, true); }
+CLI::Validator above(double lo) { return number_check(lo, false); }
 
 void add_store_dirs(CLI::App* cmd, StoreDirs& dirs, const std::string& results_help) {
   cmd->add_option("--results-dir", dirs.results_dir, results_help)->capture_default_str();
@@ -18,7 +45,8 @@ void add_cache_dir(CLI::App* cmd, CacheDir& cache) {
 }
 
 void add_device_choice(CLI::App* cmd, DeviceChoice& choice) {
-  auto* device = cmd->add_option("--device", choice.device, "CUDA device index")->capture_default_str();
+  auto* device =
+      cmd->add_option("--device", choice.device, "CUDA device index")->check(at_least(0))->capture_default_str();
   cmd->add_option("--devices", choice.devices,
                   "GPUs to use at once, e.g. 0,1 or all: one worker per GPU from one queue (one GPU model only)")
       ->excludes(device);

@@ -6,12 +6,20 @@
 #include <filesystem>
 #include <string>
 
+#include "core/paths.h"
+
 namespace evo {
+
+// Range checks for numeric flags, run on the text before it is converted: a typo (`--budget -1`,
+// `--budget-gpu-s nan`) is a usage error naming the flag and the range, never "no limit". NaN and
+// infinities are refused by every one of them.
+CLI::Validator at_least(double lo);  // a finite number >= lo
+CLI::Validator above(double lo);     // a finite number > lo
 
 // --results-dir, --populations-dir: where records are read/appended and populations written.
 struct StoreDirs {
-  std::string results_dir = "results";
-  std::string populations_dir = "populations";
+  std::string results_dir = default_store_dir("results").string();  // <repo>/results
+  std::string populations_dir = default_store_dir("populations").string();
 };
 void add_store_dirs(CLI::App* cmd, StoreDirs& dirs, const std::string& results_help = "where records are appended");
 

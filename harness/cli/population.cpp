@@ -10,6 +10,7 @@
 #include "cli/context.h"
 #include "cli/options.h"
 #include "core/errors.h"
+#include "core/paths.h"
 #include "run/remeasure.h"
 #include "run/sampler.h"
 #include "store/records.h"
@@ -19,6 +20,8 @@ namespace evo {
 namespace {
 
 void rebuild(const std::string& results_dir, const std::string& populations_dir) {
+  ensure_writable_dir(populations_dir, "populations dir", "--populations-dir");
+  const auto rebuilding = lock_results(results_dir);  // a merge beside it waits: no stale populations
   RecordSet rs = read_records(results_dir);
   for (const auto& w : rs.warnings) std::cerr << "evo: warning: " << w << "\n";
   for (const auto& p : rs.problems) std::cerr << "evo: skipped " << p << "\n";
@@ -32,7 +35,7 @@ void rebuild(const std::string& results_dir, const std::string& populations_dir)
   }
   std::cout << fmt::format("{} records read, {} populations written to {}\n", rs.records.size(), pops.size(),
                            populations_dir);
-  if (!rs.problems.empty()) g_exit_code = kExitUsage;
+  if (!rs.problems.empty()) throw CommandFailed(kExitUsage);  // the lines are named above
 }
 
 struct RemeasureCli : StoreDirs, CacheDir, DeviceChoice {
@@ -65,7 +68,7 @@ void remeasure(const RemeasureCli& o) {
   for (const Record& rec : records) ok += rec.outcome == Outcome::ok;
   std::cout << fmt::format("measured {} elite(s) again ({} ok, gate seed {}); populations refreshed\n", records.size(),
                            ok, *r.gate_seed);
-  if (ok != records.size()) g_exit_code = kExitCorrectness;
+  if (ok != records.size()) throw CommandFailed(kExitCorrectness);
 }
 
 void add_remeasure(CLI::App* cmd) {
@@ -74,8 +77,10 @@ void add_remeasure(CLI::App* cmd) {
       "remeasure",
       "Gate and time elites again on other shapes (default: the `regimes` set), from their recorded sources");
   rm->add_option("--task", o->tasks, "tasks (default: every task with a population on this GPU)")->delimiter(',');
-  rm->add_option("--stages", o->stages, "stages whose elites to measure (default: the highest)")->delimiter(',');
-  rm->add_option("--top", o->top, "elites per stage")->capture_default_str();
+  rm->add_option("--stages", o->stages, "stages whose elites to measure (default: the highest)")
+      ->delimiter(',')
+      ->check(at_least(0));
+  rm->add_option("--top", o->top, "elites per stage")->check(at_least(1))->capture_default_str();
   rm->add_option("--bench", o->bench, "benchmark shape sets or dims")->delimiter(',')->capture_default_str();
   rm->add_option("--gate-seed", o->gate_seed, "the sampled gate cases' seed (default: drawn now)");
   add_store_dirs(rm, *o);

@@ -6,7 +6,9 @@
 
 #include "cli/commands.h"
 #include "cli/context.h"
+#include "cli/options.h"
 #include "core/errors.h"
+#include "core/paths.h"
 #include "store/records.h"
 
 namespace evo {
@@ -17,7 +19,7 @@ struct RequestOptions {
   std::string task = "fp16-d64";
   int stage = 0;
   bool as_json = false, as_md = false;
-  std::string op = "full", gpu, results_dir = "results";
+  std::string op = "full", gpu, results_dir = default_store_dir("results").string();
   size_t max_failures = 8;
 };
 
@@ -42,14 +44,16 @@ void add_request_command(CLI::App& app) {
   auto* cmd =
       app.add_subcommand("context", "The request a generator gets: task context, elites, insights, recent failures");
   cmd->add_option("--task", o->task, "task")->capture_default_str();
-  cmd->add_option("--stage", o->stage, "stage number")->required();
+  cmd->add_option("--stage", o->stage, "stage number")->required()->check(at_least(0));
   cmd->add_flag("--json", o->as_json, "JSON (the default)");
   cmd->add_flag("--md", o->as_md, "Markdown");
   cmd->add_option("--operator", o->op, "free (I1), insight (I1+I3) or full (I1+I2+I3); failures always")
       ->capture_default_str();
   cmd->add_option("--gpu", o->gpu, "whose elites, e.g. nvidia-h200 (default: the newest record's GPU)");
   cmd->add_option("--results-dir", o->results_dir, "where the records are")->capture_default_str();
-  cmd->add_option("--max-failures", o->max_failures, "recent failures to include")->capture_default_str();
+  cmd->add_option("--max-failures", o->max_failures, "recent failures to include")
+      ->check(at_least(0))
+      ->capture_default_str();
   cmd->callback([o] { run_request(*o); });
 }
 

@@ -319,9 +319,9 @@ void run_stage(const RunOptions& o) {
   const Stage& stage = find_stage(ctx.stages, o.stage);
   auto tasks = ctx.select_tasks(o.tasks);
   const fs::path cache = o.cache_path();
-  ensure_writable_dir(cache, "cache dir");
-  ensure_writable_dir(o.results_dir, "results dir");
-  ensure_writable_dir(o.populations_dir, "populations dir");
+  ensure_writable_dir(cache, "cache dir", "--cache-dir");
+  ensure_writable_dir(o.results_dir, "results dir", "--results-dir");
+  ensure_writable_dir(o.populations_dir, "populations dir", "--populations-dir");
   if (o.budget == 0) throw usage_error("--budget must be at least 1");
   const fs::path sanitizer = sanitizer_or_fail(o.sanitize);
   const std::vector<EvalPlan> plans = make_plans(ctx, tasks, o);
@@ -365,20 +365,25 @@ void run_stage(const RunOptions& o) {
 void add_run_command(CLI::App& app) {
   auto o = std::make_shared<RunOptions>();
   auto* cmd = app.add_subcommand("run", "Gate and time a stage's candidates on the GPU; keep the elite top-3");
-  cmd->add_option("--stage", o->stage, "stage number (see evo list)")->required();
+  cmd->add_option("--stage", o->stage, "stage number (see evo list)")->required()->check(at_least(0));
   cmd->add_option("--task", o->tasks, "task(s), e.g. fp16-d64,bf16-d128-causal")->delimiter(',')->capture_default_str();
   cmd->add_option("--budget", o->budget, "candidates per task (elite-seeded first, then drawn from the domain)")
+      ->check(at_least(1))
       ->capture_default_str();
   cmd->add_option("--shapes", o->shapes, "gate shape sets or BxHqxHkvxSqxSkvxD[:bshd] (default: gates.json)")
       ->delimiter(',');
   cmd->add_option("--bench", o->bench, "benchmark shape sets or dims (default: gates.json)")->delimiter(',');
-  cmd->add_option("--seeds", o->seeds, "input seeds for the gate (default: gates.json)")->delimiter(',');
+  cmd->add_option("--seeds", o->seeds, "input seeds for the gate (default: gates.json)")
+      ->delimiter(',')
+      ->check(at_least(0));
   add_store_dirs(cmd, *o);
   add_cache_dir(cmd, *o);
-  cmd->add_option("--rng-seed", o->rng_seed, "seed of the reproducible draw from the domain")->capture_default_str();
+  cmd->add_option("--rng-seed", o->rng_seed, "seed of the reproducible draw from the domain")
+      ->check(at_least(0))
+      ->capture_default_str();
   add_device_choice(cmd, *o);
   add_shard_option(cmd, o->shard, "evaluate the candidate list's");
-  cmd->add_option("-j,--jobs", o->jobs, "parallel compiles (default: CPU count)");
+  cmd->add_option("-j,--jobs", o->jobs, "parallel compiles (default: CPU count)")->check(at_least(0));
   cmd->add_option("--repeat", o->repeat, "evaluate each candidate this many times in a row (measures the spread)")
       ->check(CLI::Range(1, 10))
       ->capture_default_str();

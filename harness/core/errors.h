@@ -24,6 +24,14 @@ class EvoError : public std::runtime_error {
   ExitCode code_;
 };
 
+// A command that has already said what went wrong (a gate verdict, the lines it skipped, a
+// failed doctor check) ends with this: main() prints nothing more and exits with `code`. With
+// EvoError it is the only way a command chooses a nonzero exit status; main() maps them once.
+class CommandFailed : public EvoError {
+ public:
+  explicit CommandFailed(ExitCode code) : EvoError(code, "") {}
+};
+
 // Bad input: names what to fix; exit 1.
 inline EvoError usage_error(const std::string& m) { return EvoError(kExitUsage, m); }
 // Missing GPU, driver or toolkit piece; exit 2.

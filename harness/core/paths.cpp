@@ -46,6 +46,14 @@ fs::path repo_root() {
   throw usage_error("cannot find the evo repository: run evo inside it or set EVO_ROOT");
 }
 
+fs::path default_store_dir(const std::string& folder) {
+  try {
+    return repo_root() / folder;
+  } catch (const std::exception&) {  // no repository (or no working directory): a command that
+    return folder;                   // needs one says so itself
+  }
+}
+
 fs::path default_cache_dir() {
   if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return fs::path(x) / "evo";
   if (const char* h = std::getenv("HOME"); h && *h) return fs::path(h) / ".cache" / "evo";
@@ -86,12 +94,19 @@ std::string read_file(const fs::path& p) {
   return data;
 }
 
-void ensure_writable_dir(const fs::path& dir, const std::string& what) {
+void ensure_writable_dir(const fs::path& dir, const std::string& what, const std::string& flag) {
   std::error_code ec;
   fs::create_directories(dir, ec);
-  if (ec || !fs::is_directory(dir) || ::access(dir.c_str(), W_OK) != 0)
-    throw usage_error(fmt::format("{} {} is not writable: choose another with --cache-dir or fix its permissions", what,
-                                  dir.string()));
+  if (!ec && fs::is_directory(dir) && ::access(dir.c_str(), W_OK) == 0) return;
+  // The folder that is in the way: `dir` itself when it exists, else the nearest one above it.
+  fs::path blocked = fs::absolute(dir, ec);
+  while (!blocked.empty() && !fs::exists(blocked, ec) && blocked != blocked.parent_path())
+    blocked = blocked.parent_path();
+  const std::string where = blocked == fs::absolute(dir, ec)
+                                ? std::string()
+                                : fmt::format(" (it cannot be created: {} is not writable)", blocked.string());
+  throw usage_error(fmt::format("{} {} is not writable{}: choose another with {} or fix its permissions", what,
+                                dir.string(), where, flag));
 }
 
 std::string gpu_key(const std::string& gpu_name) {

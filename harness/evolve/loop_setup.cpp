@@ -19,9 +19,9 @@ void Loop::setup() {
   if (!exec && !is_strategy(o.generator))
     throw usage_error("--generator " + o.generator + ": use " + strategy_names() + " or exec:COMMAND");
   if (exec && o.generator.size() == 5) throw usage_error("--generator exec: needs a command after the colon");
-  ensure_writable_dir(cache, "cache dir");
-  ensure_writable_dir(o.results_dir, "results dir");
-  ensure_writable_dir(o.populations_dir, "populations dir");
+  ensure_writable_dir(cache, "cache dir", "--cache-dir");
+  ensure_writable_dir(o.results_dir, "results dir", "--results-dir");
+  ensure_writable_dir(o.populations_dir, "populations dir", "--populations-dir");
   island = resolve_island(o.island, o.island_group, o.migrate_every, o.migrate_wait_s, o.rng_seed, std::getenv);
   if (island.active() && !o.resume.empty())
     throw usage_error("--resume with --island: an island resumes by itself (its run id comes from --island-group)");

@@ -3,11 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 
 #include "core/errors.h"
 #include "core/paths.h"
 #include "core/sha256.h"
 #include "core/version.h"
+#include "export/export_folder.h"
 #include "export/kernel_build.h"
 #include "export/package_source.h"
 #include "store/atomic_file.h"
@@ -20,28 +22,13 @@ using nlohmann::json;
 
 namespace {
 
-// The folders and files an export writes; an earlier export's are replaced, nothing else.
-const std::vector<std::string> kOwned{"manifest.json", "README.md", "CMakeLists.txt", "include",
-                                      "src",           "cmake",     "python",         "kernels"};
-
-void prepare(const fs::path& out) {
-  if (fs::exists(out) && !fs::is_directory(out)) throw usage_error(fmt::format("--out {}: not a folder", out.string()));
-  if (fs::is_directory(out) && !fs::is_empty(out)) {
-    if (!fs::exists(out / "manifest.json") ||
-        string_or(json::parse(read_file(out / "manifest.json"), nullptr, false), "format") != kExportFormat)
-      throw usage_error(fmt::format(
-          "--out {}: the folder is not empty and holds no earlier export; choose an empty one", out.string()));
-    for (const auto& name : kOwned) fs::remove_all(out / name);
-  }
-  ensure_writable_dir(out, "--out");
-}
-
+// The package's files, gathered before any is written (export/export_folder.h replaces the
+// earlier export's files with them and leaves everything else in --out alone).
 struct Writer {
-  fs::path out;
+  std::map<std::string, std::string> staged;  // relative path -> bytes
   ExportResult result;
   void file(const std::string& rel, const std::string& data) {
-    fs::create_directories((out / rel).parent_path());
-    write_file_atomic(out / rel, data);
+    staged[rel] = data;
     result.files.push_back(rel);
   }
 };
@@ -113,9 +100,9 @@ int arch_number(const std::string& arch) {
 }  // namespace
 
 ExportResult write_package(const Context& ctx, const Compiler& compiler, const ExportPlan& plan, const fs::path& out) {
+  previous_export_files(out);  // a folder that is not an export stops it before the compiles
   const std::vector<KernelBuild> builds = build_kernels(ctx, compiler, plan.kernels);  // before touching --out
-  prepare(out);
-  Writer w{out, {}};
+  Writer w;
   copy_runtime(ctx, w);
   for (const auto& common : fs::directory_iterator(ctx.root / "variants" / "common"))
     if (common.is_regular_file()) w.file("kernels/" + common.path().filename().string(), read_file(common.path()));
@@ -142,15 +129,18 @@ ExportResult write_package(const Context& ctx, const Compiler& compiler, const E
     tasks.push_back(task_manifest(plan, t));
   }
   w.file("src/package_data.cpp", package_data_source(data));
+  w.file("manifest.json", "");  // listed in itself: the next export replaces it too
+  std::sort(w.result.files.begin(), w.result.files.end());
   const json manifest = {{"format", kExportFormat},
                          {"evo", evo_version()},
                          {"gpu", plan.gpu},
                          {"arch", data.arch_name},
                          {"rule", regime_rule_json(plan.rule)},
                          {"tasks", tasks},
-                         {"kernels", kernels}};
-  w.file("manifest.json", manifest.dump(2) + "\n");
-  std::sort(w.result.files.begin(), w.result.files.end());
+                         {"kernels", kernels},
+                         {"files", w.result.files}};  // what the next export may replace, and nothing else
+  w.staged["manifest.json"] = manifest.dump(2) + "\n";
+  replace_export(out, w.staged);
   return w.result;
 }
 

@@ -20,8 +20,9 @@ struct ExportResult {
   std::vector<std::string> warnings;  // e.g. compile keys that differ from the records'
 };
 
-// Throws a usage error when `out` holds files that are not an earlier export (it never deletes
-// what it did not write), or a kernel cannot be rebuilt as recorded (kernel_build.h).
+// Throws a usage error when `out` is not empty and not an earlier export, when a package file would
+// replace one the earlier export did not write (it never deletes or overwrites what it did not
+// write: export/export_folder.h), or when a kernel cannot be rebuilt as recorded (kernel_build.h).
 ExportResult write_package(const Context& ctx, const Compiler& compiler, const ExportPlan& plan,
                            const std::filesystem::path& out);
 

@@ -11,6 +11,7 @@
 
 #include "core/errors.h"
 #include "core/paths.h"
+#include "policy/config_ranges.h"
 
 namespace evo {
 
@@ -268,6 +269,7 @@ GatesConfig parse_gates_config(const std::string& text, const std::string& origi
   c.model_shapes = parse_model_shapes(j, origin);
   if (c.shape_sets.count(kModelsSet))
     throw usage_error(origin + ": shape_sets.models: the name is taken by model_shapes, rename the set");
+  check_config_ranges(c, origin);
   return c;
 }
 

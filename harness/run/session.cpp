@@ -99,6 +99,7 @@ void Session::refresh_populations() const {
   // appended before it, and no older derivation overwrites a newer one.
   static std::mutex refreshing;
   std::lock_guard lock(refreshing);
+  const auto others = lock_results(options_.results_dir);  // and a merge or rebuild beside the run
   RecordSet all = read_records(options_.results_dir);
   for (const auto& [key, pop] : derive_populations(all.records))
     if (pop["gpu"].get<std::string>() == env_.gpu.key) write_population(options_.populations_dir, pop);

@@ -6,6 +6,7 @@
 #include <cctype>
 
 #include "core/errors.h"
+#include "core/leftovers.h"
 #include "core/paths.h"
 #include "store/atomic_file.h"
 #include "store/json_fields.h"
@@ -197,7 +198,9 @@ void write_population(const fs::path& dir, const json& population) {
                                   gpu.substr(0, 64), task.substr(0, 64), dir.string()));
   fs::create_directories(dir);
   FileLock lock(dir / ".lock");
-  write_file_atomic(population_path(dir, gpu, task, string_or(population, "benchmark")), population.dump(2) + "\n");
+  const fs::path file = population_path(dir, gpu, task, string_or(population, "benchmark"));
+  remove_orphaned_temp_files(file.parent_path());  // a killed writer's *.json.tmp.<pid>.<n>
+  write_file_atomic(file, population.dump(2) + "\n");
 }
 
 json parse_population(const std::string& text, const std::string& origin, std::string* warning) {

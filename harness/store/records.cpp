@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 
 #include "core/paths.h"
@@ -96,6 +98,11 @@ RecordSet read_records(const fs::path& dir_or_file) {
   }
   for (const auto& f : files) parse_records_text(read_file(f), f.string(), out);
   return out;
+}
+
+std::unique_ptr<FileLock> lock_results(const fs::path& results_dir) {
+  if (!fs::is_directory(results_dir) || ::access(results_dir.c_str(), W_OK) != 0) return nullptr;
+  return std::make_unique<FileLock>(results_dir / ".lock");
 }
 
 void append_record(const fs::path& file, const json& record) {

@@ -2,9 +2,12 @@
 // skip nothing silently: a bad line is reported with file:line and what is wrong.
 #pragma once
 #include <filesystem>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
+
+#include "store/atomic_file.h"
 
 namespace evo {
 
@@ -20,5 +23,12 @@ RecordSet read_records(const std::filesystem::path& dir_or_file);
 void parse_records_text(const std::string& text, const std::string& origin, RecordSet& out);
 
 void append_record(const std::filesystem::path& file, const nlohmann::json& record);
+
+// Serializes everything that derives populations from the records of `results_dir` (evo merge,
+// evo population rebuild, a run's refresh) on <results_dir>/.lock (flock; git ignores it): each
+// reads the records and writes the populations under it, so a derivation from older records is
+// never written after a newer one. A folder this process cannot write to cannot change under it
+// either, so there is no lock then (nullptr), and none for a folder that does not exist.
+std::unique_ptr<FileLock> lock_results(const std::filesystem::path& results_dir);
 
 }  // namespace evo

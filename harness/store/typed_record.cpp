@@ -4,6 +4,7 @@
 
 #include "store/json_fields.h"
 #include "store/record.h"
+#include "store/record_values.h"
 #include "store/typed_record_io.h"
 
 namespace evo {
@@ -163,7 +164,7 @@ std::string required_fields_error(const json& j) {
   if (j.contains("timing") && !j["timing"].is_array()) return "field 'timing' is not a list";
   if (j.contains("fitness") && !j["fitness"].is_null() && !j["fitness"].is_object())
     return "field 'fitness' is not an object";
-  return "";
+  return record_values_error(j);
 }
 
 // Moves a required string (checked by required_fields_error) into `out`.

@@ -1,6 +1,7 @@
 // The record (docs/records.md) as a C++ type: one reader, one writer. The reader is strict on
 // what every record must carry (validate_record's rules: schema major 1, identity fields of the
-// right types, a known outcome) and tolerant elsewhere: a field of a newer minor version, or an
+// right types, a known outcome) and on the values of its times (store/record_values.h: no
+// negative, non-finite or string time or fitness), and tolerant elsewhere: a field of a newer minor version, or an
 // optional field of an unexpected type, is kept untouched in `extra` and written back as it
 // came, so read -> write -> read loses nothing from a foreign log (evo merge).
 #pragma once

@@ -56,7 +56,8 @@ TEST(SanitizerLog, MemcheckReportGivesTotalAndWhere) {
 
 TEST(SanitizerLog, RacecheckWarningsCountAsReports) {
   // The head of the report racecheck gave for stage 3's mma_pv before its epilogue __syncwarp
-  // (lab/sanitize/): intra-warp hazards are "Warning", and they fail the candidate too.
+  // (a record dropped from lab/; the commit that added it: 560f700): intra-warp hazards are
+  // "Warning", and they fail the candidate too.
   const auto f = parse_sanitizer_log(
       "========= COMPUTE-SANITIZER\n"
       "========= Warning: Race reported between Read access at <unnamed>::ldsm_x4(unsigned int, unsigned int &, "

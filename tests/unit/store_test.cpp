@@ -127,7 +127,8 @@ json gated(json r, const std::vector<std::string>& sets, const std::string& benc
 TEST(Population, AKernelShownWrongLeavesEveryBenchmarkSetUntilAFullGatePasses) {
   const std::vector<std::string> full = {"small", "mission", "ragged"};
   const json screen = gated(record("x", "0-x/v", 0, 5, "ok", "2026-11-21T01:00:00Z"), {"small"}, "screen-abc");
-  const json failed = gated(record("x", "0-x/v", 0, 0, "correctness", "2026-11-21T02:00:00Z"), full, "default");
+  // Any positive time: a record with a zero time is refused at read (store/record_values.h).
+  const json failed = gated(record("x", "0-x/v", 0, 5, "correctness", "2026-11-21T02:00:00Z"), full, "default");
   const json elite = gated(record("y", "0-x/v", 0, 10), full, "default");
   auto regime_kernels = [](const std::map<std::string, json>& pops) {
     std::vector<std::string> out;
