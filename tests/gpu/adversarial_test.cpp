@@ -207,6 +207,9 @@ void check_suite(const Suite& s, const std::string& sets) {
     }
     const json& r = it->second;
     const std::string got = r["outcome"];
+    // Every verdict in the log (lab/device-sessions/gate.sh keeps them): the records go with the scratch dir.
+    std::cout << "verdict: " << file << ": " << got << " (expected " << want << ") "
+              << r["reason"].get<std::string>().substr(0, 200) << "\n";
     EXPECT_EQ(got, want) << file << ": expected verdict " << want << ", got " << got << " ("
                          << r["reason"].get<std::string>()
                          << ")\n  what the trick is and what must catch it: " << notes_of(file)
