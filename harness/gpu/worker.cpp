@@ -124,8 +124,10 @@ class Worker {
     }
   }
 
-  void load_candidate() {
-    emit(phase_event("load"));
+  // Again after a two-stream case (announce false): fresh __device__ globals, as in a new process.
+  void load_candidate(bool announce = true) {
+    if (announce) emit(phase_event("load"));
+    if (module_) check(cu().cuModuleUnload(module_), "cuModuleUnload", "crash");
     std::string image = read_file(job_.cubin);
     check(cu().cuModuleLoadData(&module_, image.data()), "cuModuleLoadData", "load");
     check(cu().cuModuleGetFunction(&fn_, module_, "evo_attn_fwd"), "cuModuleGetFunction(evo_attn_fwd)", "load");
@@ -243,6 +245,10 @@ class Worker {
         other.fill(support_, oc, stream_);
         emit(check_on_device({&p, &other}, c, support_, job_.task, stream_,
                              [&](LaunchKind k) { launch_in_flight(p, other, k); }));
+        // What the kernel keeps in globals is as two launches in flight left it; later cases and
+        // the timing loop see it as a fresh process would, so a state machine that concurrency
+        // breaks (and so disarms) cannot hide what it does alone.
+        load_candidate(false);
         continue;
       }
       if (c.device_check.on) {  // too large for host copies: hashed, referenced, compared on the GPU
