@@ -29,8 +29,12 @@ std::string what_failed(const SampleFailure& f, int rows) {
 Verdict failed_sample(const TimingEvidence& e) {
   const SampleFailure& f = *e.facts.failure;
   const Tolerance& tol = f.inputs == e.fresh_inputs ? e.fresh_tol : e.timed_tol;
-  const std::string where = fmt::format("timing {}: timed sample {} of {} ({})", e.bench, f.sample + 1, e.facts.samples,
-                                        what_failed(f, e.facts.rows_per_sample));
+  const std::string where =
+      f.what == "warm_up"
+          ? fmt::format("timing {}: warm-up launch {} (a sample of the warm-up drawn at run time, {} query rows)",
+                        e.bench, f.sample + 1, e.facts.rows_per_sample)
+          : fmt::format("timing {}: timed sample {} of {} ({})", e.bench, f.sample + 1, e.facts.samples,
+                        what_failed(f, e.facts.rows_per_sample));
   const std::string why = f.what == "inputs" ? "modified its inputs" : check_counts(f.facts, tol, e.shape).reason;
   if (!e.facts.isolated) return {Outcome::correctness, fmt::format("{}: {}; no isolated launch ran", where, why)};
   const FullCheck& iso = *e.facts.isolated;

@@ -37,6 +37,27 @@ TensorPlacement cache(const Shape& s, int capacity) {
   return p;
 }
 
+// A BHSD tensor with gaps between its heads (`head_gap` rows) and between its batches
+// (`batch_gap` rows): a KV cache with capacity for more than `seq` positions, a Q slice.
+TensorPlacement gapped_bhsd(const Shape& s, int heads, int seq, int head_gap, int batch_gap) {
+  TensorPlacement p;
+  p.stride[2] = s.head_dim;
+  p.stride[1] = int64_t(seq + head_gap) * s.head_dim;
+  p.stride[0] = p.stride[1] * heads + int64_t(batch_gap) * s.head_dim;
+  p.buffer_elements = p.stride[0] * s.batch;
+  return p;
+}
+
+// O as a BSHD slice of a bigger buffer: a row of Hq + 1 heads, `batch_gap` rows between batches.
+TensorPlacement inside_bigger(const Shape& s, int batch_gap) {
+  TensorPlacement p;
+  p.stride[1] = s.head_dim;
+  p.stride[2] = int64_t(s.heads_q + 1) * s.head_dim;
+  p.stride[0] = p.stride[2] * s.seq_q + int64_t(batch_gap) * s.head_dim;
+  p.buffer_elements = p.stride[0] * s.batch;
+  return p;
+}
+
 // Moves a tensor `lead` bytes further into its buffer: its address becomes `align` mod 256.
 void offset_view(TensorPlacement& p, int align, int bytes) {
   const int64_t target = align % 256, at = p.offset * bytes;
@@ -79,8 +100,14 @@ CaseLayout case_layout(const Shape& s, const std::string& full, int in_bytes, in
   } else if (layout == "kv_cache") {
     c.q = c.o = dense(s, Layout::bhsd, s.heads_q, s.seq_q);
     c.k = c.v = cache(s, s.seq_kv + 37);  // 37: room that no tile size divides
+  } else if (layout == "strided") {
+    // Every batch and head stride above dense, by amounts no tile size divides.
+    c.q = gapped_bhsd(s, s.heads_q, s.seq_q, 5, 3);
+    c.k = gapped_bhsd(s, s.heads_kv, s.seq_kv, 19, 7);  // Skv capacity: Skv + 19
+    c.v = gapped_bhsd(s, s.heads_kv, s.seq_kv, 19, 11);
+    c.o = inside_bigger(s, 2);
   } else {
-    throw usage_error("unknown case layout '" + layout + "': use packed_qkv, mixed or kv_cache");
+    throw usage_error("unknown case layout '" + layout + "': use packed_qkv, mixed, kv_cache or strided");
   }
   if (align) {
     for (TensorPlacement* p : {&c.q, &c.k, &c.v}) offset_view(*p, align, in_bytes);

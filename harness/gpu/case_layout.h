@@ -5,14 +5,18 @@
 //    Skv; the strides and offsets are those of the fused tensor); O is BSHD;
 //  - mixed: Q BSHD, K BHSD, V BSHD, O BHSD (no two neighbours share strides);
 //  - kv_cache: K and V are BHSD slices of a cache with room for more keys than Skv (head and
-//    batch strides larger than Skv·D), Q and O BHSD.
+//    batch strides larger than Skv·D), Q and O BHSD;
+//  - strided: every batch and head stride larger than dense: Q BHSD with gaps between heads
+//    and batches, K and V a KV cache with capacity (Skv + 19) and gaps between batches, O a
+//    BSHD slice of a buffer with Hq + 1 heads per row and gaps between batches.
 // Any of them (and bhsd, bshd) may end in "@A", A a power of two from 16 to 256: an offset view
 // whose tensors start A mod 256 bytes past a 256-byte boundary (A = 256: on one), at least 256
 // bytes into their buffers. Buffers start 256-byte aligned, so "@16" makes every Q, K, V and O
 // address 16-byte aligned and no more, whatever the layout's own offsets (packed views of a
 // D = 128 projection are otherwise always 256-byte aligned).
-// Bytes of a buffer outside the tensor's elements are filled with 0x7E (a NaN in fp16, a huge
-// value in bf16): a kernel that reads them spoils its output.
+// Bytes of a buffer outside the tensor's elements hold the case's junk (gpu/input_fill.h:
+// non-finite or finite, drawn per case): a kernel that reads them may spoil its output, one
+// that writes O's gaps leaves its elements unwritten.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -51,6 +51,7 @@ namespace evo {
   X(cuEventCreate) \
   X(cuEventDestroy) \
   X(cuEventRecord) \
+  X(cuStreamWaitEvent) \
   X(cuEventSynchronize) \
   X(cuEventElapsedTime) \
   X(cuStreamBeginCapture) \

@@ -7,6 +7,19 @@ namespace evo {
 
 using nlohmann::json;
 
+void add_facts(DeviceCheckFacts& total, const DeviceCheckFacts& f) {
+  if (total.first_fail < 0 && f.first_fail >= 0) total.first_fail = f.first_fail;
+  total.n += f.n;
+  total.unwritten += f.unwritten;
+  total.nonfinite += f.nonfinite;
+  total.bad += f.bad;
+  total.err2 += f.err2;
+  total.ref2 += f.ref2;
+  total.max_abs = std::max(total.max_abs, f.max_abs);
+  total.extent = std::max(total.extent, f.extent);
+  total.device_bytes = std::max(total.device_bytes, f.device_bytes);
+}
+
 json to_json(const DeviceCheckFacts& f) {
   return {{"n", f.n},
           {"unwritten", f.unwritten},

@@ -24,6 +24,9 @@ struct DeviceCheckFacts {
   uint64_t device_bytes = 0;  // device memory in use at the case's peak (reference allocated)
 };
 
+// Counts and sums of two comparisons together; the first failing element is the earlier one's.
+void add_facts(DeviceCheckFacts& total, const DeviceCheckFacts& f);
+
 nlohmann::json to_json(const DeviceCheckFacts& f);
 // nullopt and `error` set when a field is missing, of the wrong type or out of range.
 std::optional<DeviceCheckFacts> device_check_from_json(const nlohmann::json& j, std::string& error);

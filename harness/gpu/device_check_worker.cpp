@@ -19,22 +19,37 @@ double since(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
-WorkerEvent check_on_device(Problem& p, const CaseSpec& c, const Support& support, const Task& task, CUstream stream,
-                            const std::function<void()>& launch_candidate) {
+WorkerEvent check_on_device(const std::vector<Problem*>& problems, const CaseSpec& c, const Support& support,
+                            const Task& task, CUstream stream,
+                            const std::function<void(LaunchKind)>& launch_candidate) {
   const auto t0 = std::chrono::steady_clock::now();
   const DeviceChecker checker(support, task, stream);
-  const std::array<uint64_t, 3> before = checker.inputs(p);
-  launch_candidate();
-  const uint64_t first = checker.hash(p.o);
-  launch_candidate();  // poisoned again: a stale output cannot pass
-  const uint64_t second = checker.hash(p.o);
+  auto input_hashes = [&] {
+    std::vector<std::array<uint64_t, 3>> h;
+    for (const Problem* p : problems) h.push_back(checker.inputs(*p));
+    return h;
+  };
+  auto output_hash = [&] {  // a sum of keyed hashes: any changed output word changes it
+    uint64_t h = 0;
+    for (const Problem* p : problems) h += checker.hash(p->o);
+    return h;
+  };
+  const auto before = input_hashes();
+  launch_candidate(LaunchKind::gate_first);
+  const uint64_t first = output_hash();
+  launch_candidate(LaunchKind::gate_second);  // another pre-fill: an element left alone differs
+  const uint64_t second = output_hash();
   // Nothing of the candidate may still run when the inputs are re-hashed and the reference
   // computed from them (a grid on another stream, a child grid): wait for the whole context.
   check(cu().cuCtxSynchronize(), "evo_attn_fwd", "crash");
-  const bool inputs_intact = checker.inputs(p) == before;
-  const bool guards_intact = p.q.guards_intact() && p.k.guards_intact() && p.v.guards_intact() && p.o.guards_intact();
+  const bool inputs_intact = input_hashes() == before;
+  bool guards_intact = true;
+  for (const Problem* p : problems)
+    guards_intact =
+        guards_intact && p->q.guards_intact() && p->k.guards_intact() && p->v.guards_intact() && p->o.guards_intact();
   const auto t_ref = std::chrono::steady_clock::now();
-  DeviceCheckFacts facts = checker.compare(p, c.device_check.atol, c.device_check.rtol);
+  DeviceCheckFacts facts;
+  for (const Problem* p : problems) add_facts(facts, checker.compare(*p, c.device_check.atol, c.device_check.rtol));
   facts.reference_s = since(t_ref);
   facts.seconds = since(t0);
   WorkerEvent done = case_done_event(c.id, "", first == second, inputs_intact, guards_intact);  // no output file

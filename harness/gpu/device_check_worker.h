@@ -4,8 +4,11 @@
 // on the device:
 //  - the inputs are hashed by evo_hash_bytes with a key drawn now, before the first launch and
 //    again after the candidate's last launch has completed (cuCtxSynchronize);
-//  - the candidate runs twice, the output poisoned before each launch; the two outputs' hashes
-//    decide determinism;
+//  - the candidate runs twice, over two different finite pre-fills of the output
+//    (gpu/launch_draws.h); the two outputs' hashes decide determinism, so an element it leaves
+//    alone (holding a different pre-fill each time) fails it, and the comparison too;
+//  - a two-stream case (CaseSpec::two_streams) does this for two problems at once, their
+//    launches in flight together on two streams: both outputs hashed, both compared;
 //  - only then, from inputs whose hash was just re-checked and into buffers allocated after
 //    the candidate's last launch, evo's reference kernel computes the FP32 output and
 //    evo_compare_* reduces the comparison to counts and sums (gpu/device_check.h).
@@ -13,6 +16,7 @@
 #pragma once
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "core/task.h"
 #include "gpu/worker_device.h"
@@ -20,9 +24,12 @@
 
 namespace evo {
 
-// The case_done event of one device-checked gate case. `launch_candidate` poisons the output,
-// launches the candidate once and waits for it.
-WorkerEvent check_on_device(worker_device::Problem& p, const CaseSpec& c, const worker_device::Support& support,
-                            const Task& task, CUstream stream, const std::function<void()>& launch_candidate);
+// The case_done event of one device-checked gate case over `problems` (one, or two for a
+// two-stream case; their facts are summed, the first failing element is the first problem's if
+// it has one). `launch_candidate` pre-fills every output for a launch of the given kind,
+// launches the candidate once on each problem and waits for them.
+WorkerEvent check_on_device(const std::vector<worker_device::Problem*>& problems, const CaseSpec& c,
+                            const worker_device::Support& support, const Task& task, CUstream stream,
+                            const std::function<void(LaunchKind)>& launch_candidate);
 
 }  // namespace evo

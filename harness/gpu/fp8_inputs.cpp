@@ -19,6 +19,9 @@ Support load_support_kernels(const std::string& cubin_path, const Task& task) {
   check(cu().cuModuleLoadData(&s.module, image.data()), "loading evo support kernels", "runtime");
   const std::string dt = task.dtype_name();
   check(cu().cuModuleGetFunction(&s.fill, s.module, ("evo_fill_" + dt).c_str()), "evo_fill", "runtime");
+  const std::string out_fill = task.dtype == DType::fp16 ? "evo_fill_fp16" : "evo_fill_bf16";  // fp8: O is bf16
+  check(cu().cuModuleGetFunction(&s.fill_out, s.module, out_fill.c_str()), "evo_fill (output)", "runtime");
+  check(cu().cuModuleGetFunction(&s.hold, s.module, "evo_hold"), "evo_hold", "runtime");
   const std::string ref = fmt::format("evo_reference_{}_d{}", dt, task.head_dim);
   check(cu().cuModuleGetFunction(&s.reference, s.module, ref.c_str()), "evo_reference", "runtime");
   if (task.dtype == DType::fp8) {

@@ -2,6 +2,9 @@
 // distribution split per tensor. Q carries the mean and the outlier rows, K the sink key,
 // V its own spread.
 #pragma once
+#include <stdexcept>
+#include <string>
+
 #include "gpu/worker_protocol.h"
 
 namespace evo {
@@ -33,5 +36,21 @@ inline TensorFills tensor_fills(const CaseSpec& c) {
 inline constexpr unsigned char kPaddingByte = 0x7E;
 // The same for e4m3 inputs (fp8 tasks): 0x7F is e4m3's NaN.
 inline constexpr unsigned char kPaddingByteE4m3 = 0x7F;
+
+// What padding bytes (outside a padded buffer's tensor elements) and guard bands hold. A sampled
+// case draws its kind (CaseSpec::junk): "nonfinite" fills both with 0xFF (NaN in fp16, bf16 and
+// e4m3), so a masked read of them spoils the output (0 · NaN is NaN); "finite" with ordinary
+// values (0x3C: 1.06 in fp16, 0.0115 in bf16, 1.5 in e4m3; bands 0xA5), as real memory around a
+// tensor holds, so a kernel cannot tell a gate case by NaN neighbours. "" is the fixed cases'.
+struct JunkBytes {
+  unsigned char padding = kPaddingByte, guard = kGuardByte;
+};
+
+inline JunkBytes junk_bytes(const std::string& kind, int in_bytes) {
+  if (kind == "nonfinite") return {0xFF, 0xFF};
+  if (kind == "finite") return {0x3C, kGuardByte};
+  if (!kind.empty()) throw std::invalid_argument("unknown junk kind '" + kind + "': use finite or nonfinite");
+  return {in_bytes == 1 ? kPaddingByteE4m3 : kPaddingByte, kGuardByte};
+}
 
 }  // namespace evo

@@ -75,6 +75,7 @@ json to_json(const TimingFacts& f) {
   json j = {{"samples", f.samples},
             {"rows_per_sample", f.rows_per_sample},
             {"rows_checked", f.rows_checked},
+            {"warm_up_verified", f.warm_up_verified},
             {"rows", to_json(f.rows)},
             {"full", full},
             {"probe_fresh_us", f.probe_fresh_us},
@@ -120,6 +121,10 @@ std::optional<TimingFacts> timing_facts_from_json(const json& j, std::string& er
     return std::nullopt;
   if (f.probe_fresh_us.size() != f.probe_repeat_us.size())
     return fail(error, "probe_fresh_us and probe_repeat_us differ in length"), std::nullopt;
+  long long warm_verified = 0;  // workers before unannounced verification: absent
+  if (j.contains("warm_up_verified") && !integer(j, "warm_up_verified", 0, 1 << 20, warm_verified, error))
+    return std::nullopt;
+  f.warm_up_verified = int(warm_verified);
   f.samples = int(samples);
   f.rows_per_sample = int(rows);
   f.rows_checked = uint64_t(checked);
@@ -135,7 +140,8 @@ std::optional<TimingFacts> timing_facts_from_json(const json& j, std::string& er
     SampleFailure s;
     long long sample = 0;
     if (!x.is_object() || !integer(x, "sample", 0, 1 << 20, sample, error) ||
-        !one_of(x, "what", {"rows", "full", "inputs", "probe"}, s.what, error) || !facts(x, "facts", s.facts, error))
+        !one_of(x, "what", {"rows", "full", "inputs", "probe", "warm_up"}, s.what, error) ||
+        !facts(x, "facts", s.facts, error))
       return error.empty() ? (fail(error, "failure is malformed"), std::nullopt) : std::nullopt;
     if (!x.contains("inputs") || !x["inputs"].is_string() || x["inputs"].get<std::string>().size() > 64)
       return fail(error, "failure.inputs is not a distribution name"), std::nullopt;

@@ -27,7 +27,9 @@ struct FullCheck {
 // The first timed sample whose check failed; the loop stopped there.
 struct SampleFailure {
   int sample = 0;
-  std::string what;    // "rows", "full", "inputs" (the kernel changed them), "probe" (the repeat's rows)
+  // "rows", "full", "inputs" (the kernel changed them), "probe" (the repeat's rows), "warm_up"
+  // (a warm-up launch drawn to be verified: its rows; `sample` is its index among the warm-ups)
+  std::string what;
   std::string inputs;  // the distribution of its inputs (the tolerance its counts are judged with)
   DeviceCheckFacts facts;
 };
@@ -36,6 +38,7 @@ struct TimingFacts {
   int samples = 0;              // timed samples, each on fresh inputs
   int rows_per_sample = 0;      // query rows drawn at run time and checked after each
   uint64_t rows_checked = 0;    // over samples and probes
+  int warm_up_verified = 0;     // warm-up launches drawn at run time and verified (their rows)
   DeviceCheckFacts rows;        // their comparison, summed (first_fail: of the first failing sample)
   std::vector<FullCheck> full;  // "drawn", "last"
   // Repeat probes: the time of a timed sample, and of the launch right after it on the same inputs.

@@ -28,19 +28,6 @@ struct SampleSums {
 
 bool failed(const DeviceCheckFacts& f) { return f.unwritten + f.nonfinite + f.bad > 0; }
 
-// Counts and sums of two comparisons together; the first failing element is the earlier one's.
-void add(DeviceCheckFacts& total, const DeviceCheckFacts& f) {
-  if (total.first_fail < 0 && f.first_fail >= 0) total.first_fail = f.first_fail;
-  total.n += f.n;
-  total.unwritten += f.unwritten;
-  total.nonfinite += f.nonfinite;
-  total.bad += f.bad;
-  total.err2 += f.err2;
-  total.ref2 += f.ref2;
-  total.max_abs = std::max(total.max_abs, f.max_abs);
-  total.extent = std::max(total.extent, f.extent);
-}
-
 double elapsed_ms(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -63,7 +50,9 @@ class ShapeTimer {
   // A counter no launch has used: 0 would give the fixed cases' inputs.
   uint64_t nonce() { return rng_() | 1; }
   double timed_launch(Params& a);
-  int warm_up(Params& a);
+  bool warm_up(Params& a, ShapeTiming& out);
+  DeviceCheckFacts check_rows_now(const CaseSpec& c);
+  void isolate(TimingFacts& f, const CaseSpec& c);
   Sample sample(const CaseSpec& c, bool probe, bool full);
   void verify(Sample& s, const CaseSpec& c, bool probe, bool full);
   FullCheck launch_and_check(const CaseSpec& c, const char* why);
@@ -91,18 +80,51 @@ double ShapeTimer::timed_launch(Params& a) {
   return ms_between(rig_.e0, rig_.e1) * 1000.0;  // µs
 }
 
-int ShapeTimer::warm_up(Params& a) {
+// Warm-up launches on the case's own inputs, each over a fresh pre-fill (its output would be
+// the answer already); those the draw picks (gpu/launch_draws.h) are verified like a timed
+// sample, by rows drawn after the launch. False when one failed (the isolated launch has run).
+bool ShapeTimer::warm_up(Params& a, ShapeTiming& out) {
   const auto w0 = std::chrono::steady_clock::now();
-  int warm = 0;
-  while (elapsed_ms(w0) < rig_.job.timing.warmup_ms || warm < 3) {
+  int warm = 0, verified = 0;
+  bool ok = true;
+  while (ok && (elapsed_ms(w0) < rig_.job.timing.warmup_ms || warm < 3)) {
+    p_.prefill_async(rig_.support, rig_.draws.prefill(LaunchKind::warm_up), rig_.stream);
     timed_launch(a);
     ++warm;
+    if (!rig_.draws.verify(LaunchKind::warm_up)) continue;
+    ++verified;
+    const DeviceCheckFacts rows = timed("verify", [&] { return check_rows_now(b_.timed); });
+    if (!failed(rows)) continue;
+    out.facts.failure = SampleFailure{warm - 1, "warm_up", b_.timed.inputs, rows};
+    isolate(out.facts, b_.timed);
+    ok = false;
   }
-  return warm;
+  out.extra["warmup_launches"] = warm;
+  out.facts.warm_up_verified = verified;
+  return ok;
 }
 
-// New inputs (c's distribution, a fresh counter), their hash, the poison, the timed launch; a
-// repeat probe relaunches on the same inputs after keeping the first output aside.
+// `rows_per_sample` rows of the output as it stands, drawn now (waits).
+DeviceCheckFacts ShapeTimer::check_rows_now(const CaseSpec& c) {
+  const SampleSums init{empty_compare_sums(), empty_compare_sums(), 0, 0};
+  check(cu().cuMemcpyHtoDAsync(sums_.ptr, &init, sizeof(init), rig_.stream), "warm-up facts init", "runtime");
+  rig_.checker.check_rows_async(p_, p_.dout, c.device_check.atol, c.device_check.rtol, rig_.job.timing.rows_per_sample,
+                                rng_(), sums_.ptr + offsetof(SampleSums, rows));
+  check(cu().cuStreamSynchronize(rig_.stream), "checks of a warm-up launch", "runtime");
+  SampleSums got{};
+  check(cu().cuMemcpyDtoH(&got, sums_.ptr, sizeof(got)), "warm-up facts readback", "runtime");
+  return rows_of(got.rows);
+}
+
+// After a pause no back-to-back detector survives: wrong there too means wrong on the shape.
+void ShapeTimer::isolate(TimingFacts& f, const CaseSpec& c) {
+  std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(rig_.job.timing.isolation_pause_ms));
+  f.isolated = launch_and_check(c, "isolated");
+}
+
+// New inputs (c's distribution, a fresh counter), their hash, the pre-fill (drawn: random
+// values or the previous sample's output), the timed launch; a repeat probe relaunches on the
+// same inputs after keeping the first output aside and pre-filling O again.
 ShapeTimer::Sample ShapeTimer::sample(const CaseSpec& c, bool probe, bool full) {
   Sample s;
   const uint64_t n = nonce();
@@ -111,12 +133,12 @@ ShapeTimer::Sample ShapeTimer::sample(const CaseSpec& c, bool probe, bool full) 
   check(cu().cuMemcpyHtoDAsync(sums_.ptr, &init, sizeof(init), rig_.stream), "sample facts init", "runtime");
   rig_.checker.hash_inputs_async(p_, sums_.ptr + offsetof(SampleSums, hash_before));
   Params a = rig_.params();
-  p_.poison_async(rig_.stream);
+  p_.prefill_async(rig_.support, rig_.draws.prefill(LaunchKind::timed), rig_.stream);
   s.us = timed_launch(a);
   if (probe) {
     if (!copy_) copy_ = std::make_unique<Scratch>(p_.o.bytes);
     check(cu().cuMemcpyDtoDAsync(copy_->ptr, p_.o.data(), p_.o.bytes, rig_.stream), "output copy", "runtime");
-    p_.poison_async(rig_.stream);
+    p_.prefill_async(rig_.support, rig_.draws.prefill(LaunchKind::probe_repeat), rig_.stream);
     s.probe_us = timed_launch(a);
   }
   rig_.checker.hash_inputs_async(p_, sums_.ptr + offsetof(SampleSums, hash_after));
@@ -151,7 +173,9 @@ FullCheck ShapeTimer::launch_and_check(const CaseSpec& c, const char* why) {
   p_.fill(rig_.support, c, rig_.stream, nonce());
   const std::array<uint64_t, 3> before = rig_.checker.inputs(p_);
   Params a = rig_.params();
-  p_.poison_async(rig_.stream);
+  p_.prefill_async(rig_.support,
+                   rig_.draws.prefill(f.why == "isolated" ? LaunchKind::isolated : LaunchKind::shape_check),
+                   rig_.stream);
   f.us = timed_launch(a);
   // Nothing of the candidate may still run when the inputs are hashed and referenced.
   check(cu().cuCtxSynchronize(), "evo_attn_fwd", "crash");
@@ -181,7 +205,7 @@ bool ShapeTimer::record(ShapeTiming& out, int i, Sample& s, const CaseSpec& c, b
   TimingFacts& f = out.facts;
   const int rows = rig_.job.timing.rows_per_sample;
   if (!full) {
-    add(f.rows, rows_of(s.sums.rows));
+    add_facts(f.rows, rows_of(s.sums.rows));
     f.rows_checked += uint64_t(rows);
   }
   if (probe) {
@@ -203,9 +227,7 @@ bool ShapeTimer::record(ShapeTiming& out, int i, Sample& s, const CaseSpec& c, b
   if (!f.failure) return true;
   f.failure->inputs = c.inputs;
   f.inputs_intact = f.failure->what != "inputs";
-  // After a pause no back-to-back detector survives: wrong there too means wrong on the shape.
-  std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(rig_.job.timing.isolation_pause_ms));
-  f.isolated = launch_and_check(c, "isolated");
+  isolate(f, c);
   return false;
 }
 
@@ -214,7 +236,10 @@ ShapeTiming ShapeTimer::run() {
   ShapeTiming out;
   out.facts.rows_per_sample = t.rows_per_sample;
   Params a = rig_.params();
-  out.extra["warmup_launches"] = warm_up(a);
+  if (!warm_up(a, out)) {
+    out.stats = summarize(std::vector<double>{0.0});
+    return out;
+  }
   emit(phase_event("timing", "", b_.id));  // progress for the parent's watchdog (per event)
   const auto clock_before = nvml_sm_clock_mhz(rig_.job.device);
   // Drawn now, among the samples every shape runs (min_samples, then the last).

@@ -1,12 +1,13 @@
 // The timing of one benchmark shape (docs/safety.md, "Timing integrity"). Every timed sample
 // does the work on inputs no launch has seen: between samples, outside the timed window and
 // before the L2 flush, the inputs are generated again on the GPU with a counter drawn at run
-// time and the output is poisoned. After each sample evo's kernels hash the inputs again and
-// recompute query rows drawn at run time; the sample at an index drawn at run time, and the
-// last (one more after the loop's stop rule, on inputs of the post-timing distribution), are
-// compared element by element with evo's reference. A few samples are followed by a launch that
-// repeats their inputs (the repeat probes), so a kernel that runs faster on what it has seen
-// shows it. The loop reports facts (gpu/timing_facts.h); the parent decides.
+// time and O is pre-filled with finite values (gpu/launch_draws.h). After each sample evo's
+// kernels hash the inputs again and recompute query rows drawn at run time; the sample at an
+// index drawn at run time, and the last (one more after the loop's stop rule, on inputs of the
+// post-timing distribution), are compared element by element with evo's reference. A few
+// samples are followed by a launch that repeats their inputs (the repeat probes), so a kernel
+// that runs faster on what it has seen shows it. Warm-up launches drawn at run time are verified
+// too. The loop reports facts (gpu/timing_facts.h); the parent decides.
 #pragma once
 #include <cuda.h>
 
@@ -16,6 +17,7 @@
 
 #include "core/stats.h"
 #include "gpu/device_checker.h"
+#include "gpu/launch_draws.h"
 #include "gpu/timing_facts.h"
 #include "gpu/worker_device.h"
 #include "gpu/worker_protocol.h"
@@ -35,6 +37,7 @@ struct TimingRig {
   // The candidate's parameters for the problem's current inputs (TMA maps, fp8 descales).
   std::function<worker_device::Params()> params;
   std::function<void(worker_device::Params&)> launch;
+  LaunchDraws& draws;  // the worker's: every launch's pre-fill, and which warm-ups are verified
 };
 
 struct ShapeTiming {

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iostream>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,7 @@
 #include "gpu/cuda_driver.h"
 #include "gpu/device_check_worker.h"
 #include "gpu/device_checker.h"
+#include "gpu/launch_draws.h"
 #include "gpu/nvml.h"
 #include "gpu/timing_loop.h"
 #include "gpu/tma_maps.h"
@@ -66,6 +68,8 @@ class Worker {
     check(cu().cuDevicePrimaryCtxRetain(&ctx_, dev_), "cuDevicePrimaryCtxRetain", "runtime");
     check(cu().cuCtxSetCurrent(ctx_), "cuCtxSetCurrent", "runtime");
     check(cu().cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate", "runtime");
+    check(cu().cuStreamCreate(&stream2_, CU_STREAM_NON_BLOCKING), "cuStreamCreate", "runtime");
+    check(cu().cuEventCreate(&held_, CU_EVENT_DISABLE_TIMING), "cuEventCreate", "runtime");
     check(cu().cuEventCreate(&e0_, CU_EVENT_DEFAULT), "cuEventCreate", "runtime");
     check(cu().cuEventCreate(&e1_, CU_EVENT_DEFAULT), "cuEventCreate", "runtime");
     char name[256] = {};
@@ -120,8 +124,10 @@ class Worker {
     }
   }
 
-  void load_candidate() {
-    emit(phase_event("load"));
+  // Again after a two-stream case (announce false): fresh __device__ globals, as in a new process.
+  void load_candidate(bool announce = true) {
+    if (announce) emit(phase_event("load"));
+    if (module_) check(cu().cuModuleUnload(module_), "cuModuleUnload", "crash");
     std::string image = read_file(job_.cubin);
     check(cu().cuModuleLoadData(&module_, image.data()), "cuModuleLoadData", "load");
     check(cu().cuModuleGetFunction(&fn_, module_, "evo_attn_fwd"), "cuModuleGetFunction(evo_attn_fwd)", "load");
@@ -175,13 +181,52 @@ class Worker {
 
   void sync(const char* what) { check(cu().cuStreamSynchronize(stream_), what, "crash"); }
 
-  // Poison, launch, wait, read back: the output bytes in logical BHSD order (none if !read_back).
-  std::string launch_once(Problem& p, bool read_back = true) {
-    p.poison(stream_);
+  // Pre-fill (drawn: gpu/launch_draws.h), launch, wait, read back: the output bytes in logical
+  // BHSD order and the pre-fill they replaced (none if !read_back).
+  UnwrittenEvidence launch_once(Problem& p, LaunchKind kind, bool read_back = true) {
+    p.prefill_async(support_, draws_.prefill(kind), stream_);
+    UnwrittenEvidence r;
+    auto output = [&] { return p.logical(p.o.read(), p.dout, p.elem, p.offsets[3]); };
+    if (read_back) {
+      sync("output pre-fill");
+      r.prefill = timed("readback", output);
+    }
     Params a = params(p);
     launch(a);
     sync("evo_attn_fwd");
-    return read_back ? timed("readback", [&] { return p.logical(p.o.read(), p.dout, p.elem); }) : std::string();
+    if (read_back) r.out = timed("readback", output);
+    return r;
+  }
+
+  // The candidate's launch for `p` on `stream`: launch() enqueues for current_ on stream_.
+  void launch_on(Problem& p, CUstream stream) {
+    Problem* const keep_problem = current_;
+    const CUstream keep_stream = stream_;
+    current_ = &p;
+    stream_ = stream;
+    Params a = params(p);
+    launch(a);
+    current_ = keep_problem;
+    stream_ = keep_stream;
+  }
+
+  // A two-stream case's launches: both outputs pre-filled, then evo_hold keeps both streams
+  // waiting while the host enqueues the candidate on each, so the two grids start together
+  // and are in flight at once (state a kernel keeps between launches is shared by both).
+  void launch_in_flight(Problem& p, Problem& other, LaunchKind kind) {
+    p.prefill_async(support_, draws_.prefill(kind), stream_);
+    other.prefill_async(support_, draws_.prefill(LaunchKind::concurrent), stream2_);
+    sync("output pre-fill");
+    check(cu().cuStreamSynchronize(stream2_), "output pre-fill", "crash");
+    unsigned long long hold_ns = 200000;
+    void* args[] = {&hold_ns};
+    check(cu().cuLaunchKernel(support_.hold, 1, 1, 1, 32, 1, 1, 0, stream_, args, nullptr), "evo_hold", "runtime");
+    check(cu().cuEventRecord(held_, stream_), "cuEventRecord", "runtime");
+    check(cu().cuStreamWaitEvent(stream2_, held_, 0), "cuStreamWaitEvent", "runtime");
+    launch_on(p, stream_);
+    launch_on(other, stream2_);
+    sync("evo_attn_fwd");
+    check(cu().cuStreamSynchronize(stream2_), "evo_attn_fwd (second stream)", "crash");
   }
 
   void run_gate() {
@@ -189,22 +234,37 @@ class Worker {
       emit(phase_event("gate", c.id));
       Problem p(job_.task);
       current_ = &p;
-      p.allocate(c.shape, c.layout);
+      p.allocate(c.shape, c.layout, kGuardBytes, c.junk);
       p.fill(support_, c, stream_);
+      if (c.device_check.on && c.two_streams) {  // beside a second problem, both launches in flight
+        Problem other(job_.task);
+        CaseSpec oc = c;
+        oc.seed = c.seed + 1;  // other inputs, and fewer query rows when there are several: another shape
+        oc.shape.seq_q = (c.shape.seq_q + 1) / 2;
+        other.allocate(oc.shape, oc.layout, kGuardBytes, oc.junk);
+        other.fill(support_, oc, stream_);
+        emit(check_on_device({&p, &other}, c, support_, job_.task, stream_,
+                             [&](LaunchKind k) { launch_in_flight(p, other, k); }));
+        // What the kernel keeps in globals is as two launches in flight left it; later cases and
+        // the timing loop see it as a fresh process would, so a state machine that concurrency
+        // breaks (and so disarms) cannot hide what it does alone.
+        load_candidate(false);
+        continue;
+      }
       if (c.device_check.on) {  // too large for host copies: hashed, referenced, compared on the GPU
-        emit(check_on_device(p, c, support_, job_.task, stream_, [&] { launch_once(p, false); }));
+        emit(check_on_device({&p}, c, support_, job_.task, stream_, [&](LaunchKind k) { launch_once(p, k, false); }));
         continue;
       }
       // Keyed hashes on the GPU (gpu/device_checker.h): no host copy of the inputs.
       const auto before = timed("hash", [&] { return checker_->inputs(p); });
-      std::string first = launch_once(p);
-      std::string second = launch_once(p);  // poisoned again: stale output cannot pass
-      const bool deterministic = first == second;
+      const UnwrittenEvidence first = launch_once(p, LaunchKind::gate_first);
+      const UnwrittenEvidence second = launch_once(p, LaunchKind::gate_second);  // another pre-fill
+      const bool deterministic = first.out == second.out;
       check(cu().cuCtxSynchronize(), "evo_attn_fwd", "crash");  // nothing of it runs while they are hashed
       const bool inputs_intact = timed("hash", [&] { return checker_->inputs(p); }) == before;
       const bool guards_intact =
           p.q.guards_intact() && p.k.guards_intact() && p.v.guards_intact() && p.o.guards_intact();
-      timed("write", [&] { write_scratch_file(c.out_path, first); });
+      timed("write", [&] { write_scratch_file(c.out_path, mark_unwritten(first, second)); });
       emit(case_done_event(c.id, c.out_path, deterministic, inputs_intact, guards_intact));
       current_ = nullptr;
     }
@@ -256,7 +316,8 @@ class Worker {
                           flush_,
                           flush_bytes_,
                           [&] { return params(p); },
-                          [&](Params& a) { launch(a); }};
+                          [&](Params& a) { launch(a); },
+                          draws_};
       WorkerEvent timing = timing_event(b.id);
       std::optional<FullCheck> checked;  // this shape's post_done
       if (!pruned) {
@@ -301,7 +362,8 @@ class Worker {
   WorkerJob job_;
   CUdevice dev_ = 0;
   CUcontext ctx_ = nullptr;
-  CUstream stream_ = nullptr;
+  CUstream stream_ = nullptr, stream2_ = nullptr;  // stream2_: a two-stream case's second launch
+  CUevent held_ = nullptr;                         // both streams wait for evo_hold's end
   CUevent e0_ = nullptr, e1_ = nullptr;
   CUmodule module_ = nullptr;
   CUfunction fn_ = nullptr;
@@ -311,6 +373,7 @@ class Worker {
   size_t flush_bytes_ = 0;
   int sms_ = 0, l2_bytes_ = 0;
   Problem* current_ = nullptr;
+  LaunchDraws draws_{(uint64_t(std::random_device{}()) << 32) ^ std::random_device{}()};  // drawn per worker
   std::vector<TmaSpec> tma_specs_;
 };
 

@@ -16,6 +16,7 @@
 #include "gpu/cuda_driver.h"
 #include "gpu/fp8_inputs.h"
 #include "gpu/input_fill.h"
+#include "gpu/launch_draws.h"
 #include "gpu/worker_clock.h"  // timed(): the worker reports where its time went
 #include "gpu/worker_events.h"
 #include "gpu/worker_protocol.h"
@@ -40,21 +41,23 @@ inline void check(CUresult r, const char* what, const char* outcome = "crash") {
 // The same driver calls under one short name.
 inline const CudaDriver& cu() { return cuda_driver(); }
 
-// A device allocation with guard bands on both sides, filled with kGuardByte. Under
-// compute-sanitizer the bands are left out (guard = 0): memcheck sees allocation bounds, and a
-// read that strays into a band would be in bounds to it.
+// A device allocation with guard bands on both sides, filled with `guard_byte` (the case's junk
+// kind: junk_bytes()). Under compute-sanitizer the bands are left out (guard = 0): memcheck
+// sees allocation bounds, and a read that strays into a band would be in bounds to it.
 struct GuardedBuffer {
   CUdeviceptr base = 0;
   size_t bytes = 0;  // usable bytes
   size_t guard = kGuardBytes;
+  unsigned char guard_byte = kGuardByte;
   CUdeviceptr data() const { return base + guard; }
-  void allocate(size_t n, size_t guard_bytes) {
+  void allocate(size_t n, size_t guard_bytes, unsigned char band = kGuardByte) {
     bytes = n;
     guard = guard_bytes;
+    guard_byte = band;
     check(cu().cuMemAlloc(&base, n + 2 * guard), "cuMemAlloc", "runtime");
     if (guard == 0) return;
-    check(cu().cuMemsetD8(base, kGuardByte, guard), "guard fill");
-    check(cu().cuMemsetD8(base + guard + n, kGuardByte, guard), "guard fill");
+    check(cu().cuMemsetD8(base, guard_byte, guard), "guard fill");
+    check(cu().cuMemsetD8(base + guard + n, guard_byte, guard), "guard fill");
     // cuMemsetD8 runs on the legacy stream, which the worker's non-blocking stream does not wait for.
     check(cu().cuCtxSynchronize(), "guard fill");
   }
@@ -64,7 +67,7 @@ struct GuardedBuffer {
     for (CUdeviceptr p : {base, base + guard + bytes}) {
       check(cu().cuMemcpyDtoH(g.data(), p, guard), "guard readback");
       for (unsigned char c : g)
-        if (c != kGuardByte) return false;
+        if (c != guard_byte) return false;
     }
     return true;
   }
@@ -88,7 +91,9 @@ struct TensorDesc {
 struct Support {
   CUmodule module = nullptr;
   CUfunction fill = nullptr, reference = nullptr;
-  CUfunction amax = nullptr;  // fp8 tasks (gpu/fp8_inputs.h)
+  CUfunction fill_out = nullptr;  // evo_fill of O's type: the pre-fill before every launch
+  CUfunction hold = nullptr;      // evo_hold: a two-stream case's launches wait for it together
+  CUfunction amax = nullptr;      // fp8 tasks (gpu/fp8_inputs.h)
   CUdeviceptr amax_bits = 0;
 };
 
@@ -102,15 +107,18 @@ struct Problem {
   TensorDesc dq{}, dk{}, dv{}, dout{};
   std::vector<int64_t> offsets;  // q, k, v, o: elements from the buffer start (packed layouts)
   bool padded = false;
+  JunkBytes junk;                // what padding and guard bands hold (CaseSpec::junk)
   float scale = 0;               // the case's softmax scale
   float descale[3] = {1, 1, 1};  // Q, K, V: fp8 tasks' per-tensor descales (gpu/fp8_inputs.h)
 
-  void allocate(const Shape& s, const std::string& layout = "", size_t guard = kGuardBytes) {
+  void allocate(const Shape& s, const std::string& layout = "", size_t guard = kGuardBytes,
+                const std::string& junk_kind = "") {
     shape = s;
     padded = !layout.empty();
+    junk = junk_bytes(junk_kind, in_elem);
     const CaseLayout lay = case_layout(s, layout, in_elem, elem);  // "@A" views are placed in bytes
     auto place = [&](GuardedBuffer& b, const TensorPlacement& t, int heads, int seq, int bytes) {
-      b.allocate(size_t(t.buffer_elements) * bytes, guard);
+      b.allocate(size_t(t.buffer_elements) * bytes, guard, junk.guard);
       TensorDesc d{b.data() + CUdeviceptr(t.offset * bytes),
                    {t.stride[0], t.stride[1], t.stride[2]},
                    s.batch,
@@ -131,9 +139,11 @@ struct Problem {
   // non-zero `nonce` moves the generator's counter: content no launch has seen (the timing loop).
   void fill(const Support& sup, const CaseSpec& c, CUstream stream, unsigned long long nonce = 0) {
     scale = c.scale > 0 ? float(c.scale) : 1.0f / std::sqrt(float(shape.head_dim));
-    const unsigned char pad = in_elem == 1 ? kPaddingByteE4m3 : kPaddingByte;
+    // O's bytes outside its elements (an offset view's lead, stride gaps) hold the same junk;
+    // its elements get a pre-fill before every launch (prefill_async).
     if (padded)
-      for (GuardedBuffer* b : {&q, &k, &v}) check(cu().cuMemsetD8(b->data(), pad, b->bytes), "padding fill");
+      for (GuardedBuffer* b : {&q, &k, &v, &o})
+        check(cu().cuMemsetD8(b->data(), junk.padding, b->bytes), "padding fill");
     if (padded) check(cu().cuCtxSynchronize(), "padding fill");  // legacy-stream memsets done before the fill
     const TensorFills f = tensor_fills(c);
     auto run = [&](TensorDesc d, unsigned tensor, const FillParams& fp) {
@@ -148,17 +158,19 @@ struct Problem {
     check(cu().cuStreamSynchronize(stream), "input fill");
   }
 
-  // The poison before a timed launch: ordered on the worker's stream, no wait.
-  void poison_async(CUstream stream) {
-    check(cu().cuMemsetD16Async(o.data(), kPoisonBits, o.bytes / 2, stream), "output poison");
-  }
-
-  void poison(CUstream stream) {
-    check(cu().cuMemsetD16(o.data(), kPoisonBits, o.bytes / 2), "output poison");
-    // The memset is on the legacy stream: wait for the whole context, not only `stream`, or the
-    // candidate's launch on the non-blocking stream could run before the poison lands.
-    (void)stream;
-    check(cu().cuCtxSynchronize(), "output poison");
+  // Finite content in O's elements before a launch (gpu/launch_draws.h): evo_fill's normal
+  // values with the drawn seed, counter and spread, or nothing (the previous output stays).
+  // Ordered on `stream`, no wait.
+  void prefill_async(const Support& sup, const Prefill& f, CUstream stream) {
+    if (f.keep_previous) return;
+    TensorDesc d = dout;
+    unsigned seed = f.seed, tensor = 3;
+    FillParams fp;
+    fp.stddev = f.stddev;
+    unsigned long long nonce = f.nonce;
+    void* args[] = {&d, &seed, &tensor, &fp, &nonce};
+    check(cu().cuLaunchKernel(sup.fill_out, 1024, 1, 1, 256, 1, 1, 0, stream, args, nullptr), "output pre-fill",
+          "runtime");
   }
 
   // Host copy of a tensor in logical BHSD order (the layout-independent form both sides use).

@@ -43,6 +43,8 @@ json case_json(const CaseSpec& c) {
           {"k_sink", c.k_sink},
           {"scale", c.scale},
           {"layout", c.layout},
+          {"junk", c.junk},
+          {"two_streams", c.two_streams},
           {"device_check", {{"on", c.device_check.on}, {"atol", c.device_check.atol}, {"rtol", c.device_check.rtol}}}};
 }
 CaseSpec case_from_json(const json& j) {
@@ -60,6 +62,8 @@ CaseSpec case_from_json(const json& j) {
   c.k_sink = j.value("k_sink", 0.0);
   c.scale = j.value("scale", 0.0);
   c.layout = j.value("layout", "");
+  c.junk = j.value("junk", "");
+  c.two_streams = j.value("two_streams", false);
   if (j.contains("device_check"))
     c.device_check = {j["device_check"].at("on"), j["device_check"].at("atol"), j["device_check"].at("rtol")};
   return c;

@@ -27,6 +27,10 @@ struct CaseSpec {
   double q_mean = 0, outlier_every = 0, outlier_scale = 1, k_sink = 0;  // see InputDistribution
   double scale = 0;                                                     // softmax scale; 0 means 1/sqrt(D)
   std::string layout;  // "" (the shape's own), packed_qkv, mixed, kv_cache: gpu/case_layout.h
+  std::string junk;    // padding and guard bands: "" (fixed cases), finite, nonfinite (gpu/input_fill.h)
+  // Sampled cases: launched on two streams at once beside a second problem of other inputs,
+  // both outputs checked (a kernel's state shared between launches in flight breaks).
+  bool two_streams = false;
   // Cases too large for host copies (gates.json limits.device_check_elements): the worker
   // hashes the inputs, computes the reference and compares on the GPU with this tolerance, and
   // reports the counts instead of an output file (gpu/device_check.h).
@@ -66,8 +70,10 @@ WorkerJob worker_job_from_json(const nlohmann::json& j);
 nlohmann::json shape_json(const Shape& s);
 Shape shape_from_json(const nlohmann::json& j);
 
-// Bits the worker writes into every output element before each launch: a NaN (in fp16 and
-// bf16) that no arithmetic produces, so a surviving one means "never written".
+// Bits that mark an output element "never written" in what the worker hands the parent: a NaN
+// (fp16 and bf16) that no arithmetic produces. No launch sees them: the worker writes them into
+// an output file where both launches of a case left their (different, finite) pre-fills
+// (gpu/launch_draws.h), and evo's compare kernels count them.
 inline constexpr unsigned short kPoisonBits = 0xFFFF;
 // Bytes around every device buffer; a candidate that writes them wrote out of bounds.
 inline constexpr size_t kGuardBytes = 64 * 1024;

@@ -81,19 +81,19 @@ ScaleChoice parse_scale(const std::string& t, const std::string& where) {
 }
 
 bool known_case_layout(const std::string& n) {
-  return n == "bhsd" || n == "bshd" || n == "packed_qkv" || n == "mixed" || n == "kv_cache";
+  return n == "bhsd" || n == "bshd" || n == "packed_qkv" || n == "mixed" || n == "kv_cache" || n == "strided";
 }
 
 const char* sample_dim_name(int dim) {
-  static const char* names[kSampleDims] = {"layouts",       "alignments",     "batch",    "heads",  "seq_q", "seq_kv",
-                                           "seq_q_residue", "seq_kv_residue", "diagonal", "scales", "inputs"};
+  static const char* names[kSampleDims] = {"layouts",       "alignments",     "batch",    "heads",  "seq_q",  "seq_kv",
+                                           "seq_q_residue", "seq_kv_residue", "diagonal", "scales", "inputs", "junk"};
   return dim >= 0 && dim < kSampleDims ? names[dim] : "?";
 }
 
 std::vector<int> SampleSpace::sizes() const {
   return {int(layouts.size()),   int(alignments.size()), int(batch.size()),    int(heads.size()),
           int(lengths.size()),   int(lengths.size()),    int(residues.size()), int(residues.size()),
-          int(diagonals.size()), int(scales.size()),     int(inputs.size())};
+          int(diagonals.size()), int(scales.size()),     int(inputs.size()),   int(junk.size())};
 }
 
 Residue residue_of(const std::string& n) { return n == "x64" ? Residue::x64 : n == "x8" ? Residue::x8 : Residue::odd; }
@@ -208,7 +208,9 @@ SampleSpace parse_sample_space(const json& j, const std::string& w) {
   s.lengths = ranges_from(j, "lengths", 1 << 16, w);
   s.residues = names_from(j, "residues", {"x64", "x8", "odd"}, w);
   s.diagonals = names_from(j, "diagonals", {"lt", "eq", "gt"}, w);
-  s.layouts = names_from(j, "layouts", {"bhsd", "bshd", "packed_qkv", "mixed", "kv_cache"}, w);
+  s.layouts = names_from(j, "layouts", {"bhsd", "bshd", "packed_qkv", "mixed", "kv_cache", "strided"}, w);
+  s.junk = names_from(j, "junk", {"finite", "nonfinite"}, w);
+  if (j.contains("two_streams")) s.two_streams = int(integer(j.at("two_streams"), 0, 64, w + ".two_streams"));
   s.alignments = alignments(j, w);
   for (const auto& v : nonempty_list(j, "scales", w))
     s.scales.push_back(parse_scale(text(v, w + ".scales"), w + ".scales"));

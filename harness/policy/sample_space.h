@@ -1,5 +1,5 @@
 // gates.json "sampled": the space the correctness gate draws extra cases from on every run
-// (besides the visible fixed sets). It has eleven dimensions, each a list of values; a run's
+// (besides the visible fixed sets). It has twelve dimensions, each a list of values; a run's
 // cases are the rows of a covering array over them (every pair of values of every two
 // dimensions meets in some case, and the triples a tier asks for too: see
 // harness/core/covering_array.h and harness/run/sampler.cpp), built from the run's gate seed.
@@ -25,6 +25,7 @@ enum SampleDim {
   kDimDiagonal,
   kDimScale,
   kDimInputs,
+  kDimJunk,
   kSampleDims
 };
 const char* sample_dim_name(int dim);
@@ -77,10 +78,12 @@ struct SampleSpace {
   std::vector<NamedRange> lengths;
   std::vector<std::string> residues;   // "x64", "x8", "odd"
   std::vector<std::string> diagonals;  // "lt", "eq", "gt"
-  std::vector<std::string> layouts;    // bhsd, bshd, packed_qkv, mixed, kv_cache
+  std::vector<std::string> layouts;    // bhsd, bshd, packed_qkv, mixed, kv_cache, strided
   std::vector<int> alignments;         // bytes: each tensor's address is this mod 256 (256: 0)
   std::vector<ScaleChoice> scales;
   std::vector<std::string> inputs;  // names of gates.json "inputs"
+  std::vector<std::string> junk;    // what padding and guard bands hold: finite, nonfinite (gpu/input_fill.h)
+  int two_streams = 0;              // cases per tier launched on two streams at once (CaseSpec::two_streams)
   CoverageTier cheap, deep;
   bool device_check = true;  // sampled cases are hashed, referenced and compared on the GPU (run/large_cases.h)
 

@@ -84,6 +84,7 @@ TimingIntegrity timing_integrity_part(const TimingEvidence& e, const TimingJudge
   t.samples_verified = f.samples;
   t.rows_per_sample = f.rows_per_sample;
   t.rows_checked = (long long)f.rows_checked;
+  t.extra["warm_up_verified"] = f.warm_up_verified;  // warm-up launches drawn and checked (gpu/launch_draws.h)
   t.rows_max_abs = f.rows.max_abs;
   t.rows_rel_l2 = j.rows_rel_l2;
   std::vector<TimedFullCheck> full;

@@ -16,7 +16,8 @@ namespace {
 
 // The case a covering row becomes. The id names every dimension, so a rejection says where the
 // kernel was wrong: sampled/3/2x32x8x1031x2048x64/sq=long:odd/skv=long:x64/diag=lt/batch=few/
-// heads=32/8/ratio=gqa_pow2/layout=bhsd/align=16/scale=1/sqrt(D)/normal
+// heads=32/8/ratio=gqa_pow2/layout=bhsd/align=16/junk=nonfinite/scale=1/sqrt(D)/normal, and
+// /streams=2 for a case launched on two streams at once (draw_tier)
 CaseSpec make_case(const GatesConfig& gates, const Task& task, const SampleRows& rows, const CoverRow& row,
                    SplitMix& rng, const std::string& id_prefix) {
   const SampleSpace& sp = gates.sampled;
@@ -36,11 +37,13 @@ CaseSpec make_case(const GatesConfig& gates, const Task& task, const SampleRows&
   c.outlier_scale = in.outlier_scale;
   c.k_sink = in.k_sink;
   c.scale = sc.value(task.head_dim);
-  c.id = fmt::format("{}{}/sq={}:{}/skv={}:{}/diag={}/batch={}/heads={}/{}/ratio={}/layout={}/align={}/scale={}/{}",
-                     id_prefix, d.shape.dims(), sp.lengths[at(kDimSeqQ)].name, sp.residues[at(kDimSeqQResidue)],
-                     sp.lengths[at(kDimSeqKv)].name, sp.residues[at(kDimSeqKvResidue)], sp.diagonals[at(kDimDiagonal)],
-                     sp.batch[at(kDimBatch)].name, d.shape.heads_q, d.shape.heads_kv, sp.heads[at(kDimHeads)].name,
-                     sp.layouts[at(kDimLayout)], sp.alignments[at(kDimAlignment)], sc.text, in.name);
+  c.junk = sp.junk[at(kDimJunk)];
+  c.id = fmt::format(
+      "{}{}/sq={}:{}/skv={}:{}/diag={}/batch={}/heads={}/{}/ratio={}/layout={}/align={}/junk={}/scale={}/{}", id_prefix,
+      d.shape.dims(), sp.lengths[at(kDimSeqQ)].name, sp.residues[at(kDimSeqQResidue)], sp.lengths[at(kDimSeqKv)].name,
+      sp.residues[at(kDimSeqKvResidue)], sp.diagonals[at(kDimDiagonal)], sp.batch[at(kDimBatch)].name, d.shape.heads_q,
+      d.shape.heads_kv, sp.heads[at(kDimHeads)].name, sp.layouts[at(kDimLayout)], sp.alignments[at(kDimAlignment)],
+      c.junk, sc.text, in.name);
   return c;
 }
 
@@ -59,6 +62,16 @@ std::vector<CaseSpec> draw_tier(const GatesConfig& gates, const Task& task, uint
   while (int(table.size()) < tier.min_cases) table.push_back(random_row(req, rng));
   for (size_t i = 0; i < table.size(); ++i)
     out.push_back(make_case(gates, task, rows, table[i], rng, fmt::format("{}{}/", prefix, i)));
+  // Some cases run beside a second problem, both launches in flight on two streams: drawn
+  // among all, so they have every kind of shape, layout and junk over the runs.
+  const size_t pairs = std::min(out.size(), size_t(gates.sampled.two_streams));
+  for (size_t marked = 0; marked < pairs;) {
+    CaseSpec& c = out[rng.below(out.size())];
+    if (c.two_streams) continue;
+    c.two_streams = true;
+    c.id += "/streams=2";
+    ++marked;
+  }
   return out;
 }
 

@@ -9,7 +9,9 @@
 //  - evo_reference_*: plain attention in FP32 from the same low-precision inputs (fp8: the
 //    dequantized values, float(e4m3) * descale), two passes (row max, then exp-sum and P·V)
 //    so no online rescaling error enters the reference.
-//  - evo_hash_bytes, evo_compare_*, evo_check_rows_*: checks on the GPU (gpu/device_checker.h).
+//  - evo_hash_bytes, evo_compare_*, evo_check_rows_*: checks on the GPU (gpu/device_checker.h);
+//  - evo_fill_fp16/bf16 also pre-fill O before every launch (tensor 3: gpu/launch_draws.h), and
+//    evo_hold holds two streams so a two-stream case's launches start together.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
@@ -176,6 +178,16 @@ EVO_REFERENCE(evo_reference_bf16_d64, __nv_bfloat16, 64)
 EVO_REFERENCE(evo_reference_bf16_d128, __nv_bfloat16, 128)
 EVO_REFERENCE(evo_reference_fp8_d64, __nv_fp8_e4m3, 64)
 EVO_REFERENCE(evo_reference_fp8_d128, __nv_fp8_e4m3, 128)
+
+// Spins for `ns` nanoseconds of the global timer: a two-stream gate case's streams both wait
+// for it, so the candidate's two launches, enqueued meanwhile, start together (gpu/worker.cpp).
+extern "C" __global__ void evo_hold(unsigned long long ns) {
+  unsigned long long t0, t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while (t - t0 < ns);
+}
 
 // ---- Checks on the GPU (gpu/device_check.cpp): for cases too large to copy to the host. ----
 

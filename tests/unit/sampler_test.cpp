@@ -64,6 +64,7 @@ CoverRow row_of(const SampleSpace& sp, const Task& t, const CaseSpec& c) {
   r[kDimDiagonal] = index_of<std::string>(sp.diagonals, [&](const auto& x) { return x == diag; });
   r[kDimScale] = index_of<ScaleChoice>(sp.scales, [&](const auto& x) { return x.value(t.head_dim) == c.scale; });
   r[kDimInputs] = index_of<std::string>(sp.inputs, [&](const auto& x) { return x == c.inputs; });
+  r[kDimJunk] = index_of<std::string>(sp.junk, [&](const auto& x) { return x == c.junk; });
   return r;
 }
 
@@ -222,7 +223,9 @@ TEST(Sampler, BadSeedsAndMalformedSpacesAreUsageErrors) {
                                           {"\"seq_kv_residue\"", "\"kv_res\""},
                                           {"\"min_cases\": 100", "\"min_cases\": -1"},
                                           {"\"range\": [\n          2,", "\"range\": [\n          5,"},
-                                          {"\"large_v\"\n", "\"huge_v\"\n"}}) {
+                                          {"\"large_v\"\n", "\"huge_v\"\n"},
+                                          {"\"nonfinite\"", "\"nan\""},
+                                          {"\"two_streams\": 2", "\"two_streams\": -1"}}) {
     try {
       parse_gates_config(with(from, to), "gates.json");
       ADD_FAILURE() << from << " -> " << to << " was accepted";

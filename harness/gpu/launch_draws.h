@@ -1,0 +1,77 @@
+// What O holds before each launch of a candidate, and which launches evo verifies: both drawn
+// in the worker at run time, so no launch whose output is checked can be told apart from one
+// whose output is not (docs/safety.md §3f). Before every launch, gated or timed, O holds finite
+// content: normal values of a spread drawn per launch (evo_fill's generator with a counter drawn
+// at run time), or, before a timed sample, the previous sample's output of other inputs. Never a
+// value only checked launches see: the poison (0xFFFF) is gone from every launch but the
+// sanitizer's, which writes nothing at all.
+//
+// "Every element written" is then proven by two launches over different pre-fills: an element
+// the kernel leaves alone keeps its pre-fill, which differs between the two (so the outputs
+// differ bitwise) and is far from the reference. Warm-up launches, which used to go unchecked,
+// are verified at run-time-drawn places among hundreds of launches; every timed sample is.
+// No CUDA here: the draws are tested on the CPU (tests/unit/launch_draws_test.cpp).
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "core/splitmix.h"
+
+namespace evo {
+
+// Every launch of the candidate in a worker, by what it is for.
+enum class LaunchKind {
+  gate_first,    // a gate case's first launch
+  gate_second,   // its second (the pre-fill differs: every element written, bitwise equal)
+  warm_up,       // before a shape's timed samples, on the case's own inputs
+  timed,         // a timed sample, fresh inputs
+  probe_repeat,  // a repeat probe: the sample's inputs again
+  isolated,      // after a failed sample: fresh inputs after a pause
+  shape_check,   // a pruned shape's one launch
+  concurrent,    // a gate case's launch on a second stream, in flight beside the first
+};
+
+// What O holds when the candidate is launched: finite either way.
+struct Prefill {
+  bool keep_previous = false;  // the previous timed sample's output (other inputs): nothing written
+  unsigned seed = 0;           // else evo_fill's normal values: its seed, counter and spread
+  uint64_t nonce = 1;
+  float stddev = 1;
+};
+
+class LaunchDraws {
+ public:
+  explicit LaunchDraws(uint64_t key) : rng_{key} {}
+
+  // The pre-fill of the next launch of `kind`; counts the launch.
+  Prefill prefill(LaunchKind kind);
+  // Whether the launch just counted is verified: every launch but warm-ups, and a warm-up with
+  // probability 1/kWarmUpOdds, drawn now.
+  bool verify(LaunchKind kind);
+  // Launches of the candidate in this process so far.
+  uint64_t launches() const { return launches_; }
+
+  static constexpr int kWarmUpOdds = 8;
+
+ private:
+  SplitMix rng_;
+  uint64_t launches_ = 0;
+};
+
+// One launch's output and the pre-fill it replaced, in logical BHSD order (2 bytes an element).
+struct UnwrittenEvidence {
+  std::string prefill, out;
+};
+
+// The first launch's output with kPoisonBits (gpu/worker_protocol.h) at the elements the kernel
+// provably never wrote: where the two pre-fills differ and each launch's output still holds its
+// own. The parent counts those as unwritten. A written element is never marked (it would have to
+// equal two different values); an element left alone where the pre-fills happen to agree is not
+// marked either, and fails the comparison with the reference instead.
+std::string mark_unwritten(const UnwrittenEvidence& first, const UnwrittenEvidence& second);
+
+// Element `index` (logical BHSD) of a random pre-fill, before rounding to O's type: evo_fill's
+// normal (support_kernels.cu, tensor 3, no mean, outliers or sink), computed on the host.
+float prefill_value(const Prefill& p, uint64_t index);
+
+}  // namespace evo

@@ -1,0 +1,141 @@
+// Unannounced verification (gpu/launch_draws.h, docs/safety.md §3f) and the inputs it tries
+// (run/sampler.cpp): the pre-fill before every kind of launch is finite and drawn per worker;
+// which warm-up launches are verified differs between workers and reaches late launches; the
+// host's unwritten marks need both launches to have left their pre-fills; every run's sampled
+// plan has two-stream cases, stride-gap cases (strides above dense, the reference reading them)
+// and both junk kinds. Seeds pinned.
+#include "gpu/launch_draws.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <set>
+
+#include "gpu/case_layout.h"
+#include "policy/config.h"
+#include "run/sampler.h"
+#include "support/test_support.h"
+
+namespace evo {
+namespace {
+
+const LaunchKind kKinds[] = {LaunchKind::gate_first,  LaunchKind::gate_second,  LaunchKind::warm_up,
+                             LaunchKind::timed,       LaunchKind::probe_repeat, LaunchKind::isolated,
+                             LaunchKind::shape_check, LaunchKind::concurrent};
+
+TEST(LaunchDraws, ThePrefillIsFiniteBeforeEveryKindOfLaunch) {
+  LaunchDraws draws(20261127);
+  int kept = 0, random_before_timed = 0;
+  for (LaunchKind kind : kKinds)
+    for (int n = 0; n < 64; ++n) {
+      const Prefill f = draws.prefill(kind);
+      if (f.keep_previous) {
+        // Only a timed sample's O holds an output of other inputs (fresh inputs every sample).
+        EXPECT_EQ(kind, LaunchKind::timed);
+        ++kept;
+        continue;
+      }
+      if (kind == LaunchKind::timed) ++random_before_timed;
+      EXPECT_GE(f.stddev, 0.1f);
+      EXPECT_LE(f.stddev, 2.0f);
+      EXPECT_NE(f.nonce, 0u) << "counter 0 is the fixed cases' inputs";
+      for (uint64_t i = 0; i < 4096; ++i) {
+        const float x = prefill_value(f, i * 7919);
+        ASSERT_TRUE(std::isfinite(x)) << "element " << i;
+        ASSERT_LT(std::fabs(x), 6.5f * f.stddev) << "element " << i;  // Box-Muller's bound, far below fp16's max
+      }
+    }
+  EXPECT_GT(kept, 0) << "a timed sample sometimes keeps the previous output";
+  EXPECT_GT(random_before_timed, 0) << "and sometimes gets random values";
+  EXPECT_EQ(draws.launches(), 8u * 64u);
+}
+
+TEST(LaunchDraws, TwoPrefillsOfAGateCaseDiffer) {
+  LaunchDraws draws(7);
+  const Prefill a = draws.prefill(LaunchKind::gate_first), b = draws.prefill(LaunchKind::gate_second);
+  int same = 0;
+  for (uint64_t i = 0; i < 10000; ++i) same += prefill_value(a, i) == prefill_value(b, i);
+  EXPECT_EQ(same, 0);
+}
+
+// A worker's launches: 70 gate launches, then the warm-ups and samples of three shapes.
+std::set<uint64_t> verified_warm_ups(uint64_t key) {
+  LaunchDraws draws(key);
+  std::set<uint64_t> out;
+  for (int i = 0; i < 70; ++i) draws.prefill(i % 2 ? LaunchKind::gate_second : LaunchKind::gate_first);
+  for (int shape = 0; shape < 3; ++shape) {
+    for (int w = 0; w < 200; ++w) {
+      draws.prefill(LaunchKind::warm_up);
+      if (draws.verify(LaunchKind::warm_up)) out.insert(draws.launches());
+    }
+    for (int t = 0; t < 11; ++t) {
+      draws.prefill(LaunchKind::timed);
+      EXPECT_TRUE(draws.verify(LaunchKind::timed)) << "every timed sample is verified";
+    }
+  }
+  return out;
+}
+
+TEST(LaunchDraws, TheVerifiedSetDiffersBetweenWorkersAndIncludesLateLaunches) {
+  const std::set<uint64_t> a = verified_warm_ups(1), b = verified_warm_ups(2);
+  EXPECT_NE(a, b);
+  for (const auto* s : {&a, &b}) {
+    ASSERT_FALSE(s->empty());
+    EXPECT_GT(*s->rbegin(), 500u) << "a verified launch after hundreds in the same process";
+    EXPECT_GT(s->size(), 600u / LaunchDraws::kWarmUpOdds / 2) << "about one warm-up in " << LaunchDraws::kWarmUpOdds;
+    EXPECT_LT(s->size(), 600u / LaunchDraws::kWarmUpOdds * 2);
+  }
+}
+
+std::string halves(std::initializer_list<uint16_t> v) {
+  std::string s(v.size() * 2, '\0');
+  size_t i = 0;
+  for (uint16_t x : v) std::memcpy(s.data() + 2 * i++, &x, 2);
+  return s;
+}
+
+TEST(LaunchDraws, OnlyElementsBothLaunchesLeftAloneAreMarkedUnwritten) {
+  // Element 0 written (same value both times); 1 left alone both times; 2 left alone where the
+  // pre-fills agree (not provable, the reference comparison judges it); 3 left alone once only.
+  const UnwrittenEvidence first{halves({0x1111, 0x2222, 0x3333, 0x4444}), halves({0x0101, 0x2222, 0x3333, 0x4444})};
+  const UnwrittenEvidence second{halves({0x5555, 0x6666, 0x3333, 0x7777}), halves({0x0101, 0x6666, 0x3333, 0x0202})};
+  EXPECT_EQ(mark_unwritten(first, second), halves({0x0101, kPoisonBits, 0x3333, 0x4444}));
+}
+
+TEST(SampledDomain, EveryRunHasTwoStreamStrideGapAndBothJunkCases) {
+  const GatesConfig g = load_gates_config(test::source_root() / "gates" / "gates.json");
+  ASSERT_GT(g.sampled.two_streams, 0);
+  for (const char* task : {"fp16-d64", "bf16-d128", "fp16-d128-causal", "fp8-d64"})
+    for (uint32_t seed : {0u, 1u, 7u, 12345u}) {
+      const Task t = parse_task(task);
+      int two = 0, strided = 0;
+      std::set<std::string> junk;
+      for (const CaseSpec& c : draw_sampled_cases(g, t, seed)) {
+        junk.insert(c.junk);
+        EXPECT_NE(c.id.find("/junk=" + c.junk + "/"), std::string::npos) << c.id << ": the name records the junk";
+        if (c.two_streams) {
+          ++two;
+          EXPECT_NE(c.id.find("/streams=2"), std::string::npos) << c.id;
+        }
+        if (base_layout(c.layout) != "strided") continue;
+        ++strided;
+        // Every batch and head stride above dense; the reference and the checks read these.
+        const Shape& s = c.shape;
+        const CaseLayout l = case_layout(s, c.layout, t.input_bytes(), t.output_bytes());
+        const int64_t d = s.head_dim;
+        EXPECT_GT(l.q.stride[1], int64_t(s.seq_q) * d) << c.id;
+        EXPECT_GT(l.q.stride[0], l.q.stride[1] * s.heads_q) << c.id;
+        EXPECT_GT(l.k.stride[1], int64_t(s.seq_kv) * d) << c.id << ": a KV cache with capacity";
+        EXPECT_GT(l.v.stride[0], l.v.stride[1] * s.heads_kv) << c.id;
+        EXPECT_GT(l.o.stride[2], int64_t(s.heads_q) * d) << c.id << ": O inside a bigger buffer";
+        EXPECT_GT(l.o.stride[0], l.o.stride[2] * s.seq_q) << c.id;
+      }
+      EXPECT_EQ(two, g.sampled.two_streams) << task << " seed " << seed;
+      EXPECT_GT(strided, 0) << task << " seed " << seed;
+      EXPECT_EQ(junk, (std::set<std::string>{"finite", "nonfinite"})) << task << " seed " << seed;
+    }
+}
+
+}  // namespace
+}  // namespace evo
