@@ -72,18 +72,20 @@ TEST(EvoLaunchAbi, PackGqaPutsAGroupsHeadsInOneTile) {
 
 TEST(EvoLaunchAbi, SplitsFillOneWaveOfCtaSlots) {
   EXPECT_EQ(evo_ctas_per_sm(kSplit, kSmemPerSm), 2);  // 233472 / (110000 + 1024)
-  // Llama-3 70B, B16: 128 tiles; 3 splits would leave the second wave 45 % full, 4 fill it to 97 %.
+  // Llama-3 70B, B16: 128 tiles; 2 splits make 256 CTAs, 97 % of the 264 slots.
   const EvoShape llama70b = shape(16, 64, 8, 1, 4096);
-  EXPECT_EQ(evo_num_splits(kSplit, llama70b, kSms, kSmemPerSm), 4);
-  expect_grid(evo_grid(kSplit, llama70b, 4, kSms), 4, 8, 16);
-  // Llama-3 8B, B1: 8 tiles, 33 splits make exactly 264 CTAs.
+  EXPECT_EQ(evo_num_splits(kSplit, llama70b, kSms, kSmemPerSm), 2);
+  expect_grid(evo_grid(kSplit, llama70b, 2, kSms), 2, 8, 16);
+  // Llama-3 8B, B1: 8 tiles; 29 splits fill 88 %, 30 fill 91 %.
   const EvoShape llama8b = shape(1, 32, 8, 1, 8192);
-  EXPECT_EQ(evo_num_splits(kSplit, llama8b, kSms, kSmemPerSm), 33);
-  expect_grid(evo_grid(kSplit, llama8b, 33, kSms), 33, 8, 1);
-  // MQA 16/1, B32: 32 tiles; 16 splits give 512 CTAs (97 % of two waves).
-  EXPECT_EQ(evo_num_splits(kSplit, shape(32, 16, 1, 1, 4096), kSms, kSmemPerSm), 16);
+  EXPECT_EQ(evo_num_splits(kSplit, llama8b, kSms, kSmemPerSm), 30);
+  expect_grid(evo_grid(kSplit, llama8b, 30, kSms), 30, 8, 1);
+  // MQA 16/1, B32: 32 tiles; 8 splits give 256 CTAs.
+  EXPECT_EQ(evo_num_splits(kSplit, shape(32, 16, 1, 1, 4096), kSms, kSmemPerSm), 8);
   // B64: 512 tiles are already past one wave.
   EXPECT_EQ(evo_num_splits(kSplit, shape(64, 32, 8, 1, 2048), kSms, kSmemPerSm), 1);
+  // 200 tiles (76 % of the slots): 1 to 4 splits leave the last wave 76 % full, 5 fill 95 %.
+  EXPECT_EQ(evo_num_splits(kSplit, shape(25, 64, 8, 1, 4096), kSms, kSmemPerSm), 5);
 }
 
 TEST(EvoLaunchAbi, SplitsAreCappedByTheKernelAndTheKvBlocks) {

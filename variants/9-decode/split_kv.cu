@@ -49,8 +49,10 @@ EVO_CONSTRAINT(KV_SPLITS >= 1, "KV_SPLITS must be >= 1");
 
 #define Q_BYTES (BLOCK_M * LDS * 2)
 #define KV_BYTES (STAGES * 2 * BLOCK_N * LDS * 2)
-#define COMBINE_BYTES (NWARPS * BLOCK_M * (LDO + 2) * 4)
-#define SMEM_BYTES (Q_BYTES + (KV_BYTES > COMBINE_BYTES ? KV_BYTES : COMBINE_BYTES) + BLOCK_M * 2 * 4)
+#define PARTIAL_BYTES (NWARPS * BLOCK_M * (LDO + 2) * 4)  // the warps' (O, max, sum)
+#define SPLIT_BYTES (2 * BLOCK_M * KV_SPLITS * 4)           // the splits' (max, sum) per row
+#define COMBINE_BYTES (PARTIAL_BYTES > SPLIT_BYTES ? PARTIAL_BYTES : SPLIT_BYTES)
+#define SMEM_BYTES (Q_BYTES + (KV_BYTES > COMBINE_BYTES ? KV_BYTES : COMBINE_BYTES))
 EVO_CONSTRAINT(SMEM_BYTES <= 227 * 1024, "shared memory past 227 KiB");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
 EVO_CONSTRAINT(SMEM_BYTES <= 163 * 1024, "shared memory past sm_80's 163 KiB per CTA");
@@ -152,12 +154,12 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, EVO_MIN_CTAS) evo_attn_fw
   float* sO = reinterpret_cast<float*>(smem_raw + Q_BYTES);
   float* sM = sO + NWARPS * BLOCK_M * LDO;
   float* sL = sM + NWARPS * BLOCK_M;
-  float* sRow = reinterpret_cast<float*>(smem_raw + SMEM_BYTES - BLOCK_M * 2 * 4);  // split combine: M, 1/L
 
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int g = lane >> 2, t = lane & 3;
 
   const int splits = p.num_splits > 1 ? p.num_splits : 1;
+  if (splits > KV_SPLITS) __trap();  // the host broke evo_launch.h's rule: the combine has room for KV_SPLITS
   const int qtile = blockIdx.x / splits, split = blockIdx.x % splits;
   const int hkv = blockIdx.y, b = blockIdx.z;
   const int group = p.heads_q / p.heads_kv;
@@ -406,30 +408,47 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, EVO_MIN_CTAS) evo_attn_fw
   __syncthreads();
   if (!last) return;
   __threadfence();
-  for (int r = tid; r < rows; r += NTHREADS) {
+  // Every split's (max, sum) of every row into shared memory at once (loads in flight together),
+  // then one warp per row turns them into weights exp2(m_s - M) / L with shuffle reductions.
+  float* sMs = sO;  // the warps' partials are consumed: [row][split] maxima, then weights
+  float* sLs = sO + BLOCK_M * KV_SPLITS;
+  for (int i = tid; i < rows * splits; i += NTHREADS) {
+    const int r = i / splits, s = i % splits;
+    const float2 ml = __ldcg(reinterpret_cast<const float2*>(w_ml + (s * BLOCK_M + r) * 2));
+    sMs[r * KV_SPLITS + s] = ml.x;
+    sLs[r * KV_SPLITS + s] = ml.y;
+  }
+  __syncthreads();
+  for (int r = warp; r < rows; r += NWARPS) {
     float mmax = EVO_NEG_INF;
-    for (int s = 0; s < splits; ++s) mmax = fmaxf(mmax, __ldcg(w_ml + (s * BLOCK_M + r) * 2));
+    for (int s = lane; s < splits; s += 32) mmax = fmaxf(mmax, sMs[r * KV_SPLITS + s]);
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) mmax = fmaxf(mmax, __shfl_xor_sync(0xffffffffu, mmax, off));
     float l = 0.f;
-    for (int s = 0; s < splits; ++s)
-      l = fmaf(fast_exp2(__ldcg(w_ml + (s * BLOCK_M + r) * 2) - mmax), __ldcg(w_ml + (s * BLOCK_M + r) * 2 + 1), l);
-    sRow[2 * r] = mmax;
-    sRow[2 * r + 1] = l > 0.f ? 1.f / l : 0.f;
+    for (int s = lane; s < splits; s += 32) l = fmaf(fast_exp2(sMs[r * KV_SPLITS + s] - mmax), sLs[r * KV_SPLITS + s], l);
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) l += __shfl_xor_sync(0xffffffffu, l, off);
+    const float inv = l > 0.f ? 1.f / l : 0.f;
+    __syncwarp();
+    for (int s = lane; s < splits; s += 32) sMs[r * KV_SPLITS + s] = fast_exp2(sMs[r * KV_SPLITS + s] - mmax) * inv;
   }
   __syncthreads();
   for (int c = tid; c < rows * C4; c += NTHREADS) {
     const int r = c / C4, col = (c % C4) * 4;
-    const float mmax = sRow[2 * r], inv = sRow[2 * r + 1];
+    const float* wr = sMs + r * KV_SPLITS;
+    const float* src = w_o + (long long)r * HD + col;
     float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-    for (int s = 0; s < splits; ++s) {
-      const float f = fast_exp2(__ldcg(w_ml + (s * BLOCK_M + r) * 2) - mmax);
-      const float4 x = __ldcg(reinterpret_cast<const float4*>(w_o + ((long long)s * BLOCK_M + r) * HD + col));
+#pragma unroll 8
+    for (int s = 0; s < splits; ++s) {  // unrolled: eight independent loads in flight
+      const float f = wr[s];
+      const float4 x = __ldcg(reinterpret_cast<const float4*>(src + (long long)s * BLOCK_M * HD));
       acc.x = fmaf(f, x.x, acc.x);
       acc.y = fmaf(f, x.y, acc.y);
       acc.z = fmaf(f, x.z, acc.z);
       acc.w = fmaf(f, x.w, acc.w);
     }
     const RowAt at = row_at(r0 + r, group, hkv);
-    store4(evo_o_ptr(p, b, at.head) + (long long)at.pos * p.o_stride[2] + col, acc, inv);
+    store4(evo_o_ptr(p, b, at.head) + (long long)at.pos * p.o_stride[2] + col, acc, 1.f);
   }
   if (tid == 0) *counter = 0;  // ready for the next launch on this workspace
 }

@@ -112,23 +112,22 @@ inline int evo_ctas_per_sm(const EvoLaunch& L, int smem_per_sm) {
 // The KV split count of a call. 1 for a kernel without kv_splits_max, for a call whose tiles
 // already fill 80 % of the GPU's CTA slots (SMs x evo_ctas_per_sm), and for at most 4 KV blocks
 // (FlashAttention 3's rules in hopper/heuristics.h: the combine would cost about what it saves).
-// Otherwise the smallest count that makes one full wave of CTAs, or, up to twice that, a count
-// whose last wave is fuller; never more than kv_splits_max or the number of KV blocks. A decode
-// step of a few tiles so becomes a wave of CTAs, each streaming one slice of the KV cache.
+// Otherwise the smallest count whose CTAs fill their last wave of slots to 90 % or more, so each
+// CTA streams as long a slice of the KV cache as one wave allows (a second, partial wave of
+// short CTAs measured slower on the H200: lab/decode.md); at most kv_splits_max and the number
+// of KV blocks, and all of those when even they fall short of one wave.
 inline int evo_num_splits(const EvoLaunch& L, const EvoShape& s, int sms, int smem_per_sm) {
   if (L.kv_splits_max <= 1 || sms < 1) return 1;
   const long long tiles = evo_tiles(L, s), blocks = evo_kv_blocks(L, s);
   const long long slots = (long long)sms * evo_ctas_per_sm(L, smem_per_sm);
   if (tiles * 10 >= slots * 8 || blocks <= 4) return 1;
   const long long cap = L.kv_splits_max < blocks ? L.kv_splits_max : blocks;
-  const long long need = (slots + tiles - 1) / tiles;  // splits for one full wave
-  if (need >= cap) return int(cap);
-  // Fill of the last wave: CTAs over the slots of all waves they start.
-  auto fill = [&](long long n) { return double(tiles * n) / double((tiles * n + slots - 1) / slots * slots); };
-  long long best = need;
-  for (long long n = need + 1; n <= cap && n <= 2 * need; ++n)
-    if (fill(n) > fill(best) + 1e-9) best = n;
-  return int(best);
+  if (tiles * cap <= slots) return int(cap);
+  for (long long n = 1; n < cap; ++n) {
+    const long long ctas = tiles * n, waves = (ctas + slots - 1) / slots;
+    if (ctas * 10 >= waves * slots * 9) return int(n);
+  }
+  return int(cap);
 }
 #endif
 
