@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "evo_launch.h"
+#include "common/evo_launch.h"
 
 namespace evo {
 

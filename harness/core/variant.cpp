@@ -56,18 +56,6 @@ std::map<std::string, long> parse_requires_sass(const json& j, const std::string
   return out;
 }
 
-// stage.json "bench_sets": ["decode", ...], the shape sets `evo run` times the stage on by default.
-std::vector<std::string> parse_bench_sets(const json& j, const std::string& origin) {
-  std::vector<std::string> out;
-  if (!j.is_array()) throw usage_error(origin + ": 'bench_sets' must be an array of shape set names");
-  for (const auto& b : j) {
-    if (!b.is_string() || b.get<std::string>().empty())
-      throw usage_error(origin + ": 'bench_sets' must hold shape set names (gates.json shape_sets)");
-    out.push_back(b.get<std::string>());
-  }
-  return out;
-}
-
 // The JSON between "/*evo" and "*/" at the top of the file, as an object with known fields only.
 json front_matter(const std::string& source, const std::string& origin) {
   size_t start = source.find_first_not_of(" \t\r\n");
@@ -187,7 +175,6 @@ std::vector<Stage> discover_stages(const std::filesystem::path& root) {
         json j = json::parse(read_file(sj));
         if (j.contains("title") && j["title"].is_string()) s.title = j["title"];
         if (j.contains("min_sm") && j["min_sm"].is_number_integer()) s.min_sm = j["min_sm"];
-        if (j.contains("bench_sets")) s.bench_sets = parse_bench_sets(j["bench_sets"], (s.dir / "stage.json").string());
         if (j.contains("requires_sass"))
           s.requires_sass = parse_requires_sass(j["requires_sass"], (s.dir / "stage.json").string());
       } catch (const json::exception& e) {

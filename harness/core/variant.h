@@ -41,9 +41,6 @@ struct Stage {
   std::filesystem::path dir;  // relative to the repo root
   int min_sm = 80;
   std::map<std::string, long> requires_sass;
-  // stage.json "bench_sets": the shape sets `evo run` times this stage on when --bench is not
-  // given (a decode stage on decode shapes); empty: gates.json's benchmark_sets.
-  std::vector<std::string> bench_sets;
   std::vector<Variant> variants;
   std::string dir_name() const { return std::to_string(number) + "-" + slug; }
 };

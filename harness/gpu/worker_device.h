@@ -11,8 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "common/evo_launch.h"
 #include "core/sha256.h"
-#include "evo_launch.h"
 #include "gpu/case_layout.h"
 #include "gpu/cuda_driver.h"
 #include "gpu/fp8_inputs.h"

@@ -7,8 +7,8 @@
 #include <cstring>
 #include <string>
 
+#include "common/evo_launch.h"
 #include "compile/cubin.h"
-#include "evo_launch.h"
 
 namespace evo {
 namespace {
