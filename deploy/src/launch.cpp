@@ -13,17 +13,7 @@ namespace evo_attn {
 
 namespace {
 
-// EvoAttnParams of evo_attn.cuh (ABI version 1), as the worker's Params mirrors it.
-struct alignas(64) Params {
-  CUdeviceptr q, k, v, o;
-  long long q_stride[3], k_stride[3], v_stride[3], o_stride[3];
-  int batch, heads_q, heads_kv, seq_q, seq_kv, head_dim, causal;
-  float softmax_scale, softmax_scale_log2, q_descale, k_descale, v_descale;
-  unsigned flags;
-  alignas(64) unsigned long long tma[4][16];
-};
-static_assert(offsetof(Params, flags) == 176 && offsetof(Params, tma) == 192 && sizeof(Params) == 704,
-              "Params must mirror EvoAttnParams");
+using Params = EvoAttnParams;  // evo_launch.h
 static_assert(sizeof(CUtensorMap) == 16 * sizeof(unsigned long long), "a tma slot holds one CUtensorMap");
 
 struct DeviceState {
@@ -31,12 +21,23 @@ struct DeviceState {
   bool wrong_gpu = false;  // the package cannot run here at all (EVO_ATTN_UNSUPPORTED)
   std::string error;
   CUcontext ctx = nullptr;
-  int sms = 0;
+  int sms = 0, smem_per_sm = 0;
   std::vector<CUfunction> functions;
+};
+
+// The split-KV workspace of one (device, stream): zeroed when allocated; every launch leaves its
+// tile counters at 0, so launches in stream order reuse it as it is. Two streams never share one
+// (their launches could interleave). A buffer outgrown is kept, not freed: a CUDA graph captured
+// earlier may still launch with it.
+struct Workspace {
+  CUdeviceptr data = 0;
+  size_t bytes = 0;
+  std::vector<CUdeviceptr> retired;
 };
 
 std::mutex g_mutex;
 std::map<int, DeviceState> g_devices;
+std::map<std::pair<int, CUstream>, Workspace> g_workspaces;  // under g_mutex
 
 bool call(const Driver& d, CUresult r, const std::string& what, std::string& error) {
   if (r == CUDA_SUCCESS) return true;
@@ -92,6 +93,7 @@ bool load_state(const Package& p, int device, DeviceState& st, std::string& erro
     return false;
   }
   d->cuDeviceGetAttribute(&st.sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
+  d->cuDeviceGetAttribute(&st.smem_per_sm, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, dev);
   if (!call(*d, d->cuDevicePrimaryCtxRetain(&st.ctx, dev), "cuDevicePrimaryCtxRetain", error)) return false;
   return load_modules(p, *d, st, error);
 }
@@ -135,10 +137,10 @@ bool encode(const Driver& d, const TmaSpec& s, const evo_attn_tensor& t, CUtenso
 
 bool params(const Driver& d, const evo_attn_call& c, const Kernel& k, Params& a, std::string& error) {
   const evo_attn_tensor* t[4] = {&c.q, &c.k, &c.v, &c.o};
-  CUdeviceptr* ptr[4] = {&a.q, &a.k, &a.v, &a.o};
+  const void** ptr[4] = {&a.q, &a.k, &a.v, const_cast<const void**>(&a.o)};
   long long* strides[4] = {a.q_stride, a.k_stride, a.v_stride, a.o_stride};
   for (int i = 0; i < 4; ++i) {
-    *ptr[i] = CUdeviceptr(t[i]->data);
+    *ptr[i] = reinterpret_cast<void*>(static_cast<uintptr_t>(t[i]->data));
     layout(*t[i], strides[i]);
   }
   a.batch = int(c.q.size[0]);
@@ -167,6 +169,31 @@ bool params(const Driver& d, const evo_attn_call& c, const Kernel& k, Params& a,
   return true;
 }
 
+// At least `bytes` of zeroed workspace for (device, stream), in the current context; the zeroing
+// is ordered on `stream` before the launch that needs it.
+bool workspace_for(const Driver& d, int device, CUstream stream, size_t bytes, CUdeviceptr& out, std::string& error) {
+  out = 0;
+  if (bytes == 0) return true;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  Workspace& w = g_workspaces[{device, stream}];
+  if (w.bytes < bytes) {
+    const size_t grown = std::max(bytes, w.bytes * 2);
+    CUdeviceptr fresh = 0;
+    if (!call(d, d.cuMemAlloc(&fresh, grown), "cuMemAlloc(split-KV workspace, " + std::to_string(grown) + " bytes)",
+              error))
+      return false;
+    if (!call(d, d.cuMemsetD8Async(fresh, 0, grown, stream), "zeroing the split-KV workspace", error)) {
+      d.cuMemFree(fresh);
+      return false;
+    }
+    if (w.data) w.retired.push_back(w.data);
+    w.data = fresh;
+    w.bytes = grown;
+  }
+  out = w.data;
+  return true;
+}
+
 }  // namespace
 
 int load_device(const Package& p, int device, std::string& error) {
@@ -184,22 +211,27 @@ int launch(const Package& p, const evo_attn_call& c, const Plan& plan, CUstream 
   Params a{};
   if (!params(d, c, k, a, error)) return EVO_ATTN_CUDA_ERROR;
   const Launch& L = k.launch;
-  // harness/gpu/worker.cpp launch(): one CTA per query tile, or a persistent grid of
-  // min(tiles, persistent x SMs); a cluster launch rounds x up to a multiple of the cluster.
-  unsigned gx = unsigned((c.q.size[2] + L.rows_per_cta - 1) / L.rows_per_cta), gy = unsigned(c.q.size[1]),
-           gz = unsigned(c.q.size[0]);
-  if (L.persistent) {
-    gx = unsigned(std::min<long long>(plan.tiles, (long long)L.persistent * st->sms));
-    gy = gz = 1;
-  }
+  // The grid and split rules of evo_launch.h, as evo's worker launched the kernel when it gated it.
+  const EvoShape shape = shape_of(c);
+  a.num_splits = evo_num_splits(L, shape, st->sms, st->smem_per_sm);
+  const EvoGrid grid = evo_grid(L, shape, a.num_splits, st->sms);
+  const unsigned gx = grid.x, gy = grid.y, gz = grid.z;
   CUcontext current = nullptr;
   d.cuCtxGetCurrent(&current);
   const bool push = current != st->ctx;
   if (push && !call(d, d.cuCtxPushCurrent(st->ctx), "cuCtxPushCurrent", error)) return EVO_ATTN_CUDA_ERROR;
+  CUdeviceptr workspace = 0;
+  if (!workspace_for(d, c.device, stream, size_t(evo_workspace_bytes(L, shape, a.num_splits)), workspace, error)) {
+    if (push) {
+      CUcontext popped = nullptr;
+      d.cuCtxPopCurrent(&popped);
+    }
+    return EVO_ATTN_CUDA_ERROR;
+  }
+  a.workspace = reinterpret_cast<void*>(static_cast<uintptr_t>(workspace));
   void* args[] = {&a};
   CUresult r;
   if (L.cluster_x > 1) {
-    gx = (gx + L.cluster_x - 1) / L.cluster_x * L.cluster_x;
     CUlaunchAttribute attr{};
     attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
     attr.value.clusterDim.x = L.cluster_x;

@@ -6,13 +6,12 @@
 #include <string>
 
 #include "evo_attn.h"
+#include "evo_launch.h"  // the launch ABI: kernels/evo_launch.h, the copy the kernels compiled with
 
 namespace evo_attn {
 
-// EvoLaunch of evo_attn.cuh, as evo read it from the cubin.
-struct Launch {
-  unsigned threads, smem_bytes, rows_per_cta, cluster_x, persistent;
-};
+// EvoLaunch of evo_launch.h, as evo read it from the cubin.
+using Launch = EvoLaunch;
 
 // EvoTmaSpec of evo_attn.cuh (tensor 0: the slot is empty; 1..4: Q, K, V, O).
 struct TmaSpec {
@@ -66,6 +65,8 @@ struct Plan {
 };
 
 int regime_of(const RegimeRule& rule, int64_t batch, int64_t heads_q, int64_t seq_q);
+// The call's shape as evo_launch.h's grid, split and workspace rules take it.
+EvoShape shape_of(const evo_attn_call& call);
 const char* regime_name(int regime);
 // Checks `call` against the package and picks its kernel; false with a one-line message that
 // names the argument to fix.

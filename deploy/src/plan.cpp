@@ -182,6 +182,11 @@ bool check_extent(const Package& p, const evo_attn_call& c, const Kernel& k, std
 
 }  // namespace
 
+EvoShape shape_of(const evo_attn_call& c) {
+  return EvoShape{c.q.size[0], c.q.size[1], c.k.size[1], c.q.size[2], c.k.size[2], int(c.q.size[3]),
+                  c.is_causal ? 1 : 0};
+}
+
 int regime_of(const RegimeRule& rule, int64_t batch, int64_t heads_q, int64_t seq_q) {
   if (seq_q <= rule.decode_max_seq_q) return 0;
   if (seq_q > rule.short_max_seq_q) return 3;
@@ -214,8 +219,7 @@ bool plan_call(const Package& p, const evo_attn_call& c, Plan& plan, std::string
   plan.task = task;
   plan.kernel = kernel;
   plan.regime = regime;
-  const int64_t rows = k.launch.rows_per_cta ? k.launch.rows_per_cta : 1;
-  plan.tiles = (c.q.size[2] + rows - 1) / rows * c.q.size[1] * c.q.size[0];
+  plan.tiles = evo_tiles(k.launch, shape_of(c));
   return true;
 }
 

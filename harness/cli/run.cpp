@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "cli/context.h"
 #include "cli/options.h"
+#include "cli/stage_bench.h"
 #include "compile/compile_set.h"
 #include "core/errors.h"
 #include "core/paths.h"
@@ -73,12 +74,15 @@ fs::path sanitizer_or_fail(bool sanitize) {
 
 // Plans first, so a bad --shapes or --gate-seed fails before any work. The gate seed is drawn
 // now, so no one knows the sampled cases before the run; the records keep it for replays.
-std::vector<EvalPlan> make_plans(const Context& ctx, const std::vector<Task>& tasks, const RunOptions& o) {
+// Benchmark sets: --bench, else the stage's own (stage.json bench_sets), else gates.json's.
+std::vector<EvalPlan> make_plans(const Context& ctx, const Stage& stage, const std::vector<Task>& tasks,
+                                 const RunOptions& o) {
   const uint32_t gate_seed = o.gate_seed.empty() ? draw_gate_seed() : parse_gate_seed(o.gate_seed);
+  const std::vector<std::string> own = stage_bench_sets(ctx, stage);
+  const std::vector<std::string>& bench = !o.bench.empty() ? o.bench : (!own.empty() ? own : ctx.gates.benchmark_sets);
   std::vector<EvalPlan> plans;
   for (const auto& t : tasks)
-    plans.push_back(make_plan(ctx.gates, {t, o.shapes.empty() ? ctx.gates.gate_sets : o.shapes,
-                                          o.bench.empty() ? ctx.gates.benchmark_sets : o.bench,
+    plans.push_back(make_plan(ctx.gates, {t, o.shapes.empty() ? ctx.gates.gate_sets : o.shapes, bench,
                                           o.seeds.empty() ? ctx.gates.seeds : o.seeds, o.sanitize, gate_seed}));
   return plans;
 }
@@ -324,7 +328,7 @@ void run_stage(const RunOptions& o) {
   ensure_writable_dir(o.populations_dir, "populations dir", "--populations-dir");
   if (o.budget == 0) throw usage_error("--budget must be at least 1");
   const fs::path sanitizer = sanitizer_or_fail(o.sanitize);
-  const std::vector<EvalPlan> plans = make_plans(ctx, tasks, o);
+  const std::vector<EvalPlan> plans = make_plans(ctx, stage, tasks, o);
   Compiler compiler(ctx.root, cache, ctx.gates);
   const Shard shard = resolve_shard(o.shard);
   std::string no_gpu;

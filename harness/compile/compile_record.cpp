@@ -17,11 +17,17 @@ json resources_json(const PtxasResources& r) {
 }
 
 json launch_json(const LaunchGeometry& g) {
-  return {{"threads", g.threads},
-          {"smem_bytes", g.smem_bytes},
-          {"rows_per_cta", g.rows_per_cta},
-          {"cluster_x", g.cluster_x},
-          {"persistent", g.persistent}};
+  json j = {{"threads", g.threads},
+            {"smem_bytes", g.smem_bytes},
+            {"rows_per_cta", g.rows_per_cta},
+            {"cluster_x", g.cluster_x},
+            {"persistent", g.persistent}};
+  if (g.kv_splits_max > 1 || g.pack_gqa) {  // split-KV kernels only: other records stay as they were
+    j["kv_splits_max"] = g.kv_splits_max;
+    j["kv_block"] = g.kv_block;
+    j["pack_gqa"] = g.pack_gqa;
+  }
+  return j;
 }
 
 RecordCompile compile_part(const CompileResult& r) {

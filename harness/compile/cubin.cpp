@@ -2,6 +2,7 @@
 
 #include <elf.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/sha256.h"
@@ -72,9 +73,9 @@ std::optional<LaunchGeometry> read_launch_geometry(const std::string& cubin, std
       return std::nullopt;
     case Lookup::malformed: return std::nullopt;
   }
-  uint32_t words[6];
-  std::memcpy(words, bytes.data(), sizeof(words));
-  return LaunchGeometry{words[0], words[1], words[2], words[3], words[4], words[5]};
+  uint32_t words[9] = {};
+  std::memcpy(words, bytes.data(), std::min(bytes.size(), sizeof(words)));
+  return LaunchGeometry{words[0], words[1], words[2], words[3], words[4], words[5], words[6], words[7], words[8]};
 }
 
 std::optional<std::vector<TmaSpec>> read_tma_specs(const std::string& cubin, std::string* error) {

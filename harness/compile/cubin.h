@@ -7,18 +7,16 @@
 #include <string>
 #include <vector>
 
+#include "common/evo_launch.h"
+
 namespace evo {
 
-struct LaunchGeometry {
-  uint32_t threads = 0;
-  uint32_t smem_bytes = 0;
-  uint32_t rows_per_cta = 0;
-  uint32_t cluster_x = 1;
-  uint32_t persistent = 0;
-  uint32_t abi_version = 0;
-};
+// EvoLaunch of evo_launch.h, the one definition the kernels and the exported runtime share.
+using LaunchGeometry = EvoLaunch;
 
-// nullopt with `error` set when the cubin is malformed or has no evo_launch symbol.
+// nullopt with `error` set when the cubin is malformed or has no evo_launch symbol. A version-1
+// symbol (six words, cubins compiled before split-KV) reads with kv_splits_max, kv_block and
+// pack_gqa 0.
 std::optional<LaunchGeometry> read_launch_geometry(const std::string& cubin, std::string* error);
 
 // What runs, as a hash: SHA-256 over the cubin's sections (name, type, flags, contents) except

@@ -23,7 +23,11 @@ std::optional<std::string> check_resources(const PtxasResources& r, const Launch
                        caps.max_smem_bytes);
   if (g.rows_per_cta == 0) return "rows_per_cta is 0 in EVO_EXPORT_LAUNCH";
   if (g.cluster_x == 0 || g.cluster_x > 16) return fmt::format("cluster_x {} (must be 1..16)", g.cluster_x);
-  if (g.abi_version != 1) return fmt::format("ABI version {} (this evo speaks 1)", g.abi_version);
+  if (g.abi_version < 1 || g.abi_version > EVO_ABI_VERSION)
+    return fmt::format("ABI version {} (this evo speaks 1 to {})", g.abi_version, EVO_ABI_VERSION);
+  if (g.kv_splits_max > 1 && g.kv_block == 0) return "kv_splits_max without kv_block in EVO_EXPORT_LAUNCH_SPLIT";
+  if ((g.kv_splits_max > 1 || g.pack_gqa) && (g.persistent || g.cluster_x > 1))
+    return "split-KV and pack-GQA grids are neither persistent nor clustered";
   return std::nullopt;
 }
 

@@ -23,9 +23,11 @@ std::string kernel_entry(const PackageKernelData& k, size_t i) {
                        t.l2_promotion);
   }
   const LaunchGeometry& L = k.launch;
-  return fmt::format("    {{{}, {}, {}, kCubin{}, sizeof(kCubin{}) - 1, {{{}, {}, {}, {}, {}}}, {{{}}}, {}LL}},\n",
-                     quoted(k.name), quoted(k.label), quoted(k.candidate_id), i, i, L.threads, L.smem_bytes,
-                     L.rows_per_cta, L.cluster_x, L.persistent, tma, k.max_checked_elements);
+  // EvoLaunch (evo_launch.h) in its field order.
+  return fmt::format(
+      "    {{{}, {}, {}, kCubin{}, sizeof(kCubin{}) - 1, {{{}, {}, {}, {}, {}, {}, {}, {}, {}}}, {{{}}}, {}LL}},\n",
+      quoted(k.name), quoted(k.label), quoted(k.candidate_id), i, i, L.threads, L.smem_bytes, L.rows_per_cta,
+      L.cluster_x, L.persistent, L.abi_version, L.kv_splits_max, L.kv_block, L.pack_gqa, tma, k.max_checked_elements);
 }
 
 std::string task_entry(const PackageTaskData& t) {

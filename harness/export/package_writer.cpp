@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 
+#include "compile/compile_record.h"
 #include "core/errors.h"
 #include "core/paths.h"
 #include "core/sha256.h"
@@ -71,12 +72,7 @@ json kernel_manifest(const ExportKernel& k, const KernelBuild& b) {
             {"ptx_note", b.ptx_note},
             {"compile_key", b.compiled.key},
             {"same_compile_key", b.same_compile_key},
-            {"launch",
-             {{"threads", L.threads},
-              {"smem_bytes", L.smem_bytes},
-              {"rows_per_cta", L.rows_per_cta},
-              {"cluster_x", L.cluster_x},
-              {"persistent", L.persistent}}},
+            {"launch", launch_json(L)},
             {"tma", tma}};
   for (const char* f : {"candidate_id", "stage", "variant", "params", "source_path", "source_sha256", "arch",
                         "compile_key", "timing", "max_checked_elements"})

@@ -271,8 +271,7 @@ ShapeTiming ShapeTimer::run() {
   const auto clock_after = nvml_sm_clock_mhz(rig_.job.device);
   out.stats = summarize(times);
   out.facts.samples = int(times.size());
-  out.facts.guards_intact =
-      p_.q.guards_intact() && p_.k.guards_intact() && p_.v.guards_intact() && p_.o.guards_intact();
+  out.facts.guards_intact = p_.guards_intact();
   out.extra["sm_clock_before_mhz"] = clock_before ? json(*clock_before) : json(nullptr);
   out.extra["sm_clock_after_mhz"] = clock_after ? json(*clock_after) : json(nullptr);
   if (!out.facts.failure && out.stats.median < t.launch_bound_us) launch_bound_times(a, out.extra);

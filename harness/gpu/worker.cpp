@@ -78,6 +78,7 @@ class Worker {
     cu().cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev_);
     cu().cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev_);
     cu().cuDeviceGetAttribute(&sms_, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev_);
+    cu().cuDeviceGetAttribute(&smem_per_sm_, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, dev_);
     cu().cuDeviceGetAttribute(&l2_bytes_, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, dev_);
     cu().cuDriverGetVersion(&driver);
     auto clock = nvml_sm_clock_mhz(job_.device);
@@ -143,20 +144,14 @@ class Worker {
             "cluster size attribute", "runtime");
   }
 
+  // The grid of evo_launch.h (evo_grid), the rule the exported runtime launches by too.
   void launch(Params& a) {
     const auto& L = job_.launch;
-    const Shape& s = current_->shape;
-    unsigned gx = unsigned((s.seq_q + L.rows_per_cta - 1) / L.rows_per_cta), gy = unsigned(s.heads_q),
-             gz = unsigned(s.batch);
-    if (L.persistent) {
-      long long tiles = (long long)gx * gy * gz;
-      gx = unsigned(std::min<long long>(tiles, (long long)L.persistent * sms_));
-      gy = gz = 1;
-    }
+    const EvoGrid grid = evo_grid(L, evo_shape(current_->shape, job_.task.causal), a.num_splits, sms_);
+    const unsigned gx = grid.x, gy = grid.y, gz = grid.z;
     void* args[] = {&a};
     CUresult r;
     if (L.cluster_x > 1) {
-      gx = (gx + L.cluster_x - 1) / L.cluster_x * L.cluster_x;
       CUlaunchAttribute attr{};
       attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
       attr.value.clusterDim.x = L.cluster_x;
@@ -262,8 +257,7 @@ class Worker {
       const bool deterministic = first.out == second.out;
       check(cu().cuCtxSynchronize(), "evo_attn_fwd", "crash");  // nothing of it runs while they are hashed
       const bool inputs_intact = timed("hash", [&] { return checker_->inputs(p); }) == before;
-      const bool guards_intact =
-          p.q.guards_intact() && p.k.guards_intact() && p.v.guards_intact() && p.o.guards_intact();
+      const bool guards_intact = p.guards_intact();
       timed("write", [&] { write_scratch_file(c.out_path, mark_unwritten(first, second)); });
       emit(case_done_event(c.id, c.out_path, deterministic, inputs_intact, guards_intact));
       current_ = nullptr;
@@ -338,16 +332,21 @@ class Worker {
         checked = timed("timing", [&] { return check_shape(rig, p, b); });
       }
       emit(timing);
-      const bool guards = p.q.guards_intact() && p.k.guards_intact() && p.v.guards_intact() && p.o.guards_intact();
+      const bool guards = p.guards_intact();
       if (checked) emit(post_done_event(b.id, *checked, guards));
       current_ = nullptr;
     }
   }
 
   // EvoAttnParams for a problem, with the tensor maps the variant exports (evo_tma) encoded
-  // for this problem's tensors; an encoding error is the candidate's `load` verdict.
-  Params params(const Problem& p) const {
+  // for this problem's tensors (an encoding error is the candidate's `load` verdict), and for a
+  // split-KV kernel the split count of evo_launch.h and the problem's zeroed workspace.
+  Params params(Problem& p) const {
     Params a = params_for(p, job_.task.causal);
+    const EvoShape shape = evo_shape(p.shape, job_.task.causal);
+    a.num_splits = evo_num_splits(job_.launch, shape, sms_, smem_per_sm_);
+    a.workspace = reinterpret_cast<void*>(
+        static_cast<uintptr_t>(p.workspace_for(size_t(evo_workspace_bytes(job_.launch, shape, a.num_splits)))));
     if (tma_specs_.empty()) return a;
     TmaTensors t;
     const TensorDesc* d[4] = {&p.dq, &p.dk, &p.dv, &p.dout};
@@ -371,7 +370,7 @@ class Worker {
   std::optional<DeviceChecker> checker_;
   CUdeviceptr flush_ = 0;
   size_t flush_bytes_ = 0;
-  int sms_ = 0, l2_bytes_ = 0;
+  int sms_ = 0, l2_bytes_ = 0, smem_per_sm_ = 0;
   Problem* current_ = nullptr;
   LaunchDraws draws_{(uint64_t(std::random_device{}()) << 32) ^ std::random_device{}()};  // drawn per worker
   std::vector<TmaSpec> tma_specs_;

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "common/evo_launch.h"
 #include "core/sha256.h"
 #include "gpu/case_layout.h"
 #include "gpu/cuda_driver.h"
@@ -63,7 +64,7 @@ struct GuardedBuffer {
   }
   bool guards_intact() const {
     std::vector<unsigned char> g(guard);
-    if (guard == 0) return true;
+    if (guard == 0 || base == 0) return true;
     for (CUdeviceptr p : {base, base + guard + bytes}) {
       check(cu().cuMemcpyDtoH(g.data(), p, guard), "guard readback");
       for (unsigned char c : g)
@@ -76,9 +77,12 @@ struct GuardedBuffer {
     check(cu().cuMemcpyDtoH(h.data(), data(), bytes), "cuMemcpyDtoH");
     return h;
   }
-  ~GuardedBuffer() {
+  void release() {
     if (base) cu().cuMemFree(base);
+    base = 0;
+    bytes = 0;
   }
+  ~GuardedBuffer() { release(); }
 };
 
 // Mirrors EvoTensorDesc in support_kernels.cu.
@@ -104,16 +108,19 @@ struct Problem {
   int in_elem = 2;  // bytes per element of Q, K, V (fp8 tasks: 1)
   int elem = 2;     // bytes per element of O
   GuardedBuffer q, k, v, o;
+  GuardedBuffer workspace;  // split-KV kernels: zeroed once, kept for every launch of this problem
   TensorDesc dq{}, dk{}, dv{}, dout{};
   std::vector<int64_t> offsets;  // q, k, v, o: elements from the buffer start (packed layouts)
   bool padded = false;
-  JunkBytes junk;                // what padding and guard bands hold (CaseSpec::junk)
-  float scale = 0;               // the case's softmax scale
-  float descale[3] = {1, 1, 1};  // Q, K, V: fp8 tasks' per-tensor descales (gpu/fp8_inputs.h)
+  JunkBytes junk;                    // what padding and guard bands hold (CaseSpec::junk)
+  size_t guard_bytes = kGuardBytes;  // 0 under compute-sanitizer, for the workspace too
+  float scale = 0;                   // the case's softmax scale
+  float descale[3] = {1, 1, 1};      // Q, K, V: fp8 tasks' per-tensor descales (gpu/fp8_inputs.h)
 
   void allocate(const Shape& s, const std::string& layout = "", size_t guard = kGuardBytes,
                 const std::string& junk_kind = "") {
     shape = s;
+    guard_bytes = guard;
     padded = !layout.empty();
     junk = junk_bytes(junk_kind, in_elem);
     const CaseLayout lay = case_layout(s, layout, in_elem, elem);  // "@A" views are placed in bytes
@@ -173,6 +180,24 @@ struct Problem {
           "runtime");
   }
 
+  // At least `n` bytes of zeroed split workspace (evo_launch.h): allocated on the first launch
+  // that needs it; the kernel leaves its counters at 0, so later launches reuse it as it is.
+  CUdeviceptr workspace_for(size_t n) {
+    if (n == 0) return 0;
+    if (workspace.bytes < n) {
+      workspace.release();
+      workspace.allocate(n, guard_bytes);
+      check(cu().cuMemsetD8(workspace.data(), 0, n), "workspace zeroing", "runtime");
+      check(cu().cuCtxSynchronize(), "workspace zeroing", "runtime");
+    }
+    return workspace.data();
+  }
+
+  bool guards_intact() const {
+    return q.guards_intact() && k.guards_intact() && v.guards_intact() && o.guards_intact() &&
+           workspace.guards_intact();
+  }
+
   // Host copy of a tensor in logical BHSD order (the layout-independent form both sides use).
   std::string logical(const std::string& raw, const TensorDesc& d, int elem_size, int64_t offset = 0) const {
     std::string out(size_t(d.batch) * d.heads * d.seq * d.dim * elem_size, '\0');
@@ -194,25 +219,23 @@ inline double ms_between(CUevent a, CUevent b) {
   return ms;
 }
 
-// Builds EvoAttnParams (evo_attn.cuh) for a problem; layout checked by static_asserts in tests.
-struct alignas(64) Params {
-  CUdeviceptr q, k, v, o;
-  long long q_stride[3], k_stride[3], v_stride[3], o_stride[3];
-  int batch, heads_q, heads_kv, seq_q, seq_kv, head_dim, causal;
-  float softmax_scale, softmax_scale_log2, q_descale, k_descale, v_descale;
-  unsigned flags;
-  alignas(64) unsigned long long tma[4][16];
-};
-static_assert(offsetof(Params, flags) == 176 && offsetof(Params, tma) == 192 && sizeof(Params) == 704,
-              "Params must mirror EvoAttnParams");
+// EvoAttnParams of evo_launch.h, the header the kernels compile.
+using Params = EvoAttnParams;
 
+inline const void* device_ptr(CUdeviceptr p) { return reinterpret_cast<const void*>(static_cast<uintptr_t>(p)); }
+
+inline EvoShape evo_shape(const Shape& s, bool causal) {
+  return EvoShape{s.batch, s.heads_q, s.heads_kv, s.seq_q, s.seq_kv, s.head_dim, causal ? 1 : 0};
+}
+
+// Builds EvoAttnParams for a problem, without a KV split (num_splits 1, no workspace).
 inline Params params_for(const Problem& p, bool causal) {
   Params a{};
   const Shape& s = p.shape;
-  a.q = p.dq.data;
-  a.k = p.dk.data;
-  a.v = p.dv.data;
-  a.o = p.dout.data;
+  a.q = device_ptr(p.dq.data);
+  a.k = device_ptr(p.dk.data);
+  a.v = device_ptr(p.dv.data);
+  a.o = const_cast<void*>(device_ptr(p.dout.data));
   for (int i = 0; i < 3; ++i) {
     a.q_stride[i] = p.dq.stride[i];
     a.k_stride[i] = p.dk.stride[i];
@@ -231,6 +254,7 @@ inline Params params_for(const Problem& p, bool causal) {
   a.q_descale = p.descale[0];  // 1 unless fp8
   a.k_descale = p.descale[1];
   a.v_descale = p.descale[2];
+  a.num_splits = 1;
   return a;
 }
 

@@ -87,7 +87,10 @@ json to_json(const WorkerJob& w) {
             {"rows_per_cta", w.launch.rows_per_cta},
             {"cluster_x", w.launch.cluster_x},
             {"persistent", w.launch.persistent},
-            {"abi_version", w.launch.abi_version}}},
+            {"abi_version", w.launch.abi_version},
+            {"kv_splits_max", w.launch.kv_splits_max},
+            {"kv_block", w.launch.kv_block},
+            {"pack_gqa", w.launch.pack_gqa}}},
           {"cases", cases},
           {"bench", bench},
           {"timing",
@@ -114,8 +117,9 @@ WorkerJob worker_job_from_json(const json& j) {
   w.support_cubin = j.at("support_cubin");
   w.cubin = j.at("cubin");
   const json& l = j.at("launch");
-  w.launch = {l.at("threads"),   l.at("smem_bytes"), l.at("rows_per_cta"),
-              l.at("cluster_x"), l.at("persistent"), l.at("abi_version")};
+  w.launch = {l.at("threads"),        l.at("smem_bytes"),  l.at("rows_per_cta"),         l.at("cluster_x"),
+              l.at("persistent"),     l.at("abi_version"), l.value("kv_splits_max", 0u), l.value("kv_block", 0u),
+              l.value("pack_gqa", 0u)};
   for (const auto& c : j.at("cases")) w.cases.push_back(case_from_json(c));
   for (const auto& b : j.at("bench"))
     w.bench.push_back({b.at("id"), case_from_json(b.at("timed")), case_from_json(b.at("fresh"))});

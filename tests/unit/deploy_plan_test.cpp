@@ -9,9 +9,9 @@ namespace {
 
 const unsigned char kNoCubin[] = "";
 const Kernel kKernels[] = {
-    {"k0", "fp16-d64 stage 8 cluster", "c0", kNoCubin, 0, {384, 100000, 128, 2, 1}, {}, 0},
-    {"k1", "fp16-d64 stage 7 tma_ws", "c1", kNoCubin, 0, {384, 100000, 128, 1, 0}, {}, 0},
-    {"k2", "fp16-d64-causal stage 7", "c2", kNoCubin, 0, {384, 100000, 64, 1, 0}, {}, 1LL << 32},
+    {"k0", "fp16-d64 stage 8 cluster", "c0", kNoCubin, 0, {384, 100000, 128, 2, 1, 1, 0, 0, 0}, {}, 0},
+    {"k1", "fp16-d64 stage 7 tma_ws", "c1", kNoCubin, 0, {384, 100000, 128, 1, 0, 1, 0, 0, 0}, {}, 0},
+    {"k2", "fp16-d64-causal stage 7", "c2", kNoCubin, 0, {384, 100000, 64, 1, 0, 1, 0, 0, 0}, {}, 1LL << 32},
 };
 const Task kTasks[] = {
     {EVO_ATTN_FP16, 64, 0, "fp16-d64", {1, 1, 0, 0}},

@@ -115,12 +115,13 @@ TEST(PackageSource, CubinBytesSurviveTheLiteralsAndTheTableIsComplete) {
   EXPECT_EQ(quoted("a\"b"), "\"a\\042b\"");
   PackageData d;
   d.gpu = "nvidia-h200";
-  LaunchGeometry L;
+  LaunchGeometry L{};
   L.threads = 384;
   L.smem_bytes = 1000;
   L.rows_per_cta = 128;
   L.cluster_x = 2;
   L.persistent = 1;
+  L.abi_version = 2;
   TmaSpec q;
   q.tensor = 1;
   q.box_rows = 128;
@@ -129,7 +130,7 @@ TEST(PackageSource, CubinBytesSurviveTheLiteralsAndTheTableIsComplete) {
   d.kernels.push_back({"k0", "label", "cid", bytes, L, {q, {}, {}, {}}, 1234});
   d.tasks.push_back({parse_task("fp16-d64-causal"), {0, 0, 0, 0}});
   const std::string src = package_data_source(d);
-  EXPECT_NE(src.find("{\"k0\", \"label\", \"cid\", kCubin0, sizeof(kCubin0) - 1, {384, 1000, 128, 2, 1}, "
+  EXPECT_NE(src.find("{\"k0\", \"label\", \"cid\", kCubin0, sizeof(kCubin0) - 1, {384, 1000, 128, 2, 1, 2, 0, 0, 0}, "
                      "{{1, 128, 64, 3, 0}, {0, 0, 0, 0, 0}, {0, 0, 0, 0, 0}, {0, 0, 0, 0, 0}}, 1234LL},"),
             std::string::npos)
       << src.substr(src.find("kKernels"));

@@ -12,7 +12,7 @@ namespace {
 
 TEST(SanitizerTools, SharedMemoryAddsRacecheckAndBarriersAddSynccheck) {
   PtxasResources r;
-  LaunchGeometry g;
+  LaunchGeometry g{};
   EXPECT_EQ(sanitizer_tools(r, g), (std::vector<std::string>{"memcheck", "initcheck"}));
   r.barriers = 1;
   EXPECT_EQ(sanitizer_tools(r, g), (std::vector<std::string>{"memcheck", "initcheck", "synccheck"}));

@@ -12,7 +12,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-#define EVO_ABI_VERSION 1
+#include "evo_launch.h"  // EvoAttnParams, EvoLaunch, EVO_ABI_VERSION: the ABI the host shares
 
 #define EVO_DTYPE_FP16 0
 #define EVO_DTYPE_BF16 1
@@ -67,49 +67,19 @@ __device__ __forceinline__ evo_out_t evo_out_from_float(float x) { return evo_fr
 __device__ __forceinline__ evo_out_t2 evo_out2_from_float2(float a, float b) { return evo2_from_float2(a, b); }
 #endif
 
-// Kernel parameters. Strides are in elements; the last dimension (head_dim) is contiguous.
-// Index of element (b, h, s, d) of Q is b*q_stride[0] + h*q_stride[1] + s*q_stride[2] + d.
-// GQA: query head h reads key/value head h / (heads_q / heads_kv).
-// Causal (top-left, as PyTorch is_causal): key j is masked for query i when j > i.
-struct EvoAttnParams {
-  const void* q;
-  const void* k;
-  const void* v;
-  void* o;
-  long long q_stride[3];  // batch, head, seq
-  long long k_stride[3];
-  long long v_stride[3];
-  long long o_stride[3];
-  int batch;
-  int heads_q;
-  int heads_kv;
-  int seq_q;
-  int seq_kv;
-  int head_dim;  // equals EVO_HEAD_DIM
-  int causal;    // equals EVO_CAUSAL
-  float softmax_scale;         // usually 1/sqrt(head_dim)
-  float softmax_scale_log2;    // softmax_scale * log2(e), for exp2f-based softmax
-  float q_descale, k_descale, v_descale;  // FP8 tasks: dequantized = float(e4m3) * descale; 1.0 otherwise
-  unsigned int flags;          // reserved, 0
-  // Room for up to four CUtensorMap descriptors (128 B, 64 B aligned) for TMA variants.
-  alignas(64) unsigned long long tma[4][16];
-};
-
-// Launch geometry, read by the harness from the cubin's `evo_launch` symbol.
-//   grid = (ceil(seq_q / rows_per_cta), heads_q, batch) when persistent == 0,
-//   grid = (min(persistent * SM count, number of tiles), 1, 1) otherwise.
-struct EvoLaunch {
-  unsigned int threads;       // threads per CTA
-  unsigned int smem_bytes;    // dynamic shared memory per CTA
-  unsigned int rows_per_cta;  // query rows per CTA (tile height)
-  unsigned int cluster_x;     // CTAs per cluster along x; 1 = no cluster
-  unsigned int persistent;    // CTAs per SM for a persistent grid; 0 = one CTA per tile
-  unsigned int abi_version;   // EVO_ABI_VERSION
-};
-
+// EvoAttnParams and EvoLaunch are in evo_launch.h. The grid (evo_grid there):
+//   (ceil(seq_q / rows_per_cta), heads_q, batch) when persistent == 0,
+//   (min(persistent * SM count, number of tiles), 1, 1) otherwise;
+//   split-KV and pack-GQA kernels (EVO_EXPORT_LAUNCH_SPLIT): (query tiles * p.num_splits,
+//   heads_kv, batch), query tiles = ceil(heads_q / heads_kv * seq_q / rows_per_cta).
 #define EVO_EXPORT_LAUNCH(threads, smem_bytes, rows_per_cta, cluster_x, persistent) \
   extern "C" __constant__ EvoLaunch evo_launch = {                                  \
-      (threads), (smem_bytes), (rows_per_cta), (cluster_x), (persistent), EVO_ABI_VERSION}
+      (threads), (smem_bytes), (rows_per_cta), (cluster_x), (persistent), EVO_ABI_VERSION, 0, 0, 0}
+// A split-KV kernel with pack-GQA rows: at most kv_splits_max splits of whole kv_block-key blocks,
+// no cluster, not persistent; the host passes p.num_splits and, past 1, p.workspace.
+#define EVO_EXPORT_LAUNCH_SPLIT(threads, smem_bytes, rows_per_cta, kv_splits_max, kv_block) \
+  extern "C" __constant__ EvoLaunch evo_launch = {                                          \
+      (threads), (smem_bytes), (rows_per_cta), 1, 0, EVO_ABI_VERSION, (kv_splits_max), (kv_block), 1}
 
 // TMA tensor maps a variant wants, read by the harness from the cubin's `evo_tma` symbol (one
 // source of truth, like evo_launch). The worker encodes map i (cuTensorMapEncodeTiled) for the

@@ -1,0 +1,56 @@
+// Stage 9 (split-KV, pack-GQA decode) through NVRTC: every fp16/bf16 task at D=64 and D=128,
+// causal or not, compiles for sm_80 and sm_90a within the resource caps (or is a constraint),
+// and the cubin exports the split launch evo_launch.h's rules read: ABI 2, kv_splits_max and
+// kv_block of the tunables, pack_gqa 1, no cluster, not persistent.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "support/test_support.h"
+
+namespace evo {
+namespace {
+
+using nlohmann::json;
+
+class Stage9 : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(Stage9, EveryTaskCompilesAndExportsTheSplitLaunch) {
+  const std::string arch = GetParam();
+  const auto cache = test::scratch_dir("stage9-" + arch);
+  const char* tasks =
+      "fp16-d64,fp16-d64-causal,fp16-d128,fp16-d128-causal,bf16-d64,bf16-d64-causal,bf16-d128,bf16-d128-causal";
+  auto r = test::run_evo("compile --stage 9 --sample 3 --arch " + arch + " --task " + tasks + " --json --cache-dir " +
+                         cache.string());
+  ASSERT_EQ(r.exit_code, 0) << r.out.substr(0, 2000);
+  std::map<std::string, int> ok_per_task;
+  std::istringstream in(r.out);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] != '{') continue;
+    const json j = json::parse(line);
+    const std::string o = j["outcome"];
+    EXPECT_TRUE(o == "ok" || o == "constraints")
+        << j["task"] << " " << j["params"].dump() << ": " << o << " " << j["reason"];
+    if (o != "ok") continue;
+    ++ok_per_task[j["task"].get<std::string>()];
+    const json& L = j["compile"]["launch"];
+    EXPECT_EQ(L["cluster_x"], 1);
+    EXPECT_EQ(L["persistent"], 0);
+    EXPECT_EQ(L["pack_gqa"], 1);
+    EXPECT_EQ(L["kv_splits_max"], j["params"]["KV_SPLITS"]);
+    EXPECT_EQ(L["kv_block"], j["params"]["BLOCK_N"]);
+    EXPECT_EQ(L["rows_per_cta"], j["params"]["BLOCK_M"]);
+    EXPECT_EQ(j["compile"]["resources"]["spill_stores"], 0);
+  }
+  for (const char* t : {"fp16-d64", "fp16-d64-causal", "fp16-d128", "fp16-d128-causal", "bf16-d64", "bf16-d64-causal",
+                        "bf16-d128", "bf16-d128-causal"})
+    EXPECT_GE(ok_per_task[t], 1) << arch << " " << t << ": stage 9 must compile";
+}
+
+INSTANTIATE_TEST_SUITE_P(Arches, Stage9, ::testing::Values("sm_80", "sm_90a"),
+                         [](const ::testing::TestParamInfo<const char*>& info) { return std::string(info.param); });
+
+}  // namespace
+}  // namespace evo
