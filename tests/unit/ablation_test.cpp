@@ -158,8 +158,9 @@ TEST(Dataset, ThePermutedControlIsAPermutationOfWhatTheGpuSaid) {
     before.insert(measurement(d.configs[i]));
     after.insert(measurement(p.configs[i]));
     const std::string& o = d.configs[i].outcome;
-    if (o == "constraints" || o == "compile" || o == "resources")
+    if (o == "constraints" || o == "compile" || o == "resources") {
       EXPECT_EQ(measurement(p.configs[i]), measurement(d.configs[i])) << "decided before the GPU: in place";
+    }
     moved += measurement(p.configs[i]) != measurement(d.configs[i]);
   }
   EXPECT_EQ(before, after) << "the same multiset of measurements";
@@ -240,7 +241,9 @@ TEST(Simulation, RandomQuickScreensFirstAndPromotesWithinPromoteOfTheBestScreen)
       continue;
     }
     const bool promoted = i + 1 < run.steps.size() && run.steps[i + 1].full && run.steps[i + 1].key == st.key;
-    if (st.value_us > 0) EXPECT_EQ(promoted, best_screen == 0 || st.value_us <= best_screen * o.promote) << st.key;
+    if (st.value_us > 0) {
+      EXPECT_EQ(promoted, best_screen == 0 || st.value_us <= best_screen * o.promote) << st.key;
+    }
     if (st.value_us > 0 && (best_screen == 0 || st.value_us < best_screen)) best_screen = st.value_us;
   }
   EXPECT_GT(fulls, 0u);

@@ -284,7 +284,7 @@ TEST(PtxasReport, ParsesEntryResources) {
 
 TEST(ResourceGate, RejectsSpillsAndOverCaps) {
   ResourceCaps caps{255, 232448, 1024, 0, 0};
-  LaunchGeometry g{128, 65536, 64, 1, 0, 1};
+  LaunchGeometry g{128, 65536, 64, 1, 0, 1, 0, 0, 0};
   PtxasResources ok{128, 0, 0, 0, 0, 1, false};
   EXPECT_FALSE(check_resources(ok, g, caps));
   auto spill = ok;

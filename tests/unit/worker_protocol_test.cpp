@@ -33,7 +33,7 @@ TEST(WorkerJobs, EncodeThenDecodeKeepsEveryField) {
   j.task = parse_task("bf16-d128-causal");
   j.support_cubin = "/c/support.cubin";
   j.cubin = "/c/cand.cubin";
-  j.launch = LaunchGeometry{384, 165120, 128, 2, 1, 3};
+  j.launch = LaunchGeometry{384, 165120, 128, 2, 1, 3, 0, 0, 0};
   j.cases = {sample_case("g0", 7)};
   j.bench = {{"b0", sample_case("t0", 8), sample_case("f0", 9)}};
   j.timing = TimingConfig{25, 10, 200, 0.005, 3000, 40, 50, 1.5};
