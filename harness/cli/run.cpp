@@ -72,9 +72,8 @@ fs::path sanitizer_or_fail(bool sanitize) {
   return *found;
 }
 
-// Plans first, so a bad --shapes or --gate-seed fails before any work. The gate seed is drawn
-// now, so no one knows the sampled cases before the run; the records keep it for replays.
-// Benchmark sets: --bench, else the stage's own (stage.json bench_sets), else gates.json's.
+// Plans first: a bad --shapes or --gate-seed fails before any work. The gate seed is drawn now
+// (recorded for replays); benchmark sets: --bench, else stage.json bench_sets, else gates.json's.
 std::vector<EvalPlan> make_plans(const Context& ctx, const Stage& stage, const std::vector<Task>& tasks,
                                  const RunOptions& o) {
   const uint32_t gate_seed = o.gate_seed.empty() ? draw_gate_seed() : parse_gate_seed(o.gate_seed);
@@ -131,9 +130,8 @@ void keep_shard(std::vector<TaskWork>& work, const Shard& shard) {
   }
 }
 
-// With a GPU, seed from the previous stage's elites on this GPU; without, show the defaults.
-// Every candidate of the domain is compiled (cheap and cached) so configs that violate a
-// constraint do not use up the budget.
+// With a GPU, seed from the previous stage's elites on this GPU; without, show the defaults. Every
+// candidate is compiled (cheap, cached) so configs that violate a constraint spend no budget.
 TaskWork choose_and_compile(const Stage& stage, const Task& task, const EvalPlan& plan, Session* session,
                             const Compiler& compiler, const RunOptions& o) {
   std::vector<json> prev;
