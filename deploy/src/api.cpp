@@ -74,6 +74,6 @@ const char* evo_attn_kernel_label(int kernel) {
   return kernel >= 0 && kernel < kPackage.kernel_count ? kPackage.kernels[kernel].label : nullptr;
 }
 
-const char* evo_attn_regime_name(int regime) { return evo_attn::regime_name(regime); }
+const char* evo_attn_regime_name(int regime) { return evo_regime_name(regime); }
 
 }  // extern "C"

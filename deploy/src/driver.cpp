@@ -4,6 +4,8 @@
 
 #include <mutex>
 
+#include "evo_host_launch.h"
+
 namespace evo_attn {
 
 #define EVO_ATTN_STR2(x) #x
@@ -30,15 +32,10 @@ void load() {
   }
   EVO_ATTN_DRIVER_FUNCTIONS(EVO_ATTN_LOAD)
 #undef EVO_ATTN_LOAD
-  // As evo's worker finds it (harness/gpu/tma_maps.cpp): the CUDA 12.0 ABI of the function.
-  void* p = nullptr;
-  CUdriverProcAddressQueryResult status{};
-  CUresult r = g_driver.cuGetProcAddress("cuTensorMapEncodeTiled", &p, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &status);
-  if (r != CUDA_SUCCESS || status != CU_GET_PROC_ADDRESS_SUCCESS || !p) {
-    g_error = "the NVIDIA driver has no cuTensorMapEncodeTiled (TMA needs CUDA 12 or newer)";
-    return;
-  }
-  g_driver.encode_tiled = reinterpret_cast<decltype(g_driver.encode_tiled)>(p);
+  // As evo's worker finds it (evo_host_launch.h): the CUDA 12.0 ABI of the function.
+  CUresult r = CUDA_SUCCESS;
+  g_driver.encode_tiled = evo_find_encode_tiled(g_driver, &r);
+  if (!g_driver.encode_tiled) g_error = "the NVIDIA driver has no cuTensorMapEncodeTiled (TMA needs CUDA 12 or newer)";
 }
 }  // namespace
 

@@ -17,7 +17,7 @@ struct Driver {
 #define EVO_ATTN_MEMBER(fn) decltype(&::fn) fn = nullptr;
   EVO_ATTN_DRIVER_FUNCTIONS(EVO_ATTN_MEMBER)
 #undef EVO_ATTN_MEMBER
-  decltype(&::cuTensorMapEncodeTiled) encode_tiled = nullptr;
+  decltype(&::cuTensorMapEncodeTiled) encode_tiled = nullptr;  // found through cuGetProcAddress
 };
 
 // The loaded driver, or nullptr with `error` saying why (no libcuda.so.1, too old a driver).

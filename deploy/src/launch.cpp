@@ -14,7 +14,6 @@ namespace evo_attn {
 namespace {
 
 using Params = EvoAttnParams;  // evo_launch.h
-static_assert(sizeof(CUtensorMap) == 16 * sizeof(unsigned long long), "a tma slot holds one CUtensorMap");
 
 struct DeviceState {
   bool tried = false;
@@ -68,12 +67,8 @@ bool load_modules(const Package& p, const Driver& d, DeviceState& st, std::strin
     const std::string who = std::string(" (kernel ") + k.name + ")";
     ok = call(d, d.cuModuleLoadData(&m, k.cubin), "cuModuleLoadData" + who, error) &&
          call(d, d.cuModuleGetFunction(&f, m, "evo_attn_fwd"), "cuModuleGetFunction(evo_attn_fwd)" + who, error);
-    if (ok && k.launch.smem_bytes > 48 * 1024)
-      ok = call(d, d.cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(k.launch.smem_bytes)),
-                "raising the dynamic shared memory limit" + who, error);
-    if (ok && k.launch.cluster_x > 1)
-      ok = call(d, d.cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
-                "cluster size attribute" + who, error);
+    const char* step = "";
+    ok = ok && call(d, evo_set_function_attributes(d, f, k.launch, &step), step + who, error);
     st.functions.push_back(f);
   }
   CUcontext popped = nullptr;
@@ -113,57 +108,20 @@ DeviceState* loaded(const Package& p, int device, int& status, std::string& erro
   return &st;
 }
 
-// Strides of a size-1 dim are never stepped over; TMA still wants a 16-byte multiple there.
-void layout(const evo_attn_tensor& t, long long out[3]) {
-  for (int i = 0; i < 3; ++i) out[i] = t.size[i] == 1 ? t.size[3] : t.stride[i];
-}
-
-// TMA map of one tensor as harness/gpu/tma_maps.cpp encodes it: 4-D (d, s, h, b), byte strides.
-bool encode(const Driver& d, const TmaSpec& s, const evo_attn_tensor& t, CUtensorMapDataType type, unsigned bytes,
-            CUtensorMap* map, std::string& error) {
-  long long st[3];
-  layout(t, st);
-  const cuuint64_t dims[4] = {cuuint64_t(t.size[3]), cuuint64_t(t.size[2]), cuuint64_t(t.size[1]),
-                              cuuint64_t(t.size[0])};
-  const cuuint64_t strides[3] = {cuuint64_t(st[2]) * bytes, cuuint64_t(st[1]) * bytes, cuuint64_t(st[0]) * bytes};
-  const cuuint32_t box[4] = {s.box_cols, s.box_rows, 1, 1};
-  const cuuint32_t elem_strides[4] = {1, 1, 1, 1};
-  return call(d,
-              d.encode_tiled(map, type, 4, reinterpret_cast<void*>(t.data), dims, strides, box, elem_strides,
-                             CU_TENSOR_MAP_INTERLEAVE_NONE, CUtensorMapSwizzle(s.swizzle),
-                             CUtensorMapL2promotion(s.l2_promotion), CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
-              "cuTensorMapEncodeTiled", error);
-}
-
-bool params(const Driver& d, const evo_attn_call& c, const Kernel& k, Params& a, std::string& error) {
-  const evo_attn_tensor* t[4] = {&c.q, &c.k, &c.v, &c.o};
-  const void** ptr[4] = {&a.q, &a.k, &a.v, const_cast<const void**>(&a.o)};
-  long long* strides[4] = {a.q_stride, a.k_stride, a.v_stride, a.o_stride};
-  for (int i = 0; i < 4; ++i) {
-    *ptr[i] = reinterpret_cast<void*>(static_cast<uintptr_t>(t[i]->data));
-    layout(*t[i], strides[i]);
-  }
-  a.batch = int(c.q.size[0]);
-  a.heads_q = int(c.q.size[1]);
-  a.heads_kv = int(c.k.size[1]);
-  a.seq_q = int(c.q.size[2]);
-  a.seq_kv = int(c.k.size[2]);
-  a.head_dim = int(c.q.size[3]);
-  a.causal = c.is_causal ? 1 : 0;
-  a.softmax_scale = c.scale;
-  a.softmax_scale_log2 = c.scale * 1.4426950408889634f;
-  a.q_descale = c.q_descale;
-  a.k_descale = c.k_descale;
-  a.v_descale = c.v_descale;
-  for (int slot = 0; slot < 4; ++slot) {
+// The call's parameters as evo_host_launch.h builds them for evo's worker too, TMA maps included.
+bool params(const Driver& d, const EvoCall& abi, int dtype, const Kernel& k, Params& a, std::string& error) {
+  a = evo_call_params(abi);
+  for (int slot = 0; slot < EVO_TMA_SLOTS; ++slot) {
     const TmaSpec& s = k.tma[slot];
-    if (s.tensor == 0) continue;
-    const bool fp8_in = c.dtype == EVO_ATTN_FP8_E4M3 && s.tensor != 4;
-    const CUtensorMapDataType type = fp8_in                       ? CU_TENSOR_MAP_DATA_TYPE_UINT8
-                                     : (c.dtype == EVO_ATTN_FP16) ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
-                                                                  : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+    if (s.tensor == EVO_TMA_NONE) continue;
+    const std::string what = std::string("kernel ") + k.name + ": TMA map " + std::to_string(slot);
+    if (const char* problem = evo_tma_spec_problem(s)) {  // evo gated the kernel with it: a damaged package
+      error = what + ": " + problem;
+      return false;
+    }
+    const EvoTensor& t = abi.tensor[s.tensor - 1];
     CUtensorMap map;
-    if (!encode(d, s, *t[s.tensor - 1], type, fp8_in ? 1 : 2, &map, error)) return false;
+    if (!call(d, evo_encode_tma(d.encode_tiled, evo_tma_args(s, t, dtype), t.data, &map), what, error)) return false;
     std::memcpy(a.tma[slot], &map, sizeof(map));
   }
   return true;
@@ -208,14 +166,14 @@ int launch(const Package& p, const evo_attn_call& c, const Plan& plan, CUstream 
   if (!st) return status;
   const Driver& d = *driver(error);
   const Kernel& k = p.kernels[plan.kernel];
+  const EvoCall abi = call_of(c);
   Params a{};
-  if (!params(d, c, k, a, error)) return EVO_ATTN_CUDA_ERROR;
+  if (!params(d, abi, c.dtype, k, a, error)) return EVO_ATTN_CUDA_ERROR;
   const Launch& L = k.launch;
-  // The grid and split rules of evo_launch.h, as evo's worker launched the kernel when it gated it.
-  const EvoShape shape = shape_of(c);
+  // The split rule and the launch of the ABI floor, as evo's worker launched the kernel when it
+  // gated it.
+  const EvoShape shape = evo_call_shape(abi);
   a.num_splits = evo_num_splits(L, shape, st->sms, st->smem_per_sm);
-  const EvoGrid grid = evo_grid(L, shape, a.num_splits, st->sms);
-  const unsigned gx = grid.x, gy = grid.y, gz = grid.z;
   CUcontext current = nullptr;
   d.cuCtxGetCurrent(&current);
   const bool push = current != st->ctx;
@@ -229,29 +187,7 @@ int launch(const Package& p, const evo_attn_call& c, const Plan& plan, CUstream 
     return EVO_ATTN_CUDA_ERROR;
   }
   a.workspace = reinterpret_cast<void*>(static_cast<uintptr_t>(workspace));
-  void* args[] = {&a};
-  CUresult r;
-  if (L.cluster_x > 1) {
-    CUlaunchAttribute attr{};
-    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    attr.value.clusterDim.x = L.cluster_x;
-    attr.value.clusterDim.y = 1;
-    attr.value.clusterDim.z = 1;
-    CUlaunchConfig cfg{};
-    cfg.gridDimX = gx;
-    cfg.gridDimY = gy;
-    cfg.gridDimZ = gz;
-    cfg.blockDimX = L.threads;
-    cfg.blockDimY = cfg.blockDimZ = 1;
-    cfg.sharedMemBytes = L.smem_bytes;
-    cfg.hStream = stream;
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
-    r = d.cuLaunchKernelEx(&cfg, st->functions[size_t(plan.kernel)], args, nullptr);
-  } else {
-    r = d.cuLaunchKernel(st->functions[size_t(plan.kernel)], gx, gy, gz, L.threads, 1, 1, L.smem_bytes, stream, args,
-                         nullptr);
-  }
+  const CUresult r = evo_launch_kernel(d, st->functions[size_t(plan.kernel)], L, shape, st->sms, stream, &a);
   if (push) {
     CUcontext popped = nullptr;
     d.cuCtxPopCurrent(&popped);

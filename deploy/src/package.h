@@ -6,17 +6,18 @@
 #include <string>
 
 #include "evo_attn.h"
-#include "evo_launch.h"  // the launch ABI: kernels/evo_launch.h, the copy the kernels compiled with
+// The ABI floor, from kernels/ (the copies the kernels compiled with, as in evo's repository's
+// variants/common): the launch ABI and its host half, and the shape-regime rule.
+#include "evo_host_launch.h"
+#include "evo_regime.h"
 
 namespace evo_attn {
 
 // EvoLaunch of evo_launch.h, as evo read it from the cubin.
 using Launch = EvoLaunch;
 
-// EvoTmaSpec of evo_attn.cuh (tensor 0: the slot is empty; 1..4: Q, K, V, O).
-struct TmaSpec {
-  unsigned tensor, box_rows, box_cols, swizzle, l2_promotion;
-};
+// EvoTmaSpec of evo_launch.h (tensor 0: the slot is empty; 1..4: Q, K, V, O).
+using TmaSpec = EvoTmaSpec;
 
 struct Kernel {
   const char* name;          // "k0"
@@ -25,7 +26,7 @@ struct Kernel {
   const unsigned char* cubin;
   size_t cubin_size;
   Launch launch;
-  TmaSpec tma[4];
+  TmaSpec tma[EVO_TMA_SLOTS];
   // The largest tensor (elements) any gate case of this kernel had; a call beyond both it and
   // 2^31 - 1 elements is refused (32-bit offsets would pass every smaller case).
   int64_t max_checked_elements;
@@ -35,15 +36,12 @@ struct Task {
   int dtype;  // evo_attn_dtype
   int head_dim;
   int causal;
-  const char* name;  // "fp16-d64-causal"
-  int kernel[4];     // per regime: decode, short, batched-short, long
+  const char* name;         // "fp16-d64-causal"
+  int kernel[EVO_REGIMES];  // per regime (EvoRegime): decode, short, batched-short, long
 };
 
-// core/regime.h's rule, as the population that chose the kernels used it.
-struct RegimeRule {
-  int decode_max_seq_q, short_max_seq_q;
-  int64_t batched_min_batch_heads;
-};
+// evo_regime.h's rule with the bounds the population that chose the kernels used.
+using RegimeRule = EvoRegimeRule;
 
 struct Package {
   const char* gpu;        // "nvidia-h200"
@@ -64,10 +62,8 @@ struct Plan {
   int64_t tiles = 0;
 };
 
-int regime_of(const RegimeRule& rule, int64_t batch, int64_t heads_q, int64_t seq_q);
-// The call's shape as evo_launch.h's grid, split and workspace rules take it.
-EvoShape shape_of(const evo_attn_call& call);
-const char* regime_name(int regime);
+// The call as the ABI floor takes it (evo_host_launch.h: its parameters, shape and TMA maps).
+EvoCall call_of(const evo_attn_call& call);
 // Checks `call` against the package and picks its kernel; false with a one-line message that
 // names the argument to fix.
 bool plan_call(const Package& package, const evo_attn_call& call, Plan& plan, std::string& error);

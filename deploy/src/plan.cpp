@@ -182,20 +182,20 @@ bool check_extent(const Package& p, const evo_attn_call& c, const Kernel& k, std
 
 }  // namespace
 
-EvoShape shape_of(const evo_attn_call& c) {
-  return EvoShape{c.q.size[0], c.q.size[1], c.k.size[1], c.q.size[2], c.k.size[2], int(c.q.size[3]),
-                  c.is_causal ? 1 : 0};
-}
-
-int regime_of(const RegimeRule& rule, int64_t batch, int64_t heads_q, int64_t seq_q) {
-  if (seq_q <= rule.decode_max_seq_q) return 0;
-  if (seq_q > rule.short_max_seq_q) return 3;
-  return batch * heads_q >= rule.batched_min_batch_heads ? 2 : 1;
-}
-
-const char* regime_name(int regime) {
-  static const char* const names[4] = {"decode", "short", "batched-short", "long"};
-  return regime >= 0 && regime < 4 ? names[regime] : nullptr;
+EvoCall call_of(const evo_attn_call& c) {
+  EvoCall out{};
+  const evo_attn_tensor* t[4] = {&c.q, &c.k, &c.v, &c.o};
+  for (int i = 0; i < 4; ++i) {
+    out.tensor[i].data = t[i]->data;
+    for (int d = 0; d < 4; ++d) out.tensor[i].size[d] = t[i]->size[d];
+    for (int d = 0; d < 3; ++d) out.tensor[i].stride[d] = t[i]->stride[d];
+  }
+  out.causal = c.is_causal ? 1 : 0;
+  out.scale = c.scale;
+  out.descale[0] = c.q_descale;
+  out.descale[1] = c.k_descale;
+  out.descale[2] = c.v_descale;
+  return out;
 }
 
 bool plan_call(const Package& p, const evo_attn_call& c, Plan& plan, std::string& error) {
@@ -205,11 +205,11 @@ bool plan_call(const Package& p, const evo_attn_call& c, Plan& plan, std::string
   for (int t = 0; t < 4; ++t)
     if (!check_layout(tensor(c, t), kTensor[t], t == 3 ? 2 : elem_bytes(c.dtype), error)) return false;
   if (!check_overlap(c, error) || !check_scalars(c, error)) return false;
-  const int regime = regime_of(p.rule, c.q.size[0], c.q.size[1], c.q.size[2]);
+  const int regime = evo_regime_of(p.rule, c.q.size[0], c.q.size[1], c.q.size[2]);
   const int kernel = p.tasks[task].kernel[regime];
   if (kernel < 0 || kernel >= p.kernel_count)
     return fail(error, format("package: task %s has no kernel for the %s regime (a damaged package_data.cpp)",
-                              p.tasks[task].name, regime_name(regime)));
+                              p.tasks[task].name, evo_regime_name(regime)));
   const Kernel& k = p.kernels[kernel];
   if (!check_extent(p, c, k, error)) return false;
   if (!k.launch.persistent && (c.q.size[1] > 65535 || c.q.size[0] > 65535))
@@ -219,7 +219,7 @@ bool plan_call(const Package& p, const evo_attn_call& c, Plan& plan, std::string
   plan.task = task;
   plan.kernel = kernel;
   plan.regime = regime;
-  plan.tiles = evo_tiles(k.launch, shape_of(c));
+  plan.tiles = evo_tiles(k.launch, evo_call_shape(call_of(c)));
   return true;
 }
 

@@ -89,7 +89,7 @@ std::optional<std::vector<TmaSpec>> read_tma_specs(const std::string& cubin, std
   for (int i = 0; i < kTmaSlots; ++i) {
     uint32_t w[6];
     std::memcpy(w, bytes.data() + i * sizeof(w), sizeof(w));
-    specs.push_back(TmaSpec{w[0], w[1], w[2], w[3], w[4]});
+    specs.push_back(TmaSpec{w[0], w[1], w[2], w[3], w[4], w[5]});
   }
   return specs;
 }

@@ -26,14 +26,10 @@ std::optional<LaunchGeometry> read_launch_geometry(const std::string& cubin, std
 // when the cubin is not a 64-bit ELF.
 std::string code_identity(const std::string& cubin);
 
-// One TMA tensor map a variant wants (EvoTmaSpec, EVO_EXPORT_TMA in evo_attn.cuh).
-constexpr int kTmaSlots = 4;
-struct TmaSpec {
-  uint32_t tensor = 0;  // 0 none, 1 Q, 2 K, 3 V, 4 O
-  uint32_t box_rows = 0, box_cols = 0;
-  uint32_t swizzle = 0;       // 0 none, 1 32B, 2 64B, 3 128B
-  uint32_t l2_promotion = 0;  // 0 none, 1 64B, 2 128B, 3 256B
-};
+// One TMA tensor map a variant wants: EvoTmaSpec of evo_launch.h (EVO_EXPORT_TMA in
+// evo_attn.cuh), the type the exported runtime reads too.
+constexpr int kTmaSlots = EVO_TMA_SLOTS;
+using TmaSpec = EvoTmaSpec;
 
 // The kTmaSlots specs of `evo_tma` (slot i -> EvoAttnParams.tma[i]); empty when the variant
 // exports none; nullopt with `error` set when the symbol is malformed.

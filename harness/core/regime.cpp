@@ -5,13 +5,8 @@
 namespace evo {
 
 const char* regime_name(Regime r) {
-  switch (r) {
-    case Regime::decode: return "decode";
-    case Regime::short_seq: return "short";
-    case Regime::batched_short: return "batched-short";
-    case Regime::long_seq: return "long";
-  }
-  return "?";
+  const char* name = evo_regime_name(int(r));
+  return name ? name : "?";
 }
 
 std::optional<Regime> parse_regime(const std::string& s) {
@@ -21,9 +16,7 @@ std::optional<Regime> parse_regime(const std::string& s) {
 }
 
 Regime regime_of(const RegimeRule& rule, long long batch, long long heads_q, long long seq_q) {
-  if (seq_q <= rule.decode_max_seq_q) return Regime::decode;
-  if (seq_q > rule.short_max_seq_q) return Regime::long_seq;
-  return batch * heads_q >= rule.batched_min_batch_heads ? Regime::batched_short : Regime::short_seq;
+  return Regime(evo_regime_of(rule, batch, heads_q, seq_q));
 }
 
 std::string regime_condition(const RegimeRule& rule, Regime r) {

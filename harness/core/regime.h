@@ -1,32 +1,30 @@
 // Shape regimes: the classes of attention calls whose fastest kernel differs (docs/deploy.md).
 // A population keeps one elite per regime (store/regimes.h) and the runtime `evo export` writes
-// dispatches each call to its regime's kernel: both classify shapes with this one rule, and the
-// population and the exported package carry its bounds, so a package never disagrees with the
-// table it came from.
+// dispatches each call to its regime's kernel. The rule and its bounds are the ABI floor's
+// (variants/common/evo_regime.h), compiled by both, so a package never disagrees with the table
+// it came from; this is evo's typed face of it.
 #pragma once
 #include <array>
 #include <optional>
 #include <string>
 
+#include "common/evo_regime.h"
+
 namespace evo {
 
-enum class Regime { decode, short_seq, batched_short, long_seq };
-inline constexpr int kRegimes = 4;
+enum class Regime {
+  decode = EVO_REGIME_DECODE,
+  short_seq = EVO_REGIME_SHORT,
+  batched_short = EVO_REGIME_BATCHED_SHORT,
+  long_seq = EVO_REGIME_LONG
+};
+inline constexpr int kRegimes = EVO_REGIMES;
 inline constexpr std::array<Regime, kRegimes> kAllRegimes{Regime::decode, Regime::short_seq, Regime::batched_short,
                                                           Regime::long_seq};
 
-// The bounds of the rule. decode: a few query rows per (batch, head) reading a long KV cache
-// (one token, or a speculative block of up to 16). short: a prompt of up to 1024 tokens, where
-// a CTA per 64-128-row query tile leaves most of the GPU idle unless batch x heads fills it;
-// batched-short is the same lengths with batch x query heads >= 128 (about one CTA per SM of an
-// H100/H200, 132 SMs, from the (batch, head) grid alone). long: more than 1024 query rows.
-// A causal task is a task of its own (the mask changes the work per tile), so "causal" is the
-// task's column of the dispatch, with these four regimes inside it.
-struct RegimeRule {
-  int decode_max_seq_q = 16;
-  int short_max_seq_q = 1024;
-  long long batched_min_batch_heads = 128;
-};
+// The rule's bounds (decode_max_seq_q 16, short_max_seq_q 1024, batched_min_batch_heads 128
+// unless a population says otherwise): evo_regime.h gives the reasons.
+using RegimeRule = EvoRegimeRule;
 
 const char* regime_name(Regime r);                         // "decode", "short", "batched-short", "long"
 std::optional<Regime> parse_regime(const std::string& s);  // the names above

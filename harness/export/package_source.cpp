@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include "core/errors.h"
+#include "core/paths.h"  // read_file (its <iomanip> declares std::quoted: calls here say evo::quoted)
+
 namespace evo {
 
 namespace {
@@ -26,16 +29,36 @@ std::string kernel_entry(const PackageKernelData& k, size_t i) {
   // EvoLaunch (evo_launch.h) in its field order.
   return fmt::format(
       "    {{{}, {}, {}, kCubin{}, sizeof(kCubin{}) - 1, {{{}, {}, {}, {}, {}, {}, {}, {}, {}}}, {{{}}}, {}LL}},\n",
-      quoted(k.name), quoted(k.label), quoted(k.candidate_id), i, i, L.threads, L.smem_bytes, L.rows_per_cta,
-      L.cluster_x, L.persistent, L.abi_version, L.kv_splits_max, L.kv_block, L.pack_gqa, tma, k.max_checked_elements);
+      evo::quoted(k.name), evo::quoted(k.label), evo::quoted(k.candidate_id), i, i, L.threads, L.smem_bytes,
+      L.rows_per_cta, L.cluster_x, L.persistent, L.abi_version, L.kv_splits_max, L.kv_block, L.pack_gqa, tma,
+      k.max_checked_elements);
 }
 
 std::string task_entry(const PackageTaskData& t) {
   return fmt::format("    {{{}, {}, {}, {}, {{{}, {}, {}, {}}}}},\n", t.task.dtype_code(), t.task.head_dim,
-                     t.task.causal ? 1 : 0, quoted(t.task.name()), t.kernel[0], t.kernel[1], t.kernel[2], t.kernel[3]);
+                     t.task.causal ? 1 : 0, evo::quoted(t.task.name()), t.kernel[0], t.kernel[1], t.kernel[2],
+                     t.kernel[3]);
 }
 
 }  // namespace
+
+std::map<std::string, std::string> package_runtime_files(const std::filesystem::path& root) {
+  namespace fs = std::filesystem;
+  std::map<std::string, std::string> files;
+  const fs::path deploy = root / "deploy";
+  if (!fs::is_directory(deploy)) throw usage_error("no deploy/ folder under " + root.string());
+  for (auto it = fs::recursive_directory_iterator(deploy); it != fs::recursive_directory_iterator(); ++it) {
+    const std::string name = it->path().filename().string();
+    if (name.empty() || name[0] == '.' || name == "__pycache__" || name == "build") {
+      if (it->is_directory()) it.disable_recursion_pending();
+      continue;
+    }
+    if (it->is_regular_file()) files[fs::relative(it->path(), deploy).generic_string()] = read_file(it->path());
+  }
+  for (const auto& common : fs::directory_iterator(root / "variants" / "common"))
+    if (common.is_regular_file()) files["kernels/" + common.path().filename().string()] = read_file(common.path());
+  return files;
+}
 
 std::string string_literal_lines(const std::string& bytes, size_t width) {
   std::string out;
@@ -75,8 +98,8 @@ std::string package_data_source(const PackageData& d) {
   s += fmt::format(
       "const Package kPackage = {{{}, {}, {}, {{{}, {}, {}LL}}, kKernels, {}, kTasks, {}, {}}};\n\n}}  // namespace "
       "evo_attn\n",
-      quoted(d.gpu), d.arch, quoted(d.arch_name), d.rule.decode_max_seq_q, d.rule.short_max_seq_q,
-      d.rule.batched_min_batch_heads, d.kernels.size(), d.tasks.size(), quoted(list));
+      evo::quoted(d.gpu), d.arch, evo::quoted(d.arch_name), d.rule.decode_max_seq_q, d.rule.short_max_seq_q,
+      d.rule.batched_min_batch_heads, d.kernels.size(), d.tasks.size(), evo::quoted(list));
   return s;
 }
 

@@ -3,6 +3,8 @@
 // dispatch table (task x regime -> kernel) the runtime's plan.cpp walks (deploy/runtime/src/package.h).
 #pragma once
 #include <array>
+#include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -35,6 +37,13 @@ struct PackageData {
 };
 
 std::string package_data_source(const PackageData& data);
+
+// The files every package holds besides its kernels and package_data.cpp, by path in the package:
+// deploy/ of evo's repository (the C API, runtime, CMake and Python files) as laid out there, and
+// the ABI floor, variants/common, as kernels/: the runtime compiles against those copies
+// (evo_launch.h, evo_host_launch.h, evo_regime.h), the ones the kernels compiled with. Throws a
+// usage error when `root` has no deploy/ folder.
+std::map<std::string, std::string> package_runtime_files(const std::filesystem::path& root);
 
 // Bytes as C++ string-literal lines (octal escapes for anything but plain printable ASCII), at
 // most `width` bytes a line; adjacent literals concatenate.

@@ -34,20 +34,6 @@ struct Writer {
   }
 };
 
-// deploy/ of evo's repository is the package's runtime, laid out as in the package.
-void copy_runtime(const Context& ctx, Writer& w) {
-  const fs::path deploy = ctx.root / "deploy";
-  if (!fs::is_directory(deploy)) throw usage_error("no deploy/ folder under " + ctx.root.string());
-  for (auto it = fs::recursive_directory_iterator(deploy); it != fs::recursive_directory_iterator(); ++it) {
-    const std::string name = it->path().filename().string();
-    if (name.empty() || name[0] == '.' || name == "__pycache__" || name == "build") {
-      if (it->is_directory()) it.disable_recursion_pending();
-      continue;
-    }
-    if (it->is_regular_file()) w.file(fs::relative(it->path(), deploy).generic_string(), read_file(it->path()));
-  }
-}
-
 json kernel_manifest(const ExportKernel& k, const KernelBuild& b) {
   const json& s = k.summary;
   json tma = json::array();
@@ -99,9 +85,7 @@ ExportResult write_package(const Context& ctx, const Compiler& compiler, const E
   previous_export_files(out);  // a folder that is not an export stops it before the compiles
   const std::vector<KernelBuild> builds = build_kernels(ctx, compiler, plan.kernels);  // before touching --out
   Writer w;
-  copy_runtime(ctx, w);
-  for (const auto& common : fs::directory_iterator(ctx.root / "variants" / "common"))
-    if (common.is_regular_file()) w.file("kernels/" + common.path().filename().string(), read_file(common.path()));
+  for (const auto& [rel, data] : package_runtime_files(ctx.root)) w.file(rel, data);
   PackageData data{plan.gpu, 0, "", plan.rule, {}, {}};
   json kernels = json::array(), tasks = json::array();
   for (size_t i = 0; i < builds.size(); ++i) {

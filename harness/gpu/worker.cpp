@@ -136,42 +136,15 @@ class Worker {
     auto specs = read_tma_specs(image, &why);
     if (!specs) throw CudaFailure{"load", "evo_tma: " + why};
     tma_specs_ = std::move(*specs);
-    if (job_.launch.smem_bytes > 48 * 1024)
-      check(cu().cuFuncSetAttribute(fn_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(job_.launch.smem_bytes)),
-            "raising the dynamic shared memory limit", "runtime");
-    if (job_.launch.cluster_x > 1)
-      check(cu().cuFuncSetAttribute(fn_, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
-            "cluster size attribute", "runtime");
+    const char* step = "";
+    check(evo_set_function_attributes(cu(), fn_, job_.launch, &step), step, "runtime");
   }
 
-  // The grid of evo_launch.h (evo_grid), the rule the exported runtime launches by too.
+  // The launch of the ABI floor (evo_host_launch.h: evo_grid's grid, a cluster launch for a
+  // cluster kernel), the one the exported runtime launches by too.
   void launch(Params& a) {
-    const auto& L = job_.launch;
-    const EvoGrid grid = evo_grid(L, evo_shape(current_->shape, job_.task.causal), a.num_splits, sms_);
-    const unsigned gx = grid.x, gy = grid.y, gz = grid.z;
-    void* args[] = {&a};
-    CUresult r;
-    if (L.cluster_x > 1) {
-      CUlaunchAttribute attr{};
-      attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-      attr.value.clusterDim.x = L.cluster_x;
-      attr.value.clusterDim.y = 1;
-      attr.value.clusterDim.z = 1;
-      CUlaunchConfig cfg{};
-      cfg.gridDimX = gx;
-      cfg.gridDimY = gy;
-      cfg.gridDimZ = gz;
-      cfg.blockDimX = L.threads;
-      cfg.blockDimY = cfg.blockDimZ = 1;
-      cfg.sharedMemBytes = L.smem_bytes;
-      cfg.hStream = stream_;
-      cfg.attrs = &attr;
-      cfg.numAttrs = 1;
-      r = cu().cuLaunchKernelEx(&cfg, fn_, args, nullptr);
-    } else {
-      r = cu().cuLaunchKernel(fn_, gx, gy, gz, L.threads, 1, 1, L.smem_bytes, stream_, args, nullptr);
-    }
-    check(r, "launching evo_attn_fwd", "runtime");
+    const EvoShape shape = evo_call_shape(evo_call(*current_, job_.task.causal));
+    check(evo_launch_kernel(cu(), fn_, job_.launch, shape, sms_, stream_, &a), "launching evo_attn_fwd", "runtime");
   }
 
   void sync(const char* what) { check(cu().cuStreamSynchronize(stream_), what, "crash"); }
@@ -342,19 +315,14 @@ class Worker {
   // for this problem's tensors (an encoding error is the candidate's `load` verdict), and for a
   // split-KV kernel the split count of evo_launch.h and the problem's zeroed workspace.
   Params params(Problem& p) const {
-    Params a = params_for(p, job_.task.causal);
-    const EvoShape shape = evo_shape(p.shape, job_.task.causal);
+    const EvoCall call = evo_call(p, job_.task.causal);
+    Params a = evo_call_params(call);
+    const EvoShape shape = evo_call_shape(call);
     a.num_splits = evo_num_splits(job_.launch, shape, sms_, smem_per_sm_);
     a.workspace = reinterpret_cast<void*>(
         static_cast<uintptr_t>(p.workspace_for(size_t(evo_workspace_bytes(job_.launch, shape, a.num_splits)))));
     if (tma_specs_.empty()) return a;
-    TmaTensors t;
-    const TensorDesc* d[4] = {&p.dq, &p.dk, &p.dv, &p.dout};
-    for (int i = 0; i < 4; ++i)
-      t.t[i] = TmaTensor{d[i]->data,  {d[i]->stride[0], d[i]->stride[1], d[i]->stride[2]},
-                         d[i]->batch, d[i]->heads,
-                         d[i]->seq,   d[i]->dim};
-    if (auto err = encode_tma_maps(tma_specs_, t, job_.task.dtype, a.tma)) throw CudaFailure{"load", *err};
+    if (auto err = encode_tma_maps(tma_specs_, call.tensor, job_.task.dtype, a.tma)) throw CudaFailure{"load", *err};
     return a;
   }
 

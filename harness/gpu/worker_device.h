@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "common/evo_launch.h"
+#include "common/evo_host_launch.h"
 #include "core/sha256.h"
 #include "gpu/case_layout.h"
 #include "gpu/cuda_driver.h"
@@ -224,38 +224,19 @@ using Params = EvoAttnParams;
 
 inline const void* device_ptr(CUdeviceptr p) { return reinterpret_cast<const void*>(static_cast<uintptr_t>(p)); }
 
-inline EvoShape evo_shape(const Shape& s, bool causal) {
-  return EvoShape{s.batch, s.heads_q, s.heads_kv, s.seq_q, s.seq_kv, s.head_dim, causal ? 1 : 0};
+inline EvoTensor evo_tensor(const TensorDesc& d) {
+  return EvoTensor{d.data, {d.batch, d.heads, d.seq, d.dim}, {d.stride[0], d.stride[1], d.stride[2]}};
 }
 
-// Builds EvoAttnParams for a problem, without a KV split (num_splits 1, no workspace).
-inline Params params_for(const Problem& p, bool causal) {
-  Params a{};
-  const Shape& s = p.shape;
-  a.q = device_ptr(p.dq.data);
-  a.k = device_ptr(p.dk.data);
-  a.v = device_ptr(p.dv.data);
-  a.o = const_cast<void*>(device_ptr(p.dout.data));
-  for (int i = 0; i < 3; ++i) {
-    a.q_stride[i] = p.dq.stride[i];
-    a.k_stride[i] = p.dk.stride[i];
-    a.v_stride[i] = p.dv.stride[i];
-    a.o_stride[i] = p.dout.stride[i];
-  }
-  a.batch = s.batch;
-  a.heads_q = s.heads_q;
-  a.heads_kv = s.heads_kv;
-  a.seq_q = s.seq_q;
-  a.seq_kv = s.seq_kv;
-  a.head_dim = s.head_dim;
-  a.causal = causal ? 1 : 0;
-  a.softmax_scale = p.scale;  // the case's (1/sqrt(D) unless it says otherwise), as the reference
-  a.softmax_scale_log2 = a.softmax_scale * 1.4426950408889634f;
-  a.q_descale = p.descale[0];  // 1 unless fp8
-  a.k_descale = p.descale[1];
-  a.v_descale = p.descale[2];
-  a.num_splits = 1;
-  return a;
+// A problem as a call of the ABI floor (evo_host_launch.h), which gives its EvoAttnParams, its
+// shape for the grid and split rules, and its tensors for the TMA maps as the exported runtime
+// gives them for the same call.
+inline EvoCall evo_call(const Problem& p, bool causal) {
+  // The case's scale (1/sqrt(D) unless it says otherwise), as the reference; descales 1 unless fp8.
+  return EvoCall{{evo_tensor(p.dq), evo_tensor(p.dk), evo_tensor(p.dv), evo_tensor(p.dout)},
+                 causal ? 1 : 0,
+                 p.scale,
+                 {p.descale[0], p.descale[1], p.descale[2]}};
 }
 
 }  // namespace evo::worker_device

@@ -141,9 +141,9 @@ TEST(DeployPlan, GridLimits) {
   EXPECT_NE(refusal(c).find("q.size(0) = 70000: a grid of (tiles, heads, batch) allows at most 65535"),
             std::string::npos)
       << refusal(c);
-  EXPECT_EQ(regime_of(kTest.rule, 1, 1, 16), 0);
-  EXPECT_STREQ(regime_name(2), "batched-short");
-  EXPECT_EQ(regime_name(4), nullptr);
+  EXPECT_EQ(evo_regime_of(kTest.rule, 1, 1, 16), EVO_REGIME_DECODE);
+  EXPECT_STREQ(evo_regime_name(2), "batched-short");
+  EXPECT_EQ(evo_regime_name(4), nullptr);
 }
 
 }  // namespace

@@ -122,7 +122,7 @@ TEST(PackageSource, CubinBytesSurviveTheLiteralsAndTheTableIsComplete) {
   L.cluster_x = 2;
   L.persistent = 1;
   L.abi_version = 2;
-  TmaSpec q;
+  TmaSpec q{};
   q.tensor = 1;
   q.box_rows = 128;
   q.box_cols = 64;

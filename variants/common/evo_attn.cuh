@@ -81,39 +81,15 @@ __device__ __forceinline__ evo_out_t2 evo_out2_from_float2(float a, float b) { r
   extern "C" __constant__ EvoLaunch evo_launch = {                                          \
       (threads), (smem_bytes), (rows_per_cta), 1, 0, EVO_ABI_VERSION, (kv_splits_max), (kv_block), 1}
 
-// TMA tensor maps a variant wants, read by the harness from the cubin's `evo_tma` symbol (one
-// source of truth, like evo_launch). The worker encodes map i (cuTensorMapEncodeTiled) for the
-// actual shape and strides and passes it in EvoAttnParams.tma[i]. Each map is 4-D over
-// (d, s, h, b) = (head_dim, seq, heads, batch) of its tensor, element strides taken from the
-// tensor's q/k/v/o_stride (BHSD, BSHD, GQA alike), so a box is addressed by coordinates
-// (col, row, head, batch); rows past the sequence read as zeros and are not written.
-#define EVO_TMA_NONE 0
-#define EVO_TMA_Q 1
-#define EVO_TMA_K 2
-#define EVO_TMA_V 3
-#define EVO_TMA_O 4
-#define EVO_TMA_SWIZZLE_NONE 0
-#define EVO_TMA_SWIZZLE_32B 1
-#define EVO_TMA_SWIZZLE_64B 2
-#define EVO_TMA_SWIZZLE_128B 3
-#define EVO_TMA_L2_NONE 0
-#define EVO_TMA_L2_64B 1
-#define EVO_TMA_L2_128B 2
-#define EVO_TMA_L2_256B 3
-
-struct EvoTmaSpec {
-  unsigned int tensor;        // EVO_TMA_Q/K/V/O; EVO_TMA_NONE leaves the slot empty
-  unsigned int box_rows;      // rows (sequence positions) per box, 1..256
-  unsigned int box_cols;      // columns (head_dim elements) per box; box_cols * elem bytes <= 128 for SWIZZLE_128B
-                              // (fp8 tasks: Q, K, V maps are UINT8 of e4m3 bytes, O's BFLOAT16)
-  unsigned int swizzle;       // EVO_TMA_SWIZZLE_*
-  unsigned int l2_promotion;  // EVO_TMA_L2_*
-  unsigned int reserved;      // 0
-};
-
+// TMA tensor maps a variant wants: EvoTmaSpec and the EVO_TMA_* codes are in evo_launch.h, as
+// is the rule the host encodes each map by (evo_tma_args). Slot i of `evo_tma` is encoded for
+// the call's actual tensor and passed in EvoAttnParams.tma[i]: 4-D over (d, s, h, b) =
+// (head_dim, seq, heads, batch), element strides the tensor's q/k/v/o_stride (BHSD, BSHD, GQA
+// alike), so a box is addressed by coordinates (col, row, head, batch); rows past the sequence
+// read as zeros and are not written.
 #define EVO_TMA(tensor, box_rows, box_cols, swizzle, l2) {(tensor), (box_rows), (box_cols), (swizzle), (l2), 0}
 // Up to four maps, slot i -> EvoAttnParams.tma[i]: EVO_EXPORT_TMA(EVO_TMA(EVO_TMA_Q, 128, 64, ...), ...).
-#define EVO_EXPORT_TMA(...) extern "C" __constant__ EvoTmaSpec evo_tma[4] = {__VA_ARGS__}
+#define EVO_EXPORT_TMA(...) extern "C" __constant__ EvoTmaSpec evo_tma[EVO_TMA_SLOTS] = {__VA_ARGS__}
 
 // Invalid tunable combinations must be rejected at compile time with this, so the harness
 // classifies them as `constraints` rather than `compile` failures.

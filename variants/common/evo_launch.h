@@ -3,7 +3,9 @@
 // against the copy `evo export` puts in the package's kernels/ folder). It holds the kernel
 // parameters (EvoAttnParams), the launch geometry a variant exports (EvoLaunch) and the host's
 // rules over them: the grid, the KV split count and the split workspace. Plain C++: no CUDA
-// header, no standard header under NVRTC, so both compilers read the same lines.
+// header, no standard header under NVRTC, so both compilers read the same lines. Its siblings
+// on this floor: evo_host_launch.h (the host's driver-API half: parameters of a call, TMA map
+// arguments, function attributes, the launch) and evo_regime.h (the shape-regime rule).
 #pragma once
 
 #if defined(__CUDACC__)
@@ -61,6 +63,34 @@ struct EvoLaunch {
   unsigned int kv_splits_max;  // 0 or 1: no split-KV; else the most KV splits one tile may take
   unsigned int kv_block;       // keys per KV block (split-KV kernels: splits hold whole blocks)
   unsigned int pack_gqa;       // 1: a tile's rows are the query heads of one KV head x positions
+};
+
+// TMA tensor maps a variant wants, read by the host from the cubin's `evo_tma` symbol (one
+// source of truth, like evo_launch; EVO_EXPORT_TMA in evo_attn.cuh). The host encodes map i for
+// the call's actual tensor by evo_host_launch.h's rule and passes it in EvoAttnParams.tma[i].
+#define EVO_TMA_NONE 0
+#define EVO_TMA_Q 1
+#define EVO_TMA_K 2
+#define EVO_TMA_V 3
+#define EVO_TMA_O 4
+#define EVO_TMA_SWIZZLE_NONE 0
+#define EVO_TMA_SWIZZLE_32B 1
+#define EVO_TMA_SWIZZLE_64B 2
+#define EVO_TMA_SWIZZLE_128B 3
+#define EVO_TMA_L2_NONE 0
+#define EVO_TMA_L2_64B 1
+#define EVO_TMA_L2_128B 2
+#define EVO_TMA_L2_256B 3
+#define EVO_TMA_SLOTS 4
+
+struct EvoTmaSpec {
+  unsigned int tensor;        // EVO_TMA_Q/K/V/O; EVO_TMA_NONE leaves the slot empty
+  unsigned int box_rows;      // rows (sequence positions) per box, 1..256
+  unsigned int box_cols;      // columns (head_dim elements) per box, 8..256; box_cols * elem bytes <= 128
+                              // for SWIZZLE_128B (fp8 tasks: Q, K, V maps are UINT8 of e4m3 bytes, O's BFLOAT16)
+  unsigned int swizzle;       // EVO_TMA_SWIZZLE_*
+  unsigned int l2_promotion;  // EVO_TMA_L2_*
+  unsigned int reserved;      // 0
 };
 
 // The shape of one call, as the grid rules need it.
@@ -173,4 +203,5 @@ static_assert(__builtin_offsetof(EvoAttnParams, flags) == 176 && __builtin_offse
                   __builtin_offsetof(EvoAttnParams, workspace) == 184 && __builtin_offsetof(EvoAttnParams, tma) == 192,
               "EvoAttnParams: flags, num_splits, workspace, tma at 176, 180, 184, 192");
 static_assert(sizeof(EvoLaunch) == 36, "EvoLaunch: nine 32-bit words (version 1 had the first six)");
+static_assert(sizeof(EvoTmaSpec) == 24, "EvoTmaSpec: six 32-bit words per evo_tma slot");
 #endif
