@@ -4,6 +4,7 @@
 #include <cstdarg>
 #include <cstdio>
 
+#include "evo_domain.h"  // the input domain: kernels/evo_domain.h, beside evo_launch.h
 #include "package.h"
 
 namespace evo_attn {
@@ -66,14 +67,16 @@ bool same_size(const evo_attn_call& c, int t, int dim, int ref_t, const char* wh
                             kTensor[ref_t], dim, (long long)b, what));
 }
 
+// Each size in [1, its domain bound] (evo_domain.h), the four tensors agreeing, Hkv dividing Hq.
 bool check_sizes(const evo_attn_call& c, std::string& error) {
   const char* dims[4] = {"batch", "heads", "sequence length", "head dim"};
+  const int64_t bound[4] = {kEvoDomainMaxBatch, kEvoDomainMaxHeadsQ, kEvoDomainMaxSeq, kMaxInt};
   for (int t = 0; t < 4; ++t)
     for (int d = 0; d < 4; ++d) {
       const int64_t s = tensor(c, t).size[d];
-      if (s < 1 || s > kMaxInt)
-        return fail(
-            error, format("%s.size(%d) = %lld: the %s must be in [1, 2^31 - 1]", kTensor[t], d, (long long)s, dims[d]));
+      if (s < 1 || s > bound[d])
+        return fail(error, format("%s.size(%d) = %lld: the %s must be in [1, %lld] (the op's input domain)",
+                                  kTensor[t], d, (long long)s, dims[d], (long long)bound[d]));
     }
   if (!same_size(c, 1, 0, 0, "the batch", error) || !same_size(c, 2, 0, 0, "the batch", error) ||
       !same_size(c, 2, 1, 1, "the key/value heads", error) || !same_size(c, 2, 2, 1, "the key length", error) ||
@@ -110,16 +113,17 @@ int find_task(const Package& p, const evo_attn_call& c, std::string& error) {
   return -1;
 }
 
-// Head dim contiguous, strides non-negative and 16-byte multiples (TMA and vector loads need
-// it, and evo gated nothing else), no broadcast (stride 0), a 16-byte aligned address.
+// The domain's layout (evo_domain.h): head dim contiguous; other strides positive, 16-byte
+// multiples (TMA and vector loads need it), gaps allowed; no two rows of the view on the same
+// memory; a 16-byte aligned address.
 bool check_layout(const evo_attn_tensor& t, const char* name, int bytes, std::string& error) {
   if (t.stride[3] != 1)
     return fail(error, format("%s.stride(3) = %lld: the head dim must be contiguous (stride 1); call .contiguous()",
                               name, (long long)t.stride[3]));
   if (t.data == 0) return fail(error, format("%s.data_ptr() is null", name));
-  if (t.data % 16 != 0)
-    return fail(error, format("%s.data_ptr() = 0x%llx is not 16-byte aligned; call .clone()", name,
-                              (unsigned long long)t.data));
+  if (t.data % kEvoDomainAlignBytes != 0)
+    return fail(error, format("%s.data_ptr() = 0x%llx is not %lld-byte aligned; call .clone()", name,
+                              (unsigned long long)t.data, kEvoDomainAlignBytes));
   for (int d = 0; d < 3; ++d) {
     if (t.size[d] == 1) continue;  // never stepped over: any stride reads the same elements
     const int64_t s = t.stride[d];
@@ -127,11 +131,19 @@ bool check_layout(const evo_attn_tensor& t, const char* name, int bytes, std::st
       return fail(error, format("%s.stride(%d) = %lld: broadcast or negative strides are not supported; call "
                                 ".contiguous()",
                                 name, d, (long long)s));
-    if ((s * bytes) % 16 != 0)
-      return fail(error, format("%s.stride(%d) = %lld elements (%lld bytes) is not a multiple of 16 bytes; call "
+    if (s > kEvoDomainMaxSpan)
+      return fail(error, format("%s.stride(%d) = %lld: beyond the op's input domain (at most 2^32 elements)", name, d,
+                                (long long)s));
+    if ((s * bytes) % kEvoDomainStrideBytes != 0)
+      return fail(error, format("%s.stride(%d) = %lld elements (%lld bytes) is not a multiple of %lld bytes; call "
                                 ".contiguous()",
-                                name, d, (long long)s, (long long)(s * bytes)));
+                                name, d, (long long)s, (long long)(s * bytes), kEvoDomainStrideBytes));
   }
+  const long long size[3] = {t.size[0], t.size[1], t.size[2]}, stride[3] = {t.stride[0], t.stride[1], t.stride[2]};
+  if (!evo_domain_view_is_distinct(size, stride, t.size[3]))
+    return fail(error, format("%s.stride() = (%lld, %lld, %lld, 1): rows of the view overlap (each element must have "
+                              "its own memory); call .contiguous()",
+                              name, stride[0], stride[1], stride[2]));
   return true;
 }
 
@@ -153,8 +165,9 @@ bool check_overlap(const evo_attn_call& c, std::string& error) {
 }
 
 bool check_scalars(const evo_attn_call& c, std::string& error) {
-  if (!std::isfinite(c.scale) || c.scale <= 0)
-    return fail(error, format("scale = %g: the softmax scale must be finite and > 0", double(c.scale)));
+  if (!std::isfinite(c.scale) || c.scale <= 0 || double(c.scale) > kEvoDomainMaxScale)
+    return fail(error, format("scale = %g: the softmax scale must be in (0, %g] (the op's input domain)",
+                              double(c.scale), kEvoDomainMaxScale));
   const float ds[3] = {c.q_descale, c.k_descale, c.v_descale};
   const char* names[3] = {"q_descale", "k_descale", "v_descale"};
   for (int i = 0; i < 3; ++i) {
@@ -167,16 +180,20 @@ bool check_scalars(const evo_attn_call& c, std::string& error) {
   return true;
 }
 
-bool check_extent(const Package& p, const evo_attn_call& c, const Kernel& k, std::string& error) {
-  const int64_t limit = k.max_checked_elements > kMaxInt ? k.max_checked_elements : kMaxInt;
+// At most kEvoDomainMaxSpan elements a view; beyond 2^31 - 1 only as far as the kernel's gate
+// cases went (a kernel with 32-bit offsets passes every smaller case).
+bool check_extent(const evo_attn_call& c, const Kernel& k, std::string& error) {
+  const int64_t gated = k.max_checked_elements > kEvoDomainInt32Span ? k.max_checked_elements : kEvoDomainInt32Span;
   for (int t = 0; t < 4; ++t) {
     const int64_t n = span(tensor(c, t));
-    if (n > limit)
+    if (n > kEvoDomainMaxSpan)
+      return fail(error, format("%s spans %lld elements, beyond the op's input domain (2^32); split the batch",
+                                kTensor[t], (long long)n));
+    if (n > gated)
       return fail(error, format("%s spans %lld elements, beyond 2^31 - 1 and beyond any case kernel %s (%s) was gated "
                                 "on; split the batch",
                                 kTensor[t], (long long)n, k.name, k.label));
   }
-  (void)p;
   return true;
 }
 
@@ -211,11 +228,7 @@ bool plan_call(const Package& p, const evo_attn_call& c, Plan& plan, std::string
     return fail(error, format("package: task %s has no kernel for the %s regime (a damaged package_data.cpp)",
                               p.tasks[task].name, evo_regime_name(regime)));
   const Kernel& k = p.kernels[kernel];
-  if (!check_extent(p, c, k, error)) return false;
-  if (!k.launch.persistent && (c.q.size[1] > 65535 || c.q.size[0] > 65535))
-    return fail(error, format("%s = %lld: a grid of (tiles, heads, batch) allows at most 65535; split the call",
-                              c.q.size[1] > 65535 ? "q.size(1)" : "q.size(0)",
-                              (long long)(c.q.size[1] > 65535 ? c.q.size[1] : c.q.size[0])));
+  if (!check_extent(c, k, error)) return false;
   plan.task = task;
   plan.kernel = kernel;
   plan.regime = regime;

@@ -4,6 +4,7 @@
 
 #include <regex>
 
+#include "common/evo_domain.h"
 #include "core/errors.h"
 
 namespace evo {
@@ -73,8 +74,15 @@ void validate_shape(const Shape& s, int task_head_dim) {
   if (s.head_dim != task_head_dim)
     throw usage_error(
         fmt::format("shape {}: head dim {} does not match the task's {}", s.dims(), s.head_dim, task_head_dim));
+  // Inside the op's input domain (common/evo_domain.h): the gate tries nothing the op refuses.
+  if (s.batch > kEvoDomainMaxBatch || s.heads_q > kEvoDomainMaxHeadsQ || s.seq_q > kEvoDomainMaxSeq ||
+      s.seq_kv > kEvoDomainMaxSeq)
+    throw usage_error(fmt::format("shape {}: outside the op's input domain (batch <= {}, Hq <= {}, Sq and Skv <= {})",
+                                  s.dims(), kEvoDomainMaxBatch, kEvoDomainMaxHeadsQ, kEvoDomainMaxSeq));
   double elems = double(s.batch) * std::max(s.heads_q, s.heads_kv) * std::max(s.seq_q, s.seq_kv) * s.head_dim;
-  if (elems > 4e9) throw usage_error(fmt::format("shape {}: too large ({} elements per tensor)", s.dims(), elems));
+  if (elems > double(kEvoDomainMaxSpan))
+    throw usage_error(
+        fmt::format("shape {}: too large ({} elements per tensor, the op's domain ends at 2^32)", s.dims(), elems));
 }
 
 }  // namespace evo

@@ -242,6 +242,10 @@ void parse_sanitizer(const json& j, const std::string& origin, GatesConfig& c) {
   const std::string dw = origin + " deep_gate";
   c.deep_gate.shape_sets = field_or<std::vector<std::string>>(dg, "shape_sets", c.deep_gate.shape_sets, dw);
   c.deep_gate.sanitizer = field_or<bool>(dg, "sanitizer", c.deep_gate.sanitizer, dw);
+  c.deep_gate.enabled = field_or<bool>(dg, "enabled", c.deep_gate.enabled, dw);
+  c.deep_gate.inputs = field_or<std::vector<std::string>>(dg, "inputs", c.deep_gate.inputs, dw);
+  for (const auto& in : c.deep_gate.inputs)
+    if (!c.distributions.count(in)) throw usage_error(fmt::format("{}: inputs: '{}' is not in inputs", dw, in));
   for (const auto& set : c.deep_gate.shape_sets)
     if (!c.shape_sets.count(set)) throw usage_error(fmt::format("{}: shape set '{}' is not in shape_sets", dw, set));
 }

@@ -73,11 +73,16 @@ struct SanitizerConfig {
 };
 
 // The deep tier ("deep_gate"): what a candidate about to enter a top-3 passes first, besides the
-// deep sampled cases (SampleSpace::deep): these fixed sets (the huge set: > 2^31 elements,
-// checked on the GPU) and, when `sanitizer`, compute-sanitizer (SanitizerConfig).
+// deep sampled cases (SampleSpace::deep): these fixed sets (the huge set: > 2^31 elements; the
+// frontier set: each bound of the op's input domain), each with every distribution of `inputs`
+// (none: the first of defaults.inputs), all checked on the GPU, and, when `sanitizer`,
+// compute-sanitizer (SanitizerConfig). `enabled` (off until an H200 call regates the committed
+// elites, docs/safety.md): every candidate of a run with a gate seed passes it with its gate cases.
 struct DeepGateConfig {
   std::vector<std::string> shape_sets{"huge"};
+  std::vector<std::string> inputs;
   bool sanitizer = true;
+  bool enabled = false;
 };
 
 struct RegressionConfig {

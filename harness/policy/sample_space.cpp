@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/evo_domain.h"
 #include "core/errors.h"
 
 namespace evo {
@@ -42,6 +43,12 @@ json nonempty_list(const json& j, const std::string& key, const std::string& whe
   return v;
 }
 
+double flops(const json& f, const std::string& where) {
+  if (!f.is_number() || !(f.get<double>() >= 1e6) || f.get<double>() > 1e14)
+    throw usage_error(where + ": must be a number from 1e6 to 1e14");
+  return f.get<double>();
+}
+
 std::string text(const json& v, const std::string& where) {
   if (!v.is_string()) throw usage_error(fmt::format("{}: must be a string", where));
   return v.get<std::string>();
@@ -75,8 +82,13 @@ ScaleChoice parse_scale(const std::string& t, const std::string& where) {
   } catch (const std::exception&) {
     s.factor = 0;
   }
-  if (!(s.factor > 0) || !std::isfinite(s.factor) || s.factor > 100)
-    throw usage_error(fmt::format("{}: bad scale '{}': use a number in (0, 100], 'F/sqrt(D)' or 'F/D'", where, t));
+  bool inside = s.factor > 0 && std::isfinite(s.factor);
+  for (int d : kEvoDomainHeadDims) inside = inside && s.value(d) <= kEvoDomainMaxScale;
+  if (!inside)
+    throw usage_error(
+        fmt::format("{}: bad scale '{}': use a number, 'F/sqrt(D)' or 'F/D' in (0, {}] at every head "
+                    "dim (the op's input domain, common/evo_domain.h)",
+                    where, t, kEvoDomainMaxScale));
   return s;
 }
 
@@ -88,6 +100,14 @@ const char* sample_dim_name(int dim) {
   static const char* names[kSampleDims] = {"layouts",       "alignments",     "batch",    "heads",  "seq_q",  "seq_kv",
                                            "seq_q_residue", "seq_kv_residue", "diagonal", "scales", "inputs", "junk"};
   return dim >= 0 && dim < kSampleDims ? names[dim] : "?";
+}
+
+SampleSpace SampleSpace::for_tier(const CoverageTier& tier) const {
+  SampleSpace s = *this;
+  if (!tier.lengths.empty()) s.lengths = tier.lengths;
+  if (tier.max_tensor_elements > 0) s.max_tensor_elements = tier.max_tensor_elements;
+  if (tier.max_flops > 0) s.max_flops = tier.max_flops;
+  return s;
 }
 
 std::vector<int> SampleSpace::sizes() const {
@@ -142,8 +162,9 @@ HeadConfig head_config(const std::string& t, const std::string& w) {
   } catch (const std::exception&) {
     c.heads_kv = 0;
   }
-  if (c.heads_q < 1 || c.heads_q > 256 || c.heads_kv < 1 || c.heads_q % c.heads_kv != 0)
-    throw usage_error(fmt::format("{}.heads: bad entry '{}': use 'Hq/Hkv' with Hkv dividing Hq (Hq <= 256)", w, t));
+  if (c.heads_q < 1 || c.heads_q > kEvoDomainMaxHeadsQ || c.heads_kv < 1 || c.heads_q % c.heads_kv != 0)
+    throw usage_error(fmt::format("{}.heads: bad entry '{}': use 'Hq/Hkv' with Hkv dividing Hq (Hq <= {})", w, t,
+                                  kEvoDomainMaxHeadsQ));
   return c;
 }
 
@@ -179,14 +200,20 @@ CoverageTier tier(const json& j, const std::string& w) {
     }
   if (j.contains("random_cases")) t.random_cases = int(integer(j.at("random_cases"), 0, 1000, w + ".random_cases"));
   if (j.contains("min_cases")) t.min_cases = int(integer(j.at("min_cases"), 0, 1000, w + ".min_cases"));
+  if (j.contains("lengths")) t.lengths = ranges_from(j, "lengths", int(kEvoDomainMaxSeq), w);
+  if (j.contains("max_tensor_elements"))
+    t.max_tensor_elements = integer(j.at("max_tensor_elements"), 1, kEvoDomainMaxSpan, w + ".max_tensor_elements");
+  if (j.contains("max_flops")) t.max_flops = flops(j.at("max_flops"), w + ".max_flops");
   return t;
 }
 
 std::vector<int> alignments(const json& j, const std::string& w) {
   std::vector<int> out;
   for (const auto& v : nonempty_list(j, "alignments", w)) {
-    const int a = int(integer(v, 16, 256, w + ".alignments"));
-    if ((a & (a - 1)) != 0) throw usage_error(w + ".alignments: use powers of two from 16 to 256 (bytes)");
+    const int a = int(integer(v, kEvoDomainAlignBytes, 256, w + ".alignments"));
+    if ((a & (a - 1)) != 0)
+      throw usage_error(
+          fmt::format("{}.alignments: use powers of two from {} to 256 (bytes)", w, kEvoDomainAlignBytes));
     out.push_back(a);
   }
   return out;
@@ -198,14 +225,12 @@ SampleSpace parse_sample_space(const json& j, const std::string& w) {
   SampleSpace s;
   if (!j.is_object()) throw usage_error(w + ": must be an object");
   s.enabled = true;
-  s.max_tensor_elements = integer(member(j, "max_tensor_elements", w), 1, int64_t(1) << 28, w + ".max_tensor_elements");
-  const json f = member(j, "max_flops", w);
-  if (!f.is_number() || !(f.get<double>() >= 1e6) || f.get<double>() > 1e13)
-    throw usage_error(w + ".max_flops: must be a number from 1e6 to 1e13");
-  s.max_flops = f.get<double>();
-  s.batch = ranges_from(j, "batch", 1024, w);
+  s.max_tensor_elements =
+      integer(member(j, "max_tensor_elements", w), 1, kEvoDomainMaxSpan, w + ".max_tensor_elements");
+  s.max_flops = flops(member(j, "max_flops", w), w + ".max_flops");
+  s.batch = ranges_from(j, "batch", int(kEvoDomainMaxBatch), w);
   s.heads = head_classes(j, w);
-  s.lengths = ranges_from(j, "lengths", 1 << 16, w);
+  s.lengths = ranges_from(j, "lengths", int(kEvoDomainMaxSeq), w);
   s.residues = names_from(j, "residues", {"x64", "x8", "odd"}, w);
   s.diagonals = names_from(j, "diagonals", {"lt", "eq", "gt"}, w);
   s.layouts = names_from(j, "layouts", {"bhsd", "bshd", "packed_qkv", "mixed", "kv_cache", "strided"}, w);

@@ -1,5 +1,6 @@
 // gates.json "sampled": the space the correctness gate draws extra cases from on every run
-// (besides the visible fixed sets). It has twelve dimensions, each a list of values; a run's
+// (besides the visible fixed sets), inside the op's input domain (common/evo_domain.h: every
+// bound is checked against it when gates.json is read). It has twelve dimensions, each a list of values; a run's
 // cases are the rows of a covering array over them (every pair of values of every two
 // dimensions meets in some case, and the triples a tier asks for too: see
 // harness/core/covering_array.h and harness/run/sampler.cpp), built from the run's gate seed.
@@ -62,11 +63,16 @@ struct ScaleChoice {
 };
 
 // How a tier draws its cases: a covering array (all pairs, plus these triples of dimensions),
-// then `random_cases` valid rows drawn at random, then more until there are `min_cases`.
+// then `random_cases` valid rows drawn at random, then more until there are `min_cases`. A tier
+// may reach further than the space's own bounds: its length classes replace the space's, its
+// bounds theirs (empty, 0: the space's).
 struct CoverageTier {
   std::vector<std::array<int, 3>> triples;
   int random_cases = 0;
   int min_cases = 0;
+  std::vector<NamedRange> lengths;
+  int64_t max_tensor_elements = 0;
+  double max_flops = 0;
 };
 
 struct SampleSpace {
@@ -89,6 +95,8 @@ struct SampleSpace {
 
   // Values per dimension, in SampleDim order.
   std::vector<int> sizes() const;
+  // The space a tier draws from: this one with the tier's length classes and bounds.
+  SampleSpace for_tier(const CoverageTier& tier) const;
 };
 
 Residue residue_of(const std::string& name);

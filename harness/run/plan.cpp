@@ -24,11 +24,18 @@ CaseSpec make_case(const Shape& s, unsigned seed, const InputDistribution& in) {
   return c;
 }
 // The deep tier's cases: its covering array and random cases, then the fixed deep sets (first
-// seed, first distribution: what they check is addressing). All are checked on the GPU.
+// seed; each deep_gate distribution: at large work outlier rows and sinks overflow what normal
+// inputs do not). All are checked on the GPU.
 std::vector<CaseSpec> deep_cases(const GatesConfig& gates, const PlanRequest& r) {
   std::vector<CaseSpec> out = draw_deep_cases(gates, r.task, *r.gate_seed);
+  std::vector<InputDistribution> ins{gates.inputs.front()};
+  if (!gates.deep_gate.inputs.empty()) ins.clear();
+  for (const auto& name : gates.deep_gate.inputs) ins.push_back(gates.distributions.at(name));
   for (const Shape& s : gates.shapes(gates.deep_gate.shape_sets, r.task))
-    out.push_back(make_case(s, unsigned(r.seeds.empty() ? 0 : r.seeds.front()), gates.inputs.front()));
+    for (const auto& in : ins) {
+      out.push_back(make_case(s, unsigned(r.seeds.empty() ? 0 : r.seeds.front()), in));
+      out.back().id = kDeepPrefix + out.back().id;  // a deep case (run/large_cases.h checks it on the GPU)
+    }
   for (CaseSpec& c : out) {
     const Tolerance& tol = gates.tolerance(r.task, c.inputs);
     c.device_check = {true, tol.atol, tol.rtol};
@@ -71,7 +78,10 @@ EvalPlan make_plan(const GatesConfig& gates, const PlanRequest& r) {
     }
     p.bench.push_back(b);
   }
-  if (r.deep && r.gate_seed) p.deep_cases = deep_cases(gates, r);
+  if ((r.deep || gates.deep_gate.enabled) && r.gate_seed) p.deep_cases = deep_cases(gates, r);
+  // gates.json deep_gate.enabled (opt-in until an H200 call regates the elites): every candidate
+  // passes the deep tier with its gate cases.
+  if (gates.deep_gate.enabled) p.gate_cases.insert(p.gate_cases.end(), p.deep_cases.begin(), p.deep_cases.end());
   if (r.sanitize) {
     const InputDistribution& in = gates.input(gates.sanitizer.inputs);
     for (const Shape& s : gates.shapes(gates.sanitizer.shape_sets, r.task))

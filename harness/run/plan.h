@@ -20,8 +20,9 @@ struct EvalPlan {
   // `evo run --sanitize`: cases a would-be elite runs once under each compute-sanitizer tool.
   std::vector<CaseSpec> sanitize_cases;
   // The deep tier's cases, each to be checked on the GPU: the deep covering array of the gate
-  // seed and gates.json "deep_gate" shape sets. Empty when the plan has no deep tier, which no
-  // command asks for yet: the tier's runner (and its population rule) waits for a GPU session.
+  // seed and gates.json "deep_gate" shape sets. Empty when the plan has no deep tier. With
+  // gates.json deep_gate.enabled (off by default until an H200 call regates the committed
+  // elites) they are also among gate_cases: every candidate passes them.
   std::vector<CaseSpec> deep_cases;
   // "default" for gates.json's benchmark sets, else "custom-<hash of the shapes>": fitness is
   // only ranked against fitness over the same shapes (`evo evolve`'s screen: "screen-<hash>").

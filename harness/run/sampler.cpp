@@ -18,9 +18,8 @@ namespace {
 // kernel was wrong: sampled/3/2x32x8x1031x2048x64/sq=long:odd/skv=long:x64/diag=lt/batch=few/
 // heads=32/8/ratio=gqa_pow2/layout=bhsd/align=16/junk=nonfinite/scale=1/sqrt(D)/normal, and
 // /streams=2 for a case launched on two streams at once (draw_tier)
-CaseSpec make_case(const GatesConfig& gates, const Task& task, const SampleRows& rows, const CoverRow& row,
-                   SplitMix& rng, const std::string& id_prefix) {
-  const SampleSpace& sp = gates.sampled;
+CaseSpec make_case(const GatesConfig& gates, const SampleSpace& sp, const Task& task, const SampleRows& rows,
+                   const CoverRow& row, SplitMix& rng, const std::string& id_prefix) {
   const SampleRows::Drawn d = rows.realize(row, rng);
   const InputDistribution& in = gates.distributions.at(sp.inputs[size_t(row[kDimInputs])]);
   const ScaleChoice& sc = sp.scales[size_t(row[kDimScale])];
@@ -53,7 +52,8 @@ std::vector<CaseSpec> draw_tier(const GatesConfig& gates, const Task& task, uint
                                 const std::string& prefix) {
   std::vector<CaseSpec> out;
   if (!gates.sampled.enabled) return out;
-  const SampleRows rows(gates.sampled, task);
+  const SampleSpace space = gates.sampled.for_tier(tier);  // the tier's lengths and bounds
+  const SampleRows rows(space, task);
   const CoveringRequest req = rows.request(tier);
   // The task and the tier take part in the stream: two tasks or tiers of a run draw differently.
   SplitMix rng{(uint64_t(seed) << 20) ^ fnv1a(prefix, fnv1a(task.name()))};
@@ -61,7 +61,7 @@ std::vector<CaseSpec> draw_tier(const GatesConfig& gates, const Task& task, uint
   for (int i = 0; i < tier.random_cases; ++i) table.push_back(random_row(req, rng));
   while (int(table.size()) < tier.min_cases) table.push_back(random_row(req, rng));
   for (size_t i = 0; i < table.size(); ++i)
-    out.push_back(make_case(gates, task, rows, table[i], rng, fmt::format("{}{}/", prefix, i)));
+    out.push_back(make_case(gates, space, task, rows, table[i], rng, fmt::format("{}{}/", prefix, i)));
   // Some cases run beside a second problem, both launches in flight on two streams: drawn
   // among all, so they have every kind of shape, layout and junk over the runs.
   const size_t pairs = std::min(out.size(), size_t(gates.sampled.two_streams));

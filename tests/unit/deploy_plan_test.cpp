@@ -127,20 +127,15 @@ TEST(DeployPlan, CausalAndGqaAndExtent) {
   c.q = bshd(c.q.data, 2, 16, 77, 64);
   EXPECT_TRUE(plan_call(kTest, c, p, error)) << error;
   // Beyond 2^31 - 1 elements: refused for k1 (gated on none that large), allowed for k2.
-  c = make(1, 8, 8, 1 << 20, 64);
-  c.q.size[0] = c.k.size[0] = c.v.size[0] = c.o.size[0] = 1;
-  c.q = bhsd(c.q.data, 1, 64, 1 << 20, 64);
-  c.o = bhsd(c.o.data, 1, 64, 1 << 20, 64);
+  c = make(8, 64, 8, 131072, 64);
   EXPECT_NE(refusal(c).find("q spans 4294967296 elements, beyond 2^31 - 1"), std::string::npos) << refusal(c);
   c.is_causal = 1;
   EXPECT_TRUE(plan_call(kTest, c, p, error)) << error;
 }
 
 TEST(DeployPlan, GridLimits) {
-  evo_attn_call c = make(70000, 1, 1, 64, 64, true);  // k2: one CTA per tile, not persistent
-  EXPECT_NE(refusal(c).find("q.size(0) = 70000: a grid of (tiles, heads, batch) allows at most 65535"),
-            std::string::npos)
-      << refusal(c);
+  evo_attn_call c = make(70000, 1, 1, 64, 64, true);  // a grid's z is at most 65535
+  EXPECT_NE(refusal(c).find("q.size(0) = 70000: the batch must be in [1, 65535]"), std::string::npos) << refusal(c);
   EXPECT_EQ(evo_regime_of(kTest.rule, 1, 1, 16), EVO_REGIME_DECODE);
   EXPECT_STREQ(evo_regime_name(2), "batched-short");
   EXPECT_EQ(evo_regime_name(4), nullptr);

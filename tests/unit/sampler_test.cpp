@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <functional>
 #include <map>
 #include <set>
@@ -85,7 +87,8 @@ TEST(Sampler, TheSeedReplaysItsCasesAndAnotherSeedDrawsOthers) {
 
 // Every case is the row it is named for, within the bounds; the rows cover the tier.
 void expect_tier_covered(const GatesConfig& g, const Task& t, uint32_t seed, bool deep) {
-  const SampleSpace& sp = g.sampled;
+  const CoverageTier& tier = deep ? g.sampled.deep : g.sampled.cheap;
+  const SampleSpace sp = g.sampled.for_tier(tier);  // the deep tier's own lengths and bounds
   const auto cases = deep ? draw_deep_cases(g, t, seed) : draw_sampled_cases(g, t, seed);
   const std::string what = fmt::format("{} seed {} {}", t.name(), seed, deep ? "deep" : "cheap");
   std::vector<CoverRow> rows;
@@ -105,7 +108,6 @@ void expect_tier_covered(const GatesConfig& g, const Task& t, uint32_t seed, boo
     rows.push_back(r);
   }
   const SampleRows model(sp, t);
-  const CoverageTier& tier = deep ? sp.deep : sp.cheap;
   const CoveringRequest req = model.request(tier);
   for (const auto& miss : missing_interactions(req, rows)) {
     std::string names;
@@ -133,12 +135,23 @@ TEST(Sampler, EveryRunCoversEveryPairOfValuesWithinTheBounds) {
   }
 }
 
+// Strength 3 over the dimensions that interact (issue 29): length class x head ratio x layout
+// (for Sq and for Skv), causal diagonal x Sq x Skv (the dtype is the task's: every task draws
+// its own), stride kind (the layout names it) x alignment x batch; every triple of values of
+// each is in some case, read back from the cases.
 TEST(Sampler, TheDeepTierCoversItsTriplesWithAtLeast100Cases) {
   const GatesConfig g = repo_gates();
   ASSERT_GE(g.sampled.deep.min_cases, 100);
+  for (const std::array<int, 3> want : {std::array<int, 3>{kDimSeqKv, kDimHeads, kDimLayout},
+                                        {kDimSeqQ, kDimHeads, kDimLayout},
+                                        {kDimSeqQ, kDimSeqKv, kDimDiagonal},
+                                        {kDimLayout, kDimAlignment, kDimBatch}})
+    EXPECT_NE(std::find(g.sampled.deep.triples.begin(), g.sampled.deep.triples.end(), want),
+              g.sampled.deep.triples.end())
+        << sample_dim_name(want[0]) << " x " << sample_dim_name(want[1]) << " x " << sample_dim_name(want[2]);
   for (const char* task : {"fp16-d64-causal", "bf16-d128"})
     for (uint32_t seed : {3u, 1511791795u}) expect_tier_covered(g, parse_task(task), seed, true);
-  EXPECT_EQ(g.deep_gate.shape_sets, std::vector<std::string>{"huge"});
+  EXPECT_EQ(g.deep_gate.shape_sets, (std::vector<std::string>{"huge", "frontier", "long"}));
   EXPECT_TRUE(g.deep_gate.sanitizer);
 }
 
@@ -188,10 +201,10 @@ TEST(Sampler, APlanCarriesTheSeedAndTheSampledCases) {
   EXPECT_TRUE(sampled.deep_cases.empty());
   const EvalPlan deep = make_plan(g, {t, g.gate_sets, g.benchmark_sets, g.seeds, false, 42u, true});
   ASSERT_GE(deep.deep_cases.size(), size_t(g.sampled.deep.min_cases) + 1);
-  EXPECT_EQ(deep.deep_cases.back().id.rfind("huge/", 0), 0u) << deep.deep_cases.back().id;
+  EXPECT_EQ(deep.deep_cases.back().id.rfind("deep/long/", 0), 0u) << deep.deep_cases.back().id;
   for (const auto& c : deep.deep_cases) {
     EXPECT_TRUE(c.device_check.on) << c.id;
-    EXPECT_TRUE(is_deep_case(c.id) || c.id.rfind("huge/", 0) == 0) << c.id;
+    EXPECT_TRUE(is_deep_case(c.id)) << c.id;
   }
   EXPECT_TRUE(make_plan(g, {t, g.gate_sets, g.benchmark_sets, g.seeds, false, std::nullopt, true}).deep_cases.empty())
       << "no gate seed, no deep cases";
