@@ -101,14 +101,6 @@ std::vector<const Record*> run_records(const std::vector<Record>& records, const
   return mine;
 }
 
-ParamSet json_params(const json& params) {
-  ParamSet p;
-  if (params.is_object())
-    for (const auto& [k, v] : params.items())
-      if (v.is_number_integer()) p.emplace_back(k, v.get<long>());
-  return p;
-}
-
 // A configuration from its records (the first screen, the first full evaluation).
 DatasetConfig config_of(const SearchVariant& sv, const ParamSet& p, const std::vector<const Record*>& records) {
   DatasetConfig c{sv.variant->id, p, "unmeasured", "", std::nullopt, std::nullopt};
@@ -231,8 +223,7 @@ Dataset build_dataset(const std::vector<json>& records, const std::string& run, 
   for (const auto& sv : search_space(root, stage, parse_task(d.task))) {
     d.variants.push_back({sv.variant->id, sv.variant->path.string(), sv.variant->source, sv.tunables});
     for (const Record* r : mine)
-      if (r->variant == sv.variant->id)
-        by_config[config_key(*sv.variant, aligned(sv, json_params(r->params)))].push_back(r);
+      if (r->variant == sv.variant->id) by_config[config_key(*sv.variant, aligned(sv, r->params))].push_back(r);
     for (const auto& p : sv.all()) {
       DatasetConfig c = config_of(sv, p, by_config[config_key(*sv.variant, p)]);
       const ConstraintCheck rule = sv.check(p);

@@ -37,12 +37,12 @@ struct EvalOptions {
 };
 
 // The candidate's fitness against the stage's elites and, per shape, against the best peer.
-json standing_json(const Record& rec, const json& population, int stage, const fs::path& peers_file) {
+json standing_json(const Record& rec, const Population& population, int stage, const fs::path& peers_file) {
   json s = {{"elites", json::array()}, {"peers", json::array()}};
   const double f = rec.fitness ? rec.fitness->geomean_median_us.value_or(0) : 0;
   for (const auto& e : stage_elites(population, stage)) {
-    const double ef = number_or(object_or_null(e, "fitness"), "geomean_median_us", 0);
-    s["elites"].push_back({{"candidate_id", e["candidate_id"]},
+    const double ef = e.fitness_us();
+    s["elites"].push_back({{"candidate_id", e.candidate_id ? json(*e.candidate_id) : json(nullptr)},
                            {"fitness_us", ef},
                            {"speedup", f > 0 && ef > 0 ? json(ef / f) : json(nullptr)}});
   }
@@ -136,7 +136,7 @@ void run_eval(const EvalOptions& o) {
                                                          : PlanRequest{t, ctx.gates.gate_sets, ctx.gates.benchmark_sets,
                                                                        ctx.gates.seeds, false, draw_gate_seed()});
       session->prepare_references(plan, [](const std::string&) {});
-      const json pop = session->population(t, plan.benchmark);
+      const Population pop = session->population(t, plan.benchmark);
       rec = session->evaluate(c, current, plan, elite_standing(pop, stage.number, c.id()), "eval",
                               [](const std::string&) {});
       session->drop_sampled_references(plan);

@@ -46,8 +46,8 @@ void print_dispatch(const ExportPlan& plan) {
   for (const auto& task : plan.tasks)
     for (size_t i = 0; i < size_t(kRegimes); ++i) {
       const ExportKernel& k = plan.kernels[size_t(task.kernel[i])];
-      t.add({task.task.name(), regime_name(kAllRegimes[i]), k.name, task.choice[i],
-             k.summary.contains("stage") ? k.summary["stage"].dump() : "-", k.summary.value("variant", "")});
+      t.add({task.task.name(), regime_name(kAllRegimes[i]), k.name, task.choice[i], std::to_string(k.kernel.stage),
+             k.kernel.variant});
     }
   std::cout << t.render();
 }
@@ -56,7 +56,7 @@ void run_export(const ExportOptions& o) {
   if (o.out.empty()) throw usage_error("--out is required: the folder to write the package to");
   const Context ctx = Context::load();
   const std::string gpu = choose_gpu(o);
-  std::vector<std::pair<Task, json>> pops;
+  std::vector<std::pair<Task, Population>> pops;
   std::vector<std::string> origins;
   for (const auto& name : o.tasks) {
     const Task task = parse_task(name);

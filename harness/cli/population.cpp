@@ -29,9 +29,8 @@ void rebuild(const std::string& results_dir, const std::string& populations_dir)
   for (const auto& [key, pop] : pops) {
     write_population(populations_dir, pop);
     size_t elites = 0;
-    for (auto& [stage, list] : pop["stages"].items()) elites += list.size();
-    std::cout << fmt::format("{}/{}.json: {} stages, {} elites\n", pop["gpu"].get<std::string>(),
-                             pop["task"].get<std::string>(), pop["stages"].size(), elites);
+    for (const auto& [stage, list] : pop.stages) elites += list.size();
+    std::cout << fmt::format("{}/{}.json: {} stages, {} elites\n", pop.gpu, pop.task, pop.stages.size(), elites);
   }
   std::cout << fmt::format("{} records read, {} populations written to {}\n", rs.records.size(), pops.size(),
                            populations_dir);

@@ -51,9 +51,9 @@ struct RunOptions : StoreDirs, CacheDir, DeviceChoice {
 };
 
 // The best (lowest) fitness of a stage in a population, or 0.
-double best_fitness(const json& pop, int stage) {
+double best_fitness(const Population& pop, int stage) {
   auto elites = stage_elites(pop, stage);
-  return elites.empty() ? 0.0 : elites.front()["fitness"]["geomean_median_us"].get<double>();
+  return elites.empty() ? 0.0 : elites.front().fitness_us();
 }
 
 // Before any work: a --sanitize run that cannot sanitize must not quietly admit elites.
@@ -134,7 +134,7 @@ void keep_shard(std::vector<TaskWork>& work, const Shard& shard) {
 // candidate is compiled (cheap, cached) so configs that violate a constraint spend no budget.
 TaskWork choose_and_compile(const Stage& stage, const Task& task, const EvalPlan& plan, Session* session,
                             const Compiler& compiler, const RunOptions& o) {
-  std::vector<json> prev;
+  std::vector<Elite> prev;
   std::string arch = "sm_90a";
   if (session) {
     if (o.stage > 0) prev = stage_elites(session->population(task, plan.benchmark), o.stage - 1);

@@ -2,11 +2,10 @@
 // measured spread (the larger of the two fitness spreads, p90 over median, at least 0.5 %).
 // Faster within the spread is a tie: recorded, but it does not take the elite's place.
 #pragma once
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include "store/typed_record.h"
+#include "store/population.h"
 
 namespace evo {
 
@@ -17,6 +16,6 @@ struct Admission {
 };
 
 // `stage_elites`: the population's entries (store/population.h), best first.
-Admission admit(const Fitness& fitness, const std::vector<nlohmann::json>& stage_elites, int slots);
+Admission admit(const Fitness& fitness, const std::vector<Elite>& stage_elites, int slots);
 
 }  // namespace evo

@@ -84,12 +84,6 @@ std::string evolve_run(const Record& r) {
   return e ? e->run : "";
 }
 
-json params_json(const ParamSet& params) {
-  json p = json::object();
-  for (const auto& [k, v] : params) p[k] = v;
-  return p;
-}
-
 std::string params_text(const std::optional<ParamSet>& params) {
   std::string s;
   if (params)

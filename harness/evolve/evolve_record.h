@@ -10,6 +10,7 @@
 
 #include "core/candidate.h"
 #include "core/outcome.h"
+#include "core/param_json.h"
 #include "store/typed_record.h"
 
 namespace evo {
@@ -55,6 +56,5 @@ struct ProposalVerdict {
 nlohmann::json write_verdict(const ProposalVerdict& v);
 ProposalVerdict read_verdict(const nlohmann::json& j);           // from a trace line (resume)
 std::string params_text(const std::optional<ParamSet>& params);  // "A=1 B=2", "" without
-nlohmann::json params_json(const ParamSet& params);              // {"A": 1, "B": 2}
 
 }  // namespace evo

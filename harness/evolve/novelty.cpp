@@ -89,8 +89,7 @@ void NoveltyFilter::add_records(const std::vector<Record>& records) {
       norm = normalized_hash(r.source_sha256, src);
     }
     std::string params;
-    if (r.params.is_object())
-      for (auto& [k, v] : r.params.items()) params += (params.empty() ? "" : " ") + k + "=" + v.dump();
+    for (const auto& [k, v] : r.params) params += (params.empty() ? "" : " ") + k + "=" + std::to_string(v);
     keys_.insert(norm + "|" + (params.empty() ? "(defaults)" : params) + "|" + task_);
   }
 }

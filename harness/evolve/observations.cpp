@@ -14,23 +14,22 @@ const Variant* variant_of(const Stage& stage, const std::string& id) {
 }
 
 // In the variant's order, so a promotion is the same candidate as its screen.
-ParamSet params_of(const Variant& v, const nlohmann::json& params) {
+ParamSet params_of(const Variant& v, const ParamSet& params) {
   ParamSet p;
   for (const auto& t : v.params)
-    if (params.is_object() && params.contains(t.name) && params[t.name].is_number_integer())
-      p.emplace_back(t.name, params[t.name].get<long>());
+    for (const auto& [name, value] : params)
+      if (name == t.name) p.emplace_back(name, value);
   return p;
 }
 
 }  // namespace
 
-std::vector<Observation> elite_observations(const std::vector<nlohmann::json>& elites, const Stage& stage) {
+std::vector<Observation> elite_observations(const std::vector<Elite>& elites, const Stage& stage) {
   std::vector<Observation> out;
   for (const auto& e : elites) {
-    const Variant* v = variant_of(stage, string_or(e, "variant"));
+    const Variant* v = variant_of(stage, e.variant);
     if (!v) continue;
-    out.push_back({v, params_of(*v, e.value("params", nlohmann::json::object())), Fidelity::full, "ok",
-                   number_or(object_or_null(e, "fitness"), "geomean_median_us", 0), 0, string_or(e, "candidate_id")});
+    out.push_back({v, params_of(*v, e.params), Fidelity::full, "ok", e.fitness_us(), 0, e.candidate_id.value_or("")});
   }
   return out;
 }
@@ -39,7 +38,7 @@ std::vector<Observation> observations_of(const std::vector<Record>& records, con
   std::vector<Observation> out;
   for (const auto& r : records) {
     const Variant* v = variant_of(stage, r.variant);
-    if (!v || !r.params.is_object()) continue;
+    if (!v) continue;
     Observation o;
     o.variant = v;
     o.params = params_of(*v, r.params);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "search/strategy.h"
+#include "store/population.h"
 #include "store/typed_record.h"
 
 namespace evo {
@@ -15,6 +16,6 @@ namespace evo {
 std::vector<Observation> observations_of(const std::vector<Record>& records, const Stage& stage,
                                          Fidelity fidelity = Fidelity::full);
 // A population's elites (store/population.h entries: variant, params, candidate id, fitness).
-std::vector<Observation> elite_observations(const std::vector<nlohmann::json>& elites, const Stage& stage);
+std::vector<Observation> elite_observations(const std::vector<Elite>& elites, const Stage& stage);
 
 }  // namespace evo

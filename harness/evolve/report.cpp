@@ -26,10 +26,9 @@ struct RunSummary {
   std::string best_id;
 };
 
-std::string params_of(const json& params) {
+std::string params_of(const ParamSet& params) {
   std::string s;
-  if (params.is_object())
-    for (auto& [k, v] : params.items()) s += (s.empty() ? "" : " ") + k + "=" + v.dump();
+  for (const auto& [k, v] : params) s += (s.empty() ? "" : " ") + k + "=" + std::to_string(v);
   return s.empty() ? "(defaults)" : s;
 }
 
@@ -176,25 +175,22 @@ void lineage_section(std::string& md, const std::vector<json>& records, const st
   const auto by_id = index_by_candidate(typed);
   std::string rows;
   for (const auto& [key, pop] : derive_populations(records)) {
-    if ((!gpu.empty() && pop["gpu"] != gpu) || (!task.empty() && pop["task"] != task) || pop["benchmark"] != "default")
-      continue;
-    for (auto& [stage, elites] : pop["stages"].items())
+    if ((!gpu.empty() && pop.gpu != gpu) || (!task.empty() && pop.task != task) || pop.benchmark != "default") continue;
+    for (const auto& [stage, elites] : pop.stages)
       for (const auto& e : elites) {
         // The elite with its own fitness, then its ancestors (params only: their records may be
         // screens or other benchmarks).
-        std::string chain = fmt::format("`{}` {} {:.2f} µs", string_or(e, "candidate_id").substr(0, 8),
-                                        params_of(e.value("params", json::object())),
-                                        number_or(object_or_null(e, "fitness"), "geomean_median_us", 0));
-        const auto ids = lineage(by_id, string_or(e, "candidate_id"));
+        const std::string id = e.candidate_id.value_or("");
+        std::string chain = fmt::format("`{}` {} {:.2f} µs", id.substr(0, 8), params_of(e.params), e.fitness_us());
+        const auto ids = lineage(by_id, id);
         for (size_t i = 1; i < ids.size(); ++i) {
           auto it = by_id.find(ids[i]);
           if (it == by_id.end()) break;
           chain += fmt::format(" ← `{}` {}", ids[i].substr(0, 8), params_of(it->second.params));
         }
-        std::string vparent = string_or(e, "parent");
+        std::string vparent = e.parent.value_or("");
         if (vparent == "none" || vparent == "null") vparent.clear();
-        rows += fmt::format("| {} | {} | {} | {} | {} | {}{} |\n", pop["gpu"].get<std::string>(),
-                            pop["task"].get<std::string>(), stage, e.value("rank", 0), string_or(e, "variant"), chain,
+        rows += fmt::format("| {} | {} | {} | {} | {} | {}{} |\n", pop.gpu, pop.task, stage, e.rank, e.variant, chain,
                             vparent.empty() ? "" : " ← variant " + vparent);
       }
   }

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "core/param_json.h"
 #include "core/paths.h"
 #include "core/sha256.h"
 #include "search/search_space.h"
@@ -75,9 +76,11 @@ json task_context(const RequestInputs& in, const std::string& gpu) {
           {"search_space", space}};
 }
 
-json elites_of(const RequestInputs& in, const json& pop, const std::map<std::string, Record>& by_id, Sources& sources) {
+json elites_of(const RequestInputs& in, const Population& pop, const std::map<std::string, Record>& by_id,
+               Sources& sources) {
   json out = json::array();
-  for (const auto& e : stage_elites(pop, in.stage->number)) {
+  for (const auto& elite : stage_elites(pop, in.stage->number)) {
+    const json e = elite_json(elite);  // the population file's fields, as the generator reads them
     json x = {{"candidate_id", e["candidate_id"]},
               {"variant", e["variant"]},
               {"params", e["params"]},
@@ -109,7 +112,7 @@ json stage_variants(const RequestInputs& in, Sources& sources) {
   return out;
 }
 
-json insights(const RequestInputs& in, const json& pop, const std::map<std::string, Record>& by_id) {
+json insights(const RequestInputs& in, const Population& pop, const std::map<std::string, Record>& by_id) {
   json notes = json::object();
   const auto sj = in.ctx->root / in.stage->dir / "stage.json";
   if (std::filesystem::exists(sj)) {
@@ -121,16 +124,16 @@ json insights(const RequestInputs& in, const json& pop, const std::map<std::stri
   // Measured deltas: each elite against the record it was bred from.
   json deltas = json::array();
   for (const auto& e : stage_elites(pop, in.stage->number)) {
-    const auto chain = lineage(by_id, string_or(e, "candidate_id"), 1);
+    const auto chain = lineage(by_id, e.candidate_id.value_or(""), 1);
     if (chain.size() < 2 || !by_id.count(chain[1])) continue;
     const Record& parent = by_id.at(chain[1]);
     const double pf = fitness_us(parent);
-    const double cf = number_or(object_or_null(e, "fitness"), "geomean_median_us", 0);
+    const double cf = e.fitness_us();
     if (pf > 0 && cf > 0)
       deltas.push_back({{"parent", chain[1]},
                         {"child", chain[0]},
-                        {"parent_params", parent.params},
-                        {"child_params", e["params"]},
+                        {"parent_params", params_json(parent.params)},
+                        {"child_params", params_json(e.params)},
                         {"parent_us", pf},
                         {"child_us", cf},
                         {"change", fmt::format("{:+.1f} %", 100.0 * (cf / pf - 1.0))}});
@@ -173,7 +176,7 @@ std::vector<std::string> lineage(const std::map<std::string, Record>& by, const 
 json failure_feedback(const Record& r) {
   json f = {{"candidate_id", r.candidate_id},
             {"variant", r.variant},
-            {"params", r.params},
+            {"params", params_json(r.params)},
             {"outcome", std::string(to_string(r.outcome))},
             {"reason", r.reason.value_or("")}};
   if (r.compile && r.compile->extra.contains("log") && r.compile->extra["log"].is_string())
@@ -208,7 +211,7 @@ json build_request(const RequestInputs& in) {
   const std::vector<Record> typed = typed_records(records);
   const std::string gpu = in.gpu_key.empty() ? newest_gpu(typed, in.task.name()) : in.gpu_key;
   const auto by_id = index_by_candidate(typed);
-  json pop = json::object();
+  Population pop;
   for (const auto& [key, p] : derive_populations(records))
     if (key == gpu + "/" + in.task.name()) pop = p;
   json req = {{"schema_version", "2.0"},

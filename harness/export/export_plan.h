@@ -2,20 +2,20 @@
 // shape regime (the population's "regimes" table, store/regimes.h), each distinct kernel once.
 #pragma once
 #include <array>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "core/regime.h"
 #include "core/task.h"
+#include "store/population.h"
 
 namespace evo {
 
 struct ExportKernel {
   std::string name;                  // "k0", "k1", ... (the package's and manifest's name)
   Task task;                         // what it was compiled and gated for
-  nlohmann::json summary;            // the population's kernel entry (candidate, launch, timing, ...)
+  RegimeKernel kernel;               // the population's kernel entry (candidate, launch, timing, ...)
   std::vector<std::string> regimes;  // the regimes of its task that dispatch to it
   std::string label() const;         // "fp16-d64 stage 8 8-cluster/cluster CLUSTER=2,..."
 };
@@ -33,11 +33,11 @@ struct ExportPlan {
   std::vector<ExportTask> tasks;
 };
 
-// `populations`: each task with its population (populations/<gpu>/<task>.json) and the file's
-// name for messages. Throws a usage error naming the file when a population has no regimes
-// (written before them: `evo population rebuild`), a regime has no kernel, or two populations
-// used different regime rules.
-ExportPlan plan_export(const std::string& gpu, const std::vector<std::pair<Task, nlohmann::json>>& populations,
+// `populations`: each task with its population (populations/<gpu>/<task>.json, read and checked
+// by store/population.h) and the file's name for messages. Throws a usage error naming the file
+// when a population has no regimes (written before them: `evo population rebuild`), a regime has
+// no kernel, or two populations used different regime rules.
+ExportPlan plan_export(const std::string& gpu, const std::vector<std::pair<Task, Population>>& populations,
                        const std::vector<std::string>& origins);
 
 }  // namespace evo

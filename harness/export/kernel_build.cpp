@@ -4,6 +4,7 @@
 
 #include "compile/compile_set.h"
 #include "core/errors.h"
+#include "core/param_json.h"
 #include "core/paths.h"
 #include "store/json_fields.h"
 
@@ -14,14 +15,13 @@ using nlohmann::json;
 namespace {
 
 // The recorded tunables in the variant's declaration order, as `evo run` wrote its #defines.
-ParamSet recorded_params(const Variant& v, const json& params, const std::string& who) {
-  if (!params.is_object()) throw usage_error(fmt::format("{}: the population has no params object", who));
+ParamSet recorded_params(const Variant& v, const ParamSet& params, const std::string& who) {
   ParamSet out;
   for (const Tunable& t : v.params)
-    if (params.contains(t.name) && params[t.name].is_number_integer())
-      out.emplace_back(t.name, params[t.name].get<long>());
+    for (const auto& [name, value] : params)
+      if (name == t.name) out.emplace_back(name, value);
   if (out.size() != params.size())
-    throw usage_error(fmt::format("{}: params {} are not all integer tunables of {}", who, params.dump(), v.id));
+    throw usage_error(fmt::format("{}: params {} are not all tunables of {}", who, params_json(params).dump(), v.id));
   return out;
 }
 
@@ -55,36 +55,36 @@ std::string who(const ExportKernel& k) { return fmt::format("kernel {} ({})", k.
 
 // The recorded source and tunables, as a candidate for the recorded architecture.
 KernelBuild prepare(const Context& ctx, const ExportKernel& k) {
-  const json& s = k.summary;
+  const RegimeKernel& s = k.kernel;
   std::string why;
-  auto found = find_elite_source(
-      ctx, {string_or(s, "variant"), string_or(s, "source_path"), string_or(s, "source_sha256")}, &why);
+  auto found = find_elite_source(ctx, {s.variant, s.source_path.value_or(""), s.source_sha256}, &why);
   if (!found) throw usage_error(fmt::format("{}: {}", who(k), why));
   KernelBuild b;
   b.source = std::make_shared<const EliteSource>(std::move(*found));
-  const std::string arch = string_or(s, "arch", "sm_90a");
-  b.candidate = Candidate{&b.source->variant, recorded_params(b.source->variant, s["params"], who(k)), k.task, arch};
+  const std::string arch = s.arch.value_or("sm_90a");
+  b.candidate = Candidate{&b.source->variant, recorded_params(b.source->variant, s.params, who(k)), k.task, arch};
   return b;
 }
 
 void finish(const Compiler& compiler, const ExportKernel& k, KernelBuild& b) {
-  const json& s = k.summary;
+  const RegimeKernel& s = k.kernel;
   if (!b.compiled.verdict.ok() || b.compiled.cubin_path.empty())
     throw usage_error(fmt::format("{}: no longer compiles for {}: {}: {}", who(k), b.candidate.arch,
                                   to_string(b.compiled.verdict.outcome), b.compiled.verdict.reason));
   b.cubin = read_file(b.compiled.cubin_path);
   b.final_source = Compiler::final_source(b.candidate);
-  check_launch(*b.compiled.launch, object_or_null(s, "launch"), who(k));
+  check_launch(*b.compiled.launch, s.launch, who(k));
   std::string why;
   auto tma = read_tma_specs(b.cubin, &why);
   if (!tma) throw usage_error(fmt::format("{}: evo_tma: {}", who(k), why));
   b.tma = *tma;
-  b.same_compile_key = b.compiled.key == string_or(s, "compile_key");
+  const std::string recorded_key = s.compile_key.value_or("");
+  b.same_compile_key = b.compiled.key == recorded_key;
   if (!b.same_compile_key)
     b.warnings.push_back(
         fmt::format("{}: compile key {} differs from the record's {} (another machine, toolkit path "
                     "or NVRTC; the source and launch geometry match)",
-                    who(k), b.compiled.key.substr(0, 12), string_or(s, "compile_key").substr(0, 12)));
+                    who(k), b.compiled.key.substr(0, 12), recorded_key.substr(0, 12)));
   add_ptx(compiler, b);
 }
 

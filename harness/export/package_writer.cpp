@@ -35,7 +35,7 @@ struct Writer {
 };
 
 json kernel_manifest(const ExportKernel& k, const KernelBuild& b) {
-  const json& s = k.summary;
+  const json s = regime_kernel_json(k.kernel);  // the population's fields, as its file has them
   json tma = json::array();
   for (const TmaSpec& t : b.tma)
     if (t.tensor)
@@ -99,8 +99,8 @@ ExportResult write_package(const Context& ctx, const Compiler& compiler, const E
     w.file("kernels/" + k.name + ".cu", b.final_source);
     w.file("kernels/" + k.name + ".cubin", b.cubin);
     if (b.ptx) w.file("kernels/" + k.name + ".ptx", *b.ptx);
-    data.kernels.push_back({k.name, k.label(), string_or(k.summary, "candidate_id"), b.cubin, *b.compiled.launch, b.tma,
-                            (long long)number_or(k.summary, "max_checked_elements", 0.0)});
+    data.kernels.push_back(
+        {k.name, k.label(), k.kernel.candidate_id, b.cubin, *b.compiled.launch, b.tma, k.kernel.max_checked_elements});
     kernels.push_back(kernel_manifest(k, b));
     w.result.warnings.insert(w.result.warnings.end(), b.warnings.begin(), b.warnings.end());
   }

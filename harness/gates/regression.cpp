@@ -257,18 +257,18 @@ GateBaseline baseline_from_records(const std::vector<json>& records, const std::
   }
   for (const auto& t : tasks) parse_task(t);
   for (const auto& [key, pop] : derive_populations(runs)) {
-    if (pop["gpu"].get<std::string>() != b.gpu) continue;
-    const std::string task = pop["task"];
+    if (pop.gpu != b.gpu) continue;
+    const std::string task = pop.task;
     if (!tasks.empty() && std::find(tasks.begin(), tasks.end(), task) == tasks.end()) continue;
     int top = -1;
-    for (const auto& [stage, elites] : pop["stages"].items())
-      if (!elites.empty()) top = std::max(top, std::stoi(stage));
+    for (const auto& [stage, elites] : pop.stages)
+      if (!elites.empty()) top = std::max(top, stage);
     if (top < 0) continue;
-    const json elite = stage_elites(pop, top).front();
+    const Elite elite = stage_elites(pop, top).front();
     const json* record = nullptr;
     for (const auto& r : runs)
-      if (record_gpu_key(r) == b.gpu && string_or(r, "candidate_id") == string_or(elite, "candidate_id") &&
-          string_or(r, "time") == string_or(elite, "time") && string_or(r, "run_id") == string_or(elite, "run_id"))
+      if (record_gpu_key(r) == b.gpu && string_or(r, "candidate_id") == elite.candidate_id.value_or("") &&
+          string_or(r, "time") == elite.time.value_or("") && string_or(r, "run_id") == elite.run_id.value_or(""))
         record = &r;
     if (!record) continue;
     b.time = std::max(b.time, string_or(*record, "time"));

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/errors.h"
+#include "core/param_json.h"
 #include "gates/regression.h"
 #include "store/json_fields.h"
 #include "store/typed_record.h"
@@ -37,7 +38,9 @@ MedianSample sample_of(const TimingEntry& t) {
 const Record* latest_for(const BaselineEntry& entry, const std::string& gpu, const std::vector<Record>& runs) {
   const Record* latest = nullptr;
   for (const auto& r : runs) {
-    if (r.gpu_key() != gpu || r.task != entry.task || r.variant != entry.variant || r.params != entry.params) continue;
+    if (r.gpu_key() != gpu || r.task != entry.task || r.variant != entry.variant ||
+        params_json(r.params) != entry.params)
+      continue;
     if (!latest || !latest->newer_than(r)) latest = &r;  // equal ones: the later line
   }
   return latest;

@@ -10,6 +10,7 @@
 
 #include "core/errors.h"
 #include "core/outcome.h"
+#include "core/param_json.h"
 #include "core/paths.h"
 #include "core/shape.h"
 #include "core/task.h"
@@ -99,11 +100,11 @@ void add_summary(CompareSection& sec) {
 }
 
 // The record behind a stage's rank-1 elite: the last of equal ones, as derive_populations keeps.
-const Record* elite_record(const json& elite, const std::vector<const Record*>& runs) {
+const Record* elite_record(const Elite& elite, const std::vector<const Record*>& runs) {
   const Record* record = nullptr;
   for (const Record* r : runs)
-    if (r->candidate_id == string_or(elite, "candidate_id") && r->time == string_or(elite, "time") &&
-        r->run_id.value_or("") == string_or(elite, "run_id"))
+    if (r->candidate_id == elite.candidate_id.value_or("") && r->time == elite.time.value_or("") &&
+        r->run_id.value_or("") == elite.run_id.value_or(""))
       record = r;
   return record;
 }
@@ -126,7 +127,7 @@ StageRow stage_row(int n, const Record& record, const std::vector<const Record*>
   row.candidate_id = record.candidate_id;
   row.run_id = record.run_id.value_or("");
   row.time = record.time;
-  row.params = record.params;
+  row.params = params_json(record.params);
   for (auto& f : timing_figures(record, facts, ceiling)) {
     StageShapeRow shape_row;
     shape_row.figures = std::move(f);
@@ -139,14 +140,10 @@ StageRow stage_row(int n, const Record& record, const std::vector<const Record*>
 
 // Phase 1: the rank-1 elite of every stage (store/population.cpp decides), with its full
 // record; the section's shapes in order of first appearance.
-void add_stage_rows(CompareSection& sec, const json* population, const std::vector<const Record*>& runs,
+void add_stage_rows(CompareSection& sec, const Population* population, const std::vector<const Record*>& runs,
                     const TaskFacts& facts) {
   if (!population) return;
-  std::vector<int> stage_numbers;
-  for (const auto& [key, elites] : (*population)["stages"].items()) stage_numbers.push_back(std::stoi(key));
-  std::sort(stage_numbers.begin(), stage_numbers.end());
-  for (int n : stage_numbers) {
-    const auto elites = stage_elites(*population, n);
+  for (const auto& [n, elites] : population->stages) {
     if (elites.empty()) continue;
     const Record* record = elite_record(elites.front(), runs);
     if (!record) continue;
@@ -286,7 +283,7 @@ void add_failures(CompareSection& sec, const std::vector<const Record*>& runs) {
 }
 
 CompareSection build_section(const std::string& gpu, const std::string& task, const std::vector<const Record*>& runs,
-                             const json* population, const std::vector<const Record*>& peers,
+                             const Population* population, const std::vector<const Record*>& peers,
                              const CompareThresholds& th) {
   CompareSection sec;
   sec.gpu = gpu;
@@ -295,7 +292,7 @@ CompareSection build_section(const std::string& gpu, const std::string& task, co
   const TaskFacts facts = task_facts(task);
   sec.ceiling_tflops = ceiling_tflops(gpu, facts.dtype);
   add_stage_rows(sec, population, runs, facts);
-  if (population) sec.regimes = regime_rows(*population);
+  if (population) sec.regimes = regime_rows(population_json(*population));
   add_regime_peers(sec.regimes, peers);
   add_peers(sec, peers, facts);
   add_ratios(sec, peers, facts, th.compare.confidence);

@@ -35,15 +35,13 @@ WorkerJob candidate_job(const EvalEnv& env, const Candidate& c, const CompileRes
   return job;
 }
 
-EliteStanding elite_standing(const json& population, int stage, const std::string& candidate_id) {
+EliteStanding elite_standing(const Population& population, int stage, const std::string& candidate_id) {
   EliteStanding s;
   const auto elites = stage_elites(population, stage);
-  if (!elites.empty() && !elites.front()["timing"].empty())
-    s.prune_us = elites.front()["timing"][0]["median_us"].get<double>();
-  if (elites.size() >= size_t(kElites))
-    s.entry_us = elites[size_t(kElites) - 1]["fitness"]["geomean_median_us"].get<double>();
+  if (!elites.empty() && !elites.front().timing.empty()) s.prune_us = elites.front().timing[0].median_us;
+  if (elites.size() >= size_t(kElites)) s.entry_us = elites[size_t(kElites) - 1].fitness_us();
   for (const auto& e : elites)
-    if (e.contains("candidate_id") && e["candidate_id"] == candidate_id) s.is_elite = true;
+    if (e.candidate_id == candidate_id) s.is_elite = true;
   return s;
 }
 

@@ -13,6 +13,7 @@
 #include "policy/config.h"
 #include "run/plan.h"
 #include "run/reference.h"
+#include "store/population.h"
 #include "store/typed_record.h"
 
 namespace evo {
@@ -41,7 +42,7 @@ struct EliteStanding {
   bool is_elite = false;  // this candidate is already one of them (its new record replaces it)
   bool would_enter(double fitness_us) const { return is_elite || entry_us <= 0 || fitness_us < entry_us; }
 };
-EliteStanding elite_standing(const nlohmann::json& population, int stage, const std::string& candidate_id);
+EliteStanding elite_standing(const Population& population, int stage, const std::string& candidate_id);
 
 // The record (docs/records.md) as the typed Record; store/typed_record.h's write_record writes it.
 Record evaluate_candidate(const EvalEnv& env, const Candidate& c, const CompileResult& compiled, const EvalPlan& plan,

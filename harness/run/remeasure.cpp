@@ -53,10 +53,9 @@ struct Item {
 using Sources = std::vector<std::shared_ptr<const EliteSource>>;  // the variants exact candidates point at
 
 // The recorded source of an elite (`exact_sources`): the variant the records measured.
-const Variant* exact_variant(const Context& ctx, const json& e, Sources& sources) {
+const Variant* exact_variant(const Context& ctx, const Elite& e, Sources& sources) {
   std::string why;
-  auto found = find_elite_source(
-      ctx, {e["variant"].get<std::string>(), e.value("source_path", ""), e["source_sha256"].get<std::string>()}, &why);
+  auto found = find_elite_source(ctx, {e.variant, e.source_path.value_or(""), e.source_sha256.value_or("")}, &why);
   if (!found) throw usage_error(why);
   sources.push_back(std::make_shared<const EliteSource>(std::move(*found)));
   return &sources.back()->variant;
@@ -64,33 +63,32 @@ const Variant* exact_variant(const Context& ctx, const json& e, Sources& sources
 
 // An elite's candidate: the recorded source with `exact_sources`, else the variant file as it
 // is now (warning when it changed since). The tunables in the variant's declaration order.
-Candidate elite_candidate(const Context& ctx, const RemeasureOptions& o, const json& e, const Task& task,
+Candidate elite_candidate(const Context& ctx, const RemeasureOptions& o, const Elite& e, const Task& task,
                           const Session& session, Sources& sources) {
-  const Variant* v = o.exact_sources ? exact_variant(ctx, e, sources) : find_variant(ctx, e["variant"]);
-  if (!v)
-    throw usage_error(
-        fmt::format("elite {} of {} is no longer in variants/", e["variant"].get<std::string>(), task.name()));
-  if (sha256_hex(v->source) != e["source_sha256"].get<std::string>())
+  const Variant* v = o.exact_sources ? exact_variant(ctx, e, sources) : find_variant(ctx, e.variant);
+  if (!v) throw usage_error(fmt::format("elite {} of {} is no longer in variants/", e.variant, task.name()));
+  if (sha256_hex(v->source) != e.source_sha256.value_or(""))
     spdlog::warn("{} changed since it became an elite; measuring the file as it is now", v->id);
   ParamSet params;
   for (const Tunable& t : v->params)
-    if (e["params"].contains(t.name)) params.emplace_back(t.name, e["params"][t.name].get<long>());
-  for (const auto& item : e["params"].items()) {
+    for (const auto& [name, value] : e.params)
+      if (name == t.name) params.emplace_back(name, value);
+  for (const auto& item : e.params) {
     // A named copy, not a structured binding: clang 14 (CI's fuzz build) cannot capture those.
-    const std::string name = item.key();
+    const std::string name = item.first;
     if (std::none_of(params.begin(), params.end(), [&](const auto& p) { return p.first == name; }))
-      params.emplace_back(name, item.value().get<long>());
+      params.push_back(item);
   }
   return Candidate{v, params, task, session.gpu().arch()};
 }
 
 // The stages to measure of a population: --stages, --stage, or the highest with elites.
-std::vector<int> chosen_stages(const RemeasureOptions& o, const json& pop) {
+std::vector<int> chosen_stages(const RemeasureOptions& o, const Population& pop) {
   if (!o.stages.empty()) return o.stages;
   int stage = o.stage;
   if (stage < 0)
-    for (auto& [k, v] : pop["stages"].items())
-      if (!v.empty()) stage = std::max(stage, std::stoi(k));
+    for (const auto& [k, v] : pop.stages)
+      if (!v.empty()) stage = std::max(stage, k);
   return {stage};
 }
 
@@ -98,8 +96,8 @@ std::vector<int> chosen_stages(const RemeasureOptions& o, const json& pop) {
 void plan_elites(const Context& ctx, const RemeasureOptions& o, Session& session, Compiler& compiler,
                  std::vector<EvalPlan>& plans, std::vector<Item>& items, Sources& sources) {
   for (const Task& task : remeasure_tasks(ctx, o, session)) {
-    const json pop = session.population(task, "default");
-    std::vector<json> elites;
+    const Population pop = session.population(task, "default");
+    std::vector<Elite> elites;
     for (int stage : chosen_stages(o, pop)) {
       auto list = stage_elites(pop, stage);
       for (int i = 0; i < o.top && i < int(list.size()); ++i) elites.push_back(list[size_t(i)]);
@@ -109,7 +107,7 @@ void plan_elites(const Context& ctx, const RemeasureOptions& o, Session& session
         make_plan(ctx.gates, {task, ctx.gates.gate_sets, o.bench.empty() ? ctx.gates.benchmark_sets : o.bench,
                               ctx.gates.seeds, false, o.gate_seed}));
     session.prepare_references(plans.back(), [](const std::string& s) { spdlog::info("{}", s); });
-    for (const json& e : elites) {
+    for (const Elite& e : elites) {
       Candidate c = elite_candidate(ctx, o, e, task, session, sources);
       items.push_back({c, compiler.compile(c), plans.size() - 1});
     }

@@ -7,21 +7,16 @@
 namespace evo {
 
 std::vector<Selected> select_candidates(const Stage& stage, const Task& task, const std::string& arch,
-                                        const std::vector<nlohmann::json>& previous_elites, uint64_t rng_seed) {
+                                        const std::vector<Elite>& previous_elites, uint64_t rng_seed) {
   std::vector<Selected> out;
   std::set<std::string> seen;
   auto add = [&](const Variant& v, const ParamSet& p, const char* origin) {
     Candidate c{&v, p, task, arch};
     if (seen.insert(v.id + "|" + c.params_text()).second) out.push_back({c, origin});
   };
-  for (const auto& elite : previous_elites) {
-    ParamSet base;
-    if (elite.contains("params") && elite["params"].is_object())
-      for (auto& [k, val] : elite["params"].items())
-        if (val.is_number_integer()) base.emplace_back(k, val.get<long>());
+  for (const auto& elite : previous_elites)
     for (const auto& v : stage.variants)
-      if (v.supports(task)) add(v, carry_params(v, base), "elite");
-  }
+      if (v.supports(task)) add(v, carry_params(v, elite.params), "elite");
   // No elites to start from: each variant's declared defaults come first.
   if (previous_elites.empty())
     for (const auto& v : stage.variants)

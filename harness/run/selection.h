@@ -3,11 +3,11 @@
 // in a reproducible shuffled order. Duplicates are dropped.
 #pragma once
 #include <cstdint>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "core/candidate.h"
+#include "store/population.h"
 
 namespace evo {
 
@@ -17,6 +17,6 @@ struct Selected {
 };
 
 std::vector<Selected> select_candidates(const Stage& stage, const Task& task, const std::string& arch,
-                                        const std::vector<nlohmann::json>& previous_elites, uint64_t rng_seed);
+                                        const std::vector<Elite>& previous_elites, uint64_t rng_seed);
 
 }  // namespace evo

@@ -102,16 +102,18 @@ void Session::refresh_populations() const {
   const auto others = lock_results(options_.results_dir);  // and a merge or rebuild beside the run
   RecordSet all = read_records(options_.results_dir);
   for (const auto& [key, pop] : derive_populations(all.records))
-    if (pop["gpu"].get<std::string>() == env_.gpu.key) write_population(options_.populations_dir, pop);
+    if (pop.gpu == env_.gpu.key) write_population(options_.populations_dir, pop);
 }
 
-json Session::population(const Task& task, const std::string& benchmark) const {
+Population Session::population(const Task& task, const std::string& benchmark) const {
   const fs::path file = population_path(options_.populations_dir, env_.gpu.key, task.name(), benchmark);
-  if (!fs::exists(file))
-    return json{{"schema_version", kPopulationSchemaVersion},
-                {"gpu", env_.gpu.key},
-                {"task", task.name()},
-                {"stages", json::object()}};
+  if (!fs::exists(file)) {
+    Population empty;
+    empty.schema = *SchemaVersion::parse(kPopulationSchemaVersion);
+    empty.gpu = env_.gpu.key;
+    empty.task = task.name();
+    return empty;
+  }
   return read_population(file);
 }
 

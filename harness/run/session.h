@@ -43,7 +43,7 @@ class Session {
   // measured; appended like any other so the loss is visible and counted.
   Record record_device_failure(const Candidate& c, const CompileResult& compiled, const EvalPlan& plan,
                                const std::string& origin, const std::string& why);
-  nlohmann::json population(const Task& task, const std::string& benchmark) const;  // this GPU's, or empty
+  Population population(const Task& task, const std::string& benchmark) const;  // this GPU's, or empty
   const GpuInfo& gpu() const { return env_.gpu; }
   // `evo evolve` and `evo eval`: adds their fields to each evaluated record before it is written.
   void set_annotate(std::function<void(Record&)> annotate) { annotate_ = std::move(annotate); }

@@ -38,7 +38,8 @@ Record candidate_record(const Candidate& c) {
     r.extra["parent"] = nullptr;
   r.source_path = c.variant->path.string();
   r.source_sha256 = sha256_hex(c.variant->source);
-  for (const auto& [k, v] : c.params) r.params[k] = v;
+  r.params = c.params;
+  std::sort(r.params.begin(), r.params.end());  // key order, as a record read back has them
   r.task = c.task.name();
   r.arch = c.arch;
   return r;

@@ -8,8 +8,11 @@
 #include <set>
 
 #include "core/errors.h"
+#include "core/param_json.h"
 #include "core/shape.h"
 #include "store/json_fields.h"
+#include "store/population.h"
+#include "store/typed_record.h"
 
 namespace evo {
 
@@ -19,25 +22,20 @@ namespace {
 
 // One candidate's time on one shape, from its newest admitted record that timed the shape.
 struct ShapeTime {
-  const json* record = nullptr;
-  const json* entry = nullptr;
+  const Record* record = nullptr;
+  const TimingEntry* entry = nullptr;
 };
 
 struct Kernel {
-  const json* newest = nullptr;             // launch, compile key, stage
+  const Record* newest = nullptr;           // launch, compile key, stage
   std::map<std::string, ShapeTime> shapes;  // shape dims -> time
   long long max_checked_elements = 0;       // the largest tensor of any checked gate case
 };
 
-// The population's identity of a candidate: what was compiled, for which task.
-std::string identity(const json& r) {
-  return string_or(r, "variant") + "|" + (r.contains("params") ? r["params"].dump() : "null") + "|" +
-         string_or(r, "task") + "|" + string_or(r, "source_sha256");
-}
+std::string identity(const Record& r) { return candidate_identity(r.variant, r.params, r.task, r.source_sha256); }
 
-bool timed(const json& t) {
-  const auto m = finite_number(t, "median_us");
-  return m && *m > 0 && !string_or(t, "shape").empty();
+bool timed(const TimingEntry& t) {
+  return t.median_us && std::isfinite(*t.median_us) && *t.median_us > 0 && t.shape && !t.shape->empty();
 }
 
 // Shapes come from records of other machines (evo merge): std::regex recurses per character, so
@@ -60,29 +58,28 @@ long long largest_tensor(const std::string& dims) {
 }
 
 // Over the passed correctness and post-timing checks of a record.
-long long max_checked(const json& r) {
+long long max_checked(const Record& r) {
   long long most = 0;
-  const json gates = object_or_null(r, "gates");
-  for (const char* g : {"correctness", "post_timing"}) {
-    const json gate = object_or_null(gates, g);
-    if (!gate.is_object() || !gate.contains("checks") || !gate["checks"].is_array()) continue;
-    for (const auto& c : gate["checks"])
-      if (flag(c, "pass")) most = std::max(most, largest_tensor(string_or(c, "shape")));
+  if (!r.gates) return most;
+  for (const auto* gate : {&r.gates->correctness, &r.gates->post_timing}) {
+    if (!*gate || !(*gate)->checks) continue;
+    for (const GateCheck& c : *(*gate)->checks)
+      if (c.pass.value_or(false)) most = std::max(most, largest_tensor(c.shape.value_or("")));
   }
   return most;
 }
 
-std::map<std::string, Kernel> kernels_of(const std::vector<const json*>& records) {
+std::map<std::string, Kernel> kernels_of(const std::vector<const Record*>& records) {
   std::map<std::string, Kernel> out;
-  for (const json* r : records) {
+  for (const Record* r : records) {
     Kernel& k = out[identity(*r)];
-    if (!k.newest || newer_record(*r, *k.newest)) k.newest = r;
+    if (!k.newest || r->newer_than(*k.newest)) k.newest = r;
     k.max_checked_elements = std::max(k.max_checked_elements, max_checked(*r));
-    if (!r->contains("timing") || !(*r)["timing"].is_array()) continue;
-    for (const json& t : (*r)["timing"]) {
+    if (!r->timing) continue;
+    for (const TimingEntry& t : *r->timing) {
       if (!timed(t)) continue;
-      ShapeTime& st = k.shapes[string_or(t, "shape")];
-      if (!st.record || newer_record(*r, *st.record)) st = {r, &t};
+      ShapeTime& st = k.shapes[*t.shape];
+      if (!st.record || r->newer_than(*st.record)) st = {r, &t};
     }
   }
   return out;
@@ -106,35 +103,39 @@ struct Score {
 Score geomean(const Kernel& k, const std::set<std::string>& shapes) {
   double lm = 0, lp = 0;
   for (const auto& s : shapes) {
-    const json& t = *k.shapes.at(s).entry;
-    const double m = number_or(t, "median_us", 0.0);
+    const TimingEntry& t = *k.shapes.at(s).entry;
+    const double m = t.median_us.value_or(0.0);
     lm += std::log(m);
-    lp += std::log(std::max(m, number_or(t, "p90_us", m)));
+    lp += std::log(std::max(m, t.p90_us.value_or(m)));
   }
   const double n = double(shapes.size());
   return {std::exp(lm / n), std::exp(lp / n)};
 }
 
-json kernel_summary(const Kernel& k) {
-  const json& r = *k.newest;
-  const json compile = object_or_null(r, "compile");
-  json timing = json::array();
+RegimeKernel kernel_summary(const Kernel& k) {
+  const Record& r = *k.newest;
+  RegimeKernel s;
   for (const auto& [shape, st] : k.shapes) {
-    json t = {{"shape", shape},
-              {"median_us", number_or(*st.entry, "median_us", 0.0)},
-              {"p90_us", number_or(*st.entry, "p90_us", 0.0)},
-              {"run_id", string_or(*st.record, "run_id")}};
-    for (const char* extra : {"graph_us", "back_to_back_us"})
-      if (auto v = finite_number(*st.entry, extra)) t[extra] = *v;
-    timing.push_back(t);
+    RegimeKernelTime t{shape,
+                       st.record->run_id.value_or(""),
+                       st.entry->median_us.value_or(0.0),
+                       st.entry->p90_us.value_or(0.0),
+                       finite_number(st.entry->extra, "graph_us"),
+                       finite_number(st.entry->extra, "back_to_back_us")};
+    s.timing.push_back(std::move(t));
   }
-  json s;
-  for (const char* f : {"candidate_id", "variant", "stage", "params", "source_path", "source_sha256", "arch"})
-    s[f] = r.contains(f) ? r[f] : json(nullptr);
-  s["compile_key"] = compile.is_object() && compile.contains("cache_key") ? compile["cache_key"] : json(nullptr);
-  s["launch"] = object_or_null(compile, "launch");
-  s["timing"] = timing;
-  s["max_checked_elements"] = k.max_checked_elements;
+  s.candidate_id = r.candidate_id;
+  s.variant = r.variant;
+  s.stage = r.stage;
+  s.params = r.params;
+  s.source_path = r.source_path;
+  s.source_sha256 = r.source_sha256;
+  s.arch = r.arch;
+  if (r.compile) {
+    s.compile_key = r.compile->cache_key;
+    s.launch = object_or_null(r.compile->extra, "launch");
+  }
+  s.max_checked_elements = k.max_checked_elements;
   return s;
 }
 
@@ -149,7 +150,7 @@ struct Fastest {
   const Kernel* kernel = nullptr;
   std::string id;
   Score score;
-  size_t eligible = 0;
+  long long eligible = 0;
 };
 
 Fastest fastest_over(const std::map<std::string, Kernel>& kernels, const std::set<std::string>& shapes) {
@@ -158,7 +159,7 @@ Fastest fastest_over(const std::map<std::string, Kernel>& kernels, const std::se
     if (!covers(k, shapes)) continue;
     ++f.eligible;
     const Score sc = geomean(k, shapes);
-    const std::string cid = string_or(*k.newest, "candidate_id");
+    const std::string& cid = k.newest->candidate_id;
     if (!f.kernel || sc.median < f.score.median ||
         (sc.median == f.score.median && (sc.p90 < f.score.p90 || (sc.p90 == f.score.p90 && cid < f.id))))
       f = {&k, cid, sc, f.eligible};
@@ -167,44 +168,54 @@ Fastest fastest_over(const std::map<std::string, Kernel>& kernels, const std::se
 }
 
 // One regime's row: its shapes, the fastest kernel timed on all of them, and the choice.
-json regime_row(const RegimeRule& rule, Regime regime, const std::map<std::string, Kernel>& kernels,
-                const std::string& default_id, std::set<std::string>& used) {
+RegimeChoice regime_row(const RegimeRule& rule, Regime regime, const std::map<std::string, Kernel>& kernels,
+                        const std::string& default_id, std::set<std::string>& used) {
   std::set<std::string> shapes;
   for (const auto& [id, k] : kernels)
     for (const auto& [shape, st] : k.shapes)
       if (shape_regime(rule, shape) == regime) shapes.insert(shape);
-  json row = {{"regime", regime_name(regime)}, {"condition", regime_condition(rule, regime)}, {"shapes", shapes}};
+  RegimeChoice row;
+  row.regime = regime;
+  row.condition = regime_condition(rule, regime);
+  row.shapes.assign(shapes.begin(), shapes.end());
   const Fastest best = fastest_over(kernels, shapes);
-  row["candidates"] = best.eligible;
+  row.candidates = best.eligible;
   const Kernel* chosen = best.kernel;
-  std::string choice = "fastest";
+  row.choice = "fastest";
   auto def = default_id.empty() ? kernels.end() : kernels.find(default_id);
   if (!best.kernel) {
     chosen = def == kernels.end() ? nullptr : &def->second;
-    choice = "default (unmeasured)";
+    row.choice = "default (unmeasured)";
   } else if (def != kernels.end() && &def->second != best.kernel && covers(def->second, shapes)) {
     const Score d = geomean(def->second, shapes);
-    row["default_geomean_median_us"] = d.median;
+    row.default_geomean_median_us = d.median;
     if (d.median <= best.score.p90) {  // faster only within the winner's own spread: a tie
       chosen = &def->second;
-      choice = "default (tie)";
+      row.choice = "default (tie)";
     }
   }
   if (best.kernel) {
-    row["fastest"] = best.id;
-    row["fastest_geomean_median_us"] = best.score.median;
-    row["fastest_geomean_p90_us"] = best.score.p90;
+    row.fastest = best.id;
+    row.fastest_geomean_median_us = best.score.median;
+    row.fastest_geomean_p90_us = best.score.p90;
     const Score c = geomean(*chosen, shapes);
-    row["geomean_median_us"] = c.median;
-    row["geomean_p90_us"] = c.p90;
+    row.geomean_median_us = c.median;
+    row.geomean_p90_us = c.p90;
   }
-  row["choice"] = choice;
-  row["kernel"] = chosen ? json(string_or(*chosen->newest, "candidate_id")) : json(nullptr);
-  if (chosen) used.insert(identity(*chosen->newest));
+  if (chosen) {
+    row.kernel = chosen->newest->candidate_id;
+    used.insert(identity(*chosen->newest));
+  }
   return row;
 }
 
 }  // namespace
+
+const RegimeKernel* RegimeTable::kernel(const std::string& candidate_id) const {
+  for (const auto& k : kernels)
+    if (k.candidate_id == candidate_id) return &k;
+  return nullptr;
+}
 
 json regime_rule_json(const RegimeRule& rule) {
   return {{"decode_max_seq_q", rule.decode_max_seq_q},
@@ -223,36 +234,22 @@ std::optional<RegimeRule> regime_rule_from_json(const json& j) {
   return r;
 }
 
-json fastest_elite(const json& population) {
-  json best = nullptr;
-  if (!population.contains("stages") || !population["stages"].is_object()) return best;
-  for (const auto& [stage, elites] : population["stages"].items()) {
-    if (!elites.is_array() || elites.empty()) continue;
-    const json& e = elites.front();
-    const double f = number_or(object_or_null(e, "fitness"), "geomean_median_us", 0.0);
-    if (f > 0 && (best.is_null() || f < number_or(best["fitness"], "geomean_median_us", 0.0))) best = e;
-  }
-  return best;
-}
-
-json derive_regimes(const std::vector<const json*>& records, const json& population, const RegimeRule& rule) {
+RegimeTable derive_regimes(const std::vector<const Record*>& records, const Elite* default_kernel,
+                           const std::string& task, const RegimeRule& rule) {
   const auto kernels = kernels_of(records);
-  json def = fastest_elite(population);
   std::string default_id;
-  if (def.is_object()) {
-    def["task"] = string_or(population, "task");
-    default_id = identity(def);
+  RegimeTable t;
+  t.rule = rule;
+  if (default_kernel) {
+    default_id = candidate_identity(default_kernel->variant, default_kernel->params, task,
+                                    default_kernel->source_sha256.value_or(""));
+    t.default_kernel = default_kernel->candidate_id;
   }
   std::set<std::string> used;
-  json table = json::array();
-  for (Regime r : kAllRegimes) table.push_back(regime_row(rule, r, kernels, default_id, used));
-  json list = json::array();
+  for (Regime r : kAllRegimes) t.table.push_back(regime_row(rule, r, kernels, default_id, used));
   for (const auto& [id, k] : kernels)
-    if (used.count(id)) list.push_back(kernel_summary(k));
-  return {{"rule", regime_rule_json(rule)},
-          {"default", def.is_object() ? def["candidate_id"] : json(nullptr)},
-          {"kernels", list},
-          {"table", table}};
+    if (used.count(id)) t.kernels.push_back(kernel_summary(k));
+  return t;
 }
 
 }  // namespace evo

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "core/param_json.h"
 #include "store/json_fields.h"
 #include "store/record.h"
 #include "store/record_values.h"
@@ -94,25 +95,6 @@ json write_timing(const TimingEntry& t) {
   return j;
 }
 
-Fitness read_fitness(json j) {
-  Fitness f;
-  take(j, "geomean_median_us", f.geomean_median_us);
-  take(j, "geomean_p90_us", f.geomean_p90_us);
-  take(j, "shapes", f.shapes);
-  take(j, "complete", f.complete);
-  f.extra = std::move(j);
-  return f;
-}
-
-json write_fitness(const Fitness& f) {
-  json j = f.extra;
-  put(j, "geomean_median_us", f.geomean_median_us);
-  put(j, "geomean_p90_us", f.geomean_p90_us);
-  put(j, "shapes", f.shapes);
-  put(j, "complete", f.complete);
-  return j;
-}
-
 // phases.detail: read when every value is a number or null, else left as it is.
 void take_detail(json& phases, std::optional<PhaseDetail>& out) {
   auto it = phases.find("detail");
@@ -159,6 +141,9 @@ std::string required_fields_error(const json& j) {
     if (!j.contains(k) || !j[k].is_string()) return std::string("field '") + k + "' missing or not a string";
   if (!j.contains("stage") || !j["stage"].is_number_integer()) return "field 'stage' missing or not an integer";
   if (!j.contains("params") || !j["params"].is_object()) return "field 'params' missing or not an object";
+  if (!params_from_json(j["params"]))
+    return "field 'params' is " + j["params"].dump(-1, ' ', false, json::error_handler_t::replace).substr(0, 200) +
+           ": every tunable must be an integer";
   if (!outcome_from_string(j["outcome"].get<std::string>()))
     return "unknown outcome '" + j["outcome"].get<std::string>() + "'";
   if (j.contains("timing") && !j["timing"].is_array()) return "field 'timing' is not a list";
@@ -174,6 +159,29 @@ void take_required(json& j, const char* key, std::string& out) {
 }
 
 }  // namespace
+
+namespace record_io {
+
+Fitness read_fitness(json j) {
+  Fitness f;
+  take(j, "geomean_median_us", f.geomean_median_us);
+  take(j, "geomean_p90_us", f.geomean_p90_us);
+  take(j, "shapes", f.shapes);
+  take(j, "complete", f.complete);
+  f.extra = std::move(j);
+  return f;
+}
+
+json write_fitness(const Fitness& f) {
+  json j = f.extra;
+  put(j, "geomean_median_us", f.geomean_median_us);
+  put(j, "geomean_p90_us", f.geomean_p90_us);
+  put(j, "shapes", f.shapes);
+  put(j, "complete", f.complete);
+  return j;
+}
+
+}  // namespace record_io
 
 GateCheck read_gate_check(json j) { return read_check(std::move(j)); }
 TimingEntry read_timing_entry(json j) { return read_timing(std::move(j)); }
@@ -219,7 +227,7 @@ RecordRead read_record(const json& in) {
   take_required(j, "source_sha256", r.source_sha256);
   r.outcome = *outcome_from_string(j["outcome"].get<std::string>());
   r.stage = j["stage"].get<int>();
-  r.params = j["params"];
+  r.params = *params_from_json(j["params"]);
   for (const char* k : {"outcome", "stage", "params"}) j.erase(k);
   take(j, "run_id", r.run_id);
   take(j, "parent", r.parent);
@@ -255,7 +263,7 @@ json write_record(const Record& r) {
   j["time"] = r.time;
   j["source_sha256"] = r.source_sha256;
   j["stage"] = r.stage;
-  j["params"] = r.params;
+  j["params"] = params_json(r.params);
   j["outcome"] = std::string(to_string(r.outcome));
   put(j, "run_id", r.run_id);
   put(j, "parent", r.parent);

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/candidate.h"
 #include "core/outcome.h"
 
 namespace evo {
@@ -151,7 +152,7 @@ struct Record {
   std::string kind, candidate_id, variant, task, time, source_sha256;
   int stage = 0;
   Outcome outcome = Outcome::ok;
-  nlohmann::json params = nlohmann::json::object();
+  ParamSet params;  // the tunables, in the record's key order (sorted): a variant's order is its own
   std::optional<std::string> run_id, parent, source_path, arch, origin, benchmark, reason;
   std::optional<RecordEnv> env;
   std::optional<RecordCompile> compile;

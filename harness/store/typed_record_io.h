@@ -85,6 +85,10 @@ void put_list(nlohmann::json& obj, const char* key, const std::optional<std::vec
 TimingIntegrity read_integrity(nlohmann::json j);
 nlohmann::json write_integrity(const TimingIntegrity& t);
 
+// The fitness part (store/typed_record.cpp), which a population's elites carry too.
+Fitness read_fitness(nlohmann::json j);
+nlohmann::json write_fitness(const Fitness& f);
+
 // The gates part (store/typed_record_gates.cpp).
 RecordGates read_gates(nlohmann::json j);
 nlohmann::json write_gates(const RecordGates& g);

@@ -15,6 +15,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   evo::RecordSet rs;
   evo::parse_records_text(text, "results/fuzz.jsonl", rs);
   for (const auto& [key, population] : evo::derive_populations(rs.records))
-    (void)evo::parse_population(population.dump(2, ' ', false, nlohmann::json::error_handler_t::replace), key);
+    (void)evo::parse_population(
+        evo::population_json(population).dump(2, ' ', false, nlohmann::json::error_handler_t::replace), key);
   return 0;
 }

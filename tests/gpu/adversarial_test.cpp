@@ -271,32 +271,33 @@ void check_suite(const Suite& s, const std::string& sets) {
 
   // Populations: exactly what the records derive, honest kernels only, the baseline among them.
   const std::string gpu = by_variant.begin()->second["env"]["gpu_key"];
-  const json* derived = nullptr;
+  const Population* derived = nullptr;
   const auto all_derived = derive_populations(rs.records);
   for (const auto& [key, p] : all_derived)
-    if (p["gpu"].get<std::string>() == gpu && p["task"] == s.task) derived = &p;
+    if (p.gpu == gpu && p.task == s.task) derived = &p;
   ASSERT_NE(derived, nullptr) << "no population derives from the records";
-  const fs::path pop_file = population_path(s.populations, gpu, s.task, derived->value("benchmark", std::string()));
+  const fs::path pop_file = population_path(s.populations, gpu, s.task, derived->benchmark.value_or(""));
   ASSERT_TRUE(fs::exists(pop_file)) << pop_file;
-  const json pop = read_population(pop_file);
+  const Population pop = read_population(pop_file);
   size_t admitted = 0, lost = 0;
   std::set<std::string> in_file;
   for (const auto& e : stage_elites(pop, 0)) {
-    const std::string id = e["variant"];
+    const std::string id = e.variant;
     in_file.insert(id);
     const std::string file = stem(id.substr(id.find('/') + 1)) + ".cu";
     if (!s.expected.count(file) || s.expected.at(file) != "ok") {
       ++admitted;
-      ADD_FAILURE() << id << " entered the population (rank " << e["rank"] << ", fitness " << e["fitness"].dump()
+      ADD_FAILURE() << id << " entered the population (rank " << e.rank << ", fitness " << e.fitness_us() << " us"
                     << ") though its expected verdict is " << (s.expected.count(file) ? s.expected.at(file) : "?");
     }
   }
   for (const auto& e : stage_elites(*derived, 0))
-    if (!in_file.count(e["variant"].get<std::string>())) {
+    if (!in_file.count(e.variant)) {
       ++lost;
-      ADD_FAILURE() << e["variant"] << " is an elite of the records but missing from " << pop_file;
+      ADD_FAILURE() << e.variant << " is an elite of the records but missing from " << pop_file;
     }
-  EXPECT_TRUE(in_file.count(variant_id(kControl))) << "the real baseline must be an elite: " << pop.dump(1);
+  EXPECT_TRUE(in_file.count(variant_id(kControl)))
+      << "the real baseline must be an elite: " << population_json(pop).dump(1);
 
   const std::string figure = fmt::format(
       "{}: {}{} adversarial candidates tried, {} rejected with the expected verdict, {} admitted, {} population "

@@ -51,7 +51,7 @@ TEST(Fp8, DescaleTricksAreRejectedAndTheControlPasses) {
   }
   // Only honest kernels in the population.
   for (const auto& [key, pop] : derive_populations(rs.records))
-    for (const auto& e : stage_elites(pop, 0)) EXPECT_EQ(want[e["variant"].get<std::string>()], "ok") << e.dump();
+    for (const auto& e : stage_elites(pop, 0)) EXPECT_EQ(want[e.variant], "ok") << elite_json(e).dump();
 }
 
 }  // namespace

@@ -149,10 +149,11 @@ TEST(Sanitizer, WouldBeElitesRunUnderComputeSanitizerAndAReportKeepsThemOut) {
   // 3. The population holds the two honest kernels and nothing else.
   const std::string gpu = by_variant.begin()->second["env"]["gpu_key"];
   const std::string bench = by_variant.begin()->second["benchmark"];
-  const json pop = read_population(population_path(s.root / "sanitize" / "populations", gpu, "fp16-d64", bench));
+  const Population pop = read_population(population_path(s.root / "sanitize" / "populations", gpu, "fp16-d64", bench));
   std::set<std::string> elites;
-  for (const auto& e : stage_elites(pop, 0)) elites.insert(e["variant"].get<std::string>());
-  EXPECT_EQ(elites, (std::set<std::string>{variant_id(kPatternControl), variant_id(kBaselineControl)})) << pop.dump(1);
+  for (const auto& e : stage_elites(pop, 0)) elites.insert(e.variant);
+  EXPECT_EQ(elites, (std::set<std::string>{variant_id(kPatternControl), variant_id(kBaselineControl)}))
+      << population_json(pop).dump(1);
   size_t admitted = 0;
   for (const auto& id : elites)
     if (id != variant_id(kPatternControl) && id != variant_id(kBaselineControl)) ++admitted;

@@ -123,9 +123,9 @@ json run(int stage, const std::string& id, std::vector<json> timings, const std:
             {"candidate_id", id},
             {"variant", std::to_string(stage) + "-s/v"},
             {"stage", stage},
-            {"params", {{"ID", id}}},
+            {"params", json::object()},
             {"task", "fp16-d64"},
-            {"source_sha256", "ab"},
+            {"source_sha256", "ab" + id},  // one candidate per id
             {"env", {{"gpu_key", "nvidia-h200"}}},
             {"outcome", outcome},
             {"reason", reason},

@@ -140,7 +140,8 @@ TEST(Selection, ElitesFirstThenReproducibleDraw) {
   v.id = "1-x/v";
   s.variants.push_back(v);
   const Task t = parse_task("fp16-d64");
-  nlohmann::json elite = {{"params", {{"BLOCK_M", 32}, {"NWARPS", 8}}}};
+  Elite elite;
+  elite.params = {{"BLOCK_M", 32}, {"NWARPS", 8}};
   auto a = select_candidates(s, t, "sm_90a", {elite}, 7);
   ASSERT_EQ(a.size(), 4u);
   EXPECT_EQ(a[0].origin, "elite");

@@ -131,12 +131,15 @@ Fitness fit(double med, double p90) {
   f.geomean_p90_us = p90;
   return f;
 }
-json fit_json(double med, double p90) { return {{"geomean_median_us", med}, {"geomean_p90_us", p90}}; }
+Elite elite(const std::string& id, double med, double p90) {
+  Elite e;
+  e.candidate_id = id;
+  e.fitness = fit(med, p90);
+  return e;
+}
 
 TEST(Admission, DisplacesOnlyBeyondTheSpread) {
-  const std::vector<json> elites{{{"candidate_id", "e1"}, {"fitness", fit_json(90, 91)}},
-                                 {{"candidate_id", "e2"}, {"fitness", fit_json(95, 96)}},
-                                 {{"candidate_id", "e3"}, {"fitness", fit_json(100, 102)}}};  // 2 % spread
+  const std::vector<Elite> elites{elite("e1", 90, 91), elite("e2", 95, 96), elite("e3", 100, 102)};  // 2 % spread
   EXPECT_EQ(admit(fit(97, 97.5), elites, 3).decision, "displace");
   EXPECT_EQ(admit(fit(99, 99.5), elites, 3).decision, "tie");
   EXPECT_EQ(admit(fit(99, 99.5), elites, 3).against, "e3");
@@ -166,8 +169,8 @@ TEST(Admission, ATieRecordTakesNoPlaceInThePopulation) {
   const auto pops = derive_populations({rec("a", 10, nullptr), rec("b", 9.99, "tie"), rec("c", 8, "displace")});
   const auto elites = stage_elites(pops.at("gpu/fp16-d64"), 5);
   ASSERT_EQ(elites.size(), 2u);
-  EXPECT_EQ(elites[0]["candidate_id"], "c");
-  EXPECT_EQ(elites[1]["candidate_id"], "a");
+  EXPECT_EQ(elites[0].candidate_id, "c");
+  EXPECT_EQ(elites[1].candidate_id, "a");
 }
 
 TEST(Novelty, CommentsAndWhitespaceDoNotMakeAKernelNew) {

@@ -6,6 +6,7 @@
 #include "core/errors.h"
 #include "export/export_plan.h"
 #include "export/package_source.h"
+#include "store/population.h"
 #include "store/regimes.h"
 #include "support/test_support.h"
 
@@ -14,25 +15,34 @@ namespace {
 
 using nlohmann::json;
 
-json kernel(const std::string& id, int stage) {
-  return {{"candidate_id", id},
-          {"variant", "v/" + id},
-          {"stage", stage},
-          {"params", {{"B", 1}, {"A", 2}}},
-          {"launch", {{"threads", 128}}}};
+RegimeKernel kernel(const std::string& id, int stage) {
+  RegimeKernel k;
+  k.candidate_id = id;
+  k.variant = "v/" + id;
+  k.stage = stage;
+  k.params = {{"A", 2}, {"B", 1}};
+  k.launch = {{"threads", 128}};
+  return k;
 }
 
-json row(const char* regime, const std::string& kernel_id, const char* choice = "fastest") {
-  return {{"regime", regime}, {"kernel", kernel_id}, {"choice", choice}};
+RegimeChoice row(Regime regime, const std::string& kernel_id, const char* choice = "fastest") {
+  RegimeChoice c;
+  c.regime = regime;
+  c.kernel = kernel_id;
+  c.choice = choice;
+  return c;
 }
 
-json population(const std::string& a, const std::string& b) {
-  return {{"task", "fp16-d64"},
-          {"regimes",
-           {{"rule", regime_rule_json({})},
-            {"kernels", json::array({kernel(a, 8), kernel(b, 5)})},
-            {"table", json::array({row("decode", a, "default (unmeasured)"), row("short", b), row("batched-short", a),
-                                   row("long", a, "default (tie)")})}}}};
+Population population(const std::string& a, const std::string& b) {
+  Population p;
+  p.task = "fp16-d64";
+  RegimeTable t;
+  t.kernels = {kernel(a, 8)};
+  if (b != a) t.kernels.push_back(kernel(b, 5));
+  t.table = {row(Regime::decode, a, "default (unmeasured)"), row(Regime::short_seq, b), row(Regime::batched_short, a),
+             row(Regime::long_seq, a, "default (tie)")};
+  p.regimes = t;
+  return p;
 }
 
 TEST(ExportPlan, KernelsOnceEachDispatchPerRegime) {
@@ -42,9 +52,9 @@ TEST(ExportPlan, KernelsOnceEachDispatchPerRegime) {
       {"p1.json", "p2.json"});
   ASSERT_EQ(plan.kernels.size(), 3u);
   EXPECT_EQ(plan.kernels[0].name, "k0");
-  EXPECT_EQ(plan.kernels[0].summary["candidate_id"], "a");
+  EXPECT_EQ(plan.kernels[0].kernel.candidate_id, "a");
   EXPECT_EQ(plan.kernels[0].regimes, (std::vector<std::string>{"decode", "batched-short", "long"}));
-  EXPECT_EQ(plan.kernels[1].summary["candidate_id"], "b");
+  EXPECT_EQ(plan.kernels[1].kernel.candidate_id, "b");
   EXPECT_EQ(plan.kernels[2].task.name(), "fp16-d64-causal");
   EXPECT_EQ(plan.tasks[0].kernel, (std::array<int, kRegimes>{0, 1, 0, 0}));
   EXPECT_EQ(plan.tasks[1].kernel, (std::array<int, kRegimes>{2, 2, 2, 2}));
@@ -54,28 +64,21 @@ TEST(ExportPlan, KernelsOnceEachDispatchPerRegime) {
 
 TEST(ExportPlan, PopulationsThatCannotBeExportedSayWhy) {
   std::string msg;
-  auto fails = [&](json pop) {
+  auto fails = [&](const Population& pop) {
     return test::exit_code_of([&] { plan_export("g", {{parse_task("fp16-d64"), pop}}, {"pop.json"}); }, &msg);
   };
-  json old = population("a", "b");
-  old.erase("regimes");
+  Population old = population("a", "b");
+  old.regimes.reset();
   EXPECT_EQ(fails(old), 1);
   EXPECT_NE(msg.find("pop.json: no regimes table (derive it again from the records: `evo population rebuild`)"),
             std::string::npos)
       << msg;
-  json empty = population("a", "b");
-  empty["regimes"]["table"][0]["kernel"] = nullptr;
+  Population empty = population("a", "b");
+  empty.regimes->table[0].kernel.reset();
   EXPECT_EQ(fails(empty), 1);
   EXPECT_NE(msg.find("no kernel for the decode regime"), std::string::npos) << msg;
-  json unlisted = population("a", "b");
-  unlisted["regimes"]["table"][1]["kernel"] = "zz";
-  EXPECT_EQ(fails(unlisted), 1);
-  EXPECT_NE(msg.find("regimes name kernel zz but do not list it"), std::string::npos) << msg;
-  json short_table = population("a", "b");
-  short_table["regimes"]["table"].erase(3);
-  EXPECT_EQ(fails(short_table), 1);
-  json other_rule = population("a", "b");
-  other_rule["regimes"]["rule"]["short_max_seq_q"] = 512;
+  Population other_rule = population("a", "b");
+  other_rule.regimes->rule.short_max_seq_q = 512;
   EXPECT_EQ(test::exit_code_of(
                 [&] {
                   plan_export("g",
@@ -85,6 +88,8 @@ TEST(ExportPlan, PopulationsThatCannotBeExportedSayWhy) {
                 &msg),
             1);
   EXPECT_NE(msg.find("p2.json: its regime rule differs from the other tasks'"), std::string::npos) << msg;
+  // A table that names a kernel it does not list, or lacks a regime, is refused when it is read
+  // (tests/unit/population_file_test.cpp).
 }
 
 // The bytes a C string literal of string_literal_lines stands for.

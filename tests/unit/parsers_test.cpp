@@ -220,21 +220,21 @@ TEST(RecordsParser, HostileButValidRecordsCannotBreakPopulations) {
   add("a00000000000000b", [](json& r) { r["task"] = "../fp16-d64"; });
   add("a00000000000000c", [](json& r) { r["env"]["gpu_key"] = "/etc"; });
   add("a00000000000000d", [](json&) {});  // one ordinary record
-  std::map<std::string, json> pops;
+  std::map<std::string, Population> pops;
   ASSERT_NO_THROW(pops = derive_populations(records));
   for (const auto& [key, pop] : pops) {
     EXPECT_EQ(key.find(".."), std::string::npos) << key;
     EXPECT_NE(key[0], '/') << key;
-    EXPECT_NO_THROW(parse_population(pop.dump(), key)) << key;
+    EXPECT_NO_THROW(parse_population(population_json(pop).dump(), key)) << key;
   }
-  const json* ordinary = nullptr;
+  const Population* ordinary = nullptr;
   for (const auto& [key, pop] : pops)
-    if (pop["gpu"] == "nvidia-h200" && pop["task"] == "fp16-d64") ordinary = &pop;
+    if (pop.gpu == "nvidia-h200" && pop.task == "fp16-d64") ordinary = &pop;
   ASSERT_NE(ordinary, nullptr) << "the ordinary records' population is missing";
   // And the writer refuses such names outright.
   const auto dir = test::scratch_dir("parsers-population-names");
-  json pop = *ordinary;
-  pop["gpu"] = "../escape";
+  Population pop = *ordinary;
+  pop.gpu = "../escape";
   EXPECT_THROW(write_population(dir / "populations", pop), EvoError);
   EXPECT_FALSE(std::filesystem::exists(dir / "escape"));
 }

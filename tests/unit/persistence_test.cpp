@@ -37,9 +37,8 @@ using test::write_text;
 std::string quoted(const fs::path& p) { return "'" + p.string() + "'"; }
 
 // Where write_population puts a derived population.
-fs::path population_file(const fs::path& dir, const json& pop) {
-  return population_path(dir, pop["gpu"].get<std::string>(), pop["task"].get<std::string>(),
-                         pop.value("benchmark", std::string()));
+fs::path population_file(const fs::path& dir, const Population& pop) {
+  return population_path(dir, pop.gpu, pop.task, pop.benchmark.value_or(""));
 }
 
 // A run record as `evo run` writes it (docs/records.md), with a unique candidate_id so that
@@ -332,7 +331,7 @@ TEST(Persistence, MergeKilledAtRandomPointsLosesNothing) {
   EXPECT_EQ(ids.size(), all_ids.size()) << "duplicates or missing records after the final merge";
   EXPECT_EQ(std::set<std::string>(ids.begin(), ids.end()), all_ids);
   for (const auto& [key, pop] : derive_populations(rs.records))
-    EXPECT_EQ(read_population(population_file(populations, pop)), pop)
+    EXPECT_EQ(population_json(read_population(population_file(populations, pop))), population_json(pop))
         << key << " differs from the records' population";
 
   RecordProperty("kills", int(kills));
@@ -404,7 +403,7 @@ TEST(Persistence, EightConcurrentMergesLoseNoRecord) {
   EXPECT_EQ(c.ids, all_ids);
   const RecordSet rs = read_records(results);
   for (const auto& [key, pop] : derive_populations(rs.records))
-    EXPECT_EQ(read_population(population_file(populations, pop)), pop) << key;
+    EXPECT_EQ(population_json(read_population(population_file(populations, pop))), population_json(pop)) << key;
   size_t found = 0;
   for (const auto& id : all_ids) found += c.ids.count(id);
   std::cout << fmt::format("concurrent merges: writers=8 records_expected={} records_present={} lost={}\n",

@@ -1,7 +1,9 @@
 // Shape regimes (core/regime.h) and the per-regime elites derived from records (store/regimes.h).
 #include <gtest/gtest.h>
 
+#include "core/param_json.h"
 #include "core/regime.h"
+#include "store/population.h"
 #include "store/regimes.h"
 
 namespace evo {
@@ -62,17 +64,38 @@ json rec(const std::string& id, int stage, const std::string& time,
           {"timing", timing}};
 }
 
-// A population whose fastest rank-1 elite (the default kernel) is candidate `id`.
-json population_with_default(const json& r) {
-  json e = {{"candidate_id", r["candidate_id"]},
-            {"variant", r["variant"]},
-            {"params", r["params"]},
-            {"source_sha256", r["source_sha256"]},
-            {"fitness", {{"geomean_median_us", 100.0}}}};
-  json slow = e;
-  slow["candidate_id"] = "slower";
-  slow["fitness"]["geomean_median_us"] = 900.0;
-  return {{"task", "fp16-d64"}, {"stages", {{"8", json::array({e})}, {"2", json::array({slow})}}}};
+// A population whose fastest rank-1 elite (the default kernel) is the candidate of record `r`.
+Population population_with_default(const json& r) {
+  Elite e;
+  e.candidate_id = r["candidate_id"].get<std::string>();
+  e.variant = r["variant"];
+  e.params = *params_from_json(r["params"]);
+  e.source_sha256 = r["source_sha256"].get<std::string>();
+  e.fitness.geomean_median_us = 100.0;
+  Elite slow = e;
+  slow.candidate_id = "slower";
+  slow.fitness.geomean_median_us = 900.0;
+  Population p;
+  p.task = "fp16-d64";
+  p.stages[8] = {e};
+  p.stages[2] = {slow};
+  return p;
+}
+
+// The regime table of `records` (read as the population reads them), as its file writes it.
+json derive(const std::vector<json>& records, const Population& population) {
+  std::vector<Record> typed;
+  for (json r : records) {
+    r["schema_version"] = "1.0";
+    r["kind"] = "run";
+    r["outcome"] = "ok";
+    RecordRead read = read_record(r);
+    if (!read.record) throw std::runtime_error(read.error);
+    typed.push_back(std::move(*read.record));
+  }
+  std::vector<const Record*> pointers;
+  for (const Record& r : typed) pointers.push_back(&r);
+  return regime_table_json(derive_regimes(pointers, population.fastest_elite(), population.task));
 }
 
 const json& row(const json& regimes, const std::string& name) {
@@ -87,7 +110,7 @@ TEST(Regimes, FastestPerRegimeTiesKeepTheDefaultUnmeasuredFallBack) {
       rec("a", 8, "2026-01-01T00:00:00Z", {{"1x8x8x512x512x64", 12.0, 12.2}, {"8x32x32x2048x2048x64", 100.0, 101.0}});
   const json b =
       rec("b", 7, "2026-01-01T00:00:00Z", {{"1x8x8x512x512x64", 10.0, 10.1}, {"8x32x32x2048x2048x64", 99.0, 100.5}});
-  const json regimes = derive_regimes({&a, &b}, population_with_default(a));
+  const json regimes = derive({a, b}, population_with_default(a));
   EXPECT_EQ(regimes["default"], "a-default");
   EXPECT_EQ(row(regimes, "short")["kernel"], "b-default");
   EXPECT_EQ(row(regimes, "short")["choice"], "fastest");
@@ -111,7 +134,7 @@ TEST(Regimes, ShapesOfEveryBenchmarkSetCountAndANewerRecordWins) {
   const json b_old = rec("b", 7, "2026-01-01T00:00:00Z", {{"1x8x8x512x512x64", 9.0, 9.1}});
   const json b_new = rec("b", 7, "2026-01-02T00:00:00Z", {{"1x8x8x512x512x64", 15.0, 15.1}});
   const json b_decode = rec("b", 7, "2026-01-03T00:00:00Z", {{"64x32x8x1x2048x64", 30.0, 30.5}}, "custom-1");
-  const json regimes = derive_regimes({&a, &b_old, &b_new, &b_decode}, population_with_default(a));
+  const json regimes = derive({a, b_old, b_new, b_decode}, population_with_default(a));
   EXPECT_EQ(row(regimes, "short")["kernel"], "a-default");  // b's newer 15 us counts, not its older 9 us
   EXPECT_EQ(row(regimes, "short")["choice"], "fastest");
   EXPECT_EQ(row(regimes, "decode")["kernel"], "b-custom-1");  // the only one timed there
@@ -123,7 +146,7 @@ TEST(Regimes, OnlyCandidatesTimedOnEveryShapeOfTheRegimeCompete) {
   const json a = rec("a", 8, "2026-01-01T00:00:00Z",
                      {{"8x32x32x2048x2048x64", 100.0, 100.1}, {"2x32x32x8192x8192x64", 800.0, 801.0}});
   const json b = rec("b", 7, "2026-01-01T00:00:00Z", {{"8x32x32x2048x2048x64", 50.0, 50.1}});
-  const json regimes = derive_regimes({&a, &b}, population_with_default(a));
+  const json regimes = derive({a, b}, population_with_default(a));
   EXPECT_EQ(row(regimes, "long")["kernel"], "a-default");
   EXPECT_EQ(row(regimes, "long")["candidates"], 1);
 }
@@ -132,13 +155,15 @@ TEST(Regimes, ShapesThatDoNotParseAreIgnored) {
   const json a =
       rec("a", 8, "2026-01-01T00:00:00Z",
           {{std::string(200000, 'x'), 1.0, 1.0}, {"1xHxHx512x512xD", 2.0, 2.0}, {"1x8x8x512x512x64", 12.0, 12.1}});
-  const json regimes = derive_regimes({&a}, population_with_default(a));
+  const json regimes = derive({a}, population_with_default(a));
   EXPECT_EQ(row(regimes, "short")["shapes"], json::array({"1x8x8x512x512x64"}));
   EXPECT_DOUBLE_EQ(row(regimes, "short")["geomean_median_us"].get<double>(), 12.0);
 }
 
 TEST(Regimes, NoRecordsNoDefaultGivesNoKernel) {
-  const json regimes = derive_regimes({}, json{{"task", "fp16-d64"}, {"stages", json::object()}});
+  Population empty;
+  empty.task = "fp16-d64";
+  const json regimes = derive({}, empty);
   EXPECT_TRUE(regimes["default"].is_null());
   EXPECT_EQ(regimes["table"].size(), size_t(kRegimes));
   for (const auto& r : regimes["table"]) EXPECT_TRUE(r["kernel"].is_null());

@@ -24,7 +24,7 @@ std::string records_text(size_t n, const std::string& run, bool faster) {
     json r = base;
     r["run_id"] = run;
     r["candidate_id"] = fmt::format("{}{:012x}", faster ? "f0" : "50", i);
-    r["params"]["ID"] = run + std::to_string(i);
+    r["source_sha256"] = run + std::to_string(i);  // one candidate per record
     const double f = (faster ? 100.0 : 400.0) + double(i % 97);
     r["fitness"]["geomean_median_us"] = f;
     r["fitness"]["geomean_p90_us"] = f * 1.01;

@@ -35,8 +35,8 @@ json record(const std::string& id, const std::string& variant, int stage, double
       {"stage", stage},
       {"parent", nullptr},
       {"source_path", "variants/x.cu"},
-      {"source_sha256", "abc"},
-      {"params", {{"BLOCK_M", 64}, {"ID", id}}},
+      {"source_sha256", "sha-" + id},  // one candidate per id
+      {"params", {{"BLOCK_M", 64}}},
       {"task", "fp16-d64"},
       {"outcome", outcome},
       {"reason", ""},
@@ -70,16 +70,16 @@ TEST(Population, TopThreeLatestOkOnly) {
   recs.push_back(record("b", "0-x/v", 0, 10, "crash", "2026-11-22T00:00:00Z"));
   auto pops = derive_populations(recs);
   ASSERT_EQ(pops.size(), 1u);
-  const json& p = pops.at("nvidia-h200/fp16-d64");
+  const Population& p = pops.at("nvidia-h200/fp16-d64");
   auto s0 = stage_elites(p, 0);
   ASSERT_EQ(s0.size(), 3u);
-  EXPECT_EQ(s0[0]["candidate_id"], "c");
-  EXPECT_EQ(s0[1]["candidate_id"], "a");
-  EXPECT_EQ(s0[2]["candidate_id"], "e");
+  EXPECT_EQ(s0[0].candidate_id, "c");
+  EXPECT_EQ(s0[1].candidate_id, "a");
+  EXPECT_EQ(s0[2].candidate_id, "e");
   EXPECT_EQ(stage_elites(p, 1).size(), 1u);
   // Pure function: the same records in another order give the same bytes.
   std::reverse(recs.begin(), recs.end());
-  EXPECT_EQ(derive_populations(recs).at("nvidia-h200/fp16-d64").dump(), p.dump());
+  EXPECT_EQ(population_json(derive_populations(recs).at("nvidia-h200/fp16-d64")).dump(), population_json(p).dump());
 }
 
 // A sanitizer report keeps a candidate out until a later sanitized run passes: a later run
@@ -99,7 +99,7 @@ TEST(Population, ASanitizerReportOutlastsLaterUnsanitizedRuns) {
   auto ids = [](const std::vector<json>& recs) {
     std::vector<std::string> out;
     for (const auto& e : stage_elites(derive_populations(recs).at("nvidia-h200/fp16-d64"), 0))
-      out.push_back(e["candidate_id"]);
+      out.push_back(e.candidate_id.value_or(""));
     return out;
   };
   EXPECT_EQ(ids({reported, later_plain, other}), std::vector<std::string>{"b"});
@@ -130,9 +130,9 @@ TEST(Population, AKernelShownWrongLeavesEveryBenchmarkSetUntilAFullGatePasses) {
   // Any positive time: a record with a zero time is refused at read (store/record_values.h).
   const json failed = gated(record("x", "0-x/v", 0, 5, "correctness", "2026-11-21T02:00:00Z"), full, "default");
   const json elite = gated(record("y", "0-x/v", 0, 10), full, "default");
-  auto regime_kernels = [](const std::map<std::string, json>& pops) {
+  auto regime_kernels = [](const std::map<std::string, Population>& pops) {
     std::vector<std::string> out;
-    for (const auto& k : pops.at("nvidia-h200/fp16-d64")["regimes"]["kernels"]) out.push_back(k["candidate_id"]);
+    for (const auto& k : pops.at("nvidia-h200/fp16-d64").regimes->kernels) out.push_back(k.candidate_id);
     return out;
   };
   auto pops = derive_populations({screen, failed, elite});
@@ -141,7 +141,7 @@ TEST(Population, AKernelShownWrongLeavesEveryBenchmarkSetUntilAFullGatePasses) {
   // A later full gate that passes (a fixed gate bug, say) brings it back, with its new times.
   const json passed = gated(record("x", "0-x/v", 0, 6, "ok", "2026-11-21T03:00:00Z"), full, "default");
   pops = derive_populations({screen, failed, elite, passed});
-  EXPECT_EQ(stage_elites(pops.at("nvidia-h200/fp16-d64"), 0)[0]["candidate_id"], "x");
+  EXPECT_EQ(stage_elites(pops.at("nvidia-h200/fp16-d64"), 0)[0].candidate_id, "x");
   EXPECT_EQ(regime_kernels(pops), std::vector<std::string>{"x"});
   // A later screen's ok is no verdict: it cannot clear the failure.
   const json rescreened = gated(record("x", "0-x/v", 0, 5, "ok", "2026-11-21T04:00:00Z"), {"small"}, "screen-abc");
@@ -157,7 +157,7 @@ TEST(Population, RegimeKernelsComeFromFullGateRecordsOnly) {
   const json elite = gated(record("y", "0-x/v", 0, 10), full, "default");
   const auto pops = derive_populations({quick, elite});
   std::vector<std::string> kernels;
-  for (const auto& k : pops.at("nvidia-h200/fp16-d64")["regimes"]["kernels"]) kernels.push_back(k["candidate_id"]);
+  for (const auto& k : pops.at("nvidia-h200/fp16-d64").regimes->kernels) kernels.push_back(k.candidate_id);
   EXPECT_EQ(kernels, std::vector<std::string>{"y"});
   EXPECT_EQ(pops.count("nvidia-h200/fp16-d64@custom-0eebb074"), 1u) << "its own benchmark set still ranks it";
 }
@@ -167,8 +167,8 @@ TEST(Population, WriteReadAndRefuseBadFiles) {
   auto pops = derive_populations({record("a", "0-x/v", 0, 3)});
   write_population(dir, pops.begin()->second);
   const auto file = dir / "nvidia-h200" / "fp16-d64.json";
-  json back = read_population(file);
-  EXPECT_EQ(back, pops.begin()->second);
+  const Population back = read_population(file);
+  EXPECT_EQ(population_json(back), population_json(pops.begin()->second));
   test::write_text(file, "{\"schema_version\": \"2.0\", \"gpu\": \"g\", \"task\": \"t\", \"stages\": {}}");
   try {
     read_population(file);

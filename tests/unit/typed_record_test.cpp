@@ -192,6 +192,21 @@ TEST(TypedRecord, StrictOnMajorAndRequiredFields) {
   EXPECT_FALSE(read_record(json::array()).record);
 }
 
+// Record.params is a ParamSet: integer tunables, in the record's (sorted) key order; a value
+// that is no integer (a string, a fraction) is refused with the field named, as a time is.
+TEST(TypedRecord, ParamsAreIntegerTunables) {
+  json j = minimal();
+  j["params"] = {{"NWARPS", 8}, {"BLOCK_M", 128}};
+  const RecordRead r = read_record(j);
+  ASSERT_TRUE(r.record) << r.error;
+  EXPECT_EQ(r.record->params, (ParamSet{{"BLOCK_M", 128}, {"NWARPS", 8}}));
+  EXPECT_EQ(write_record(*r.record).dump(), j.dump());
+  for (const json& bad : {json{{"BLOCK_M", 1.5}}, json{{"BLOCK_M", "64"}}, json{{"BLOCK_M", json::array({64})}}}) {
+    j["params"] = bad;
+    EXPECT_EQ(read_record(j).error.rfind("field 'params' is " + bad.dump(), 0), 0u) << read_record(j).error;
+  }
+}
+
 TEST(TypedRecord, OneOrderForNewer) {
   json a = minimal(), b = minimal();
   a["run_id"] = "r2";
