@@ -65,7 +65,7 @@ class Native(unittest.TestCase):
         for t in self.manifest["tasks"]:
             for regime, shape in REGIME_SHAPES.items():
                 plan = self.lib.plan(make_call(parse_task(t["task"]), shape))
-                self.assertEqual(native.REGIMES[plan.regime], regime)
+                self.assertEqual(self.lib.regime_name(plan.regime), regime)
                 self.assertEqual(plan.task.decode(), t["task"])
                 self.assertEqual(names[plan.kernel], t["dispatch"][regime]["kernel"], (t["task"], regime))
             # BSHD queries and MQA dispatch the same way.

@@ -12,7 +12,6 @@ import threading
 
 FP16, BF16, FP8_E4M3 = 0, 1, 2
 OK, UNSUPPORTED, CUDA_ERROR = 0, 1, 2
-REGIMES = ("decode", "short", "batched-short", "long")
 _LIB_NAME = "libevo_attn.so"
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _PACKAGE = os.path.dirname(os.path.dirname(_HERE))  # the exported folder (python/evo_attn/..)
@@ -138,6 +137,10 @@ class Library:
 
     def tasks(self):
         return self.lib.evo_attn_tasks().decode().split(",")
+
+    def regime_name(self, regime):
+        """A regime number's name (decode, short, batched-short, long), as the library gives it."""
+        return self.lib.evo_attn_regime_name(int(regime)).decode()
 
     def kernels(self):
         return [(self.lib.evo_attn_kernel_name(i).decode(), self.lib.evo_attn_kernel_label(i).decode())

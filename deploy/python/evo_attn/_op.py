@@ -209,7 +209,7 @@ def kernel_for(q, k, v, is_causal=False, scale=None, q_descale=1.0, k_descale=1.
     lib = _native.library()
     p = lib.plan(c)
     name, label = lib.kernels()[p.kernel]
-    return {"kernel": name, "label": label, "regime": _native.REGIMES[p.regime], "task": p.task.decode()}
+    return {"kernel": name, "label": label, "regime": lib.regime_name(p.regime), "task": p.task.decode()}
 
 
 def _bhsd_strides(shape):
