@@ -94,6 +94,13 @@ class Native(unittest.TestCase):
         self.assertIn("device = -1", self.refusal(c))
         c = make_call(task, (1, 8, 3, 64, 64))
         self.assertIn("k.size(1) = 3 does not divide q.size(1) = 8", self.refusal(c))
+        # The op's input domain (kernels/evo_domain.h): its bound is taken, one past it refused.
+        self.lib.plan(make_call(task, (1, 8, 8, 1, 131072)))
+        self.assertIn("k.size(2) = 131073: the sequence length must be in [1, 131072]",
+                      self.refusal(make_call(task, (1, 8, 8, 1, 131073))))
+        c = make_call(task, (1, 8, 8, 64, 64))
+        c.scale = 1.5
+        self.assertIn("scale = 1.5: the softmax scale must be in (0, 1]", self.refusal(c))
         missing = [d for d in DTYPES if not any(t["task"].startswith(d + "-") for t in self.manifest["tasks"])]
         if missing:
             self.assertIn("dtype: ", self.refusal(make_call((missing[0], task[1], task[2]), (1, 8, 8, 64, 64))))

@@ -92,34 +92,44 @@ std::vector<Bound> bounds() {
     step(past);
     out.push_back({what, at, past, refusal});
   };
-  add("batch", make(kEvoDomainMaxBatch, 1, 1, 1, 64), [](evo_attn_call& c) { c = make(65536, 1, 1, 1, 64); },
+  add(
+      "batch", make(kEvoDomainMaxBatch, 1, 1, 1, 64), [](evo_attn_call& c) { c = make(65536, 1, 1, 1, 64); },
       "q.size(0) = 65536: the batch must be in [1, 65535]");
-  add("query heads", make(1, kEvoDomainMaxHeadsQ, 1, 16, 64), [](evo_attn_call& c) { c = make(1, 257, 1, 16, 64); },
+  add(
+      "query heads", make(1, kEvoDomainMaxHeadsQ, 1, 16, 64), [](evo_attn_call& c) { c = make(1, 257, 1, 16, 64); },
       "q.size(1) = 257: the heads must be in [1, 256]");
-  add("key/value heads", make(1, 256, 256, 16, 64), [](evo_attn_call& c) { c = make(1, 512, 512, 16, 64); },
+  add(
+      "key/value heads", make(1, 256, 256, 16, 64), [](evo_attn_call& c) { c = make(1, 512, 512, 16, 64); },
       "q.size(1) = 512");
-  add("Sq", make(1, 1, 1, kEvoDomainMaxSeq, 64), [](evo_attn_call& c) { c = make(1, 1, 1, 131073, 64); },
+  add(
+      "Sq", make(1, 1, 1, kEvoDomainMaxSeq, 64), [](evo_attn_call& c) { c = make(1, 1, 1, 131073, 64); },
       "q.size(2) = 131073: the sequence length must be in [1, 131072]");
-  add("Skv", make(1, 1, 1, 1, kEvoDomainMaxSeq), [](evo_attn_call& c) { c = make(1, 1, 1, 1, 131073); },
+  add(
+      "Skv", make(1, 1, 1, 1, kEvoDomainMaxSeq), [](evo_attn_call& c) { c = make(1, 1, 1, 1, 131073); },
       "k.size(2) = 131073: the sequence length must be in [1, 131072]");
   // 8 x 64 x 131072 x 64 = 2^32 elements; 8 more elements (16 bytes) between batches passes it.
-  add("span", make(8, 64, 8, kEvoDomainMaxSeq, 64), [](evo_attn_call& c) { c.q.stride[0] += 8; },
+  add(
+      "span", make(8, 64, 8, kEvoDomainMaxSeq, 64), [](evo_attn_call& c) { c.q.stride[0] += 8; },
       "q spans 4294967352 elements, beyond the op's input domain (2^32)");
-  add("alignment", make(2, 8, 2, 100, 100), [](evo_attn_call& c) { c.k.data += 8; },
+  add(
+      "alignment", make(2, 8, 2, 100, 100), [](evo_attn_call& c) { c.k.data += 8; },
       "k.data_ptr() = 0x200000000008 is not 16-byte aligned");
   {
     evo_attn_call gap = make(2, 8, 2, 100, 100);  // a KV cache: room for 8 more keys, gaps between batches
     gap.k.stride[1] = 108 * 64;
     gap.k.stride[0] = 2 * 108 * 64 + 8;
-    add("stride gap", gap, [](evo_attn_call& c) { c.k.stride[0] -= 4; },
+    add(
+        "stride gap", gap, [](evo_attn_call& c) { c.k.stride[0] -= 4; },
         "k.stride(0) = 13828 elements (27656 bytes) is not a multiple of 16 bytes");
   }
-  add("distinct rows", make(2, 8, 2, 100, 100), [](evo_attn_call& c) { c.v.stride[2] = 56; },
+  add(
+      "distinct rows", make(2, 8, 2, 100, 100), [](evo_attn_call& c) { c.v.stride[2] = 56; },
       "v.stride() = (12800, 6400, 56, 1): rows of the view overlap");
   {
     evo_attn_call scale = make(2, 8, 2, 100, 100);
     scale.scale = float(kEvoDomainMaxScale);
-    add("scale", scale, [](evo_attn_call& c) { c.scale = std::nextafter(1.0f, 2.0f); },
+    add(
+        "scale", scale, [](evo_attn_call& c) { c.scale = std::nextafter(1.0f, 2.0f); },
         "scale = 1: the softmax scale must be in (0, 1]");
   }
   return out;
@@ -168,8 +178,8 @@ struct Reach {
       span = std::max(span, n);
       const int64_t dense[3] = {x->size[1] * x->size[2] * x->size[3], x->size[2] * x->size[3], x->size[3]};
       const bool bhsd_dense = x->stride[0] == dense[0] && x->stride[1] == dense[1] && x->stride[2] == dense[2];
-      const bool bshd_dense = x->stride[0] == dense[0] && x->stride[1] == x->size[3] &&
-                              x->stride[2] == x->size[1] * x->size[3];
+      const bool bshd_dense =
+          x->stride[0] == dense[0] && x->stride[1] == x->size[3] && x->stride[2] == x->size[1] * x->size[3];
       gaps = gaps || (x->size[0] > 1 && !bhsd_dense && !bshd_dense && x->stride[0] > dense[0]);
     }
     if (const int a16 = layout_alignment(c.layout); a16 > 0) min_alignment = std::min(min_alignment, a16);
