@@ -1,5 +1,6 @@
-// Loading the package's kernels on a device and launching one call, as evo's worker does
-// (harness/gpu/worker.cpp: load_candidate, launch; harness/gpu/tma_maps.cpp).
+// Loading the package's kernels on a device and launching one call, by the rules evo's worker
+// launches by (kernels/evo_host_launch.h, the ABI floor both compile); what is left here is the
+// package's own plumbing: the device's context, the loaded modules, the workspace per stream.
 #pragma once
 #include <cuda.h>
 
