@@ -28,9 +28,9 @@ CaseSpec make_case(const Shape& s, unsigned seed, const InputDistribution& in) {
 // inputs do not). All are checked on the GPU.
 std::vector<CaseSpec> deep_cases(const GatesConfig& gates, const PlanRequest& r) {
   std::vector<CaseSpec> out = draw_deep_cases(gates, r.task, *r.gate_seed);
-  std::vector<InputDistribution> ins{gates.inputs.front()};
-  if (!gates.deep_gate.inputs.empty()) ins.clear();
+  std::vector<InputDistribution> ins;
   for (const auto& name : gates.deep_gate.inputs) ins.push_back(gates.distributions.at(name));
+  if (ins.empty()) ins.push_back(gates.inputs.front());
   for (const Shape& s : gates.shapes(gates.deep_gate.shape_sets, r.task))
     for (const auto& in : ins) {
       out.push_back(make_case(s, unsigned(r.seeds.empty() ? 0 : r.seeds.front()), in));

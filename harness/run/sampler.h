@@ -5,8 +5,9 @@
 // Two tiers draw from the same space. The cheap tier (every candidate) is a covering array:
 // every pair of values of every two dimensions, and the triples gates.json `sampled.cheap`
 // names, meet in some case. The deep tier (a candidate about to enter a top-3, before it does)
-// is another covering array of the same seed with the triples of `sampled.deep`, then random
-// valid cases up to `sampled.deep.min_cases`.
+// is another covering array of the same seed with the triples of `sampled.deep` over its own
+// length classes and bounds (up to 128k keys: SampleSpace::for_tier), then random valid cases
+// up to `sampled.deep.min_cases`. Both stay inside the op's input domain (common/evo_domain.h).
 #pragma once
 #include <cstdint>
 #include <optional>
