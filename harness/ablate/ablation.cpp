@@ -20,6 +20,36 @@ const StrategyRuns* AblationResult::find(const std::string& strategy) const {
   return nullptr;
 }
 
+SimSummary SimSummary::of(const SimRun& run) {
+  SimSummary out;
+  double best = 0, before = 0, started = 0;  // `started`: spent before the current candidate
+  for (const auto& s : run.steps) {
+    if (!s.follows) started = before;
+    before = s.gpu_s;
+    out.replayed += s.replayed, out.fulls += s.full;
+    if (s.full && s.value_us > 0 && (best == 0 || s.value_us < best))
+      best = s.value_us, out.improvements.push_back({started, s.gpu_s, s.value_us});
+  }
+  return out;
+}
+
+// SimRun::best_at's rule: the loop checks the budget before each candidate, so a run with that
+// budget holds the candidates started before it ran out (`started` never decreases).
+double SimSummary::best_at(double budget) const {
+  double best = 0;
+  for (const auto& i : improvements) {
+    if (i.started >= budget) break;
+    best = i.value_us;
+  }
+  return best;
+}
+
+std::optional<double> SimSummary::gpu_s_to(double target) const {
+  for (const auto& i : improvements)
+    if (i.value_us <= target) return i.gpu_s;  // the first full evaluation that got there improved on all before
+  return std::nullopt;
+}
+
 std::vector<uint64_t> untuned_seeds() {
   std::vector<uint64_t> seeds;
   for (uint64_t s = 1001; s <= 1040; ++s) seeds.push_back(s);
@@ -66,17 +96,13 @@ namespace {
 // Every (strategy, seed) simulated once, in parallel: each is independent and deterministic, so
 // the order of completion changes nothing.
 std::vector<StrategyRuns> simulate_all(const SimDomain& dom, const AblationSpec& spec) {
-  const double largest = spec.budgets.empty() ? 0 : *std::max_element(spec.budgets.begin(), spec.budgets.end());
   ThreadPool pool(std::max(1u, std::min(8u, std::thread::hardware_concurrency())));
-  std::vector<std::vector<std::future<SimRun>>> futures;
+  std::vector<std::vector<std::future<SimSummary>>> futures;
   for (const auto& name : spec.strategies) {
+    parse_arm(name);  // a usage error before any simulation
     futures.emplace_back();
-    for (uint64_t seed : spec.seeds) {
-      const Arm arm = parse_arm(name);
-      SimOptions o{arm.strategy, seed, spec.population, largest, dom.optimum() * (1 + spec.within), spec.horizon_gpu_s};
-      o.quick = arm.quick;
-      futures.back().push_back(pool.submit([&dom, o] { return simulate(dom, o); }));
-    }
+    for (uint64_t seed : spec.seeds)
+      futures.back().push_back(pool.submit([&dom, &spec, name, seed] { return simulate_arm(dom, spec, name, seed); }));
   }
   std::vector<StrategyRuns> out;
   for (size_t i = 0; i < spec.strategies.size(); ++i) {
@@ -102,6 +128,14 @@ std::optional<HangLimits> repo_hang_limits(const Dataset& d) {
     return std::nullopt;
   }
   return hang_limits(load_gates_config(root / "gates" / "gates.json"), parse_task(d.task));
+}
+
+SimSummary simulate_arm(const SimDomain& dom, const AblationSpec& spec, const std::string& strategy, uint64_t seed) {
+  const double largest = spec.budgets.empty() ? 0 : *std::max_element(spec.budgets.begin(), spec.budgets.end());
+  const Arm arm = parse_arm(strategy);
+  SimOptions o{arm.strategy, seed, spec.population, largest, dom.optimum() * (1 + spec.within), spec.horizon_gpu_s};
+  o.quick = arm.quick;
+  return SimSummary::of(simulate(dom, o));
 }
 
 AblationResult run_ablation(const Dataset& d, const std::string& name, const Objective& objective,
@@ -157,6 +191,23 @@ Objective hardest_for_random(const Dataset& d, const AblationSpec& spec, std::st
     if (m > most) most = m, hardest = Objective{shape};
   }
   return hardest;
+}
+
+std::vector<AblationResult> section_ablations(const Dataset& d, const std::string& name, const AblationSpec& spec) {
+  std::vector<AblationResult> out{run_ablation(d, name, Objective{}, spec)};
+  AblationSpec control_spec = spec;
+  control_spec.strategies = {"builtin", "screened", "random"};
+  out.push_back(run_ablation(permuted(d, kControlPermuteSeed), name, Objective{}, control_spec));
+  out.back().permuted = kControlPermuteSeed;
+  std::string why;
+  const Objective hard = hardest_for_random(d, spec, why);
+  if (hard.shape.empty()) return out;
+  out.push_back(run_ablation(d, name, hard, spec));
+  out.back().why_objective =
+      "The hard domain: of the benchmark shapes as the objective, the one where random sampling "
+      "needs the most GPU-seconds (median over the seeds) to come within 2 % of the optimum (" +
+      why + ").";
+  return out;
 }
 
 }  // namespace evo

@@ -37,9 +37,28 @@ struct Arm {
 };
 Arm parse_arm(const std::string& name);
 
+// What the ablation's figures read of one simulated run: the full evaluations that improved on
+// the run's best so far, each with the GPU-seconds spent before its candidate started (a budget
+// that had not run out by then includes it) and when it ended, and the run's counts. It answers
+// best_at and gpu_s_to as the SimRun does, and is what the ablation cache keeps of a run
+// (ablate/ablation_cache.h): a few numbers instead of every step.
+struct SimSummary {
+  struct Improvement {
+    double started = 0, gpu_s = 0, value_us = 0;
+    bool operator==(const Improvement&) const = default;
+  };
+  std::vector<Improvement> improvements;
+  size_t replayed = 0, fulls = 0;
+
+  static SimSummary of(const SimRun& run);
+  bool operator==(const SimSummary&) const = default;
+  double best_at(double budget) const;
+  std::optional<double> gpu_s_to(double target) const;
+};
+
 struct StrategyRuns {
-  std::string strategy;      // as the spec names it
-  std::vector<SimRun> runs;  // one per seed, in the spec's order
+  std::string strategy;          // as the spec names it
+  std::vector<SimSummary> runs;  // one per seed, in the spec's order
 };
 
 struct AblationResult {
@@ -67,6 +86,19 @@ std::optional<HangLimits> repo_hang_limits(const Dataset& d);
 AblationResult run_ablation(const Dataset& d, const std::string& name, const Objective& objective,
                             const AblationSpec& spec);
 
+// One (strategy, seed) of an ablation, simulated as run_ablation does: up to the largest budget,
+// then on until within `spec.within` of the optimum or `spec.horizon_gpu_s` is spent.
+SimSummary simulate_arm(const SimDomain& dom, const AblationSpec& spec, const std::string& strategy, uint64_t seed);
+
+// The seed of the permuted-landscape control COMPARE.md shows: any seed does, one is shown.
+inline constexpr uint64_t kControlPermuteSeed = 1;
+
+// What COMPARE.md's section shows of one dataset: the ablation on its fitness; on its fitness with
+// the timings permuted (the control: builtin, screened and random, the model against its baselines;
+// the other strategies say nothing new there); and on its hard domain when it has one. The ablation
+// cache (ablate/ablation_cache.h) keeps these.
+std::vector<AblationResult> section_ablations(const Dataset& d, const std::string& name, const AblationSpec& spec);
+
 // The benchmark shape on which random sampling needs the most GPU-seconds (median over the
 // seeds, a run that never gets there counting as the horizon) to come within `spec.within` of
 // the optimum: the hard domain of a dataset. `why` says what each shape needed.
@@ -87,11 +119,13 @@ struct Reach {
 };
 Reach reach(const StrategyRuns& s, double target, double horizon);
 
-// COMPARE.md's section: every dataset under <results>/datasets/*.json (of this GPU key and task
-// when given), on its fitness, on its fitness with the timings permuted (the control), and on
-// its hard domain; empty when there is none. Hangs are priced by the repository's gates.json.
+// COMPARE.md's section: the section_ablations of every dataset under <results>/datasets/*.json (of
+// this GPU key and task when given); empty when there is none. Hangs are priced by the
+// repository's gates.json. Each dataset's figures come from its ablation cache
+// (<results>/ablation/, ablate/ablation_cache.h) when the cache's key matches, else they are
+// simulated and `notes` gets a line saying why the cache was not used and how to refresh it.
 std::string ablation_section(const std::filesystem::path& results_dir, const std::string& gpu_filter = "",
-                             const std::string& task_filter = "");
+                             const std::string& task_filter = "", std::vector<std::string>* notes = nullptr);
 std::string render_ablation_markdown(const AblationResult& r);
 
 }  // namespace evo

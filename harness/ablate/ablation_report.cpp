@@ -5,7 +5,9 @@
 #include <algorithm>
 
 #include "ablate/ablation.h"
+#include "ablate/ablation_cache.h"
 #include "core/errors.h"
+#include "core/paths.h"
 
 namespace evo {
 
@@ -135,7 +137,7 @@ std::string render_ablation_markdown(const AblationResult& r) {
   std::string replayed;
   for (const auto& s : r.strategies) {
     size_t rep = 0, full = 0;
-    for (const auto& run : s.runs) rep += run.replayed(), full += run.fulls();
+    for (const auto& run : s.runs) rep += run.replayed, full += run.fulls;
     replayed += fmt::format("{}{} {} of {}", replayed.empty() ? "" : ", ", s.strategy, rep, full);
   }
   md += fmt::format(
@@ -148,33 +150,28 @@ std::string render_ablation_markdown(const AblationResult& r) {
 
 namespace {
 
-constexpr uint64_t kPermuteSeed = 1;  // the control's landscape: any seed does, one is shown
-
-// One dataset on its fitness, on its fitness with the timings permuted (the control), then on its
-// hard domain.
-std::string dataset_section(const Dataset& d, const std::string& name, AblationSpec spec) {
+// One dataset's part of the section: from its cache when the key matches, else simulated.
+std::string dataset_section(const std::filesystem::path& file, const std::string& name, const Dataset& d,
+                            AblationSpec spec, std::vector<std::string>* notes) {
   spec.hang_limits = repo_hang_limits(d);
-  std::string md = render_ablation_markdown(run_ablation(d, name, Objective{}, spec));
-  AblationSpec control_spec = spec;  // the model against its baselines; the rest says nothing new here
-  control_spec.strategies = {"builtin", "screened", "random"};
-  AblationResult control = run_ablation(permuted(d, kPermuteSeed), name, Objective{}, control_spec);
-  control.permuted = kPermuteSeed;
-  md += render_ablation_markdown(control);
+  const auto cache = ablation_cache_path(file);
   std::string why;
-  const Objective hard = hardest_for_random(d, spec, why);
-  if (hard.shape.empty()) return md;
-  AblationResult r = run_ablation(d, name, hard, spec);
-  r.why_objective =
-      "The hard domain: of the benchmark shapes as the objective, the one where random sampling "
-      "needs the most GPU-seconds (median over the seeds) to come within 2 % of the optimum (" +
-      why + ").";
-  return md + render_ablation_markdown(r);
+  auto results = read_ablation_cache(cache, read_file(file), spec, name, why);
+  if (!results) {
+    if (notes)
+      notes->push_back(fmt::format("{}: {}; simulated the ablation instead (`evo ablate {} --write-cache` writes it)",
+                                   cache.string(), why, file.string()));
+    results = section_ablations(d, name, spec);
+  }
+  std::string md;
+  for (const auto& r : *results) md += render_ablation_markdown(r);
+  return md;
 }
 
 }  // namespace
 
 std::string ablation_section(const std::filesystem::path& results_dir, const std::string& gpu_filter,
-                             const std::string& task_filter) {
+                             const std::string& task_filter, std::vector<std::string>* notes) {
   const auto dir = results_dir / "datasets";
   std::vector<std::filesystem::path> files;
   if (std::filesystem::is_directory(dir))
@@ -182,11 +179,11 @@ std::string ablation_section(const std::filesystem::path& results_dir, const std
       if (e.path().extension() == ".json") files.push_back(e.path());
   std::sort(files.begin(), files.end());
   std::vector<Dataset> datasets;
-  std::vector<std::string> names;
+  std::vector<std::filesystem::path> kept;
   for (const auto& f : files) {
     Dataset d = read_dataset(f);
     if ((!gpu_filter.empty() && d.gpu != gpu_filter) || (!task_filter.empty() && d.task != task_filter)) continue;
-    names.push_back("results/datasets/" + f.filename().string());
+    kept.push_back(f);
     datasets.push_back(std::move(d));
   }
   if (datasets.empty()) return "";
@@ -207,10 +204,11 @@ std::string ablation_section(const std::filesystem::path& results_dir, const std
       "times a full/screen ratio drawn from the dataset's own pairs (seeded by the seed and the configuration), and "
       "a hang costs what the limits of the fidelity it is answered at say (gates.json; the screen plan's).\n\n";
   for (size_t i = 0; i < datasets.size(); ++i) {
+    const std::string name = "results/datasets/" + kept[i].filename().string();
     try {
-      md += dataset_section(datasets[i], names[i], spec);
+      md += dataset_section(kept[i], name, datasets[i], spec, notes);
     } catch (const EvoError& e) {  // one dataset that cannot be replayed does not hide the others
-      md += fmt::format("### {}\n\nNot simulated: {}\n\n", names[i], e.what());
+      md += fmt::format("### {}\n\nNot simulated: {}\n\n", name, e.what());
     }
   }
   return md;

@@ -1,11 +1,15 @@
 // evo ablate DATASET: the search strategies simulated over a dataset (ablate/ablation.h), as a
-// Markdown section like COMPARE.md's; no GPU.
+// Markdown section like COMPARE.md's; no GPU. With --write-cache: COMPARE.md's ablations of the
+// dataset written to its ablation cache (ablate/ablation_cache.h), where `evo compare` reads them.
 #include <iostream>
 
 #include "ablate/ablation.h"
+#include "ablate/ablation_cache.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "core/errors.h"
+#include "core/paths.h"
+#include "store/atomic_file.h"
 
 namespace evo {
 
@@ -14,10 +18,26 @@ namespace {
 struct AblateOptions {
   std::string dataset, objective = "fitness";
   uint64_t permute = 0;  // the permuted-landscape control with this seed; 0: the dataset as measured
+  bool write_cache = false;
   AblationSpec spec;
 };
 
+// COMPARE.md's ablations of the dataset, at the default spec, into its cache.
+void write_cache(const AblateOptions& o) {
+  const std::string bytes = read_file(o.dataset);
+  const Dataset d = read_dataset(o.dataset);
+  AblationSpec spec;
+  spec.hang_limits = repo_hang_limits(d);
+  const auto results = section_ablations(d, o.dataset, spec);
+  const auto file = ablation_cache_path(o.dataset);
+  std::filesystem::create_directories(file.parent_path());
+  write_file_atomic(file, ablation_cache_text(ablation_cache_key(bytes, spec), results));
+  std::cout << "wrote " << file.string() << " (" << results.size() << " ablations of " << spec.seeds.size()
+            << " seeds; evo compare reads it while the dataset, the spec and the simulation stay as they are)\n";
+}
+
 void ablate(const AblateOptions& o) {
+  if (o.write_cache) return write_cache(o);
   for (const auto& s : o.spec.strategies) parse_arm(s);  // a usage error naming the strategies
   if (o.spec.seeds.empty() || o.spec.budgets.empty() || o.spec.population == 0)
     throw usage_error("--seeds, --budgets and --population need at least one (positive) value");
@@ -76,6 +96,11 @@ void add_ablate_command(CLI::App& app) {
   cmd->add_option("--horizon", o->spec.horizon_gpu_s, "GPU-seconds a run may go on to reach the target")
       ->check(above(0))
       ->capture_default_str();
+  cmd->add_flag("--write-cache", o->write_cache,
+                "simulate what COMPARE.md shows of the dataset (its fitness, the permuted control, the hard domain; "
+                "default settings) into results/ablation/<dataset file name>, where evo compare reads it")
+      ->excludes("--objective", "--strategies", "--seeds", "--budgets", "--population", "--within", "--permute",
+                 "--horizon");
   cmd->callback([o] { ablate(*o); });
 }
 

@@ -38,11 +38,13 @@ void run_compare(const CompareOptions& o) {
   const std::filesystem::path results = o.results.empty() ? repo_root() / "results" : std::filesystem::path(o.results);
   const CompareInput input = load_compare_input(results);
   const Comparison comparison = build_comparison(input, {o.gpu, o.task}, compare_thresholds(o));
+  std::vector<std::string> notes;  // an ablation simulated because its cache was missing or stale
   const std::string text = o.format == "json" ? render_json(comparison)
                            : o.format == "csv"
                                ? render_csv(comparison)
                                : render_markdown(comparison) + render_evolution_markdown(input.records, o.gpu, o.task) +
-                                     ablation_section(results, o.gpu, o.task);
+                                     ablation_section(results, o.gpu, o.task, &notes);
+  for (const auto& n : notes) std::cerr << "evo: note: " << n << "\n";
   if (o.out == "-") {
     std::cout << text;
     return;

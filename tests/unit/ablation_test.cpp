@@ -12,6 +12,7 @@
 #include "policy/config.h"
 #include "search/strategy.h"
 #include "support/test_support.h"
+#include "support/tiny_dataset.h"
 
 namespace evo::test {
 namespace {
@@ -23,39 +24,6 @@ const Dataset& h200() {
 
 const Dataset& synthetic() {
   static const Dataset d = read_dataset(source_root() / "tests/fixtures/datasets/synthetic-stage7-fp16-d128.json");
-  return d;
-}
-
-// Four allowed configurations (A=4 breaks the rule), each measured in full at 1 GPU-s, none
-// screened: A=1 B=0 the optimum (100 µs), A=1 B=1 +0.5 %, A=2 B=0 +1.5 %, A=2 B=1 +10 %.
-Dataset tiny() {
-  Dataset d;
-  d.gpu = "nvidia-h200", d.task = "fp16-d64", d.run = "ev-tiny", d.stage = 9;
-  d.header = read_text(source_root() / "variants/common/evo_attn.cuh");
-  d.variants.push_back({"9-test/t",
-                        "variants/9-test/t.cu",
-                        R"(/*evo {"summary": "t", "params": {"A": [1, 2, 4], "B": [0, 1]}, "dtypes": ["fp16"],
- "head_dims": [64]} */
-#include "evo_attn.cuh"
-EVO_CONSTRAINT(A != 4, "A=4 is out");
-)",
-                        {{"A", {1, 2, 4}}, {"B", {0, 1}}}});
-  d.shapes = {"1x8x8x512x512x64"};
-  const std::map<std::pair<long, long>, double> us = {{{1, 0}, 100}, {{1, 1}, 100.5}, {{2, 0}, 101.5}, {{2, 1}, 110}};
-  for (long a : {1, 2, 4})
-    for (long b : {0, 1}) {
-      DatasetConfig c;
-      c.variant = "9-test/t";
-      c.params = {{"A", a}, {"B", b}};
-      if (a == 4) {
-        c.outcome = "constraints";
-      } else {
-        c.outcome = "ok";
-        const double t = us.at({a, b});
-        c.full = DatasetEval{"ok", "", t, {{"1x8x8x512x512x64", t}}, 1.0, "c"};
-      }
-      d.configs.push_back(c);
-    }
   return d;
 }
 
@@ -94,16 +62,19 @@ TEST(Ablation, SharesOfSeedsOnATinyDatasetWithAKnownAnswer) {
   spec.strategies = {"random"};
   spec.budgets = {1, 2, 3, 4};
   spec.population = 1;
-  const AblationResult r = run_ablation(tiny(), "tiny", Objective{}, spec);
+  const AblationResult r = run_ablation(tiny_dataset(), "tiny", Objective{}, spec);
   ASSERT_EQ(r.optimum, 100.0);
   const StrategyRuns& s = *r.find("random");
   ASSERT_EQ(s.runs.size(), 40u) << "the default seeds: 1001-1040";
   // One evaluation: the share is what the first draws were; only A=2 B=1 is not within 2 %, and
   // only A=1 B=0 and A=1 B=1 are within 1 %.
+  const Dataset tiny = tiny_dataset();  // the domain points into it
+  const SimDomain dom(tiny, Objective{});
   size_t first_within2 = 0, first_within1 = 0;
-  for (const auto& run : s.runs) {
-    first_within2 += run.steps.front().key.find("A=2 B=1") == std::string::npos;
-    first_within1 += run.steps.front().key.find("A=1") != std::string::npos;
+  for (uint64_t seed : spec.seeds) {
+    const std::string first = simulate(dom, {"random", seed, 1, 1, 0, 0}).steps.front().key;
+    first_within2 += first.find("A=2 B=1") == std::string::npos;
+    first_within1 += first.find("A=1") != std::string::npos;
   }
   EXPECT_DOUBLE_EQ(share_within(s, 1, r.optimum, 0.02), double(first_within2) / 40);
   EXPECT_DOUBLE_EQ(share_within(s, 1, r.optimum, 0.01), double(first_within1) / 40);
@@ -133,7 +104,7 @@ TEST(Ablation, ReachIsTheMedianAndInterquartileRangeWithTheHorizonForMisses) {
     SimStep st;
     st.full = true, st.gpu_s = at > 0 ? at : 50, st.value_us = at > 0 ? 100 : 200;
     run.steps.push_back(st);
-    s.runs.push_back(run);
+    s.runs.push_back(SimSummary::of(run));
   }
   const Reach r = reach(s, 100, 10);
   EXPECT_EQ(r.got, 3u);
@@ -141,6 +112,32 @@ TEST(Ablation, ReachIsTheMedianAndInterquartileRangeWithTheHorizonForMisses) {
   EXPECT_DOUBLE_EQ(r.median, 2.5);  // 1, 2, 3, 10
   EXPECT_DOUBLE_EQ(r.q1, 1.75);
   EXPECT_DOUBLE_EQ(r.q3, 4.75);
+}
+
+// The ablation keeps a summary of each run (and the cache stores it): it must answer every budget
+// and target as the run itself does, --quick's follow-up full evaluations included.
+TEST(Ablation, ARunsSummaryAnswersAsTheRunDoes) {
+  const SimDomain dom(synthetic(), Objective{});
+  for (const char* strategy : {"builtin", "random", "screened"})
+    for (bool quick : {false, true}) {
+      SimOptions o{strategy, 7, 4, 150, 0, 0};
+      o.quick = quick;
+      const SimRun run = simulate(dom, o);
+      const SimSummary sum = SimSummary::of(run);
+      ASSERT_GT(sum.improvements.size(), 1u) << strategy;
+      EXPECT_EQ(sum.replayed, run.replayed());
+      EXPECT_EQ(sum.fulls, run.fulls());
+      std::vector<double> budgets{1e-3, 1e9};
+      for (const auto& st : run.steps)  // every edge: just before, at and after each step's end
+        for (double d : {-1e-9, 0.0, 1e-9}) budgets.push_back(st.gpu_s + d);
+      for (double b : budgets)
+        EXPECT_EQ(sum.best_at(b), run.best_at(b)) << strategy << " quick " << quick << " at " << b;
+      for (const auto& st : run.steps)
+        for (double f : {0.999, 1.0, 1.001}) {
+          const double target = st.value_us * f;
+          EXPECT_EQ(sum.gpu_s_to(target), run.gpu_s_to(target)) << strategy << " to " << target;
+        }
+    }
 }
 
 TEST(Dataset, ThePermutedControlIsAPermutationOfWhatTheGpuSaid) {

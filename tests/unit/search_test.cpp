@@ -334,8 +334,13 @@ TEST(CompareCli, AblationSectionForEveryDataset) {
                         std::filesystem::copy_options::recursive);
   std::filesystem::create_directories(dir / "results" / "datasets");
   std::filesystem::copy_file(fixture(), dir / "results" / "datasets" / "synthetic-stage7-fp16-d128.json");
+  // Its ablation cache (AblationCache tests): compare renders from it instead of ~100 CPU-s of simulation.
+  std::filesystem::create_directories(dir / "results" / "ablation");
+  std::filesystem::copy_file(source_root() / "tests/fixtures/ablation/synthetic-stage7-fp16-d128.json",
+                             dir / "results" / "ablation" / "synthetic-stage7-fp16-d128.json");
   const CliResult r = run_evo("compare --results " + shell_quote(dir / "results") + " --out -");
   ASSERT_EQ(r.exit_code, 0) << r.out.substr(0, 2000);
+  EXPECT_EQ(r.out.find("evo: note:"), std::string::npos) << "the cache matches: " << r.out.substr(0, 2000);
   EXPECT_NE(r.out.find("## Search ablation"), std::string::npos);
   EXPECT_NE(r.out.find("### results/datasets/synthetic-stage7-fp16-d128.json: fitness"), std::string::npos);
   EXPECT_NE(r.out.find("### results/datasets/synthetic-stage7-fp16-d128.json: shape 2x16x16x8192x8192x128"),
