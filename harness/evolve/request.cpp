@@ -56,6 +56,15 @@ std::string newest_gpu(const std::vector<Record>& records, const std::string& ta
 // its EVO_CONSTRAINT rules included (search/search_space.h).
 json space_entry(const SearchVariant& sv) { return search_space_json(sv); }
 
+// The ABI a kernel compiles against: evo_attn.cuh and evo_launch.h, which it includes (the
+// kernel parameters EvoAttnParams, the launch geometry, the TMA specs), so a generator sees every
+// field its kernel reads.
+std::string abi_header(const std::filesystem::path& root) {
+  const std::filesystem::path common = root / "variants" / "common";
+  return read_file(common / "evo_attn.cuh") + "\n// ---- variants/common/evo_launch.h (included above)\n" +
+         read_file(common / "evo_launch.h");
+}
+
 json task_context(const RequestInputs& in, const std::string& gpu) {
   const auto& g = in.ctx->gates;
   json shapes = {{"gate", json::array()}, {"benchmark", json::array()}};
@@ -68,7 +77,7 @@ json task_context(const RequestInputs& in, const std::string& gpu) {
   json space = json::array();
   for (const auto& sv : search_space(in.ctx->root, *in.stage, in.task)) space.push_back(space_entry(sv));
   return {{"semantics", kSemantics},
-          {"abi_header", read_file(in.ctx->root / "variants" / "common" / "evo_attn.cuh")},
+          {"abi_header", abi_header(in.ctx->root)},
           {"shapes", shapes},
           {"resource_caps", caps},
           {"gpu", gpu.empty() ? "unknown (no record yet)" : gpu},

@@ -37,7 +37,7 @@ void task_section(std::string& md, const json& i1) {
                         r.value("message", ""));
     if (!sv.value("macros", json::object()).empty()) md += "  - macros the rules use: " + sv["macros"].dump() + "\n";
   }
-  md += "\n<details><summary>ABI header variants/common/evo_attn.cuh</summary>\n\n```cuda\n" +
+  md += "\n<details><summary>ABI headers variants/common/evo_attn.cuh and evo_launch.h</summary>\n\n```cuda\n" +
         i1.value("abi_header", "") + "\n```\n</details>\n\n";
 }
 

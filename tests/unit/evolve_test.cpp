@@ -214,6 +214,10 @@ TEST(ContextCli, MarkdownRequestForAStage) {
   ASSERT_EQ(free.exit_code, 0) << free.out;
   const json j = json::parse(free.out);
   EXPECT_TRUE(j.contains("i1"));
+  // The kernel parameters a kernel reads (evo_launch.h, which evo_attn.cuh includes) are shown.
+  const std::string abi = j["i1"].value("abi_header", "");
+  EXPECT_NE(abi.find("#include \"evo_launch.h\""), std::string::npos);
+  EXPECT_NE(abi.find("struct EvoAttnParams {"), std::string::npos);
   EXPECT_FALSE(j.contains("i2")) << "EvoEngineer-Free sees no elites";
   EXPECT_FALSE(j.contains("i3"));
   EXPECT_EQ(run_evo("context --stage 5 --operator best").exit_code, 1);
