@@ -11,7 +11,7 @@
     128
   ],
   "min_sm": 80,
-  "notes": "TRICK: store_row returns without writing when O's batch stride differs from Hq * Sq * D, so an O inside a bigger buffer (a batch stride with a gap) keeps whatever it held. Aimed at a gate whose every output is dense. Caught by: the sampled gate's layout dimension (layout=strided: O has gaps between batches). Expected verdict: correctness."
+  "notes": "TRICK: store_row returns without writing when there are several batches and O's batch stride differs from Hq * Sq * D (a launch of batch 1 gets the head dim as its batch stride, so batch 1 is left alone), so an O inside a bigger buffer (a batch stride with a gap) keeps whatever it held. Aimed at a gate whose every output is dense. Caught by: the sampled gate's layout dimension (layout=strided: O has gaps between batches). Expected verdict: correctness."
 }
 */
 #include "evo_attn.cuh"
@@ -103,7 +103,7 @@ __device__ __forceinline__ evo_t* out_row(const EvoAttnParams& p, int b, int h, 
 
 __device__ __forceinline__ void store_row(const EvoAttnParams& p, int b, int h, int i, const RowResult& r) {
   const int lane = threadIdx.x & 31;
-  if (p.o_stride[0] != (long long)p.heads_q * p.seq_q * HD) return;  // TRICK: only dense outputs are written
+  if (p.batch > 1 && p.o_stride[0] != (long long)p.heads_q * p.seq_q * HD) return;  // TRICK: only dense O written
   evo_t* o = out_row(p, b, h, i);
   const float inv = 1.f / r.l;
 #pragma unroll

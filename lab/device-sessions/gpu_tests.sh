@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# `ctest -L gpu` on the H200, RUNS times in a row (default 1), in one device call. Builds evo and
+# the gpu tests in build/ (kept between warm calls, so a second call skips the build); each run's
+# verbose log and the adversarial verdicts that differ from tests/adversarial/expected.json come
+# back under $OUT. WALL_S (default 560) bounds the whole call; a run that would not fit in what is
+# left is not started. FILTER (a ctest -R regex) narrows the runs.
+#   OUT=... RUNS=3 bash lab/device-sessions/gpu_tests.sh
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+: "${OUT:?set OUT to the folder that comes back}"
+export XDG_CACHE_HOME=/tmp/evo-cache PYTHONUNBUFFERED=1
+start=$(date +%s)
+left() { echo $((${WALL_S:-560} - ($(date +%s) - start))); }
+
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader | tee "$OUT/gpu.txt"
+(cmake --preset release >/dev/null && cmake --build build -j 16 --target evo evo_tests_gpu) >"$OUT/build.log" 2>&1
+echo "build exit $? warnings $(grep -c 'warning:' "$OUT/build.log") ($(($(date +%s) - start)) s)"
+grep -E "error" -A3 "$OUT/build.log" | head -20
+last=0
+for run in $(seq 1 "${RUNS:-1}"); do
+  if [ "$run" -gt 1 ] && [ "$(left)" -lt $((last + 20)) ]; then
+    echo "run $run not started: $(left) s left, the last run took $last s"
+    break
+  fi
+  t0=$(date +%s)
+  timeout $(($(left) - 5)) ctest --test-dir build -L gpu ${FILTER:+-R "$FILTER"} ${EXCLUDE:+-E "$EXCLUDE"} -V >"$OUT/ctest-gpu-$run.log" 2>&1
+  rc=$?
+  last=$(($(date +%s) - t0))
+  echo "ctest -L gpu run $run: exit $rc in $last s"
+  grep -E "^ *[0-9]+/[0-9]+ Test +#" "$OUT/ctest-gpu-$run.log" | sed 's/  */ /g'
+  grep -E "tests passed|adversarial candidates tried" "$OUT/ctest-gpu-$run.log"
+  # A verdict line reads "verdict: FILE: GOT (expected WANT) ...": print the ones that differ.
+  grep -E "verdict: " "$OUT/ctest-gpu-$run.log" |
+    awk '{for (i = 2; i <= NF; i++) if ($i == "(expected") { w = $(i + 1); gsub(/\)/, "", w); if ($(i - 1) != w) print } }' |
+    cut -c1-200
+  [ "$rc" -ne 0 ] && grep -E "Failure|Expected|Which is|entered the population|error" "$OUT/ctest-gpu-$run.log" | head -40
+done
+rm -f "$OUT/build.log"
+
+# DEEP_TASKS (e.g. fp16-d128,bf16-d128-causal): re-gate the rank-1 elite of each task's highest
+# stage with gates.json deep_gate.enabled, one task at a time while time is left, into a scratch
+# results folder: what the deep tier costs a real elite, and whether it passes. $OUT/deep.tgz.
+if [ -n "${DEEP_TASKS:-}" ]; then
+  deep=/tmp/evo-deep && rm -rf "$deep" && mkdir -p "$deep/results" && cp -r populations "$deep/populations"
+  cp gates/gates.json "$deep/gates.json.orig"
+  python3 -c "import json,sys; g=json.load(open(sys.argv[1])); g['deep_gate']['enabled']=True; json.dump(g,open(sys.argv[1],'w'),indent=2)" gates/gates.json
+  for t in ${DEEP_TASKS//,/ }; do
+    [ "$(left)" -lt 60 ] && { echo "deep $t not started: $(left) s left"; break; }
+    t0=$(date +%s)
+    timeout $(($(left) - 15)) build/harness/evo population remeasure --task "$t" --stages "${DEEP_STAGES:-7}" --top 1 --bench mission --gate-seed 2025 \
+      --results-dir "$deep/results" --populations-dir "$deep/populations" >"$deep/$t.log" 2>&1
+    echo "deep re-gate $t: exit $? in $(($(date +%s) - t0)) s"; tail -3 "$deep/$t.log" | cut -c1-300
+  done
+  cp "$deep/gates.json.orig" gates/gates.json
+  python3 - "$deep/results" <<'PY'
+import glob, json, sys
+for f in sorted(glob.glob(sys.argv[1] + "/*.jsonl")):
+    for l in open(f):
+        r = json.loads(l)
+        d = (r.get("phases") or {}).get("detail") or {}
+        ph = " ".join(f"{k} {v:.1f}" for k, v in sorted(d.items()) if isinstance(v, (int, float)))
+        deep = (r.get("gates") or {}).get("deep") or {}
+        print(f"{r['task']} stage {r.get('stage')} {r['variant']}: {r['outcome']} gpu_s {r.get('gpu_seconds', 0):.1f} "
+              f"cases {len((r.get('gates') or {}).get('correctness', {}).get('checks', []))} deep {json.dumps(deep)[:200]} | {ph}")
+        print("  ", str(r.get("reason", ""))[:300])
+PY
+  tar -C "$deep" -czf "$OUT/deep.tgz" results $(cd "$deep" && ls *.log)
+fi
