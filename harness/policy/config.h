@@ -77,7 +77,10 @@ struct SanitizerConfig {
 // frontier set: each bound of the op's input domain), each with every distribution of `inputs`
 // (none: the first of defaults.inputs), all checked on the GPU, and, when `sanitizer`,
 // compute-sanitizer (SanitizerConfig). `enabled` (off until an H200 call regates the committed
-// elites, docs/safety.md): every candidate of a run with a gate seed passes it with its gate cases.
+// elites, docs/safety.md): in a run with a gate seed, a candidate whose fitness would enter its
+// stage's top 3 passes it in a second worker job after timing (11-28 GPU-s for a stage-7 elite on
+// the H200), so the rest pay nothing. A remeasured elite is a would-be elite: `evo population
+// remeasure` re-gates the committed elites through it.
 struct DeepGateConfig {
   std::vector<std::string> shape_sets{"huge"};
   std::vector<std::string> inputs;

@@ -235,6 +235,41 @@ double sanitize_would_be_elite(Record& rec, const EvalEnv& env, const Candidate&
   return san.seconds;
 }
 
+// The deep tier for a would-be elite (gates.json deep_gate.enabled): its
+// cases in a second worker job on the same compiled kernel, no timing, after the first job proved
+// it correct and fast enough for a top 3. A failure keeps it out; the reason says "deep gate:".
+// The deep tier costs a fast elite 11-28 GPU-s on the H200, so only candidates about to enter a
+// top 3 (or replace one of its entries) pay it.
+double deep_gate_would_be_elite(Record& rec, const EvalEnv& env, const Candidate& c, const CompileResult& compiled,
+                                const EvalPlan& plan, const EliteStanding& standing, const fs::path& work,
+                                const ProgressFn& progress) {
+  if (plan.deep_cases.empty() || rec.outcome != Outcome::ok || !rec.fitness ||
+      !standing.would_enter(rec.fitness->geomean_median_us.value_or(0)))
+    return 0;
+  EvalPlan deep = plan;
+  deep.gate_cases = plan.deep_cases;
+  deep.bench.clear();
+  deep.sanitize_cases.clear();
+  const GpuJob job = prepare_job(env, c, compiled, deep, standing, work);
+  Record scratch = rec;  // the second job times nothing; its events must not touch the record
+  GpuEvaluation evaluation(env, c, job, scratch, progress);
+  WorkerClient worker(job.job, work, plan.limits.value_or(env.gates->limits));
+  progress(fmt::format("deep gate: {} cases", plan.deep_cases.size()));
+  evaluation.drive(worker);
+  const std::optional<Verdict> verdict = settle_verdict(evaluation.found.verdict, worker.failure(), 0, 0);
+  RecordGate gate;
+  gate.pass = !evaluation.found.checks.empty() && !verdict;
+  gate.checks = evaluation.found.checks;
+  rec.gates->deep = std::move(gate);
+  rec.phases->deep_gate_s = worker.seconds();
+  if (verdict) {
+    rec.outcome = verdict->outcome;
+    rec.reason = "deep gate: " + verdict->reason;
+    rec.fitness.reset();  // written as the head's null
+  }
+  return worker.seconds();
+}
+
 }  // namespace
 
 Record evaluate_candidate(const EvalEnv& env, const Candidate& c, const CompileResult& compiled, const EvalPlan& plan,
@@ -251,8 +286,6 @@ Record evaluate_candidate(const EvalEnv& env, const Candidate& c, const CompileR
   GpuEvaluation evaluation(env, c, job, rec, progress);
   WorkerClient worker(job.job, work, plan.limits.value_or(env.gates->limits));
   evaluation.drive(worker);
-  std::error_code ec;
-  fs::remove_all(work, ec);
   const double worker_s = worker.seconds();
   settle_record(rec, evaluation.found, worker.failure(), plan.bench.size());
   rec.gates->sampled = sampled_summary(plan, evaluation.found.checks);
@@ -262,8 +295,11 @@ Record evaluate_candidate(const EvalEnv& env, const Candidate& c, const CompileR
   else
     rec.extra["gate_seed"] = nullptr;
   add_fitness(rec, plan.bench.size());
+  const double deep_s = deep_gate_would_be_elite(rec, env, c, compiled, plan, standing, work, progress);
+  std::error_code ec;
+  fs::remove_all(work, ec);
   const double sanitizer_s = sanitize_would_be_elite(rec, env, c, compiled, plan, standing, progress);
-  rec.gpu_seconds = worker_s + sanitizer_s;
+  rec.gpu_seconds = worker_s + deep_s + sanitizer_s;
   rec.phases->gpu_s = worker_s;
   rec.phases->detail = evaluation.phases.detail();
   return rec;

@@ -79,9 +79,7 @@ EvalPlan make_plan(const GatesConfig& gates, const PlanRequest& r) {
     p.bench.push_back(b);
   }
   if ((r.deep || gates.deep_gate.enabled) && r.gate_seed) p.deep_cases = deep_cases(gates, r);
-  // gates.json deep_gate.enabled (opt-in until an H200 call regates the elites): every candidate
-  // passes the deep tier with its gate cases.
-  if (gates.deep_gate.enabled) p.gate_cases.insert(p.gate_cases.end(), p.deep_cases.begin(), p.deep_cases.end());
+  // Not among gate_cases: only a would-be elite runs them, after timing (run/evaluator.cpp).
   if (r.sanitize) {
     const InputDistribution& in = gates.input(gates.sanitizer.inputs);
     for (const Shape& s : gates.shapes(gates.sanitizer.shape_sets, r.task))

@@ -21,8 +21,8 @@ struct EvalPlan {
   std::vector<CaseSpec> sanitize_cases;
   // The deep tier's cases, each to be checked on the GPU: the deep covering array of the gate
   // seed and gates.json "deep_gate" shape sets. Empty when the plan has no deep tier. With
-  // gates.json deep_gate.enabled (off by default until an H200 call regates the committed
-  // elites) they are also among gate_cases: every candidate passes them.
+  // gates.json deep_gate.enabled a would-be elite passes them after timing, in a second worker
+  // job (run/evaluator.cpp); the others never run them.
   std::vector<CaseSpec> deep_cases;
   // "default" for gates.json's benchmark sets, else "custom-<hash of the shapes>": fitness is
   // only ranked against fitness over the same shapes (`evo evolve`'s screen: "screen-<hash>").

@@ -113,6 +113,7 @@ RecordPhases read_phases(json j) {
   take(j, "compile_s", p.compile_s);
   take(j, "gpu_s", p.gpu_s);
   take(j, "sanitizer_s", p.sanitizer_s);
+  take(j, "deep_gate_s", p.deep_gate_s);
   take_detail(j, p.detail);
   p.extra = std::move(j);
   return p;
@@ -123,6 +124,7 @@ json write_phases(const RecordPhases& p) {
   put(j, "compile_s", p.compile_s);
   put(j, "gpu_s", p.gpu_s);
   put(j, "sanitizer_s", p.sanitizer_s);
+  put(j, "deep_gate_s", p.deep_gate_s);
   if (p.detail) {
     json d = json::object();
     for (const auto& [name, seconds] : *p.detail) d[name] = seconds ? json(*seconds) : json(nullptr);

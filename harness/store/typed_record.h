@@ -81,6 +81,7 @@ struct SampledGateSummary {
 
 struct RecordGates {
   std::optional<RecordGate> resources, correctness, determinism, post_timing;
+  std::optional<RecordGate> deep;             // the deep tier's cases, when a would-be elite ran them after timing
   std::optional<SanitizerReport> sanitizer;   // empty: not sanitized (null in the record, or absent)
   std::optional<SampledGateSummary> sampled;  // empty: no sampled cases drawn (null, or an older record)
   // Unknown fields, and sanitizer/sampled when the record says null: a typed member that is set
@@ -140,9 +141,10 @@ struct Fitness {
 // ..., parent_compare_s, record_s); empty: not measured (the record says null).
 using PhaseDetail = std::map<std::string, std::optional<double>>;
 
-// Wall time per phase of one evaluation (compile_s, gpu_s, and sanitizer_s when it ran).
+// Wall time per phase of one evaluation (compile_s, gpu_s, and sanitizer_s and deep_gate_s when
+// they ran).
 struct RecordPhases {
-  std::optional<double> compile_s, gpu_s, sanitizer_s;
+  std::optional<double> compile_s, gpu_s, sanitizer_s, deep_gate_s;
   std::optional<PhaseDetail> detail;
   nlohmann::json extra = nlohmann::json::object();
 };

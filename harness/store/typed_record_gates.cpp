@@ -131,6 +131,7 @@ RecordGates read_gates(json j) {
   take_part(j, "correctness", g.correctness, read_gate);
   take_part(j, "determinism", g.determinism, read_gate);
   take_part(j, "post_timing", g.post_timing, read_gate);
+  take_part(j, "deep", g.deep, read_gate);
   take_part(j, "sanitizer", g.sanitizer, read_sanitizer);
   take_part(j, "sampled", g.sampled, read_sampled);
   g.extra = std::move(j);
@@ -143,6 +144,7 @@ json write_gates(const RecordGates& g) {
   if (g.correctness) j["correctness"] = write_gate(*g.correctness);
   if (g.determinism) j["determinism"] = write_gate(*g.determinism);
   if (g.post_timing) j["post_timing"] = write_gate(*g.post_timing);
+  if (g.deep) j["deep"] = write_gate(*g.deep);
   if (g.sanitizer) j["sanitizer"] = write_sanitizer(*g.sanitizer);
   if (g.sampled) j["sampled"] = write_sampled(*g.sampled);
   return j;

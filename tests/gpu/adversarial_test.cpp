@@ -182,7 +182,9 @@ Suite make_suite(const std::string& task, bool deep = false) {
   files.emplace_back("variants/0-adversarial/" + kControl,
                      read_text(source_root() / "variants" / "0-baseline" / "wmma_scalar_pv.cu"));
   s.root = make_repo((deep ? "adversarial-deep-" : "adversarial-") + task, files);
-  if (deep) {  // the deep tier on for every candidate of the run
+  // The deep tier on: a would-be elite runs it after timing. Each trick it catches leaves the
+  // population with fewer than three elites, so every trick in turn is a would-be elite.
+  if (deep) {
     json gates = json::parse(read_text(s.root / "gates" / "gates.json"));
     gates["deep_gate"]["enabled"] = true;
     write_text(s.root / "gates" / "gates.json", gates.dump(2));

@@ -263,16 +263,22 @@ TEST(Domain, TheDeepPlanIsDeterministicAndItsWorkPerElitePrinted) {
     }
     std::cout << fmt::format(
         "deep tier, {}: {} cases per elite, {:.3g} FLOPs (before the causal mask), {:.3g} elements of Q, K, V, O; "
-        "GPU time per elite: to be measured on the H200\n",
+        "GPU time per stage-7 elite on the H200: 11-28 GPU-s (lab/notes/h200-20261128-gate-and-regimes.md)\n",
         name, a.deep_cases.size(), flops, elements);
     // Off by default: a plain run's gate cases hold none of them.
     const EvalPlan plain = make_plan(g, {t, g.gate_sets, g.benchmark_sets, g.seeds, false, 2025u});
     for (const CaseSpec& c : plain.gate_cases) EXPECT_FALSE(is_deep_case(c.id)) << c.id;
-    // On: every candidate's gate cases hold them all.
+    // On: the plan holds the deep cases for a would-be elite's second job, not among the gate
+    // cases every candidate runs.
     GatesConfig on = g;
     on.deep_gate.enabled = true;
-    const EvalPlan deep = make_plan(on, {t, g.gate_sets, g.benchmark_sets, g.seeds, false, 2025u});
-    EXPECT_EQ(deep.gate_cases.size(), plain.gate_cases.size() + a.deep_cases.size());
+    const EvalPlan elite_only = make_plan(on, {t, g.gate_sets, g.benchmark_sets, g.seeds, false, 2025u});
+    EXPECT_EQ(elite_only.deep_cases.size(), a.deep_cases.size());
+    EXPECT_EQ(elite_only.gate_cases.size(), plain.gate_cases.size());
+    for (const CaseSpec& c : elite_only.gate_cases) EXPECT_FALSE(is_deep_case(c.id)) << c.id;
+    // Without a gate seed there is no deep tier at all (its covering array needs one).
+    const EvalPlan no_seed = make_plan(on, {t, g.gate_sets, g.benchmark_sets, g.seeds, false, std::nullopt});
+    EXPECT_TRUE(no_seed.deep_cases.empty());
   }
 }
 

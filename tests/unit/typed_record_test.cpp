@@ -81,6 +81,13 @@ TEST(TypedRecord, GatesSanitizerSampledAndPhasesAreTyped) {
   json j = minimal();
   j["gate_seed"] = 1511791795u;
   j["gates"] = {{"sampled", {{"seed", 1511791795u}, {"cases", 12}, {"run", 12}, {"passed", 11}}},
+                {"deep",
+                 {{"pass", false},
+                  {"checks",
+                   {{{"case", "deep/frontier/65535x1x1x1x64x64/s0/outlier_rows"},
+                     {"pass", false},
+                     {"max_abs", 0.5},
+                     {"reason", "beyond atol"}}}}}},
                 {"sanitizer",
                  {{"pass", false},
                   {"cases", {"sanitize/small/a", "sanitize/small/b"}},
@@ -106,6 +113,7 @@ TEST(TypedRecord, GatesSanitizerSampledAndPhasesAreTyped) {
   j["phases"] = {{"compile_s", 0.01},
                  {"gpu_s", 3.2},
                  {"sanitizer_s", 1.67},
+                 {"deep_gate_s", 12.5},
                  {"detail", {{"process_start_s", nullptr}, {"worker_init_s", 0.31}, {"record_s", 0.002}}}};
   const RecordRead r = read_record(j);
   ASSERT_TRUE(r.record) << r.error;
@@ -130,6 +138,11 @@ TEST(TypedRecord, GatesSanitizerSampledAndPhasesAreTyped) {
   EXPECT_FALSE((*san.tools)[0].log);
   ASSERT_TRUE(rec.phases && rec.phases->detail);
   EXPECT_EQ(rec.phases->sanitizer_s, 1.67);
+  EXPECT_EQ(rec.phases->deep_gate_s, 12.5);  // a would-be elite's deep tier (run/evaluator.cpp)
+  ASSERT_TRUE(rec.gates->deep && rec.gates->deep->checks);
+  EXPECT_EQ(rec.gates->deep->pass, false);
+  ASSERT_EQ(rec.gates->deep->checks->size(), 1u);
+  EXPECT_EQ((*rec.gates->deep->checks)[0].case_id, "deep/frontier/65535x1x1x1x64x64/s0/outlier_rows");
   EXPECT_EQ(rec.phases->detail->at("worker_init_s"), 0.31);
   EXPECT_FALSE(rec.phases->detail->at("process_start_s").has_value());
   EXPECT_TRUE(rec.gates->extra.empty()) << rec.gates->extra.dump();
