@@ -156,6 +156,13 @@ Suite make_suite(const std::string& task, bool deep = false) {
   std::vector<std::pair<std::string, std::string>> files;
   for (auto& [file, outcome] : expected.items()) {
     if (!selected(file) || (outcome.is_object() && outcome.contains("shapes"))) continue;  // own sets: huge_test.cpp
+    // An open hole (hacker rounds, docs/safety.md 3g): no gate case can catch it yet, so running it
+    // would only say so again. Listed, not run, until the gate grows the case and the entry
+    // loses "hole".
+    if (outcome.is_object() && outcome.contains("hole")) {
+      std::cout << file << ": open hole, not run: " << outcome.at("hole").get<std::string>() << "\n";
+      continue;
+    }
     if ((outcome.is_object() && outcome.value("tier", "cheap") == "deep") != deep) continue;
     if (outcome.is_object() && !outcome.value("seen_on_gpu", true))
       std::cout << file << ": expected verdict not yet seen on a GPU (pending the H200)\n";
