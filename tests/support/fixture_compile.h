@@ -30,9 +30,9 @@ inline void check_fixtures_compile(const std::vector<std::string>& archs, const 
   ASSERT_GE(files.size(), 20u);
   const fs::path root = make_repo("adversarial-compile", files);
   for (const std::string& arch : archs) {
-    const CliResult r = run_evo("compile --stage 0 --arch " + arch + " --task " + tasks + " --json --cache-dir " +
-                                    (root / "cache").string(),
-                                "cd '" + root.string() + "' && EVO_ROOT='" + root.string() + "'");
+    const CliResult r = run_evo(
+        "compile --stage 0 --arch " + arch + " --task " + tasks + " --json --cache-dir " + (root / "cache").string(),
+        "cd '" + root.string() + "' && EVO_ROOT='" + root.string() + "'");
     ASSERT_EQ(r.exit_code, 0) << r.out.substr(0, 2000);
     std::set<std::string> compiled;
     std::istringstream lines(r.out);
