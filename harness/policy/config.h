@@ -78,8 +78,8 @@ struct SanitizerConfig {
 // (none: the first of defaults.inputs), all checked on the GPU, and, when `sanitizer`,
 // compute-sanitizer (SanitizerConfig). `enabled` (off until an H200 call regates the committed
 // elites, docs/safety.md): in a run with a gate seed, a candidate whose fitness would enter its
-// stage's top 3 passes it in a second worker job after timing (11-28 GPU-s for a stage-7 elite on
-// the H200), so the rest pay nothing. A remeasured elite is a would-be elite: `evo population
+// stage's top 3 passes it in a second worker job after timing (10.6-27.5 s of device checks for
+// a stage-7 elite on the H200), so the rest pay nothing. A remeasured elite is a would-be elite: `evo population
 // remeasure` re-gates the committed elites through it.
 struct DeepGateConfig {
   std::vector<std::string> shape_sets{"huge"};

@@ -235,11 +235,11 @@ double sanitize_would_be_elite(Record& rec, const EvalEnv& env, const Candidate&
   return san.seconds;
 }
 
-// The deep tier for a would-be elite (gates.json deep_gate.enabled): its
-// cases in a second worker job on the same compiled kernel, no timing, after the first job proved
-// it correct and fast enough for a top 3. A failure keeps it out; the reason says "deep gate:".
-// The deep tier costs a fast elite 11-28 GPU-s on the H200, so only candidates about to enter a
-// top 3 (or replace one of its entries) pay it.
+// The deep tier for a would-be elite (gates.json deep_gate.enabled): its cases in a second worker
+// job on the same compiled kernel, no timing, after the first job proved it correct and fast
+// enough for a top 3. A failure keeps it out; the reason says "deep gate:". The deep tier cost
+// fast stage-7 elites 10.6-27.5 s of device checks on the H200, so only candidates about to enter
+// a top 3 (or replace one of its entries) pay it.
 double deep_gate_would_be_elite(Record& rec, const EvalEnv& env, const Candidate& c, const CompileResult& compiled,
                                 const EvalPlan& plan, const EliteStanding& standing, const fs::path& work,
                                 const ProgressFn& progress) {
@@ -251,8 +251,9 @@ double deep_gate_would_be_elite(Record& rec, const EvalEnv& env, const Candidate
   deep.bench.clear();
   deep.sanitize_cases.clear();
   const GpuJob job = prepare_job(env, c, compiled, deep, standing, work);
-  Record scratch = rec;  // the second job times nothing; its events must not touch the record
-  GpuEvaluation evaluation(env, c, job, scratch, progress);
+  // No benchmark shapes: a timing event would be foreign to the job and rejected before it could
+  // touch the record.
+  GpuEvaluation evaluation(env, c, job, rec, progress);
   WorkerClient worker(job.job, work, plan.limits.value_or(env.gates->limits));
   progress(fmt::format("deep gate: {} cases", plan.deep_cases.size()));
   evaluation.drive(worker);

@@ -59,9 +59,11 @@ for f in sorted(glob.glob(sys.argv[1] + "/*.jsonl")):
         r = json.loads(l)
         d = (r.get("phases") or {}).get("detail") or {}
         ph = " ".join(f"{k} {v:.1f}" for k, v in sorted(d.items()) if isinstance(v, (int, float)))
-        deep = (r.get("gates") or {}).get("deep") or {}
+        g = r.get("gates") or {}
+        deep = (g.get("deep") or {}).get("checks") or []  # a would-be elite's second job
         print(f"{r['task']} stage {r.get('stage')} {r['variant']}: {r['outcome']} gpu_s {r.get('gpu_seconds', 0):.1f} "
-              f"cases {len((r.get('gates') or {}).get('correctness', {}).get('checks', []))} deep {json.dumps(deep)[:200]} | {ph}")
+              f"gate cases {len((g.get('correctness') or {}).get('checks') or [])} deep {sum(c.get('pass', False) for c in deep)}"
+              f"/{len(deep)} passed, {(r.get('phases') or {}).get('deep_gate_s')} s | {ph}")
         print("  ", str(r.get("reason", ""))[:300])
 PY
   tar -C "$deep" -czf "$OUT/deep.tgz" results $(cd "$deep" && ls *.log)

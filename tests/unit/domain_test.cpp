@@ -263,7 +263,7 @@ TEST(Domain, TheDeepPlanIsDeterministicAndItsWorkPerElitePrinted) {
     }
     std::cout << fmt::format(
         "deep tier, {}: {} cases per elite, {:.3g} FLOPs (before the causal mask), {:.3g} elements of Q, K, V, O; "
-        "GPU time per stage-7 elite on the H200: 11-28 GPU-s (lab/notes/h200-20261128-gate-and-regimes.md)\n",
+        "its GPU time per elite: measured, not computed here (docs/safety.md 3g)\n",
         name, a.deep_cases.size(), flops, elements);
     // Off by default: a plain run's gate cases hold none of them.
     const EvalPlan plain = make_plan(g, {t, g.gate_sets, g.benchmark_sets, g.seeds, false, 2025u});
