@@ -41,8 +41,19 @@ struct RemeasureCli : StoreDirs, CacheDir, DeviceChoice {
   std::vector<std::string> tasks, bench{"regimes"};
   std::vector<int> stages;
   int top = 1;
-  std::string gate_seed;
+  std::string gate_seed, elites_of = "default";
+  bool shipped = false;
 };
+
+// A population's benchmark key as its file name has it: "default" or "custom-" and 8 hex digits.
+const CLI::Validator population_benchmark_key(
+    [](std::string& key) -> std::string {
+      const bool hex8 = key.size() == 15 && key.rfind("custom-", 0) == 0 &&
+                        key.find_first_not_of("0123456789abcdef", 7) == std::string::npos;
+      if (key == "default" || hex8) return "";
+      return "'" + key + "' is not a population's benchmark: use default or custom-<8 hex digits>";
+    },
+    "default|custom-<hash>");
 
 // The elites measured again, from their recorded sources, on other benchmark shapes (default:
 // gates.json's `regimes` set), so the per-regime elites (store/regimes.h) have times there.
@@ -52,6 +63,8 @@ void remeasure(const RemeasureCli& o) {
   r.tasks = o.tasks;
   r.stages = o.stages;
   r.top = o.top;
+  r.elites_of = o.elites_of;
+  r.shipped = o.shipped;
   r.bench = o.bench;
   r.devices = o.devices.empty() ? std::to_string(o.device) : o.devices;
   r.gate_seed = o.gate_seed.empty() ? draw_gate_seed() : parse_gate_seed(o.gate_seed);
@@ -76,10 +89,20 @@ void add_remeasure(CLI::App* cmd) {
       "remeasure",
       "Gate and time elites again on other shapes (default: the `regimes` set), from their recorded sources");
   rm->add_option("--task", o->tasks, "tasks (default: every task with a population on this GPU)")->delimiter(',');
-  rm->add_option("--stages", o->stages, "stages whose elites to measure (default: the highest)")
-      ->delimiter(',')
-      ->check(at_least(0));
-  rm->add_option("--top", o->top, "elites per stage")->check(at_least(1))->capture_default_str();
+  auto* stages = rm->add_option("--stages", o->stages, "stages whose elites to measure (default: the highest)")
+                     ->delimiter(',')
+                     ->check(at_least(0));
+  auto* top = rm->add_option("--top", o->top, "elites per stage")->check(at_least(1))->capture_default_str();
+  rm->add_option("--elites-of", o->elites_of,
+                 "whose elites: the population of this benchmark (default, or custom-<hash> as in "
+                 "<task>@custom-<hash>.json)")
+      ->check(population_benchmark_key)
+      ->capture_default_str();
+  rm->add_flag("--shipped", o->shipped,
+               "instead of --stages and --top: the kernels each task's regime table ships (what `evo export` "
+               "compiles), wherever they were measured")
+      ->excludes(top)
+      ->excludes(stages);
   rm->add_option("--bench", o->bench, "benchmark shape sets or dims")->delimiter(',')->capture_default_str();
   rm->add_option("--gate-seed", o->gate_seed, "the sampled gate cases' seed (default: drawn now)");
   add_store_dirs(rm, *o);

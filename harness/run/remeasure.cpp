@@ -12,6 +12,7 @@
 #include "run/elite_source.h"
 #include "run/session.h"
 #include "store/population.h"
+#include "store/regimes.h"
 
 namespace evo {
 
@@ -92,15 +93,19 @@ std::vector<int> chosen_stages(const RemeasureOptions& o, const Population& pop)
   return {stage};
 }
 
-// Per task, the plan and the top elites of the chosen stages, compiled.
+// Per task, the plan and the top elites of the chosen stages (or the shipped kernels), compiled.
 void plan_elites(const Context& ctx, const RemeasureOptions& o, Session& session, Compiler& compiler,
                  std::vector<EvalPlan>& plans, std::vector<Item>& items, Sources& sources) {
   for (const Task& task : remeasure_tasks(ctx, o, session)) {
-    const Population pop = session.population(task, "default");
+    const Population pop = session.population(task, o.elites_of);
     std::vector<Elite> elites;
-    for (int stage : chosen_stages(o, pop)) {
-      auto list = stage_elites(pop, stage);
-      for (int i = 0; i < o.top && i < int(list.size()); ++i) elites.push_back(list[size_t(i)]);
+    if (o.shipped) {
+      elites = shipped_kernels(pop);
+    } else {
+      for (int stage : chosen_stages(o, pop)) {
+        auto list = stage_elites(pop, stage);
+        for (int i = 0; i < o.top && i < int(list.size()); ++i) elites.push_back(list[size_t(i)]);
+      }
     }
     if (elites.empty()) continue;
     plans.push_back(
@@ -114,6 +119,23 @@ void plan_elites(const Context& ctx, const RemeasureOptions& o, Session& session
   }
 }
 }  // namespace
+
+// The kernels a task's regime table dispatches to, which `evo export` ships: the regate of what
+// ships measures exactly these, wherever their records came from (custom-bench ones included).
+std::vector<Elite> shipped_kernels(const Population& pop) {
+  std::vector<Elite> out;
+  if (!pop.regimes) return out;
+  for (const RegimeKernel& k : pop.regimes->kernels) {
+    Elite e;
+    e.candidate_id = k.candidate_id;
+    e.variant = k.variant;
+    e.source_path = k.source_path;
+    e.source_sha256 = k.source_sha256;
+    e.params = k.params;
+    out.push_back(std::move(e));
+  }
+  return out;
+}
 
 std::vector<Record> remeasure_elites(const Context& ctx, const RemeasureOptions& o) {
   Compiler compiler(ctx.root, o.cache_dir, ctx.gates);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "run/context.h"
+#include "store/population.h"
 #include "store/typed_record.h"
 
 namespace evo {
@@ -19,6 +20,10 @@ struct RemeasureOptions {
   int stage = -1;                  // -1 = the highest stage with elites, per task
   std::vector<int> stages;         // when set: these stages (those with elites), instead of `stage`
   int top = 1;                     // how many elites per (task, stage)
+  // Whose elites: the population of this benchmark ("default", or "custom-<hash>" as in
+  // populations/<gpu>/<task>@custom-<hash>.json), where stage 9 and other custom-bench kernels live.
+  std::string elites_of = "default";
+  bool shipped = false;  // instead of stages and top: the kernels the task's regime table ships (evo export)
   std::filesystem::path results_file;
   std::filesystem::path cache_dir;
   std::string devices = "0";          // --devices: elites are shared out over these GPUs (one model)
@@ -33,5 +38,9 @@ struct RemeasureOptions {
 };
 
 std::vector<Record> remeasure_elites(const Context& ctx, const RemeasureOptions& options);
+
+// The kernels a task's regime table dispatches to (what `evo export` ships), as elites to measure:
+// candidate id, variant, recorded source and tunables; none when the population has no table.
+std::vector<Elite> shipped_kernels(const Population& population);
 
 }  // namespace evo

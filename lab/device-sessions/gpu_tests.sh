@@ -40,6 +40,7 @@ rm -f "$OUT/build.log"
 # DEEP_TASKS (e.g. fp16-d128,bf16-d128-causal): re-gate the rank-1 elite of each task's highest
 # stage with gates.json deep_gate.enabled, one task at a time while time is left, into a scratch
 # results folder: what the deep tier costs a real elite, and whether it passes. $OUT/deep.tgz.
+# DEEP_SELECT replaces which kernels: `--shipped` re-gates every kernel the regime tables ship.
 if [ -n "${DEEP_TASKS:-}" ]; then
   deep=/tmp/evo-deep && rm -rf "$deep" && mkdir -p "$deep/results" && cp -r populations "$deep/populations"
   cp gates/gates.json "$deep/gates.json.orig"
@@ -47,7 +48,7 @@ if [ -n "${DEEP_TASKS:-}" ]; then
   for t in ${DEEP_TASKS//,/ }; do
     [ "$(left)" -lt 60 ] && { echo "deep $t not started: $(left) s left"; break; }
     t0=$(date +%s)
-    timeout $(($(left) - 15)) build/harness/evo population remeasure --task "$t" --stages "${DEEP_STAGES:-7}" --top 1 --bench mission --gate-seed 2025 \
+    timeout $(($(left) - 15)) build/harness/evo population remeasure --task "$t" ${DEEP_SELECT:---stages ${DEEP_STAGES:-7} --top 1} --bench mission --gate-seed 2025 \
       --results-dir "$deep/results" --populations-dir "$deep/populations" >"$deep/$t.log" 2>&1
     echo "deep re-gate $t: exit $? in $(($(date +%s) - t0)) s"; tail -3 "$deep/$t.log" | cut -c1-300
   done

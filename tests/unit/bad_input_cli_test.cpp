@@ -55,6 +55,8 @@ TEST(BadInputCli, NumericFlagsOutOfRangeAreUsageErrorsNamingTheFlag) {
       {"evolve --stage 3 --rng-seed -1", "--rng-seed: -1 is out of range"},
       {"population remeasure --top 0", "--top: 0 is out of range"},
       {"population remeasure --stages 7,-8", "--stages: -8 is out of range"},
+      {"population remeasure --elites-of custom-12", "--elites-of: 'custom-12' is not a population's benchmark"},
+      {"population remeasure --shipped --stages 7", "--stages excludes --shipped"},
       {"context --stage 5 --max-failures -1", "--max-failures: -1 is out of range"},
       {"compile --stage 0 --sample -3", "--sample: -3 is out of range"},
       {"eval x.cu --stage -1", "--stage: -1 is out of range"},

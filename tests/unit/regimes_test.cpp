@@ -3,8 +3,10 @@
 
 #include "core/param_json.h"
 #include "core/regime.h"
+#include "run/remeasure.h"
 #include "store/population.h"
 #include "store/regimes.h"
+#include "support/test_support.h"
 
 namespace evo {
 namespace {
@@ -167,6 +169,26 @@ TEST(Regimes, NoRecordsNoDefaultGivesNoKernel) {
   EXPECT_TRUE(regimes["default"].is_null());
   EXPECT_EQ(regimes["table"].size(), size_t(kRegimes));
   for (const auto& r : regimes["table"]) EXPECT_TRUE(r["kernel"].is_null());
+}
+
+// `evo population remeasure --shipped` regates what `evo export` ships: every kernel of the regime
+// table, custom-bench ones included, with the recorded source and tunables it was chosen with.
+TEST(Regime, TheShippedKernelsAreTheRegimeTablesWithTheirSources) {
+  const Population pop = read_population(test::source_root() / "populations" / "nvidia-h200" / "fp16-d64-causal.json");
+  ASSERT_TRUE(pop.regimes.has_value());
+  const auto shipped = shipped_kernels(pop);
+  ASSERT_EQ(shipped.size(), pop.regimes->kernels.size());
+  ASSERT_GE(shipped.size(), 2u);  // a custom-bench kernel beside the default's
+  for (size_t i = 0; i < shipped.size(); ++i) {
+    const RegimeKernel& k = pop.regimes->kernels[i];
+    EXPECT_EQ(shipped[i].candidate_id, k.candidate_id);
+    EXPECT_EQ(shipped[i].variant, k.variant);
+    EXPECT_EQ(shipped[i].source_path, k.source_path);
+    EXPECT_EQ(shipped[i].source_sha256, k.source_sha256);
+    EXPECT_EQ(shipped[i].params, k.params);
+    EXPECT_FALSE(shipped[i].params.empty());
+  }
+  EXPECT_TRUE(shipped_kernels(Population{}).empty());
 }
 
 }  // namespace
