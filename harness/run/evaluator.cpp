@@ -38,8 +38,13 @@ WorkerJob candidate_job(const EvalEnv& env, const Candidate& c, const CompileRes
 EliteStanding elite_standing(const Population& population, int stage, const std::string& candidate_id) {
   EliteStanding s;
   const auto elites = stage_elites(population, stage);
-  if (!elites.empty() && !elites.front().timing.empty()) s.prune_us = elites.front().timing[0].median_us;
-  if (elites.size() >= size_t(kElites)) s.entry_us = elites[size_t(kElites) - 1].fitness_us();
+  // Prune only a candidate that cannot place: against the last place of a full top 3. With a
+  // place free, even a slow candidate enters (and so pays the deep tier, when it is on).
+  if (elites.size() >= size_t(kElites)) {
+    const Elite& last = elites[size_t(kElites) - 1];
+    s.entry_us = last.fitness_us();
+    if (!last.timing.empty()) s.prune_us = last.timing[0].median_us;
+  }
   for (const auto& e : elites)
     if (e.candidate_id == candidate_id) s.is_elite = true;
   return s;
@@ -267,6 +272,12 @@ double deep_gate_would_be_elite(Record& rec, const EvalEnv& env, const Candidate
     rec.outcome = verdict->outcome;
     rec.reason = "deep gate: " + verdict->reason;
     rec.fitness.reset();  // written as the head's null
+  } else if (evaluation.found.checks.size() < plan.deep_cases.size()) {
+    // Fewer checks than cases and no verdict: the tier did not run in full, so it proves nothing.
+    rec.outcome = Outcome::crash;
+    rec.reason = fmt::format("deep gate: {} of {} cases checked, no verdict", evaluation.found.checks.size(),
+                             plan.deep_cases.size());
+    rec.fitness.reset();
   }
   return worker.seconds();
 }

@@ -37,7 +37,7 @@ WorkerJob candidate_job(const EvalEnv& env, const Candidate& c, const CompileRes
 
 // Where a candidate stands against its stage's elite (this GPU, task and benchmark).
 struct EliteStanding {
-  double prune_us = 0;    // the best elite's median on the first benchmark shape (0: no elite)
+  double prune_us = 0;    // the last place's median on the first benchmark shape (0: a place is free)
   double entry_us = 0;    // the fitness to beat to enter the top-3 (0: fewer than 3 elites)
   bool is_elite = false;  // this candidate is already one of them (its new record replaces it)
   bool would_enter(double fitness_us) const { return is_elite || entry_us <= 0 || fitness_us < entry_us; }

@@ -189,13 +189,11 @@ Suite make_suite(const std::string& task, bool deep = false) {
   files.emplace_back("variants/0-adversarial/" + kControl,
                      read_text(source_root() / "variants" / "0-baseline" / "wmma_scalar_pv.cu"));
   s.root = make_repo((deep ? "adversarial-deep-" : "adversarial-") + task, files);
-  // The deep tier on: a would-be elite runs it after timing. Each trick it catches leaves the
-  // population with fewer than three elites, so every trick in turn is a would-be elite.
-  if (deep) {
-    json gates = json::parse(read_text(s.root / "gates" / "gates.json"));
-    gates["deep_gate"]["enabled"] = true;
-    write_text(s.root / "gates" / "gates.json", gates.dump(2));
-  }
+  // The deep tier on for the deep suite: a would-be elite runs it after timing. Each trick it
+  // catches leaves the population with fewer than three elites, so every trick in turn is a
+  // would-be elite (and none is pruned: only a full top 3 prunes). Off for the cheap suites, which
+  // judge the cheap tier alone and would otherwise pay ~60 s of deep cases per scalar elite.
+  set_deep_gate(s.root, deep);
   s.results = s.root / "results";
   s.populations = s.root / "populations";
   s.cache = s.root / "cache";
@@ -245,7 +243,11 @@ void check_suite(const Suite& s, const std::string& sets) {
                          << r["reason"].get<std::string>()
                          << ")\n  what the trick is and what must catch it: " << notes_of(file)
                          << "\n  timing: " << r["timing"].dump() << "\n  post-timing checks: "
-                         << r["gates"].value("post_timing", json::object()).value("checks", json::array()).dump();
+                         << r["gates"].value("post_timing", json::object()).value("checks", json::array()).dump()
+                         << "\n  fitness: " << r.value("fitness", json()).dump()
+                         << ", pruned: " << r.value("pruned", json()).dump()
+                         << ", deep tier: " << (r["gates"].contains("deep") ? "ran" : "did not run")
+                         << ", deep_gate_s: " << r.value("phases", json::object()).value("deep_gate_s", json()).dump();
     if (want == "integrity") {  // docs/safety.md §3e: the reason names the shape and the sample
       const std::string reason = r["reason"];
       EXPECT_EQ(reason.rfind("timing ", 0), 0u) << file << ": an integrity reason starts with the shape: " << reason;

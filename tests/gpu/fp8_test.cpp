@@ -30,6 +30,8 @@ TEST(Fp8, DescaleTricksAreRejectedAndTheControlPasses) {
   }
   ASSERT_GE(files.size(), 2u) << "expected.json names the fp8 control and at least one fp8 trick";
   const fs::path root = make_repo("fp8-adversarial", files);
+  // The cheap tier's verdicts: the fp8 deep tier's outlier cases are an open question (issue 29).
+  set_deep_gate(root, false);
   const auto q = [](const fs::path& p) { return "'" + p.string() + "'"; };
   const CliResult run =
       run_evo("run --stage 0 --task fp8-d64 --budget " + std::to_string(files.size()) +

@@ -49,6 +49,7 @@ TEST(HugeSet, HonestKernelPassesAndThirtyTwoBitOffsetsAreRejected) {
   const fs::path root = make_repo(
       "huge", {{"variants/0-adversarial/control_scalar_pattern.cu", read_text(kSuite / "control_scalar_pattern.cu")},
                {"variants/0-adversarial/offsets_32bit.cu", read_text(kSuite / "offsets_32bit.cu")}});
+  set_deep_gate(root, false);  // the huge set alone decides here
   const std::string q = "'" + root.string() + "'";
   const CliResult run = run_evo(
       "run --stage 0 --task fp16-d64 --budget 2 --shapes huge --bench mission --seeds 0 --rng-seed 1 --gate-seed 2025 "

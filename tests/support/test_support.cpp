@@ -7,6 +7,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "core/errors.h"
 #include "gpu/cuda_driver.h"
 
@@ -92,6 +94,13 @@ fs::path make_repo(const std::string& name, const std::vector<std::pair<std::str
   fs::copy(source_root() / "variants" / "common", root / "variants" / "common", fs::copy_options::recursive);
   for (const auto& [path, text] : files) write_text(root / path, text);
   return root;
+}
+
+void set_deep_gate(const fs::path& repo, bool on) {
+  const fs::path file = repo / "gates" / "gates.json";
+  auto gates = nlohmann::json::parse(read_text(file));
+  gates["deep_gate"]["enabled"] = on;
+  write_text(file, gates.dump(2));
 }
 
 bool gpu_available(std::string* reason) {

@@ -28,6 +28,10 @@ std::filesystem::path scratch_dir(const std::string& name);
 // A minimal repo (gates/gates.json copied from the source tree, variants/common, and the given
 // variant files as variants/<stage dir>/<name>.cu) for fixture tests.
 std::filesystem::path make_repo(const std::string& name, const std::vector<std::pair<std::string, std::string>>& files);
+// Turns gates.json deep_gate.enabled of such a repo on or off: a suite that judges another part
+// of the gate (huge shapes, the sanitizer, fp8 tricks) keeps the deep tier's ~60 s per scalar
+// would-be elite out of its time.
+void set_deep_gate(const std::filesystem::path& repo, bool on);
 
 std::filesystem::path source_root();
 // The repository's results/ as committed: a scratch copy of the files git tracks there, so a

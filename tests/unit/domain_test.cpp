@@ -247,7 +247,7 @@ TEST(Domain, TheGateDrawsInsideTheDomainAndEachCornerIsReachedBySomeTier) {
 
 TEST(Domain, TheDeepPlanIsDeterministicAndItsWorkPerElitePrinted) {
   const GatesConfig g = load_gates_config(test::source_root() / "gates" / "gates.json");
-  EXPECT_FALSE(g.deep_gate.enabled) << "the deep tier is opt-in until an H200 call regates the committed elites";
+  EXPECT_TRUE(g.deep_gate.enabled) << "would-be elites pass the deep tier by default (the H200 regate of 2026-11-28)";
   for (const char* name : kTaskNames) {
     const Task t = parse_task(name);
     const PlanRequest req{t, g.gate_sets, g.benchmark_sets, g.seeds, false, 2025u, true};
@@ -265,8 +265,11 @@ TEST(Domain, TheDeepPlanIsDeterministicAndItsWorkPerElitePrinted) {
         "deep tier, {}: {} cases per elite, {:.3g} FLOPs (before the causal mask), {:.3g} elements of Q, K, V, O; "
         "its GPU time per elite: measured, not computed here (docs/safety.md 3g)\n",
         name, a.deep_cases.size(), flops, elements);
-    // Off by default: a plain run's gate cases hold none of them.
-    const EvalPlan plain = make_plan(g, {t, g.gate_sets, g.benchmark_sets, g.seeds, false, 2025u});
+    // Off: a plain run's gate cases hold none of them.
+    GatesConfig off = g;
+    off.deep_gate.enabled = false;
+    const EvalPlan plain = make_plan(off, {t, g.gate_sets, g.benchmark_sets, g.seeds, false, 2025u});
+    EXPECT_TRUE(plain.deep_cases.empty());
     for (const CaseSpec& c : plain.gate_cases) EXPECT_FALSE(is_deep_case(c.id)) << c.id;
     // On: the plan holds the deep cases for a would-be elite's second job, not among the gate
     // cases every candidate runs.

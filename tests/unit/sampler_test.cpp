@@ -197,8 +197,12 @@ TEST(Sampler, APlanCarriesTheSeedAndTheSampledCases) {
   EXPECT_EQ(sampled.sampled_cases, draw_sampled_cases(g, t, 42u).size());
   EXPECT_EQ(sampled.gate_cases.size(), fixed.gate_cases.size() + sampled.sampled_cases);
   EXPECT_EQ(*sampled.gate_seed, 42u);
-  // The deep tier: only when asked for, its covering array and the huge set, all checked on the GPU.
-  EXPECT_TRUE(sampled.deep_cases.empty());
+  // The deep tier: when asked for or on in gates.json (by default), its covering array and the
+  // huge set, all checked on the GPU.
+  EXPECT_EQ(sampled.deep_cases.empty(), !g.deep_gate.enabled);
+  GatesConfig off = g;
+  off.deep_gate.enabled = false;
+  EXPECT_TRUE(make_plan(off, {t, g.gate_sets, g.benchmark_sets, g.seeds, false, 42u}).deep_cases.empty());
   const EvalPlan deep = make_plan(g, {t, g.gate_sets, g.benchmark_sets, g.seeds, false, 42u, true});
   ASSERT_GE(deep.deep_cases.size(), size_t(g.sampled.deep.min_cases) + 1);
   EXPECT_EQ(deep.deep_cases.back().id.rfind("deep/long/", 0), 0u) << deep.deep_cases.back().id;
