@@ -109,14 +109,22 @@ const Record* elite_record(const Elite& elite, const std::vector<const Record*>&
   return record;
 }
 
-// The latest (time, run id) of a candidate's sanitized records, or null.
-const Record* latest_sanitized(const std::string& candidate_id, const std::vector<const Record*>& runs) {
-  const Record* sanitized = nullptr;
+// The latest (time, run id) of a candidate's records that `has`, or null.
+template <typename Has>
+const Record* latest_record_with(const std::string& candidate_id, const std::vector<const Record*>& runs, Has has) {
+  const Record* found = nullptr;
   for (const Record* r : runs)
-    if (r->candidate_id == candidate_id && r->gates && r->gates->sanitizer &&
-        (!sanitized || !sanitized->newer_than(*r)))
-      sanitized = r;
-  return sanitized;
+    if (r->candidate_id == candidate_id && r->gates && has(*r->gates) && (!found || !found->newer_than(*r))) found = r;
+  return found;
+}
+
+const Record* latest_sanitized(const std::string& candidate_id, const std::vector<const Record*>& runs) {
+  return latest_record_with(candidate_id, runs, [](const RecordGates& g) { return g.sanitizer.has_value(); });
+}
+
+// The deep tier ran as a second job of a would-be elite or a remeasure (any benchmark).
+const Record* latest_deep_gated(const std::string& candidate_id, const std::vector<const Record*>& runs) {
+  return latest_record_with(candidate_id, runs, [](const RecordGates& g) { return g.deep.has_value(); });
 }
 
 StageRow stage_row(int n, const Record& record, const std::vector<const Record*>& runs, const TaskFacts& facts,
@@ -134,7 +142,8 @@ StageRow stage_row(int n, const Record& record, const std::vector<const Record*>
     row.shapes.push_back(std::move(shape_row));
   }
   fill_resources(record, row);
-  row.gates = gates_summary(record, latest_sanitized(row.candidate_id, runs));
+  row.gates =
+      gates_summary(record, latest_sanitized(row.candidate_id, runs), latest_deep_gated(row.candidate_id, runs));
   return row;
 }
 

@@ -122,7 +122,8 @@ std::string sampled_summary_text(const RecordGates& gates) {
 
 // `sanitized`: the latest record of the same candidate that ran under --sanitize, if `r` did
 // not (an `evo gate` re-measure, say): the verdict belongs to the compiled code, not the run.
-std::string gates_summary(const Record& r, const Record* sanitized) {
+// `deep_gated`, likewise, the latest that ran the deep tier: the summary names the tier.
+std::string gates_summary(const Record& r, const Record* sanitized, const Record* deep_gated) {
   const RecordGates gates = r.gates.value_or(RecordGates{});
   auto count = [&](const std::optional<RecordGate>& gate, int& passed, int& total, double& max_rel) {
     if (!gate || !gate->checks) return;
@@ -148,8 +149,16 @@ std::string gates_summary(const Record& r, const Record* sanitized) {
     san = std::string(sanitized->gates->sanitizer->passed() ? "sanitizer ok" : "sanitizer FAIL") + " (run " +
           sanitized->run_id.value_or("") + ")";
   }
-  return fmt::format("{}/{} + post {}/{}{}, {}, max rel L2 {:.1e}, {}", pass, total, post_pass, post_total,
-                     sampled_summary_text(gates), det, max_rel, san);
+  std::string tier = "cheap tier only";
+  if (const Record* d = gates.deep ? &r : deep_gated) {
+    int deep_pass = 0, deep_total = 0;
+    double deep_rel = 0;
+    count(d->gates->deep, deep_pass, deep_total, deep_rel);
+    tier = fmt::format("deep tier {}/{}", deep_pass, deep_total) +
+           (d == &r ? "" : " (run " + d->run_id.value_or("") + ")");
+  }
+  return fmt::format("{}/{} + post {}/{}{}, {}, max rel L2 {:.1e}, {}, {}", pass, total, post_pass, post_total,
+                     sampled_summary_text(gates), det, max_rel, san, tier);
 }
 
 std::optional<long> integer(const json& j, const char* key) {

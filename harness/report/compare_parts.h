@@ -39,7 +39,7 @@ std::map<std::string, const Record*> peers_for_shape(const std::string& shape, c
                                                      const std::string& near = "");
 // Each regime row's speed against the peers timed on all of its shapes (RegimeRow::vs_peer).
 void add_regime_peers(std::vector<RegimeRow>& rows, const std::vector<const Record*>& peers);
-std::string gates_summary(const Record& r, const Record* sanitized = nullptr);
+std::string gates_summary(const Record& r, const Record* sanitized = nullptr, const Record* deep_gated = nullptr);
 std::optional<long> integer(const json& j, const char* key);
 void fill_resources(const Record& r, StageRow& row);
 std::string ratio_text(double r);

@@ -47,5 +47,27 @@ TEST(CompareParts, RecordTimesReadAsEpochSeconds) {
   EXPECT_FALSE(epoch_seconds(""));
 }
 
+// The gates cell names the tier: the record's own deep checks, a later record's (the regate of
+// what ships) with its run, or none.
+TEST(CompareParts, TheGatesCellNamesTheDeepTierOrItsAbsence) {
+  auto check = [](bool pass) {
+    GateCheck c;
+    c.pass = pass;
+    c.rel_l2 = 1e-3;
+    return c;
+  };
+  Record plain;
+  plain.gates = RecordGates{};
+  plain.gates->correctness = RecordGate{true, "", std::vector<GateCheck>{check(true)}, json::object()};
+  EXPECT_NE(gates_summary(plain).find(", cheap tier only"), std::string::npos) << gates_summary(plain);
+  Record deep = plain;
+  deep.gates->deep =
+      RecordGate{false, "", std::vector<GateCheck>{check(true), check(false), check(true)}, json::object()};
+  EXPECT_NE(gates_summary(deep).find(", deep tier 2/3"), std::string::npos) << gates_summary(deep);
+  deep.run_id = "20261128T180508Z-x";
+  const std::string borrowed = gates_summary(plain, nullptr, &deep);
+  EXPECT_NE(borrowed.find(", deep tier 2/3 (run 20261128T180508Z-x)"), std::string::npos) << borrowed;
+}
+
 }  // namespace
 }  // namespace evo
