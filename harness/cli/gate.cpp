@@ -68,6 +68,9 @@ std::vector<nlohmann::json> measured_records(const GateOptions& o, const std::ve
   r.tasks = tasks;
   r.stage = stage;
   r.top = 1;
+  // A regression gate asks whether the same recorded code got slower: the deep tier (12-30 GPU-s
+  // an elite) proved that code when it entered and would only repeat itself on every CI run.
+  r.deep_tier = false;
   r.devices = o.devices;
   r.gate_seed = o.gate_seed.empty() ? draw_gate_seed() : parse_gate_seed(o.gate_seed);
   std::cout << fmt::format("gate: sampled cases drawn with gate seed {} (replay: --gate-seed {})\n", *r.gate_seed,

@@ -23,7 +23,8 @@ struct RemeasureOptions {
   // Whose elites: the population of this benchmark ("default", or "custom-<hash>" as in
   // populations/<gpu>/<task>@custom-<hash>.json), where stage 9 and other custom-bench kernels live.
   std::string elites_of = "default";
-  bool shipped = false;  // instead of stages and top: the kernels the task's regime table ships (evo export)
+  bool shipped = false;   // instead of stages and top: the kernels the task's regime table ships (evo export)
+  bool deep_tier = true;  // with gates.json deep_gate.enabled; the regression gate (evo gate) times only
   std::filesystem::path results_file;
   std::filesystem::path cache_dir;
   std::string devices = "0";          // --devices: elites are shared out over these GPUs (one model)
