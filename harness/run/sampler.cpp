@@ -95,7 +95,7 @@ std::vector<CaseSpec> draw_tier(const GatesConfig& gates, const Task& task, uint
                                 const std::string& prefix) {
   std::vector<CaseSpec> out;
   if (!gates.sampled.enabled) return out;
-  const SampleSpace space = gates.sampled.for_tier(tier);  // the tier's lengths and bounds
+  const SampleSpace space = tier_space(gates, task, tier);
   const SampleRows rows(space, task);
   const CoveringRequest req = rows.request(tier);
   // The task and the tier take part in the stream: two tasks or tiers of a run draw differently.
@@ -150,6 +150,13 @@ uint32_t parse_gate_seed(const std::string& text) {
   if (ok && std::stoull(text) <= 0xFFFFFFFFull) return uint32_t(std::stoull(text));
   throw usage_error(
       fmt::format("--gate-seed '{}': use a decimal integer from 0 to 4294967295 (a record's gate_seed)", text));
+}
+
+SampleSpace tier_space(const GatesConfig& gates, const Task& task, const CoverageTier& tier) {
+  SampleSpace s = gates.sampled.for_tier(tier);
+  std::erase_if(s.inputs,
+                [&](const std::string& n) { return !gates.distributions.at(n).applies_to(task.dtype_name()); });
+  return s;
 }
 
 bool is_sampled_case(const std::string& id) { return id.rfind(kSampledPrefix, 0) == 0; }

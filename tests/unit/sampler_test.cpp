@@ -94,7 +94,7 @@ TEST(Sampler, TheSeedReplaysItsCasesAndAnotherSeedDrawsOthers) {
 // Every case is the row it is named for, within the bounds; the rows cover the tier.
 void expect_tier_covered(const GatesConfig& g, const Task& t, uint32_t seed, bool deep) {
   const CoverageTier& tier = deep ? g.sampled.deep : g.sampled.cheap;
-  const SampleSpace sp = g.sampled.for_tier(tier);  // the deep tier's own lengths and bounds
+  const SampleSpace sp = tier_space(g, t, tier);  // the tier's own lengths and bounds, the task's inputs
   const auto cases = deep ? draw_deep_cases(g, t, seed) : draw_sampled_cases(g, t, seed);
   const std::string what = fmt::format("{} seed {} {}", t.name(), seed, deep ? "deep" : "cheap");
   std::vector<CoverRow> rows;
@@ -247,6 +247,34 @@ TEST(Sampler, EveryRunDrawsTheClassesHackerRound2FoundMissing) {
   });
 }
 
+// bf16_v_through_fp16.cu (round 2): a bf16 task draws V far beyond fp16's range and far below
+// 1 in every run; an fp16 or fp8 task never does (its inputs cannot hold them).
+TEST(Sampler, OnlyBf16TasksDrawVBeyondFp16sRange) {
+  const GatesConfig g = repo_gates();
+  for (const char* task : kTasks)
+    for (uint32_t seed : kSeeds) {
+      const Task t = parse_task(task);
+      bool huge = false, tiny = false;
+      for (const auto& c : draw_sampled_cases(g, t, seed)) {
+        huge |= c.v_std >= 1e5;
+        tiny |= c.v_std <= 1e-6;
+      }
+      const bool bf16 = t.dtype == DType::bf16;
+      EXPECT_EQ(huge, bf16) << task << " seed " << seed << ": V std 1e5";
+      EXPECT_EQ(tiny, bf16) << task << " seed " << seed << ": V std 1e-6";
+    }
+  const std::string text = test::read_text(test::source_root() / "gates" / "gates.json");
+  std::string bad = text;
+  bad.replace(bad.find("\"bf16\"\n      ]"), 6, "\"bf17\"");
+  try {
+    parse_gates_config(bad, "gates.json");
+    ADD_FAILURE() << "a distribution for dtype bf17 was accepted";
+  } catch (const EvoError& e) {
+    EXPECT_EQ(e.code(), kExitUsage);
+    EXPECT_NE(std::string(e.what()).find("dtypes: 'bf17' is not a dtype"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Sampler, APlanCarriesTheSeedAndTheSampledCases) {
   const GatesConfig g = repo_gates();
   const Task t = parse_task("fp16-d64");
@@ -298,7 +326,7 @@ TEST(Sampler, BadSeedsAndMalformedSpacesAreUsageErrors) {
                                           {"\"seq_kv_residue\"", "\"kv_res\""},
                                           {"\"min_cases\": 100", "\"min_cases\": -1"},
                                           {"\"range\": [\n          2,", "\"range\": [\n          5,"},
-                                          {"\"large_v\"\n", "\"huge_v\"\n"},
+                                          {"\"tiny_v\"\n", "\"small_v\"\n"},
                                           {"\"nonfinite\"", "\"nan\""},
                                           {"\"two_streams\": 2", "\"two_streams\": -1"}}) {
     try {
