@@ -50,6 +50,19 @@ TensorPlacement gapped_bhsd(const Shape& s, int heads, int seq, int row_pad, int
   return p;
 }
 
+// K or V of a cache holding each batch's sequence 2^31 elements from the next (kFarBatchStride):
+// the one stride at or past 2^31 a call within the domain's 2^32-element span can have.
+TensorPlacement far_batches(const Shape& s) {
+  TensorPlacement p;
+  p.stride[2] = s.head_dim;
+  p.stride[1] = int64_t(s.seq_kv) * s.head_dim;
+  p.stride[0] = kFarBatchStride;
+  if (p.stride[1] * s.heads_kv > kFarBatchStride)
+    throw usage_error("case layout far_batches: a batch of K holds more than 2^31 elements");
+  p.buffer_elements = kFarBatchStride * (s.batch - 1) + p.stride[1] * s.heads_kv;
+  return p;
+}
+
 // O as a BSHD slice of a bigger buffer: a row of Hq + 1 heads, `batch_gap` rows between batches.
 TensorPlacement inside_bigger(const Shape& s, int batch_gap) {
   TensorPlacement p;
@@ -120,8 +133,11 @@ CaseLayout case_layout(const Shape& s, const std::string& full, int in_bytes, in
     c.k = gapped_bhsd(s, s.heads_kv, s.seq_kv, pad, 19, 7);  // Skv capacity: Skv + 19
     c.v = gapped_bhsd(s, s.heads_kv, s.seq_kv, pad, 19, 11);
     c.o = inside_bigger(s, 2);
+  } else if (layout == "far_batches") {
+    c.q = c.o = dense(s, Layout::bhsd, s.heads_q, s.seq_q);
+    c.k = c.v = far_batches(s);
   } else {
-    throw usage_error("unknown case layout '" + layout + "': use packed_qkv, mixed, kv_cache or strided");
+    throw usage_error("unknown case layout '" + layout + "': use packed_qkv, mixed, kv_cache, strided or far_batches");
   }
   if (align) {
     for (TensorPlacement* p : {&c.q, &c.k, &c.v}) offset_view(*p, align, in_bytes);

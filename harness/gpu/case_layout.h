@@ -10,6 +10,9 @@
 //    V a KV cache with capacity (Skv + 19) and gaps between batches, each of Q, K, V with rows
 //    16 bytes wider than D elements (no stride a whole number of rows), O a BSHD slice of a
 //    buffer with Hq + 1 heads per row and gaps between batches.
+//  - far_batches (the deep tier's fixed `far` set, not sampled): Q and O BHSD, K and V BHSD per
+//    batch with a batch stride of 2^31 elements (kFarBatchStride): one stride past int32, as a
+//    cache of two sequences far apart in a large pool has it.
 // Any of them (and bhsd, bshd) may end in "@A", A a multiple of 16 up to 256: an offset view
 // whose tensors start A mod 256 bytes past a 256-byte boundary (A = 256: on one), at least 256
 // bytes into their buffers. Buffers start 256-byte aligned, so "@16" makes every Q, K, V and O
@@ -28,6 +31,8 @@
 #include "core/shape.h"
 
 namespace evo {
+
+inline constexpr int64_t kFarBatchStride = int64_t(1) << 31;
 
 struct TensorPlacement {
   int64_t stride[3] = {0, 0, 0};  // batch, head, seq (elements)

@@ -90,6 +90,9 @@ struct SanitizerConfig {
 // remeasure` re-gates the committed elites through it.
 struct DeepGateConfig {
   std::vector<std::string> shape_sets{"huge"};
+  // Shape sets run with K's and V's batch stride at 2^31 elements (case layout far_batches):
+  // one stride past int32 in a call within the domain's span.
+  std::vector<std::string> far_stride_sets;
   std::vector<std::string> inputs;
   bool sanitizer = true;
   bool enabled = false;

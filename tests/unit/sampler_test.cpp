@@ -166,6 +166,7 @@ TEST(Sampler, TheDeepTierCoversItsTriplesWithAtLeast100Cases) {
   for (const char* task : {"fp16-d64-causal", "bf16-d128"})
     for (uint32_t seed : {3u, 1511791795u}) expect_tier_covered(g, parse_task(task), seed, true);
   EXPECT_EQ(g.deep_gate.shape_sets, (std::vector<std::string>{"huge", "frontier", "long"}));
+  EXPECT_EQ(g.deep_gate.far_stride_sets, (std::vector<std::string>{"far"}));
   EXPECT_TRUE(g.deep_gate.sanitizer);
 }
 
@@ -288,7 +289,8 @@ TEST(Sampler, APlanCarriesTheSeedAndTheSampledCases) {
   EXPECT_TRUE(sampled.deep_cases.empty());
   const EvalPlan deep = make_plan(g, {t, g.gate_sets, g.benchmark_sets, g.seeds, false, 42u, true});
   ASSERT_GE(deep.deep_cases.size(), size_t(g.sampled.deep.min_cases) + 1);
-  EXPECT_EQ(deep.deep_cases.back().id.rfind("deep/long/", 0), 0u) << deep.deep_cases.back().id;
+  EXPECT_EQ(deep.deep_cases.back().id.rfind("deep/far/", 0), 0u) << deep.deep_cases.back().id;
+  EXPECT_EQ(deep.deep_cases.back().layout, "far_batches");  // K's batch stride 2^31 elements
   for (const auto& c : deep.deep_cases) {
     EXPECT_TRUE(c.device_check.on) << c.id;
     EXPECT_TRUE(is_deep_case(c.id)) << c.id;
