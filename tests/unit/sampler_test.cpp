@@ -173,9 +173,10 @@ TEST(Sampler, TheDeepTierCoversItsTriplesWithAtLeast100Cases) {
 // Every run of every task (pinned seeds) has a case of each class `look` names in `seen`, and
 // `look` names `classes` of them.
 using Look = std::function<void(const Task&, const CaseSpec&, std::map<std::string, bool>& seen)>;
-void expect_every_run_sees(const GatesConfig& g, size_t classes, const Look& look) {
+void expect_every_run_sees(const GatesConfig& g, size_t classes, const Look& look,
+                           const std::vector<uint32_t>& seeds = kSeeds) {
   for (const char* task : kTasks)
-    for (uint32_t seed : kSeeds) {
+    for (uint32_t seed : seeds) {
       const Task t = parse_task(task);
       std::map<std::string, bool> seen;
       for (const auto& c : draw_sampled_cases(g, t, seed)) look(t, c, seen);
@@ -216,36 +217,40 @@ TEST(Sampler, EveryRunDrawsTheCasesNoRunUsedTo) {
 // every task reaches, read back from the cases (lengths, scales, addresses, strides, views).
 TEST(Sampler, EveryRunDrawsTheClassesHackerRound2FoundMissing) {
   const GatesConfig g = repo_gates();
-  expect_every_run_sees(g, 8u, [&](const Task& t, const CaseSpec& c, std::map<std::string, bool>& seen) {
-    const Shape& s = c.shape;
-    seen["Skv = 2 (mod 4)"] |= s.seq_kv % 4 == 2;
-    seen["Sq = 2 (mod 4)"] |= s.seq_q % 4 == 2;
-    // A scale more than 1% from each listed point (a kernel whitelisting them uses another).
-    bool off = c.scale > 0 && c.scale <= 1;
-    int points = 0;
-    for (const ScaleChoice& p : g.sampled.scales)
-      if (!p.range) {
-        ++points;
-        off = off && std::abs(c.scale - p.value(t.head_dim)) > 0.01 * p.value(t.head_dim);
-      }
-    EXPECT_EQ(points, 6);
-    seen["a scale off the six listed points"] |= off;
-    const CaseLayout l = case_layout(s, c.layout, t.input_bytes(), t.output_bytes());
-    const int64_t k_mod64 = l.k.offset * t.input_bytes() % 64;
-    seen["K 32 or 48 bytes past a 64-byte boundary"] |= k_mod64 == 32 || k_mod64 == 48;
-    seen["K rows not a whole number of D elements apart"] |= l.k.stride[2] % s.head_dim != 0;
-    if (!layout_shared(c.layout).empty()) {  // its name says what it is, as every case's does
-      EXPECT_NE(c.id.find(fmt::format("/{}/", s.dims())), std::string::npos) << c.id;
-      EXPECT_NE(c.id.find(fmt::format("/heads={}/{}/", s.heads_q, s.heads_kv)), std::string::npos) << c.id;
-      EXPECT_NE(c.id.find(fmt::format(":{}/diag=", residue(s.seq_kv))), std::string::npos) << c.id;
-      EXPECT_NE(c.id.find("/shared=" + layout_shared(c.layout)), std::string::npos) << c.id;
-    }
-    seen["Q and K one view"] |= layout_shared(c.layout) == "qk";
-    seen["K and V one view"] |= layout_shared(c.layout) == "kv";
-    // A KV cache whose first spare row lies inside K's view, padded with varied finite junk.
-    seen["varied junk in a spare cache row inside the view"] |=
-        c.junk == "finite" && base_layout(c.layout) == "kv_cache" && s.heads_kv >= 2;
-  });
+  expect_every_run_sees(
+      g, 8u,
+      [&](const Task& t, const CaseSpec& c, std::map<std::string, bool>& seen) {
+        const Shape& s = c.shape;
+        seen["Skv = 2 (mod 4)"] |= s.seq_kv % 4 == 2;
+        seen["Sq = 2 (mod 4)"] |= s.seq_q % 4 == 2;
+        // A scale more than 1% from each listed point (a kernel whitelisting them uses another).
+        bool off = c.scale > 0 && c.scale <= 1;
+        int points = 0;
+        for (const ScaleChoice& p : g.sampled.scales)
+          if (!p.range) {
+            ++points;
+            off = off && std::abs(c.scale - p.value(t.head_dim)) > 0.01 * p.value(t.head_dim);
+          }
+        EXPECT_EQ(points, 6);
+        seen["a scale off the six listed points"] |= off;
+        const CaseLayout l = case_layout(s, c.layout, t.input_bytes(), t.output_bytes());
+        const int64_t k_mod64 = l.k.offset * t.input_bytes() % 64;
+        seen["K 32 or 48 bytes past a 64-byte boundary"] |= k_mod64 == 32 || k_mod64 == 48;
+        seen["K rows not a whole number of D elements apart"] |= l.k.stride[2] % s.head_dim != 0;
+        if (!layout_shared(c.layout).empty()) {  // its name says what it is, as every case's does
+          EXPECT_NE(c.id.find(fmt::format("/{}/", s.dims())), std::string::npos) << c.id;
+          EXPECT_NE(c.id.find(fmt::format("/heads={}/{}/", s.heads_q, s.heads_kv)), std::string::npos) << c.id;
+          EXPECT_NE(c.id.find(fmt::format(":{}/diag=", residue(s.seq_kv))), std::string::npos) << c.id;
+          EXPECT_NE(c.id.find("/shared=" + layout_shared(c.layout)), std::string::npos) << c.id;
+        }
+        seen["Q and K one view"] |= layout_shared(c.layout) == "qk";
+        seen["K and V one view"] |= layout_shared(c.layout) == "kv";
+        // A KV cache whose first spare row lies inside K's view, padded with varied finite junk.
+        seen["varied junk in a spare cache row inside the view"] |=
+            c.junk == "finite" && base_layout(c.layout) == "kv_cache" && s.heads_kv >= 2;
+      },
+      // and the adversarial suite's gate seed (tests/gpu/adversarial_test.cpp)
+      {0u, 1u, 7u, 12345u, 1511791795u, 4294967295u, 2025u});
 }
 
 // bf16_v_through_fp16.cu (round 2): a bf16 task draws V far beyond fp16's range and far below
