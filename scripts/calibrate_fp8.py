@@ -105,7 +105,7 @@ def main():
     from calibrate_tolerances import SHAPES, make_inputs
     gates = json.load(open(a.gates))
     shapes = a.shapes.split(",") if a.shapes else SHAPES
-    names = a.inputs.split(",") if a.inputs else list(gates["inputs"])
+    names = a.inputs.split(",") if a.inputs else [n for n, d in gates["inputs"].items() if "fp8" in d.get("dtypes", ["fp8"])]
     for n in names:
         if n not in gates["inputs"]:
             sys.exit("calibrate_fp8: --inputs %s is not an input distribution of %s (%s)" % (n, a.gates, ", ".join(gates["inputs"])))

@@ -37,14 +37,29 @@ TensorPlacement cache(const Shape& s, int capacity) {
   return p;
 }
 
-// A BHSD tensor with gaps between its heads (`head_gap` rows) and between its batches
-// (`batch_gap` rows): a KV cache with capacity for more than `seq` positions, a Q slice.
-TensorPlacement gapped_bhsd(const Shape& s, int heads, int seq, int head_gap, int batch_gap) {
+// A BHSD tensor with `row_pad` elements after each row (its rows are not a whole number of D
+// elements apart: a D-wide view of wider rows), gaps between its heads (`head_gap` rows) and
+// between its batches (`batch_gap` rows): a KV cache with capacity for more than `seq`
+// positions, a Q slice.
+TensorPlacement gapped_bhsd(const Shape& s, int heads, int seq, int row_pad, int head_gap, int batch_gap) {
+  TensorPlacement p;
+  p.stride[2] = s.head_dim + row_pad;
+  p.stride[1] = int64_t(seq + head_gap) * p.stride[2];
+  p.stride[0] = p.stride[1] * heads + int64_t(batch_gap) * p.stride[2];
+  p.buffer_elements = p.stride[0] * s.batch;
+  return p;
+}
+
+// K or V of a cache holding each batch's sequence 2^31 elements from the next (kFarBatchStride):
+// the one stride at or past 2^31 a call within the domain's 2^32-element span can have.
+TensorPlacement far_batches(const Shape& s) {
   TensorPlacement p;
   p.stride[2] = s.head_dim;
-  p.stride[1] = int64_t(seq + head_gap) * s.head_dim;
-  p.stride[0] = p.stride[1] * heads + int64_t(batch_gap) * s.head_dim;
-  p.buffer_elements = p.stride[0] * s.batch;
+  p.stride[1] = int64_t(s.seq_kv) * s.head_dim;
+  p.stride[0] = kFarBatchStride;
+  if (p.stride[1] * s.heads_kv > kFarBatchStride)
+    throw usage_error("case layout far_batches: a batch of K holds more than 2^31 elements");
+  p.buffer_elements = kFarBatchStride * (s.batch - 1) + p.stride[1] * s.heads_kv;
   return p;
 }
 
@@ -68,15 +83,24 @@ void offset_view(TensorPlacement& p, int align, int bytes) {
 
 }  // namespace
 
-std::string base_layout(const std::string& layout) { return layout.substr(0, layout.find('@')); }
+std::string base_layout(const std::string& layout) { return layout.substr(0, layout.find_first_of("@+")); }
+
+std::string layout_shared(const std::string& layout) {
+  const auto plus = layout.find('+');
+  if (plus == std::string::npos) return "";
+  const std::string pair = layout.substr(plus + 1);
+  if (pair != "qk" && pair != "kv") throw usage_error("bad case layout '" + layout + "': after '+' comes qk or kv");
+  return pair;
+}
 
 int layout_alignment(const std::string& layout) {
   const auto at = layout.find('@');
   if (at == std::string::npos) return 0;
-  const std::string a = layout.substr(at + 1);
-  for (int v = 16; v <= 256; v *= 2)
+  const std::string a =
+      layout.substr(at + 1, layout.find('+') == std::string::npos ? std::string::npos : layout.find('+') - at - 1);
+  for (int v = 16; v <= 256; v += 16)
     if (a == std::to_string(v)) return v;
-  throw usage_error("bad case layout '" + layout + "': the alignment after '@' is 16, 32, 64, 128 or 256");
+  throw usage_error("bad case layout '" + layout + "': the alignment after '@' is a multiple of 16 up to 256");
 }
 
 CaseLayout case_layout(const Shape& s, const std::string& full, int in_bytes, int out_bytes) {
@@ -101,18 +125,29 @@ CaseLayout case_layout(const Shape& s, const std::string& full, int in_bytes, in
     c.q = c.o = dense(s, Layout::bhsd, s.heads_q, s.seq_q);
     c.k = c.v = cache(s, s.seq_kv + 37);  // 37: room that no tile size divides
   } else if (layout == "strided") {
-    // Every batch and head stride above dense, by amounts no tile size divides.
-    c.q = gapped_bhsd(s, s.heads_q, s.seq_q, 5, 3);
-    c.k = gapped_bhsd(s, s.heads_kv, s.seq_kv, 19, 7);  // Skv capacity: Skv + 19
-    c.v = gapped_bhsd(s, s.heads_kv, s.seq_kv, 19, 11);
+    // Every batch and head stride above dense, by amounts no tile size divides; Q, K and V rows
+    // 16 bytes wider than D elements (the least gap the domain allows), so no stride is a whole
+    // number of D-element rows.
+    const int pad = 16 / in_bytes;
+    c.q = gapped_bhsd(s, s.heads_q, s.seq_q, pad, 5, 3);
+    c.k = gapped_bhsd(s, s.heads_kv, s.seq_kv, pad, 19, 7);  // Skv capacity: Skv + 19
+    c.v = gapped_bhsd(s, s.heads_kv, s.seq_kv, pad, 19, 11);
     c.o = inside_bigger(s, 2);
+  } else if (layout == "far_batches") {
+    c.q = c.o = dense(s, Layout::bhsd, s.heads_q, s.seq_q);
+    c.k = c.v = far_batches(s);
   } else {
-    throw usage_error("unknown case layout '" + layout + "': use packed_qkv, mixed, kv_cache or strided");
+    throw usage_error("unknown case layout '" + layout + "': use packed_qkv, mixed, kv_cache, strided or far_batches");
   }
   if (align) {
     for (TensorPlacement* p : {&c.q, &c.k, &c.v}) offset_view(*p, align, in_bytes);
     offset_view(c.o, align, out_bytes);
   }
+  const std::string shared = layout_shared(full);
+  if (shared == "qk" && (s.heads_q != s.heads_kv || s.seq_q != s.seq_kv))
+    throw usage_error("case layout '" + full + "': Q and K one view needs Hq = Hkv and Sq = Skv");
+  if (shared == "qk") c.k = c.q;
+  if (shared == "kv") c.v = c.k;
   return c;
 }
 

@@ -6,14 +6,21 @@
 //  - mixed: Q BSHD, K BHSD, V BSHD, O BHSD (no two neighbours share strides);
 //  - kv_cache: K and V are BHSD slices of a cache with room for more keys than Skv (head and
 //    batch strides larger than Skv·D), Q and O BHSD;
-//  - strided: every batch and head stride larger than dense: Q BHSD with gaps between heads
-//    and batches, K and V a KV cache with capacity (Skv + 19) and gaps between batches, O a
-//    BSHD slice of a buffer with Hq + 1 heads per row and gaps between batches.
-// Any of them (and bhsd, bshd) may end in "@A", A a power of two from 16 to 256: an offset view
+//  - strided: every stride larger than dense: Q BHSD with gaps between heads and batches, K and
+//    V a KV cache with capacity (Skv + 19) and gaps between batches, each of Q, K, V with rows
+//    16 bytes wider than D elements (no stride a whole number of rows), O a BSHD slice of a
+//    buffer with Hq + 1 heads per row and gaps between batches.
+//  - far_batches (the deep tier's fixed `far` set, not sampled): Q and O BHSD, K and V BHSD per
+//    batch with a batch stride of 2^31 elements (kFarBatchStride): one stride past int32, as a
+//    cache of two sequences far apart in a large pool has it.
+// Any of them (and bhsd, bshd) may end in "@A", A a multiple of 16 up to 256: an offset view
 // whose tensors start A mod 256 bytes past a 256-byte boundary (A = 256: on one), at least 256
 // bytes into their buffers. Buffers start 256-byte aligned, so "@16" makes every Q, K, V and O
 // address 16-byte aligned and no more, whatever the layout's own offsets (packed views of a
 // D = 128 projection are otherwise always 256-byte aligned).
+// A layout may end further in "+qk" (K is Q's view: the same pointer and strides; Hq = Hkv and
+// Sq = Skv) or "+kv" (V is K's view), as a caller that passes one tensor twice does (the domain
+// lets Q, K and V share memory): the second tensor's placement is the first's.
 // Bytes of a buffer outside the tensor's elements hold the case's junk (gpu/input_fill.h:
 // non-finite or finite, drawn per case): a kernel that reads them may spoil its output, one
 // that writes O's gaps leaves its elements unwritten.
@@ -24,6 +31,8 @@
 #include "core/shape.h"
 
 namespace evo {
+
+inline constexpr int64_t kFarBatchStride = int64_t(1) << 31;
 
 struct TensorPlacement {
   int64_t stride[3] = {0, 0, 0};  // batch, head, seq (elements)
@@ -39,8 +48,10 @@ struct CaseLayout {
 // `out_bytes` (per element of Q/K/V and of O) place "@A" views in bytes.
 CaseLayout case_layout(const Shape& s, const std::string& layout, int in_bytes = 2, int out_bytes = 2);
 
-// The layout without its "@A" suffix, and A (0 when none).
+// The layout without its "@A" and "+..." suffixes, A (0 when none), and the shared pair ("qk",
+// "kv" or "" when none).
 std::string base_layout(const std::string& layout);
 int layout_alignment(const std::string& layout);
+std::string layout_shared(const std::string& layout);
 
 }  // namespace evo

@@ -39,16 +39,18 @@ inline constexpr unsigned char kPaddingByteE4m3 = 0x7F;
 
 // What padding bytes (outside a padded buffer's tensor elements) and guard bands hold. A sampled
 // case draws its kind (CaseSpec::junk): "nonfinite" fills both with 0xFF (NaN in fp16, bf16 and
-// e4m3), so a masked read of them spoils the output (0 · NaN is NaN); "finite" with ordinary
-// values (0x3C: 1.06 in fp16, 0.0115 in bf16, 1.5 in e4m3; bands 0xA5), as real memory around a
-// tensor holds, so a kernel cannot tell a gate case by NaN neighbours. "" is the fixed cases'.
+// e4m3), so a masked read of them spoils the output (0 · NaN is NaN); "finite" fills padding
+// with varied ordinary values (`varied`: evo_fill's normal values of the case's seed, as a used
+// KV cache's spare rows hold stale keys; bands 0xA5), so a kernel can tell a gate case neither
+// by NaN neighbours nor by one byte repeated. "" is the fixed cases'.
 struct JunkBytes {
   unsigned char padding = kPaddingByte, guard = kGuardByte;
+  bool varied = false;  // padding then holds varied finite values (0x3C only in a tail under 16 bytes)
 };
 
 inline JunkBytes junk_bytes(const std::string& kind, int in_bytes) {
   if (kind == "nonfinite") return {0xFF, 0xFF};
-  if (kind == "finite") return {0x3C, kGuardByte};
+  if (kind == "finite") return {0x3C, kGuardByte, true};
   if (!kind.empty()) throw std::invalid_argument("unknown junk kind '" + kind + "': use finite or nonfinite");
   return {in_bytes == 1 ? kPaddingByteE4m3 : kPaddingByte, kGuardByte};
 }

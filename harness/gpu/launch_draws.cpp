@@ -29,6 +29,7 @@ Prefill LaunchDraws::prefill(LaunchKind kind) {
   p.seed = uint32_t(rng_.next());
   p.nonce = rng_.next() | 1;  // 0 is the fixed cases' input counter
   p.stddev = float(kMinSpread * std::exp(rng_.unit() * std::log(kMaxSpread / kMinSpread)));
+  if (rng_.below(kZeroOdds) == 0) p.stddev = 0;  // evo_fill gives mean + 0 = +0.0 everywhere
   return p;
 }
 

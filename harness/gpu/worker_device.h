@@ -112,6 +112,7 @@ struct Problem {
   TensorDesc dq{}, dk{}, dv{}, dout{};
   std::vector<int64_t> offsets;  // q, k, v, o: elements from the buffer start (packed layouts)
   bool padded = false;
+  std::string shared;                // "qk": K is Q's view, "kv": V is K's (gpu/case_layout.h)
   JunkBytes junk;                    // what padding and guard bands hold (CaseSpec::junk)
   size_t guard_bytes = kGuardBytes;  // 0 under compute-sanitizer, for the workspace too
   float scale = 0;                   // the case's softmax scale
@@ -139,6 +140,11 @@ struct Problem {
     dk = place(k, lay.k, s.heads_kv, s.seq_kv, in_elem);
     dv = place(v, lay.v, s.heads_kv, s.seq_kv, in_elem);
     dout = place(o, lay.o, s.heads_q, s.seq_q, elem);
+    // One tensor passed twice: the second view is the first's pointer (its own buffer stays
+    // allocated, unused, so every buffer's guards and hashes work as before).
+    shared = layout_shared(layout);
+    if (shared == "qk") dk.data = dq.data;
+    if (shared == "kv") dv.data = dk.data;
   }
 
   // Inputs from the case's distribution (gpu/input_fill.h); its softmax scale travels with them.
@@ -152,6 +158,7 @@ struct Problem {
       for (GuardedBuffer* b : {&q, &k, &v, &o})
         check(cu().cuMemsetD8(b->data(), junk.padding, b->bytes), "padding fill");
     if (padded) check(cu().cuCtxSynchronize(), "padding fill");  // legacy-stream memsets done before the fill
+    if (padded && junk.varied) vary_padding(sup, c.seed, stream);
     const TensorFills f = tensor_fills(c);
     auto run = [&](TensorDesc d, unsigned tensor, const FillParams& fp) {
       if (sup.amax) return fill_e4m3(sup, d, c.seed, tensor, fp, stream, nonce);
@@ -162,7 +169,33 @@ struct Problem {
     descale[0] = run(dq, 0, f.q);
     descale[1] = run(dk, 1, f.k);
     descale[2] = run(dv, 2, f.v);
+    // A shared view holds what was filled last (K's values for "qk", V's for "kv"), with its descale.
+    if (shared == "qk") descale[0] = descale[1];
+    if (shared == "kv") descale[1] = descale[2];
     check(cu().cuStreamSynchronize(stream), "input fill");
+  }
+
+  // "finite" junk: every buffer's bytes (padding included; the tensors' own elements are filled
+  // after) get evo_fill's normal values of another tensor index, read as rows of 16 bytes; a
+  // tail under 16 bytes keeps the constant byte. Ordered on `stream` before the inputs' fill.
+  void vary_padding(const Support& sup, unsigned seed, CUstream stream) {
+    const GuardedBuffer* buffers[] = {&q, &k, &v, &o};
+    for (unsigned i = 0; i < 4; ++i) {
+      const int bytes = i == 3 ? elem : in_elem;
+      const int row = 16 / bytes;
+      TensorDesc d{buffers[i]->data(), {0, 0, row}, 1, 1, int(buffers[i]->bytes / 16), row};
+      if (d.seq == 0) continue;
+      FillParams fp;
+      unsigned tensor = 4 + i;
+      unsigned long long nonce = 0;
+      if (i < 3 && sup.amax) {  // fp8 inputs: quantized as the tensors are
+        fill_e4m3(sup, d, seed, tensor, fp, stream);
+        continue;
+      }
+      void* args[] = {&d, &seed, &tensor, &fp, &nonce};
+      check(cu().cuLaunchKernel(i == 3 ? sup.fill_out : sup.fill, 1024, 1, 1, 256, 1, 1, 0, stream, args, nullptr),
+            "padding fill", "runtime");
+    }
   }
 
   // Finite content in O's elements before a launch (gpu/launch_draws.h): evo_fill's normal

@@ -89,7 +89,11 @@ void parse_inputs(const json& j, const std::string& origin, GatesConfig& c) {
                              field_or<double>(in, "q_mean", 0.0, iw),
                              field_or<double>(in, "outlier_every", 0.0, iw),
                              field_or<double>(in, "outlier_scale", 1.0, iw),
-                             field_or<double>(in, "k_sink", 0.0, iw)};
+                             field_or<double>(in, "k_sink", 0.0, iw),
+                             field_or<std::vector<std::string>>(in, "dtypes", {}, iw)};
+    for (const auto& dt : c.distributions[name].dtypes)
+      if (dt != "fp16" && dt != "bf16" && dt != "fp8")
+        throw usage_error(fmt::format("{}.dtypes: '{}' is not a dtype: use fp16, bf16 or fp8", iw, dt));
   }
   const json d = field<json>(j, "defaults", origin);
   const std::string dw = origin + " defaults";
@@ -246,8 +250,10 @@ void parse_sanitizer(const json& j, const std::string& origin, GatesConfig& c) {
   c.deep_gate.inputs = field_or<std::vector<std::string>>(dg, "inputs", c.deep_gate.inputs, dw);
   for (const auto& in : c.deep_gate.inputs)
     if (!c.distributions.count(in)) throw usage_error(fmt::format("{}: inputs: '{}' is not in inputs", dw, in));
-  for (const auto& set : c.deep_gate.shape_sets)
-    if (!c.shape_sets.count(set)) throw usage_error(fmt::format("{}: shape set '{}' is not in shape_sets", dw, set));
+  c.deep_gate.far_stride_sets = field_or<std::vector<std::string>>(dg, "far_stride_sets", {}, dw);
+  for (const auto* sets : {&c.deep_gate.shape_sets, &c.deep_gate.far_stride_sets})
+    for (const auto& set : *sets)
+      if (!c.shape_sets.count(set)) throw usage_error(fmt::format("{}: shape set '{}' is not in shape_sets", dw, set));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // gates/gates.json: named shape sets, seeds, input distributions, tolerances, resource caps,
 // timing and watchdog limits. Loaded once; every field is validated with a message naming it.
 #pragma once
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -28,11 +29,17 @@ struct ResourceCaps {
 
 // Inputs are mean + std·N(0,1) per element (Q gets q_mean; K and Q qk_std; V v_std). Real
 // activations also have outlier query rows (every `outlier_every`-th row, by hash, times
-// `outlier_scale`) and attention sinks (key 0 set to `k_sink` in every channel).
+// `outlier_scale`) and attention sinks (key 0 set to `k_sink` in every channel). `dtypes`
+// limits a distribution to tasks of those input dtypes (empty: every task): bf16 holds |V| of
+// 10^5 and 10^-6, which fp16 cannot.
 struct InputDistribution {
   std::string name;
   double qk_std = 1.0, v_std = 1.0;
   double q_mean = 0, outlier_every = 0, outlier_scale = 1, k_sink = 0;
+  std::vector<std::string> dtypes;
+  bool applies_to(const std::string& dtype) const {
+    return dtypes.empty() || std::find(dtypes.begin(), dtypes.end(), dtype) != dtypes.end();
+  }
 };
 
 struct TimingConfig {
@@ -83,6 +90,9 @@ struct SanitizerConfig {
 // remeasure` re-gates the committed elites through it.
 struct DeepGateConfig {
   std::vector<std::string> shape_sets{"huge"};
+  // Shape sets run with K's and V's batch stride at 2^31 elements (case layout far_batches):
+  // one stride past int32 in a call within the domain's span.
+  std::vector<std::string> far_stride_sets;
   std::vector<std::string> inputs;
   bool sanitizer = true;
   bool enabled = false;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include "common/evo_domain.h"
 #include "core/errors.h"
@@ -56,38 +57,58 @@ std::string text(const json& v, const std::string& where) {
 
 }  // namespace
 
-double ScaleChoice::value(int head_dim) const {
-  if (kind == per_sqrt_d) return factor / std::sqrt(double(head_dim));
-  if (kind == per_d) return factor / double(head_dim);
+namespace {
+
+double scale_at(double factor, ScaleChoice::Kind kind, int head_dim) {
+  if (kind == ScaleChoice::per_sqrt_d) return factor / std::sqrt(double(head_dim));
+  if (kind == ScaleChoice::per_d) return factor / double(head_dim);
   return factor;
+}
+
+// One point: "F", "F/sqrt(D)" or "F/D"; factor 0 when malformed.
+std::pair<double, ScaleChoice::Kind> scale_point(const std::string& t) {
+  std::string num = t;
+  ScaleChoice::Kind kind = ScaleChoice::constant;
+  if (t.size() > 8 && t.compare(t.size() - 8, 8, "/sqrt(D)") == 0) {
+    kind = ScaleChoice::per_sqrt_d;
+    num = t.substr(0, t.size() - 8);
+  } else if (t.size() > 2 && t.compare(t.size() - 2, 2, "/D") == 0) {
+    kind = ScaleChoice::per_d;
+    num = t.substr(0, t.size() - 2);
+  }
+  try {
+    size_t used = 0;
+    const double f = std::stod(num, &used);
+    return {used == num.size() ? f : 0.0, kind};
+  } catch (const std::exception&) {
+    return {0.0, kind};
+  }
+}
+
+}  // namespace
+
+double ScaleChoice::value(int head_dim) const { return scale_at(factor, kind, head_dim); }
+double ScaleChoice::upper(int head_dim) const {
+  return range ? scale_at(hi_factor, hi_kind, head_dim) : value(head_dim);
 }
 
 ScaleChoice parse_scale(const std::string& t, const std::string& where) {
   ScaleChoice s;
   s.text = t;
-  std::string num = t;
-  if (t.size() > 8 && t.compare(t.size() - 8, 8, "/sqrt(D)") == 0) {
-    s.kind = ScaleChoice::per_sqrt_d;
-    num = t.substr(0, t.size() - 8);
-  } else if (t.size() > 2 && t.compare(t.size() - 2, 2, "/D") == 0) {
-    s.kind = ScaleChoice::per_d;
-    num = t.substr(0, t.size() - 2);
-  } else {
-    s.kind = ScaleChoice::constant;
+  const auto dots = t.find("..");
+  std::tie(s.factor, s.kind) = scale_point(t.substr(0, dots));
+  if (dots != std::string::npos) {
+    s.range = true;
+    std::tie(s.hi_factor, s.hi_kind) = scale_point(t.substr(dots + 2));
   }
-  try {
-    size_t used = 0;
-    s.factor = std::stod(num, &used);
-    if (used != num.size()) throw std::invalid_argument("trailing");
-  } catch (const std::exception&) {
-    s.factor = 0;
-  }
-  bool inside = s.factor > 0 && std::isfinite(s.factor);
-  for (int d : kEvoDomainHeadDims) inside = inside && s.value(d) <= kEvoDomainMaxScale;
+  bool inside = s.factor > 0 && std::isfinite(s.factor) && s.hi_factor > 0 && std::isfinite(s.hi_factor);
+  for (int d : kEvoDomainHeadDims)
+    inside = inside && s.upper(d) <= kEvoDomainMaxScale && (!s.range || s.value(d) < s.upper(d));
   if (!inside)
     throw usage_error(
         fmt::format("{}: bad scale '{}': use a number, 'F/sqrt(D)' or 'F/D' in (0, {}] at every head "
-                    "dim (the op's input domain, common/evo_domain.h)",
+                    "dim, or a range 'LO..HI' of two of them with LO below HI (the op's input domain, "
+                    "common/evo_domain.h)",
                     where, t, kEvoDomainMaxScale));
   return s;
 }
@@ -116,7 +137,9 @@ std::vector<int> SampleSpace::sizes() const {
           int(diagonals.size()), int(scales.size()),     int(inputs.size()),   int(junk.size())};
 }
 
-Residue residue_of(const std::string& n) { return n == "x64" ? Residue::x64 : n == "x8" ? Residue::x8 : Residue::odd; }
+Residue residue_of(const std::string& n) {
+  return n == "x64" ? Residue::x64 : n == "x8" ? Residue::x8 : n == "x2" ? Residue::x2 : Residue::odd;
+}
 Diagonal diagonal_of(const std::string& n) {
   return n == "lt" ? Diagonal::lt : n == "eq" ? Diagonal::eq : Diagonal::gt;
 }
@@ -211,9 +234,9 @@ std::vector<int> alignments(const json& j, const std::string& w) {
   std::vector<int> out;
   for (const auto& v : nonempty_list(j, "alignments", w)) {
     const int a = int(integer(v, kEvoDomainAlignBytes, 256, w + ".alignments"));
-    if ((a & (a - 1)) != 0)
-      throw usage_error(
-          fmt::format("{}.alignments: use powers of two from {} to 256 (bytes)", w, kEvoDomainAlignBytes));
+    if (a % kEvoDomainAlignBytes != 0)
+      throw usage_error(fmt::format("{}.alignments: use multiples of {} from {} to 256 (bytes)", w,
+                                    kEvoDomainAlignBytes, kEvoDomainAlignBytes));
     out.push_back(a);
   }
   return out;
@@ -231,10 +254,11 @@ SampleSpace parse_sample_space(const json& j, const std::string& w) {
   s.batch = ranges_from(j, "batch", int(kEvoDomainMaxBatch), w);
   s.heads = head_classes(j, w);
   s.lengths = ranges_from(j, "lengths", int(kEvoDomainMaxSeq), w);
-  s.residues = names_from(j, "residues", {"x64", "x8", "odd"}, w);
+  s.residues = names_from(j, "residues", {"x64", "x8", "x2", "odd"}, w);
   s.diagonals = names_from(j, "diagonals", {"lt", "eq", "gt"}, w);
   s.layouts = names_from(j, "layouts", {"bhsd", "bshd", "packed_qkv", "mixed", "kv_cache", "strided"}, w);
   s.junk = names_from(j, "junk", {"finite", "nonfinite"}, w);
+  if (j.contains("shared")) s.shared = names_from(j, "shared", {"qk", "kv"}, w);
   if (j.contains("two_streams")) s.two_streams = int(integer(j.at("two_streams"), 0, 64, w + ".two_streams"));
   s.alignments = alignments(j, w);
   for (const auto& v : nonempty_list(j, "scales", w))

@@ -49,17 +49,24 @@ struct NamedRange {
   int lo = 1, hi = 1;
 };
 
-// A length's remainder mod 64: x64 (a multiple of 64), x8 (a multiple of 8, not of 64), odd.
-enum class Residue { x64, x8, odd };
+// A length's remainder: x64 (a multiple of 64), x8 (a multiple of 8, not of 64), x2 (2 mod 4:
+// even, not a multiple of 4, so no vector or pair path of 4 or 8 divides it), odd.
+enum class Residue { x64, x8, x2, odd };
 // Where the causal diagonal ends: Sq < Skv, Sq = Skv, Sq > Skv.
 enum class Diagonal { lt, eq, gt };
 
-// A softmax scale: `factor`, `factor/sqrt(D)` or `factor/D`, spelled as in gates.json.
+// A softmax scale: `factor`, `factor/sqrt(D)` or `factor/D`, spelled as in gates.json; or a
+// range "LO..HI" of two such ends, from which each case draws its own scale (log-uniform), so
+// the gate tries scales between the listed points too (the op accepts any in (0, 1]).
 struct ScaleChoice {
   std::string text;
   double factor = 1;
   enum Kind { constant, per_sqrt_d, per_d } kind = per_sqrt_d;
-  double value(int head_dim) const;
+  bool range = false;  // then factor and kind are the lower end, these the upper
+  double hi_factor = 1;
+  Kind hi_kind = constant;
+  double value(int head_dim) const;  // a point's scale; a range's lower end
+  double upper(int head_dim) const;  // a range's upper end; a point's scale
 };
 
 // How a tier draws its cases: a covering array (all pairs, plus these triples of dimensions),
@@ -82,7 +89,7 @@ struct SampleSpace {
   std::vector<NamedRange> batch;
   std::vector<HeadClass> heads;
   std::vector<NamedRange> lengths;
-  std::vector<std::string> residues;   // "x64", "x8", "odd"
+  std::vector<std::string> residues;   // "x64", "x8", "x2", "odd"
   std::vector<std::string> diagonals;  // "lt", "eq", "gt"
   std::vector<std::string> layouts;    // bhsd, bshd, packed_qkv, mixed, kv_cache, strided
   std::vector<int> alignments;         // bytes: each tensor's address is this mod 256 (256: 0)
@@ -90,6 +97,9 @@ struct SampleSpace {
   std::vector<std::string> inputs;  // names of gates.json "inputs"
   std::vector<std::string> junk;    // what padding and guard bands hold: finite, nonfinite (gpu/input_fill.h)
   int two_streams = 0;              // cases per tier launched on two streams at once (CaseSpec::two_streams)
+  // Per tier, one more case for each: "qk" (Q and K one view), "kv" (K and V one view), made
+  // from a drawn case (gpu/case_layout.h "+qk", "+kv"): the domain lets the inputs share memory.
+  std::vector<std::string> shared;
   CoverageTier cheap, deep;
   bool device_check = true;  // sampled cases are hashed, referenced and compared on the GPU (run/large_cases.h)
 

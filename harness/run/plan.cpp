@@ -36,6 +36,12 @@ std::vector<CaseSpec> deep_cases(const GatesConfig& gates, const PlanRequest& r)
       out.push_back(make_case(s, unsigned(r.seeds.empty() ? 0 : r.seeds.front()), in));
       out.back().id = kDeepPrefix + out.back().id;  // a deep case (run/large_cases.h checks it on the GPU)
     }
+  // Each batch of K and V 2^31 elements from the next (gpu/case_layout.h far_batches), normal inputs.
+  for (const Shape& s : gates.shapes(gates.deep_gate.far_stride_sets, r.task)) {
+    out.push_back(make_case(s, unsigned(r.seeds.empty() ? 0 : r.seeds.front()), gates.inputs.front()));
+    out.back().layout = "far_batches";
+    out.back().id = kDeepPrefix + out.back().id + "/layout=far_batches";
+  }
   for (CaseSpec& c : out) {
     const Tolerance& tol = gates.tolerance(r.task, c.inputs);
     c.device_check = {true, tol.atol, tol.rtol};

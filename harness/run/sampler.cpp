@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <random>
 
 #include "core/covering_array.h"
@@ -13,6 +14,23 @@
 namespace evo {
 
 namespace {
+
+// The case's softmax scale: a point's own value; for a range, log-uniform between its ends and
+// more than 1% away from every point scale of the space (their own cases try those), so a
+// kernel that uses the caller's scale only at the listed points fails these cases.
+double case_scale(const SampleSpace& sp, const ScaleChoice& sc, int head_dim, SplitMix& rng) {
+  if (!sc.range) return sc.value(head_dim);
+  const double lo = std::log(sc.value(head_dim)), hi = std::log(sc.upper(head_dim));
+  double x = sc.value(head_dim);
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    x = std::exp(lo + rng.unit() * (hi - lo));
+    bool off_the_points = true;
+    for (const ScaleChoice& p : sp.scales)
+      off_the_points = off_the_points && (p.range || std::abs(x - p.value(head_dim)) > 0.01 * p.value(head_dim));
+    if (off_the_points) break;
+  }
+  return std::clamp(x, sc.value(head_dim), sc.upper(head_dim));
+}
 
 // The case a covering row becomes. The id names every dimension, so a rejection says where the
 // kernel was wrong: sampled/3/2x32x8x1031x2048x64/sq=long:odd/skv=long:x64/diag=lt/batch=few/
@@ -35,15 +53,40 @@ CaseSpec make_case(const GatesConfig& gates, const SampleSpace& sp, const Task& 
   c.outlier_every = in.outlier_every;
   c.outlier_scale = in.outlier_scale;
   c.k_sink = in.k_sink;
-  c.scale = sc.value(task.head_dim);
+  c.scale = case_scale(sp, sc, task.head_dim, rng);
   c.junk = sp.junk[at(kDimJunk)];
   c.id = fmt::format(
       "{}{}/sq={}:{}/skv={}:{}/diag={}/batch={}/heads={}/{}/ratio={}/layout={}/align={}/junk={}/scale={}/{}", id_prefix,
       d.shape.dims(), sp.lengths[at(kDimSeqQ)].name, sp.residues[at(kDimSeqQResidue)], sp.lengths[at(kDimSeqKv)].name,
       sp.residues[at(kDimSeqKvResidue)], sp.diagonals[at(kDimDiagonal)], sp.batch[at(kDimBatch)].name, d.shape.heads_q,
       d.shape.heads_kv, sp.heads[at(kDimHeads)].name, sp.layouts[at(kDimLayout)], sp.alignments[at(kDimAlignment)],
-      c.junk, sc.text, in.name);
+      c.junk, sc.range ? fmt::format("{}:{:.6g}", sc.text, c.scale) : sc.text, in.name);
   return c;
+}
+
+// `id` with the value after `key` (up to the next '/', or up to `end`) replaced by `value`.
+std::string with_value(std::string id, const std::string& key, const std::string& value, const std::string& end = "/") {
+  const auto at = id.find(key);
+  if (at == std::string::npos) return id;
+  const size_t from = at + key.size();
+  return id.replace(from, id.find(end, from) - from, value);
+}
+
+// A shared case's name: the case it was made from, under its own index and dims, with what the
+// change made true (Q and K one view: both lengths the kept one's class, the diagonal eq, Hkv =
+// Hq), and /shared=qk or /shared=kv, so a failure names the dimensions it has.
+std::string shared_case_id(const CaseSpec& from, const CaseSpec& c, const std::string& pair,
+                           const std::string& prefix) {
+  std::string id = prefix + c.shape.dims() + from.id.substr(from.id.find("/sq="));
+  if (pair == "qk") {
+    const bool q_kept = from.shape.seq_q <= from.shape.seq_kv;
+    const auto at = id.find(q_kept ? "/sq=" : "/skv=") + (q_kept ? 4 : 5);
+    const std::string kept = id.substr(at, id.find('/', at) - at);
+    id = with_value(with_value(with_value(id, "/sq=", kept), "/skv=", kept), "/diag=", "eq");
+    id = with_value(with_value(id, "/heads=", fmt::format("{}/{}", c.shape.heads_q, c.shape.heads_kv), "/ratio="),
+                    "/ratio=", "shared");
+  }
+  return id + "/shared=" + pair;
 }
 
 // A tier's rows: the covering array, `random_cases` random valid rows, then more up to
@@ -52,7 +95,7 @@ std::vector<CaseSpec> draw_tier(const GatesConfig& gates, const Task& task, uint
                                 const std::string& prefix) {
   std::vector<CaseSpec> out;
   if (!gates.sampled.enabled) return out;
-  const SampleSpace space = gates.sampled.for_tier(tier);  // the tier's lengths and bounds
+  const SampleSpace space = tier_space(gates, task, tier);
   const SampleRows rows(space, task);
   const CoveringRequest req = rows.request(tier);
   // The task and the tier take part in the stream: two tasks or tiers of a run draw differently.
@@ -72,6 +115,28 @@ std::vector<CaseSpec> draw_tier(const GatesConfig& gates, const Task& task, uint
     c.id += "/streams=2";
     ++marked;
   }
+  // One case per shared pair: a drawn case (the first from a random one whose shared form fits
+  // the bounds) with one tensor passed twice, so a kernel keyed on p.q == p.k or p.k == p.v runs
+  // that path. Q and K one view needs Hkv = Hq and Sq = Skv (the shorter of the two).
+  const size_t drawn = out.size();
+  for (const std::string& pair : gates.sampled.shared) {
+    const size_t start = drawn ? rng.below(drawn) : 0;
+    for (size_t k = 0; k < drawn; ++k) {
+      const CaseSpec& from = out[(start + k) % drawn];
+      if (from.two_streams) continue;  // its second problem halves Sq
+      CaseSpec c = from;
+      if (pair == "qk") {
+        c.shape.heads_kv = c.shape.heads_q;
+        c.shape.seq_q = c.shape.seq_kv = std::min(c.shape.seq_q, c.shape.seq_kv);
+      }
+      c.layout += "+" + pair;
+      if (!rows.fits(c.shape, c.layout)) continue;
+      c.seed = uint32_t(rng.next());
+      c.id = shared_case_id(from, c, pair, fmt::format("{}{}/", prefix, out.size()));
+      out.push_back(c);
+      break;
+    }
+  }
   return out;
 }
 
@@ -85,6 +150,13 @@ uint32_t parse_gate_seed(const std::string& text) {
   if (ok && std::stoull(text) <= 0xFFFFFFFFull) return uint32_t(std::stoull(text));
   throw usage_error(
       fmt::format("--gate-seed '{}': use a decimal integer from 0 to 4294967295 (a record's gate_seed)", text));
+}
+
+SampleSpace tier_space(const GatesConfig& gates, const Task& task, const CoverageTier& tier) {
+  SampleSpace s = gates.sampled.for_tier(tier);
+  std::erase_if(s.inputs,
+                [&](const std::string& n) { return !gates.distributions.at(n).applies_to(task.dtype_name()); });
+  return s;
 }
 
 bool is_sampled_case(const std::string& id) { return id.rfind(kSampledPrefix, 0) == 0; }

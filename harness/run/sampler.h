@@ -34,6 +34,10 @@ std::vector<CaseSpec> draw_sampled_cases(const GatesConfig& gates, const Task& t
 // The deep tier's ("deep/..."), without the fixed sets it adds (gates.json "deep_gate").
 std::vector<CaseSpec> draw_deep_cases(const GatesConfig& gates, const Task& task, uint32_t seed);
 
+// The space a tier of the task draws from: the tier's lengths and bounds, and only the input
+// distributions that apply to the task's dtype (InputDistribution::dtypes).
+SampleSpace tier_space(const GatesConfig& gates, const Task& task, const CoverageTier& tier);
+
 bool is_sampled_case(const std::string& case_id);  // the cheap tier's
 bool is_deep_case(const std::string& case_id);     // the deep tier's
 

@@ -1,7 +1,8 @@
 // The adversarial suite (tests/adversarial/): one real variant per trick a machine-written
 // candidate might play, run through `evo run` on the GPU next to the real stage-0 baseline as a
 // control, one run per task the tricks name (fp16-d64 by default; the causal tricks on
-// fp16-d64-causal under --bench mission, where no fixed row sees 1024 keys). Every trick must
+// fp16-d64-causal under --bench mission, where no fixed row sees 1024 keys; the bf16 ones on
+// bf16-d128). Every trick must
 // get exactly the verdict tests/adversarial/expected.json gives it, and the population may hold
 // honest kernels only. docs/safety.md explains each verdict. The gate seed is pinned
 // (kGateSeed): the sampled gate covers every pair of values on every seed, so any seed must
@@ -355,6 +356,14 @@ TEST(Adversarial, CausalTricksAreCaughtUnderBenchMission) {
   if (s.expected.size() == 1) GTEST_SKIP() << "EVO_ADVERSARIAL_FILES selects no causal trick";
   // --bench mission: the longest fixed causal row sees 1000 keys, so only sampled cases reach the
   // long rows these tricks break.
+  check_suite(s, "--shapes small,mission,ragged --bench mission --seeds 0,1");
+}
+
+TEST(Adversarial, Bf16TricksAreCaught) {
+  EVO_REQUIRE_GPU();
+  const Suite s = make_suite("bf16-d128");
+  if (s.expected.size() == 1) GTEST_SKIP() << "EVO_ADVERSARIAL_FILES selects no bf16 trick";
+  // The bf16-only inputs (V std 1e5 and 1e-6, gates.json inputs.*.dtypes) are sampled cases.
   check_suite(s, "--shapes small,mission,ragged --bench mission --seeds 0,1");
 }
 

@@ -54,6 +54,8 @@ evo_attn_call call_of(const Task& t, const CaseSpec& c) {
   a.k = tensor(l.k, 1, s.heads_kv, s.seq_kv, t.input_bytes());
   a.v = tensor(l.v, 2, s.heads_kv, s.seq_kv, t.input_bytes());
   a.o = tensor(l.o, 3, s.heads_q, s.seq_q, t.output_bytes());
+  if (layout_shared(c.layout) == "qk") a.k.data = a.q.data;  // one tensor passed twice
+  if (layout_shared(c.layout) == "kv") a.v.data = a.k.data;
   a.dtype = t.dtype_code();
   a.out_dtype = t.dtype == DType::fp8 ? EVO_ATTN_BF16 : a.dtype;
   a.is_causal = t.causal ? 1 : 0;
@@ -162,7 +164,7 @@ const std::vector<uint32_t> kSeeds{0u, 7u, 2025u};
 
 // What the cases of one tier reached, per corner of the domain.
 struct Reach {
-  int64_t batch = 0, heads_q = 0, ratio = 0, seq_q = 0, seq_kv = 0, span = 0;
+  int64_t batch = 0, heads_q = 0, ratio = 0, seq_q = 0, seq_kv = 0, span = 0, stride = 0;
   int min_alignment = 256;
   bool gaps = false, two_streams = false, max_scale = false;
   void add(const CaseSpec& c, const evo_attn_call& a) {
@@ -176,6 +178,8 @@ struct Reach {
       int64_t n = 1;
       for (int d = 0; d < 4; ++d) n += (x->size[d] - 1) * x->stride[d];
       span = std::max(span, n);
+      for (int d = 0; d < 3; ++d)
+        if (x->size[d] > 1) stride = std::max(stride, x->stride[d]);  // a stride some index steps over
       const int64_t dense[3] = {x->size[1] * x->size[2] * x->size[3], x->size[2] * x->size[3], x->size[3]};
       const bool bhsd_dense = x->stride[0] == dense[0] && x->stride[1] == dense[1] && x->stride[2] == dense[2];
       const bool bshd_dense =
@@ -221,6 +225,7 @@ TEST(Domain, TheGateDrawsInsideTheDomainAndEachCornerIsReachedBySomeTier) {
   row("Sq", kEvoDomainMaxSeq, cheap.seq_q, deep.seq_q);
   row("Skv", kEvoDomainMaxSeq, cheap.seq_kv, deep.seq_kv);
   row("span (elements)", kEvoDomainMaxSpan, cheap.span, deep.span);
+  row("one stride (elements)", kEvoDomainMaxSpan, cheap.stride, deep.stride);
   row("alignment (bytes, least)", kEvoDomainAlignBytes, cheap.min_alignment, deep.min_alignment);
   row("gaps between batches", 1, cheap.gaps, deep.gaps);
   row("two streams in flight", kEvoDomainStreamsInFlight, cheap.two_streams ? 2 : 1, deep.two_streams ? 2 : 1);
@@ -239,6 +244,7 @@ TEST(Domain, TheGateDrawsInsideTheDomainAndEachCornerIsReachedBySomeTier) {
   EXPECT_EQ(deep.seq_q, kEvoDomainMaxSeq);
   EXPECT_EQ(deep.seq_kv, kEvoDomainMaxSeq);
   EXPECT_EQ(deep.span, kEvoDomainMaxSpan);
+  EXPECT_GE(deep.stride, int64_t(1) << 31) << "one stride past int32 (the far set: k_strides_int32.cu)";
   EXPECT_EQ(deep.min_alignment, kEvoDomainAlignBytes);
   EXPECT_TRUE(deep.gaps);
   EXPECT_TRUE(deep.two_streams);

@@ -36,7 +36,9 @@ int index_of(const std::vector<T>& v, const std::function<bool(const T&)>& pred)
   return -1;
 }
 
-std::string residue(int v) { return v % 64 == 0 ? "x64" : v % 8 == 0 ? "x8" : v % 2 == 1 ? "odd" : "even"; }
+std::string residue(int v) {
+  return v % 64 == 0 ? "x64" : v % 8 == 0 ? "x8" : v % 4 == 2 ? "x2" : v % 2 == 1 ? "odd" : "4 mod 8";
+}
 
 // The covering row a case is, read from what the worker will run: -1 where no value matches.
 CoverRow row_of(const SampleSpace& sp, const Task& t, const CaseSpec& c) {
@@ -64,7 +66,11 @@ CoverRow row_of(const SampleSpace& sp, const Task& t, const CaseSpec& c) {
   r[kDimSeqKvResidue] = index_of<std::string>(sp.residues, [&](const auto& x) { return x == residue(s.seq_kv); });
   const std::string diag = s.seq_q < s.seq_kv ? "lt" : s.seq_q == s.seq_kv ? "eq" : "gt";
   r[kDimDiagonal] = index_of<std::string>(sp.diagonals, [&](const auto& x) { return x == diag; });
-  r[kDimScale] = index_of<ScaleChoice>(sp.scales, [&](const auto& x) { return x.value(t.head_dim) == c.scale; });
+  r[kDimScale] = index_of<ScaleChoice>(sp.scales, [&](const auto& x) {
+    return x.range ? c.id.find("/scale=" + x.text + ":") != std::string::npos && c.scale >= x.value(t.head_dim) &&
+                         c.scale <= x.upper(t.head_dim)
+                   : x.value(t.head_dim) == c.scale;
+  });
   r[kDimInputs] = index_of<std::string>(sp.inputs, [&](const auto& x) { return x == c.inputs; });
   r[kDimJunk] = index_of<std::string>(sp.junk, [&](const auto& x) { return x == c.junk; });
   return r;
@@ -88,11 +94,12 @@ TEST(Sampler, TheSeedReplaysItsCasesAndAnotherSeedDrawsOthers) {
 // Every case is the row it is named for, within the bounds; the rows cover the tier.
 void expect_tier_covered(const GatesConfig& g, const Task& t, uint32_t seed, bool deep) {
   const CoverageTier& tier = deep ? g.sampled.deep : g.sampled.cheap;
-  const SampleSpace sp = g.sampled.for_tier(tier);  // the deep tier's own lengths and bounds
+  const SampleSpace sp = tier_space(g, t, tier);  // the tier's own lengths and bounds, the task's inputs
   const auto cases = deep ? draw_deep_cases(g, t, seed) : draw_sampled_cases(g, t, seed);
   const std::string what = fmt::format("{} seed {} {}", t.name(), seed, deep ? "deep" : "cheap");
   std::vector<CoverRow> rows;
   for (const auto& c : cases) {
+    if (c.id.find("/shared=") != std::string::npos) continue;  // made from a drawn case, beside the array
     const CoverRow r = row_of(sp, t, c);
     for (int d = 0; d < kSampleDims; ++d) ASSERT_GE(r[size_t(d)], 0) << c.id << ": no value of " << sample_dim_name(d);
     EXPECT_NE(c.id.find(fmt::format("/sq={}:{}/skv={}:{}/diag={}/", sp.lengths[size_t(r[kDimSeqQ])].name,
@@ -121,16 +128,23 @@ void expect_tier_covered(const GatesConfig& g, const Task& t, uint32_t seed, boo
 TEST(Sampler, EveryRunCoversEveryPairOfValuesWithinTheBounds) {
   const GatesConfig g = repo_gates();
   std::map<std::string, std::pair<size_t, size_t>> counts;  // task -> fewest, most cases
+  std::map<std::string, double> work;                       // task -> FLOPs over its seeds
   for (const char* task : kTasks)
     for (uint32_t seed : kSeeds) {
       expect_tier_covered(g, parse_task(task), seed, false);
-      const size_t n = draw_sampled_cases(g, parse_task(task), seed).size();
+      const auto cases = draw_sampled_cases(g, parse_task(task), seed);
+      const size_t n = cases.size();
       auto& [lo, hi] = counts.try_emplace(task, n, n).first->second;
       lo = std::min(lo, n);
       hi = std::max(hi, n);
+      for (const auto& c : cases)
+        work[task] += 4.0 * c.shape.batch * c.shape.heads_q * double(c.shape.seq_q) * c.shape.seq_kv *
+                      c.shape.head_dim * (c.two_streams ? 2 : 1);
     }
   for (const auto& [task, c] : counts) {
-    std::cout << "cheap tier, " << task << ": " << c.first << "-" << c.second << " cases per run\n";
+    // The cheap tier runs on every candidate: its size and work per run, mean over the seeds.
+    std::cout << fmt::format("cheap tier, {}: {}-{} cases per run, {:.3g} FLOPs per run (mean)\n", task, c.first,
+                             c.second, work[task] / double(kSeeds.size()));
     EXPECT_GE(c.first, 36u) << "6 scales x 6 inputs need 36 cases";
   }
 }
@@ -152,17 +166,31 @@ TEST(Sampler, TheDeepTierCoversItsTriplesWithAtLeast100Cases) {
   for (const char* task : {"fp16-d64-causal", "bf16-d128"})
     for (uint32_t seed : {3u, 1511791795u}) expect_tier_covered(g, parse_task(task), seed, true);
   EXPECT_EQ(g.deep_gate.shape_sets, (std::vector<std::string>{"huge", "frontier", "long"}));
+  EXPECT_EQ(g.deep_gate.far_stride_sets, (std::vector<std::string>{"far"}));
   EXPECT_TRUE(g.deep_gate.sanitizer);
+}
+
+// Every run of every task (pinned seeds) has a case of each class `look` names in `seen`, and
+// `look` names `classes` of them.
+using Look = std::function<void(const Task&, const CaseSpec&, std::map<std::string, bool>& seen)>;
+void expect_every_run_sees(const GatesConfig& g, size_t classes, const Look& look,
+                           const std::vector<uint32_t>& seeds = kSeeds) {
+  for (const char* task : kTasks)
+    for (uint32_t seed : seeds) {
+      const Task t = parse_task(task);
+      std::map<std::string, bool> seen;
+      for (const auto& c : draw_sampled_cases(g, t, seed)) look(t, c, seen);
+      EXPECT_EQ(seen.size(), classes);
+      for (const auto& [what, yes] : seen) EXPECT_TRUE(yes) << task << " seed " << seed << ": no case with " << what;
+    }
 }
 
 // The holes of issue 25: cases no run used to draw, now in every run of every task.
 TEST(Sampler, EveryRunDrawsTheCasesNoRunUsedTo) {
   const GatesConfig g = repo_gates();
-  for (const char* task : kTasks)
-    for (uint32_t seed : kSeeds) {
-      const Task t = parse_task(task);
-      std::map<std::string, bool> seen;
-      for (const auto& c : draw_sampled_cases(g, t, seed)) {
+  expect_every_run_sees(
+      g, 8u + 2 * g.sampled.layouts.size() + 4 * 4,
+      [&](const Task& t, const CaseSpec& c, std::map<std::string, bool>& seen) {
         const Shape& s = c.shape;
         const bool x8 = s.seq_kv % 8 == 0 && s.seq_kv % 64 != 0;
         seen["Skv a multiple of 8, not of 64, >= 1024"] |= x8 && s.seq_kv >= 1024;
@@ -178,14 +206,79 @@ TEST(Sampler, EveryRunDrawsTheCasesNoRunUsedTo) {
         seen["a Q pointer not 256-byte aligned, " + base_layout(c.layout)] |= unaligned;
         seen["a Q pointer 256-byte aligned, " + base_layout(c.layout)] |= !unaligned;
         for (const auto& lc : g.sampled.lengths)
-          for (const char* r : {"x64", "x8", "odd"}) {
+          for (const char* r : {"x64", "x8", "x2", "odd"}) {
             const bool in = s.seq_kv >= lc.lo && s.seq_kv <= lc.hi && residue(s.seq_kv) == r;
             if (lc.hi >= 64) seen[fmt::format("Skv in {} with residue {}", lc.name, r)] |= in;
           }
+      });
+}
+
+// The holes of hacker round 2 (issue 29, docs/safety.md 3g): each closed by a class every run of
+// every task reaches, read back from the cases (lengths, scales, addresses, strides, views).
+TEST(Sampler, EveryRunDrawsTheClassesHackerRound2FoundMissing) {
+  const GatesConfig g = repo_gates();
+  expect_every_run_sees(
+      g, 8u,
+      [&](const Task& t, const CaseSpec& c, std::map<std::string, bool>& seen) {
+        const Shape& s = c.shape;
+        seen["Skv = 2 (mod 4)"] |= s.seq_kv % 4 == 2;
+        seen["Sq = 2 (mod 4)"] |= s.seq_q % 4 == 2;
+        // A scale more than 1% from each listed point (a kernel whitelisting them uses another).
+        bool off = c.scale > 0 && c.scale <= 1;
+        int points = 0;
+        for (const ScaleChoice& p : g.sampled.scales)
+          if (!p.range) {
+            ++points;
+            off = off && std::abs(c.scale - p.value(t.head_dim)) > 0.01 * p.value(t.head_dim);
+          }
+        EXPECT_EQ(points, 6);
+        seen["a scale off the six listed points"] |= off;
+        const CaseLayout l = case_layout(s, c.layout, t.input_bytes(), t.output_bytes());
+        const int64_t k_mod64 = l.k.offset * t.input_bytes() % 64;
+        seen["K 32 or 48 bytes past a 64-byte boundary"] |= k_mod64 == 32 || k_mod64 == 48;
+        seen["K rows not a whole number of D elements apart"] |= l.k.stride[2] % s.head_dim != 0;
+        if (!layout_shared(c.layout).empty()) {  // its name says what it is, as every case's does
+          EXPECT_NE(c.id.find(fmt::format("/{}/", s.dims())), std::string::npos) << c.id;
+          EXPECT_NE(c.id.find(fmt::format("/heads={}/{}/", s.heads_q, s.heads_kv)), std::string::npos) << c.id;
+          EXPECT_NE(c.id.find(fmt::format(":{}/diag=", residue(s.seq_kv))), std::string::npos) << c.id;
+          EXPECT_NE(c.id.find("/shared=" + layout_shared(c.layout)), std::string::npos) << c.id;
+        }
+        seen["Q and K one view"] |= layout_shared(c.layout) == "qk";
+        seen["K and V one view"] |= layout_shared(c.layout) == "kv";
+        // A KV cache whose first spare row lies inside K's view, padded with varied finite junk.
+        seen["varied junk in a spare cache row inside the view"] |=
+            c.junk == "finite" && base_layout(c.layout) == "kv_cache" && s.heads_kv >= 2;
+      },
+      // and the adversarial suite's gate seed (tests/gpu/adversarial_test.cpp)
+      {0u, 1u, 7u, 12345u, 1511791795u, 4294967295u, 2025u});
+}
+
+// bf16_v_through_fp16.cu (round 2): a bf16 task draws V far beyond fp16's range and far below
+// 1 in every run; an fp16 or fp8 task never does (its inputs cannot hold them).
+TEST(Sampler, OnlyBf16TasksDrawVBeyondFp16sRange) {
+  const GatesConfig g = repo_gates();
+  for (const char* task : kTasks)
+    for (uint32_t seed : kSeeds) {
+      const Task t = parse_task(task);
+      bool huge = false, tiny = false;
+      for (const auto& c : draw_sampled_cases(g, t, seed)) {
+        huge |= c.v_std >= 1e5;
+        tiny |= c.v_std <= 1e-6;
       }
-      EXPECT_EQ(seen.size(), 8u + 2 * g.sampled.layouts.size() + 3 * 4);
-      for (const auto& [what, yes] : seen) EXPECT_TRUE(yes) << task << " seed " << seed << ": no case with " << what;
+      const bool bf16 = t.dtype == DType::bf16;
+      EXPECT_EQ(huge, bf16) << task << " seed " << seed << ": V std 1e5";
+      EXPECT_EQ(tiny, bf16) << task << " seed " << seed << ": V std 1e-6";
     }
+  const std::string text = test::read_text(test::source_root() / "gates" / "gates.json");
+  std::string bad = text;
+  bad.replace(bad.find("\"bf16\"\n      ]"), 6, "\"bf17\"");
+  try {
+    parse_gates_config(bad, "gates.json");
+    ADD_FAILURE() << "a distribution for dtype bf17 was accepted";
+  } catch (const EvoError& e) {
+    EXPECT_EQ(e.code(), kExitUsage);
+    EXPECT_NE(std::string(e.what()).find("dtypes: 'bf17' is not a dtype"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Sampler, APlanCarriesTheSeedAndTheSampledCases) {
@@ -205,7 +298,8 @@ TEST(Sampler, APlanCarriesTheSeedAndTheSampledCases) {
   EXPECT_TRUE(make_plan(off, {t, g.gate_sets, g.benchmark_sets, g.seeds, false, 42u}).deep_cases.empty());
   const EvalPlan deep = make_plan(g, {t, g.gate_sets, g.benchmark_sets, g.seeds, false, 42u, true});
   ASSERT_GE(deep.deep_cases.size(), size_t(g.sampled.deep.min_cases) + 1);
-  EXPECT_EQ(deep.deep_cases.back().id.rfind("deep/long/", 0), 0u) << deep.deep_cases.back().id;
+  EXPECT_EQ(deep.deep_cases.back().id.rfind("deep/far/", 0), 0u) << deep.deep_cases.back().id;
+  EXPECT_EQ(deep.deep_cases.back().layout, "far_batches");  // K's batch stride 2^31 elements
   for (const auto& c : deep.deep_cases) {
     EXPECT_TRUE(c.device_check.on) << c.id;
     EXPECT_TRUE(is_deep_case(c.id)) << c.id;
@@ -236,11 +330,14 @@ TEST(Sampler, BadSeedsAndMalformedSpacesAreUsageErrors) {
                                           {"\"kv_cache\"", "\"paged\""},
                                           {"\"x8\"", "\"x4\""},
                                           {"\"eq\"", "\"lt\""},
-                                          {"256,\n      16\n", "256,\n      24\n"},
+                                          {"256,\n      16,", "256,\n      24,"},
+                                          {"\"0.25/sqrt(D)..1\"", "\"1..0.25/sqrt(D)\""},
+                                          {"(D)..1\"", "(D)..2\""},
+                                          {"\"kv\"\n", "\"vq\"\n"},
                                           {"\"seq_kv_residue\"", "\"kv_res\""},
                                           {"\"min_cases\": 100", "\"min_cases\": -1"},
                                           {"\"range\": [\n          2,", "\"range\": [\n          5,"},
-                                          {"\"large_v\"\n", "\"huge_v\"\n"},
+                                          {"\"tiny_v\"\n", "\"small_v\"\n"},
                                           {"\"nonfinite\"", "\"nan\""},
                                           {"\"two_streams\": 2", "\"two_streams\": -1"}}) {
     try {
