@@ -34,6 +34,23 @@ for run in $(seq 1 "${RUNS:-1}"); do
     awk '{for (i = 2; i <= NF; i++) if ($i == "(expected") { w = $(i + 1); gsub(/\)/, "", w); if ($(i - 1) != w) print } }' |
     cut -c1-200
   [ "$rc" -ne 0 ] && grep -E "Failure|Expected|Which is|entered the population|error" "$OUT/ctest-gpu-$run.log" | head -40
+  # A test stopped by the timeout leaves its scratch repos (/tmp/evo-test-<pid>/): the records
+  # written so far still say which candidates got which verdict.
+  if [ "$rc" -ne 0 ] && ls -d /tmp/evo-test-*/*/results >/dev/null 2>&1; then
+    tar -czf "$OUT/scratch-results-$run.tgz" /tmp/evo-test-*/*/results 2>/dev/null
+    python3 - /tmp/evo-test-*/*/results <<'PY'
+import glob, json, sys
+for d in sys.argv[1:]:
+    for f in sorted(glob.glob(d + "/*.jsonl")):
+        for line in open(f):
+            try:
+                r = json.loads(line)
+            except ValueError:
+                continue
+            print(f"scratch {d.split('/')[-2]}: {r.get('variant')}: {r.get('outcome')} {str(r.get('reason', ''))[:150]}")
+PY
+  fi
+  rm -rf /tmp/evo-test-*
 done
 rm -f "$OUT/build.log"
 
