@@ -96,8 +96,7 @@ std::string layout_shared(const std::string& layout) {
 int layout_alignment(const std::string& layout) {
   const auto at = layout.find('@');
   if (at == std::string::npos) return 0;
-  const std::string a =
-      layout.substr(at + 1, layout.find('+') == std::string::npos ? std::string::npos : layout.find('+') - at - 1);
+  const std::string a = layout.substr(at + 1, layout.find('+', at) - at - 1);  // npos: to the end
   for (int v = 16; v <= 256; v += 16)
     if (a == std::to_string(v)) return v;
   throw usage_error("bad case layout '" + layout + "': the alignment after '@' is a multiple of 16 up to 256");

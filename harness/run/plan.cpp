@@ -84,7 +84,7 @@ EvalPlan make_plan(const GatesConfig& gates, const PlanRequest& r) {
     }
     p.bench.push_back(b);
   }
-  if ((r.deep || gates.deep_gate.enabled) && r.gate_seed) p.deep_cases = deep_cases(gates, r);
+  if (r.deep.value_or(gates.deep_gate.enabled) && r.gate_seed) p.deep_cases = deep_cases(gates, r);
   // Not among gate_cases: only a would-be elite runs them, after timing (run/evaluator.cpp).
   if (r.sanitize) {
     const InputDistribution& in = gates.input(gates.sanitizer.inputs);

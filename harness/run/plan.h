@@ -43,7 +43,9 @@ struct PlanRequest {
   std::vector<int> seeds;
   bool sanitize = false;
   std::optional<uint32_t> gate_seed;  // draws the sampled cases; none: fixed sets only
-  bool deep = false;                  // would-be elites pass the deep tier (needs a gate seed)
+  // Would-be elites pass the deep tier: on, off, or (none) as gates.json deep_gate.enabled says.
+  // It needs a gate seed.
+  std::optional<bool> deep = std::nullopt;
 };
 
 EvalPlan make_plan(const GatesConfig& gates, const PlanRequest& request);

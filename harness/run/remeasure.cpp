@@ -108,10 +108,9 @@ void plan_elites(const Context& ctx, const RemeasureOptions& o, Session& session
       }
     }
     if (elites.empty()) continue;
-    plans.push_back(
-        make_plan(ctx.gates, {task, ctx.gates.gate_sets, o.bench.empty() ? ctx.gates.benchmark_sets : o.bench,
-                              ctx.gates.seeds, false, o.gate_seed}));
-    if (!o.deep_tier) plans.back().deep_cases.clear();
+    plans.push_back(make_plan(
+        ctx.gates, {task, ctx.gates.gate_sets, o.bench.empty() ? ctx.gates.benchmark_sets : o.bench, ctx.gates.seeds,
+                    false, o.gate_seed, o.deep_tier ? std::nullopt : std::optional<bool>(false)}));
     session.prepare_references(plans.back(), [](const std::string& s) { spdlog::info("{}", s); });
     for (const Elite& e : elites) {
       Candidate c = elite_candidate(ctx, o, e, task, session, sources);
