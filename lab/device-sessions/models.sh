@@ -11,6 +11,10 @@
 #                       refusals; the op (C++) against cuDNN and flash on the `models` set and the
 #                       benchmark sets, with the Python path's graph and back-to-back times.
 #                       $OUT/models-op.tgz.
+#   models.sh decode    (<= 9 min) stage 9 (split-KV decode) on the regime and model shapes: the
+#                       rank-1 of its custom-bench populations (`--elites-of`) for fp16-d128,
+#                       bf16-d128, fp16-d64; bf16-d64 first gets a stage-9 population (`evo run
+#                       --stage 9 --bench decode`); SDPA peers on the decode set. $OUT/models-decode.tgz.
 #   models.sh stages    (<= 4 min) evo run --stage 0..6 --budget 1 on the bf16 tasks that started at
 #                       stage 7 (bf16-d128-causal, bf16-d64, bf16-d64-causal): every stage that
 #                       supports them has a population. $OUT/models-stages.tgz.
@@ -42,6 +46,25 @@ case "$PHASE" in
     echo "models exit $? at ${SECONDS}s"; tail -3 "$OUT/models.log"
     left=$((520 - SECONDS)); [ "$left" -lt 60 ] && left=60
     timeout "$left" python3 scripts/peers_sdpa.py --tasks "$TASKS" --sets models --backends cudnn,flash \
+      >"$OUT/peers.log" 2>&1
+    echo "peers exit $? at ${SECONDS}s"; tail -2 "$OUT/peers.log"
+    pack ;;
+  decode)
+    $evo population rebuild >"$OUT/rebuild.log" 2>&1
+    timeout 170 $evo population remeasure --task fp16-d128,bf16-d128 --elites-of custom-b86019aa --stages 9 --top 1 \
+      --bench regimes,models >"$OUT/decode-d128.log" 2>&1
+    echo "d128 exit $? at ${SECONDS}s"; tail -3 "$OUT/decode-d128.log"
+    timeout 100 $evo population remeasure --task fp16-d64 --elites-of custom-d10f22fa --stages 9 --top 1 \
+      --bench regimes,models >"$OUT/decode-d64.log" 2>&1
+    echo "fp16-d64 exit $? at ${SECONDS}s"; tail -3 "$OUT/decode-d64.log"
+    timeout 110 $evo run --stage 9 --task bf16-d64 --budget 2 --bench decode >"$OUT/decode-bf16-d64-run.log" 2>&1
+    echo "bf16-d64 stage 9 run exit $? at ${SECONDS}s"; tail -3 "$OUT/decode-bf16-d64-run.log"
+    left=$((470 - SECONDS)); [ "$left" -lt 30 ] && left=30
+    timeout "$left" $evo population remeasure --task bf16-d64 --elites-of custom-d10f22fa --stages 9 --top 1 \
+      --bench regimes,models >"$OUT/decode-bf16-d64.log" 2>&1
+    echo "bf16-d64 exit $? at ${SECONDS}s"; tail -3 "$OUT/decode-bf16-d64.log"
+    left=$((530 - SECONDS)); [ "$left" -lt 30 ] && left=30
+    timeout "$left" python3 scripts/peers_sdpa.py --tasks bf16-d64 --sets decode --backends cudnn,flash \
       >"$OUT/peers.log" 2>&1
     echo "peers exit $? at ${SECONDS}s"; tail -2 "$OUT/peers.log"
     pack ;;
