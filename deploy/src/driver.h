@@ -11,7 +11,8 @@ namespace evo_attn {
   X(cuInit)                                                                                                   \
   X(cuDeviceGet) X(cuDeviceGetAttribute) X(cuDeviceGetName) X(cuDevicePrimaryCtxRetain) X(cuCtxGetCurrent)    \
       X(cuCtxPushCurrent) X(cuCtxPopCurrent) X(cuModuleLoadData) X(cuModuleGetFunction) X(cuFuncSetAttribute) \
-          X(cuLaunchKernel) X(cuLaunchKernelEx) X(cuGetErrorName) X(cuGetErrorString) X(cuGetProcAddress) X(cuMemAlloc) X(cuMemFree) X(cuMemsetD8Async)
+          X(cuLaunchKernel) X(cuLaunchKernelEx) X(cuGetErrorName) X(cuGetErrorString) X(cuGetProcAddress) X(cuMemAlloc) X(cuMemFree) X(cuMemsetD8Async) \
+              X(cuStreamIsCapturing)
 
 struct Driver {
 #define EVO_ATTN_MEMBER(fn) decltype(&::fn) fn = nullptr;

@@ -24,13 +24,15 @@ struct DeviceState {
   std::vector<CUfunction> functions;
 };
 
-// The split-KV workspace of one (device, stream): zeroed when allocated; every launch leaves its
-// tile counters at 0, so launches in stream order reuse it as it is. Two streams never share one
-// (their launches could interleave). A buffer outgrown is kept, not freed: a CUDA graph captured
-// earlier may still launch with it.
+// The split-KV workspace of one (device, stream): zeroed when allocated; launches in stream order
+// reuse it, clearing the counters a launch needs where an earlier launch left partials
+// (evo_workspace_clear_bytes, the ABI floor's rule). Two streams never share one (their launches
+// could interleave). A buffer outgrown is kept, not freed: a CUDA graph captured earlier may
+// still launch with it.
 struct Workspace {
   CUdeviceptr data = 0;
   size_t bytes = 0;
+  EvoWorkspaceUse use{0};
   std::vector<CUdeviceptr> retired;
 };
 
@@ -127,11 +129,16 @@ bool params(const Driver& d, const EvoCall& abi, int dtype, const Kernel& k, Par
   return true;
 }
 
-// At least `bytes` of zeroed workspace for (device, stream), in the current context; the zeroing
-// is ordered on `stream` before the launch that needs it.
-bool workspace_for(const Driver& d, int device, CUstream stream, size_t bytes, CUdeviceptr& out, std::string& error) {
+// The workspace of a launch of `a.num_splits` splits (none for one) for (device, stream), in the
+// current context, with the tile counters it needs at 0: the zeroing is ordered on `stream`
+// before the launch.
+bool workspace_for(const Driver& d, int device, CUstream stream, const EvoLaunch& L, const EvoShape& shape,
+                   const Params& a, CUdeviceptr& out, std::string& error) {
   out = 0;
+  const size_t bytes = size_t(evo_workspace_bytes(L, shape, a.num_splits));
   if (bytes == 0) return true;
+  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (!call(d, d.cuStreamIsCapturing(stream, &capture), "cuStreamIsCapturing", error)) return false;
   std::lock_guard<std::mutex> lock(g_mutex);
   Workspace& w = g_workspaces[{device, stream}];
   if (w.bytes < bytes) {
@@ -147,7 +154,13 @@ bool workspace_for(const Driver& d, int device, CUstream stream, size_t bytes, C
     if (w.data) w.retired.push_back(w.data);
     w.data = fresh;
     w.bytes = grown;
+    w.use = evo_workspace_fresh(static_cast<long long>(grown));
   }
+  const long long clear = evo_workspace_clear_bytes(w.use, evo_tiles(L, shape), a.num_splits, int(L.rows_per_cta),
+                                                    shape.head_dim, capture != CU_STREAM_CAPTURE_STATUS_NONE);
+  if (clear > 0 && !call(d, d.cuMemsetD8Async(w.data, 0, size_t(clear), stream), "clearing the split-KV tile counters",
+                         error))
+    return false;
   out = w.data;
   return true;
 }
@@ -179,7 +192,7 @@ int launch(const Package& p, const evo_attn_call& c, const Plan& plan, CUstream 
   const bool push = current != st->ctx;
   if (push && !call(d, d.cuCtxPushCurrent(st->ctx), "cuCtxPushCurrent", error)) return EVO_ATTN_CUDA_ERROR;
   CUdeviceptr workspace = 0;
-  if (!workspace_for(d, c.device, stream, size_t(evo_workspace_bytes(L, shape, a.num_splits)), workspace, error)) {
+  if (!workspace_for(d, c.device, stream, L, shape, a, workspace, error)) {
     if (push) {
       CUcontext popped = nullptr;
       d.cuCtxPopCurrent(&popped);

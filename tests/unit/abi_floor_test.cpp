@@ -222,6 +222,72 @@ TEST(AbiFloor, WorkerAndPackageBuildTheSameParamsAndShape) {
   EXPECT_EQ(evo_call_params(evo_attn::call_of(s.call)).k_stride[1], 128);
 }
 
+// A split workspace reused by launches of changing shapes, simulated byte by byte: a launch
+// needs its tile counters at 0 and leaves them so, and dirties everything from its partials'
+// offset on. Eager launches run at once; a captured one (clear and launch) runs at each replay.
+struct SimulatedWorkspace {
+  std::vector<char> dirty;
+  EvoWorkspaceUse use;
+  bool misread = false;  // a launch found a counter an earlier launch left non-zero
+  explicit SimulatedWorkspace(long long bytes) : dirty(size_t(bytes), 0), use(evo_workspace_fresh(bytes)) {}
+  struct Launch {
+    long long tiles;
+    int splits;
+    long long clear;
+  };
+  Launch enqueue(long long tiles, int splits, bool capturing, bool follow_rule = true) {
+    const long long clear = evo_workspace_clear_bytes(use, tiles, splits, 16, 128, capturing);
+    return {tiles, splits, follow_rule ? clear : 0};
+  }
+  void run(const Launch& l) {
+    std::fill(dirty.begin(), dirty.begin() + l.clear, 0);
+    for (long long b = 0; b < l.tiles * 4; ++b) misread |= dirty[size_t(b)] != 0;
+    // Only the first bytes can ever be counters (tiles * 4): the simulated buffer stops there.
+    const EvoWorkspace w = evo_workspace_layout(l.tiles, l.splits, 16, 128);
+    std::fill(dirty.begin() + w.ml_offset, dirty.begin() + std::min<long long>(w.bytes, dirty.size()), 1);
+  }
+};
+
+TEST(AbiFloor, AReusedSplitWorkspaceClearsTheCountersAnEarlierLaunchDirtied) {
+  const long long bytes = 1 << 20;
+  // The decode sequence that wrote NaN through the exported op on the H200: few tiles with many
+  // splits, then more tiles than the first launch's counters cover (their counters on its partials).
+  {
+    SimulatedWorkspace without(bytes);
+    without.run(without.enqueue(4, 16, false, false));
+    without.run(without.enqueue(66, 4, false, false));
+    EXPECT_TRUE(without.misread) << "the simulation must see the hazard the rule removes";
+  }
+  SimulatedWorkspace ws(bytes);
+  long long cleared = 0;
+  const long long tiles[] = {4, 66, 8, 512, 2, 1000, 65, 64, 3000, 1, 129};
+  for (long long t : tiles)
+    for (int splits : {16, 1, 3}) {
+      const auto l = ws.enqueue(t, splits, false);
+      cleared += l.clear;
+      ws.run(l);
+    }
+  EXPECT_FALSE(ws.misread);
+  EXPECT_GT(cleared, 0);
+  // Once the counters a shape needs are clean, repeating it clears nothing: the eager op keeps
+  // its one launch per call.
+  ws.run(ws.enqueue(4000, 2, false));
+  const auto again = ws.enqueue(4000, 2, false);
+  EXPECT_EQ(again.clear, 0);
+  ws.run(again);
+  // A captured launch clears inside the graph every time; replays between eager launches of
+  // other shapes never leave counters dirty for either.
+  const auto graph = ws.enqueue(200, 4, true);
+  EXPECT_GT(graph.clear, 0);
+  for (long long t : {2ll, 300ll, 300ll, 7ll, 300ll}) {
+    ws.run(graph);
+    ws.run(ws.enqueue(t, 8, false));
+  }
+  EXPECT_FALSE(ws.misread);
+  // One split: no workspace, nothing cleared or dirtied.
+  EXPECT_EQ(ws.enqueue(100000, 1, false).clear, 0);
+}
+
 // A package as `evo export` lays it out, with a package_data.cpp for two tasks whose regimes
 // dispatch to four kernels (no real cubin: nothing is launched) and a rule of its own bounds.
 std::filesystem::path write_package(const RegimeRule& rule) {

@@ -145,6 +145,39 @@ inline CUresult evo_encode_tma(EvoEncodeTiled encode, const EvoTmaArgs& a, CUdev
                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
 }
 
+// --- The split workspace reused across launches ---
+
+// A host that keeps one split workspace for many launches (the package: one per device and
+// stream) must clear part of it now and then. Every launch leaves its tile counters at 0, but
+// it also writes its splits' (max, sum, O) partials from its own ml_offset on, and a later
+// launch with more query tiles has counters there: it would read an earlier launch's partials
+// as split counts, combine too early or never, and write garbage (NaN in a model whose decode
+// batch grows). `zero_prefix` is how many leading bytes are zero once every launch enqueued so
+// far has run; a fresh, zeroed buffer starts with all of its bytes.
+struct EvoWorkspaceUse {
+  long long zero_prefix;
+  long long replay_floor;  // the lowest partials offset of a launch captured into a graph
+};
+inline EvoWorkspaceUse evo_workspace_fresh(long long bytes) { return EvoWorkspaceUse{bytes, bytes}; }
+
+// How many leading bytes to clear, in stream order, before a launch of `num_splits` splits over
+// `tiles` query tiles (0: none), and `use` after that launch. A launch being captured into a
+// CUDA graph clears always (the clear becomes part of the graph, so every replay clears for
+// itself) and assumes nothing cleared now; since a replay may come between any later launches,
+// no later launch counts on bytes past its partials offset either.
+inline long long evo_workspace_clear_bytes(EvoWorkspaceUse& use, long long tiles, int num_splits, int rows,
+                                           int head_dim, bool capturing) {
+  if (num_splits <= 1) return 0;
+  const EvoWorkspace w = evo_workspace_layout(tiles, num_splits, rows, head_dim);
+  const long long clear = capturing || tiles * 4 > use.zero_prefix ? w.ml_offset : 0;
+  if (capturing && w.ml_offset < use.replay_floor) use.replay_floor = w.ml_offset;
+  // After the launch its counters are 0 again and its partials start at ml_offset.
+  long long zero = clear && !capturing ? w.ml_offset : use.zero_prefix;
+  if (zero > w.ml_offset) zero = w.ml_offset;
+  use.zero_prefix = zero < use.replay_floor ? zero : use.replay_floor;
+  return clear;
+}
+
 // --- Loading and launching (`api`: the host's table of driver entry points, members named as
 // the driver's functions) ---
 

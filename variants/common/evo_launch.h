@@ -44,9 +44,10 @@ struct EvoAttnParams {
   unsigned int flags;                     // reserved, 0
   // KV splits of this launch (evo_num_splits), >= 1; 1 for a kernel that exports no kv_splits_max.
   int num_splits;
-  // evo_workspace_bytes(...) of zeroed device memory when num_splits > 1, else null. Its tile
-  // counters are left at 0 by every launch, so one zeroing at allocation lasts; one workspace
-  // serves one stream at a time.
+  // evo_workspace_bytes(...) of device memory whose tile counters are 0 when num_splits > 1,
+  // else null. Every launch leaves its own counters at 0, but a later launch with more tiles
+  // finds partials there: a host reusing one workspace clears by evo_workspace_clear_bytes
+  // (evo_host_launch.h). One workspace serves one stream at a time.
   void* workspace;
   // Room for up to four CUtensorMap descriptors (128 B, 64 B aligned) for TMA variants.
   alignas(64) unsigned long long tma[4][16];
