@@ -11,7 +11,7 @@
 namespace evo {
 
 HangLimits hang_limits(const GatesConfig& gates, const Task& task) {
-  return {*screen_plan(gates, task).limits, gates.limits};
+  return {*screen_plan(gates, task, gates.benchmark_sets).limits, gates.limits};
 }
 
 SimDomain::SimDomain(const Dataset& d, Objective objective, std::optional<HangLimits> limits)

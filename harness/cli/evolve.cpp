@@ -27,6 +27,9 @@ void add_evolve_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--operator", o->op, "request parts for exec generators: free, insight or full")
       ->capture_default_str();
+  cmd->add_option("--bench", o->bench,
+                  "benchmark shape sets or dims (default: the stage's stage.json bench_sets, else gates.json's)")
+      ->delimiter(',');
   cmd->add_option("--resume", o->resume, "continue the run with this id (from its records)");
   cmd->add_option("--rng-seed", o->rng_seed, "seed of the builtin generator")
       ->check(at_least(0))

@@ -9,6 +9,7 @@
 #include "cli/options.h"
 #include "core/errors.h"
 #include "core/paths.h"
+#include "run/stage_bench.h"
 #include "store/records.h"
 
 namespace evo {
@@ -29,7 +30,9 @@ void run_request(const RequestOptions& o) {
   Context ctx = Context::load();
   const Stage& stage = find_stage(ctx.stages, o.stage);
   RecordSet records = read_records(o.results_dir);
-  RequestInputs in{&ctx, &stage, parse_task(o.task), o.gpu, o.op, &records.records, {}, o.max_failures, nullptr, {}};
+  // The shapes the stage is timed on, as evo run and evo evolve choose them without --bench.
+  RequestInputs in{&ctx,    &stage, parse_task(o.task),          o.gpu, o.op, &records.records, {}, o.max_failures,
+                   nullptr, {},     stage_bench_sets(ctx, stage)};
   const nlohmann::json req = build_request(in);
   if (o.as_md)
     std::cout << request_markdown(req);

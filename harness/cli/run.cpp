@@ -12,7 +12,6 @@
 #include "cli/commands.h"
 #include "cli/context.h"
 #include "cli/options.h"
-#include "cli/stage_bench.h"
 #include "compile/compile_set.h"
 #include "core/errors.h"
 #include "core/paths.h"
@@ -27,6 +26,7 @@
 #include "run/sanitizer.h"
 #include "run/selection.h"
 #include "run/session.h"
+#include "run/stage_bench.h"
 #include "store/population.h"
 
 namespace evo {
@@ -374,7 +374,7 @@ void add_run_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--shapes", o->shapes, "gate shape sets or BxHqxHkvxSqxSkvxD[:bshd] (default: gates.json)")
       ->delimiter(',');
-  cmd->add_option("--bench", o->bench, "benchmark shape sets or dims (default: gates.json)")->delimiter(',');
+  cmd->add_option("--bench", o->bench, "benchmark sets or dims (default: stage.json, gates.json)")->delimiter(',');
   cmd->add_option("--seeds", o->seeds, "input seeds for the gate (default: gates.json)")
       ->delimiter(',')
       ->check(at_least(0));

@@ -8,6 +8,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace evo {
 
@@ -30,6 +31,7 @@ struct EvolveOptions {
   std::string island, island_group;  // --island i/N (else the Slurm array task); the search's name
   int migrate_every = 0;             // islands import each other's elites every K generations
   double migrate_wait_s = 600;       // how long an import waits for an island that is behind
+  std::vector<std::string> bench;    // benchmark sets or dims; empty: the stage's, else gates.json's
 };
 
 // Runs the loop; without a GPU it runs the generations through the compile phase, feeding

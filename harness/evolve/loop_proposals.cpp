@@ -32,7 +32,8 @@ std::vector<Proposal> Loop::ask_generator(int gen, json& step) {
                    std::vector<json>(feedback.end() - long(keep), feedback.end()),
                    8,
                    run_info(gen),
-                   history};
+                   history,
+                   bench};
   const json request = build_request(in);
   step["request"] = request;
   ExternalLimits lim;

@@ -28,6 +28,7 @@
 #include "run/progress.h"
 #include "run/sampler.h"
 #include "run/session.h"
+#include "run/stage_bench.h"
 #include "search/strategy.h"
 #include "store/atomic_file.h"
 #include "store/json_fields.h"
@@ -47,12 +48,16 @@ struct Loop {
   Task task = parse_task(o.task);
   fs::path cache = o.cache_dir.empty() ? default_cache_dir() : fs::path(o.cache_dir);
   Compiler compiler{ctx.root, cache, ctx.gates};
+  // What candidates are timed on, as `evo run` chooses: --bench, else the stage's own sets (the
+  // decode stage's decode shapes), else gates.json's.
+  std::vector<std::string> bench = !o.bench.empty()                        ? o.bench
+                                   : !stage_bench_sets(ctx, stage).empty() ? stage_bench_sets(ctx, stage)
+                                                                           : ctx.gates.benchmark_sets;
   // The full evaluation draws the sampled gate cases with a seed chosen now (stored in every record).
-  EvalPlan full = make_plan(
-      ctx.gates, {task, ctx.gates.gate_sets, ctx.gates.benchmark_sets, ctx.gates.seeds, false, draw_gate_seed()});
-  EvalPlan quick = screen_plan(ctx.gates, task);   // the screen (evolve/screen_plan.h)
-  std::vector<std::unique_ptr<Session>> sessions;  // one per GPU of --devices
-  Session* session = nullptr;                      // the first: populations, references
+  EvalPlan full = make_plan(ctx.gates, {task, ctx.gates.gate_sets, bench, ctx.gates.seeds, false, draw_gate_seed()});
+  EvalPlan quick = screen_plan(ctx.gates, task, bench);  // the screen (evolve/screen_plan.h)
+  std::vector<std::unique_ptr<Session>> sessions;        // one per GPU of --devices
+  Session* session = nullptr;                            // the first: populations, references
   Island island;
   std::vector<Record> baseline, migrants;  // islands: elites from before the search; imported ones
   json pending_migration;                  // the import to write into this generation's trace line

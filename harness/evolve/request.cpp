@@ -69,7 +69,8 @@ json task_context(const RequestInputs& in, const std::string& gpu) {
   const auto& g = in.ctx->gates;
   json shapes = {{"gate", json::array()}, {"benchmark", json::array()}};
   for (const auto& s : g.shapes(g.gate_sets, in.task)) shapes["gate"].push_back(s.dims());
-  for (const auto& s : g.shapes(g.benchmark_sets, in.task)) shapes["benchmark"].push_back(s.dims());
+  for (const auto& s : g.shapes(in.bench_sets.empty() ? g.benchmark_sets : in.bench_sets, in.task))
+    shapes["benchmark"].push_back(s.dims());
   json caps = json::object();
   for (const auto& [arch, c] : g.resources)
     caps[arch] = {

@@ -31,6 +31,7 @@ struct RequestInputs {
   // "gpu_s_left"} and every evaluation of the run so far (history_entry); null/empty for evo context.
   nlohmann::json run;
   std::vector<nlohmann::json> history;
+  std::vector<std::string> bench_sets;  // what candidates are timed on; empty: gates.json benchmark_sets
 };
 
 bool valid_operator(const std::string& op);

@@ -6,12 +6,12 @@
 
 namespace evo {
 
-PlanRequest screen_plan_request(const GatesConfig& gates, const Task& task) {
-  return {task, {"small"}, gates.benchmark_sets, {gates.seeds.empty() ? 0 : gates.seeds.front()}, false, std::nullopt};
+PlanRequest screen_plan_request(const GatesConfig& gates, const Task& task, const std::vector<std::string>& bench) {
+  return {task, {"small"}, bench, {gates.seeds.empty() ? 0 : gates.seeds.front()}, false, std::nullopt};
 }
 
-EvalPlan screen_plan(const GatesConfig& gates, const Task& task) {
-  EvalPlan p = make_plan(gates, screen_plan_request(gates, task));
+EvalPlan screen_plan(const GatesConfig& gates, const Task& task, const std::vector<std::string>& bench) {
+  EvalPlan p = make_plan(gates, screen_plan_request(gates, task, bench));
   // Not the full gate: never ranked with fitness that passed it.
   Sha256 h;
   for (const auto& b : p.bench) h.update(b.id).update(";");

@@ -7,8 +7,9 @@
 
 namespace evo {
 
-// The screen's plan (see search/fidelity.h) and the request it is made from.
-PlanRequest screen_plan_request(const GatesConfig& gates, const Task& task);
-EvalPlan screen_plan(const GatesConfig& gates, const Task& task);
+// The screen's plan (see search/fidelity.h) over the benchmark sets `bench` (the full
+// evaluation's), and the request it is made from.
+PlanRequest screen_plan_request(const GatesConfig& gates, const Task& task, const std::vector<std::string>& bench);
+EvalPlan screen_plan(const GatesConfig& gates, const Task& task, const std::vector<std::string>& bench);
 
 }  // namespace evo

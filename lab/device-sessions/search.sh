@@ -19,6 +19,7 @@
 #                                     dataset derives from them; RECORDS for a next call)
 #   search.log                        what each step took, and the summary lines of the run
 #   screen.log, full.log, build.log, compile.log, gpu.txt
+# Stage 9 is screened and timed on its own `decode` set (stage.json bench_sets), as `evo evolve` does by default.
 # Settings: STAGE, TASK (7, fp16-d128); RECORDS (a records.tgz to resume, "" for a new run);
 # WALL_S (465: what the steps may take); EVO=path skips the build (a dry run without a GPU stops
 # after the screen's compile phase).

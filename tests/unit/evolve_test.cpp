@@ -223,5 +223,25 @@ TEST(ContextCli, MarkdownRequestForAStage) {
   EXPECT_EQ(run_evo("context --stage 5 --operator best").exit_code, 1);
 }
 
+// A stage with its own benchmark sets (stage.json bench_sets: the decode stage's `decode`) is
+// shown, and searched, on them: decode kernels timed on prefill shapes measure nothing a model runs.
+TEST(ContextCli, AStageWithItsOwnBenchSetsIsShownItsShapes) {
+  const auto r = run_evo("context --stage 9 --task fp16-d128 --operator free --results-dir '" +
+                         (source_root() / "results").string() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const json bench = json::parse(r.out)["i1"]["shapes"]["benchmark"];
+  ASSERT_FALSE(bench.empty());
+  for (const auto& s : bench) {  // B x Hq x Hkv x Sq x Skv x D: every Sq a decode step's (<= 16)
+    std::string dims = s.get<std::string>();
+    for (int field = 0; field < 3; ++field) dims = dims.substr(dims.find('x') + 1);
+    EXPECT_LE(std::stoi(dims), 16) << s;
+  }
+  EXPECT_NE(bench.dump().find("16x64x8x1x4096x128:bshd"), std::string::npos) << bench.dump();
+  const auto prefill = run_evo("context --stage 7 --task fp16-d128 --operator free --results-dir '" +
+                               (source_root() / "results").string() + "'");
+  ASSERT_EQ(prefill.exit_code, 0) << prefill.out;
+  EXPECT_NE(json::parse(prefill.out)["i1"]["shapes"]["benchmark"], bench);
+}
+
 }  // namespace
 }  // namespace evo::test

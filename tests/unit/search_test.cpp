@@ -40,7 +40,7 @@ std::string trace(const SimRun& r) {
 TEST(Fidelity, TheScreenTimesEveryShapeWithFewerSamplesAndRanksApart) {
   const GatesConfig gates = load_gates_config(source_root() / "gates" / "gates.json");
   const Task task = parse_task("fp16-d128");
-  const EvalPlan screen = screen_plan(gates, task);
+  const EvalPlan screen = screen_plan(gates, task, gates.benchmark_sets);
   const EvalPlan full = make_plan(gates, {task, gates.gate_sets, gates.benchmark_sets, gates.seeds, false, 7u});
   EXPECT_EQ(screen.benchmark.rfind("screen-", 0), 0u) << "never ranked with fitness that passed the full gate";
   EXPECT_EQ(full.benchmark, "default");

@@ -1,4 +1,4 @@
-#include "cli/stage_bench.h"
+#include "run/stage_bench.h"
 
 #include <nlohmann/json.hpp>
 

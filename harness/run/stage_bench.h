@@ -1,10 +1,11 @@
-// A stage's own benchmark sets (stage.json "bench_sets"), which `evo run` times the stage on when
-// --bench is not given: the decode stage on the decode set rather than gates.json's prefill shapes.
+// A stage's own benchmark sets (stage.json "bench_sets"), which `evo run` and `evo evolve` time
+// the stage on when --bench is not given: the decode stage on the decode set rather than
+// gates.json's prefill shapes.
 #pragma once
 #include <string>
 #include <vector>
 
-#include "cli/context.h"
+#include "run/context.h"
 
 namespace evo {
 
