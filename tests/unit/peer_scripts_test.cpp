@@ -64,7 +64,8 @@ TEST(PeerScripts, Fa4RecordsEveryShapeAndKeepsOtherPeers) {
   const fs::path dir = scratch_dir("peers-fa4");
   const fs::path out = dir / "peers.json";
   const fs::path log = dir / "calls.jsonl";
-  std::ofstream(out) << R"([{"variant": "peer/pytorch-sdpa-cudnn", "task": "fp16-d64", "shape": "x"}])" << "\n";
+  std::ofstream(out) << R"([{"variant": "peer/pytorch-sdpa-cudnn", "task": "fp16-d64", "shape": "x"}])"
+                     << "\n";
   const auto r = run_with_fake(script("peers_fa4.py") + " --tasks fp16-d64,bf16-d128-causal --sets mission,regimes" +
                                    " --out " + shell_quote(out),
                                "FAKE_FA4_LOG=" + shell_quote(log) + " FAKE_FA4_REFUSE_SQ=16");
