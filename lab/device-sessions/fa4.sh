@@ -87,7 +87,10 @@ case "$PHASE" in
   peers)
     gpu_info
     install_fa4 || exit 1
-    export FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED=1 FLASH_ATTENTION_CUTE_DSL_CACHE_DIR=/tmp/fa4-cache
+    # Compiled FA4 kernels (and tvm-ffi's DLPack addon, should this torch need one built) stay in
+    # /tmp for the next peers call of the warm machine.
+    export FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED=1 FLASH_ATTENTION_CUTE_DSL_CACHE_DIR=/tmp/fa4-cache \
+      TVM_FFI_CACHE_DIR=/tmp/fa4-cache/tvm-ffi
     # numpy is not carried (the CuTe DSL imports it only for numpy inputs): say whether it is there.
     python3 -c "import site; site.addsitedir('$site_dir'); import torch, cutlass, flash_attn.cute
 from importlib.metadata import version as v
