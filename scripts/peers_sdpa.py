@@ -49,7 +49,9 @@ CEILINGS = {"nvidia-h200": {"fp16": 791.0, "bf16": 785.0}}
 
 
 def fail(msg):
-    print("peers_sdpa: " + msg, file=sys.stderr)
+    # Named after the script run (peers_sdpa, peers_fa4, ...), whose functions these are.
+    prog = os.path.splitext(os.path.basename(sys.argv[0] or ""))[0] or "peers_sdpa"
+    print(prog + ": " + msg, file=sys.stderr)
     sys.exit(1)
 
 
@@ -191,7 +193,7 @@ def driver_version():
 # Timing
 
 class Timer:
-    def __init__(self, torch, device, timing):
+    def __init__(self, torch, device, timing, hold_cycles=100000):
         self.torch = torch
         self.device = device
         self.warmup_ms = timing["warmup_ms"]
@@ -204,12 +206,14 @@ class Timer:
         l2 = getattr(props, "L2_cache_size", 0) or (64 << 20)
         # Writing twice the L2 evicts whatever the previous call left there.
         self.flush_buffer = torch.empty(2 * l2 // 4, dtype=torch.float32, device=device)
+        self.hold_cycles = hold_cycles
         self.hold = self._gpu_hold()
 
     def _gpu_hold(self):
-        """A ~50 us spin kernel queued before each timed call. PyTorch's dispatch takes ~20 us of
-        CPU per SDPA call; without it the GPU would drain the queue and the start event would
-        time that host gap too, not just the kernel. None when torch lacks torch.cuda._sleep."""
+        """A ~50 us spin kernel (hold_cycles at ~2 GHz) queued before each timed call. PyTorch's
+        dispatch takes ~20 us of CPU per SDPA call; without it the GPU would drain the queue and
+        the start event would time that host gap too, not just the kernel. A caller whose dispatch
+        is longer passes more cycles. None when torch lacks torch.cuda._sleep."""
         sleep = getattr(self.torch.cuda, "_sleep", None)
         if sleep is None:
             return None
@@ -218,7 +222,8 @@ class Timer:
             self.torch.cuda.synchronize(self.device)
         except Exception:
             return None
-        return lambda: sleep(100000)  # cycles: ~50 us at 2 GHz
+        cycles = self.hold_cycles
+        return lambda: sleep(cycles)  # 100000 cycles: ~50 us at 2 GHz
 
     def flush(self):
         self.flush_buffer.zero_()
@@ -323,6 +328,29 @@ def refusal_reason(exc, caught):
     return reason[:400]
 
 
+def time_call(timer, call, task, s, device):
+    """The timing entry of one accepted call on shape `s`: warm-up, samples, the summary, TFLOPS
+    and GB/s, back-to-back and graph times for launch-bound shapes, SM clocks around it all."""
+    clock_before = sm_clock_mhz(device.index or 0)
+    timer.warm_up(call)
+    samples = timer.sample(call)
+    stats = summarize(samples)
+    back_to_back = graph = None
+    if stats["median_us"] < timer.launch_bound_us:
+        back_to_back = timer.back_to_back_us(call)
+        graph = timer.graph_us(call)
+    clock_after = sm_clock_mhz(device.index or 0)
+    seconds = stats["median_us"] * 1e-6
+    tflops = flops(s, task["causal"]) / seconds / 1e12
+    ceiling = CEILINGS.get(timer.gpu_key, {}).get(task["dtype"])
+    entry = {"shape": s["dims"], "set": s["set"]}
+    entry.update(stats)
+    entry.update({"tflops": tflops, "ceiling_share": tflops / ceiling if ceiling else None,
+                  "gbps": min_bytes(s, 2) / seconds / 1e9, "back_to_back_us": back_to_back, "graph_us": graph,
+                  "sm_clock_before_mhz": clock_before, "sm_clock_after_mhz": clock_after})
+    return entry
+
+
 def measure(torch, F, sdpa_kernel, backend_enum, timer, task, s, device):
     """Returns (outcome, reason, timing entry or None)."""
     dtype = torch.float16 if task["dtype"] == "fp16" else torch.bfloat16
@@ -343,25 +371,50 @@ def measure(torch, F, sdpa_kernel, backend_enum, timer, task, s, device):
                 torch.cuda.synchronize(device)
             except (RuntimeError, NotImplementedError, ValueError) as exc:
                 return "unsupported", refusal_reason(exc, caught), None
-        clock_before = sm_clock_mhz(device.index or 0)
-        timer.warm_up(call)
-        samples = timer.sample(call)
-        stats = summarize(samples)
-        back_to_back = graph = None
-        if stats["median_us"] < timer.launch_bound_us:
-            back_to_back = timer.back_to_back_us(call)
-            graph = timer.graph_us(call)
-        clock_after = sm_clock_mhz(device.index or 0)
-    seconds = stats["median_us"] * 1e-6
-    tflops = flops(s, task["causal"]) / seconds / 1e12
-    ceiling = CEILINGS.get(timer.gpu_key, {}).get(task["dtype"])
-    entry = {"shape": s["dims"], "set": s["set"]}
-    entry.update(stats)
-    entry.update({"tflops": tflops, "ceiling_share": tflops / ceiling if ceiling else None,
-                  "gbps": min_bytes(s, 2) / seconds / 1e9, "back_to_back_us": back_to_back, "graph_us": graph,
-                  "sm_clock_before_mhz": clock_before, "sm_clock_after_mhz": clock_after})
+        entry = time_call(timer, call, task, s, device)
     del q, k, v
     return "ok", "", entry
+
+
+def guarded(torch, measure_once):
+    """measure_once() -> (outcome, reason, entry), with out-of-memory read as a refusal and any
+    other RuntimeError (the shape was accepted, then failed while being timed) as "runtime"."""
+    try:
+        return measure_once()
+    except torch.cuda.OutOfMemoryError as e:
+        torch.cuda.empty_cache()
+        return "unsupported", "out of memory: " + " ".join(str(e).split())[:300], None
+    except RuntimeError as e:
+        return "runtime", " ".join(str(e).split())[:400], None
+
+
+def entry_warnings(entry, timing, dims):
+    """The record's warnings: an rse above the target, an SM clock that fell during the shape."""
+    out = []
+    if entry:
+        if entry["rse"] is not None and entry["rse"] > timing["target_rse"]:
+            out.append("rse %.2f %% above the %.2f %% target: the budget ran out"
+                       % (entry["rse"] * 100, timing["target_rse"] * 100))
+        cb, ca = entry["sm_clock_before_mhz"], entry["sm_clock_after_mhz"]
+        if cb and ca and ca < cb:
+            out.append("SM clock fell from %d to %d MHz during %s" % (cb, ca, dims))
+    return out
+
+
+def peer_record(run, variant, task, s, version, outcome, reason, entry, gpu_s, warnings_list):
+    """One kind "peer" record (docs/records.md). `run` holds what every record of one script run
+    shares: run_id, now, source_path, source_sha256, arch, env; `version` enters the candidate id."""
+    return {
+        "schema_version": "1.0", "kind": "peer", "run_id": run["run_id"],
+        "time": run["now"].strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "candidate_id": hashlib.sha256(("%s|%s|%s|%s" % (variant, task["name"], s["dims"],
+                                                          version)).encode()).hexdigest()[:16],
+        "variant": variant, "stage": -1, "parent": None, "source_path": run["source_path"],
+        "source_sha256": run["source_sha256"], "params": {}, "task": task["name"], "shape": s["dims"],
+        "arch": run["arch"], "origin": "peer", "env": run["env"],
+        "outcome": outcome, "reason": reason, "timing": [entry] if entry else [],
+        "gpu_seconds": round(gpu_s, 3), "warnings": warnings_list,
+    }
 
 
 # ------------------------------------------------------------------------------------------------
@@ -407,7 +460,20 @@ def write_atomic(path, records):
     os.replace(tmp, path)
 
 
-def open_device(torch, index, timing, prog):
+def merge_write(out_path, records, replace=False):
+    """Merges `records` into the peer list at out_path: records of the same (variant, task,
+    shape) are replaced, others kept (all dropped with `replace`); sorted; written atomically."""
+    merged = [] if replace else load_existing(out_path)
+    fresh = {(r["variant"], r["task"], r["shape"]) for r in records}
+    merged = [r for r in merged
+              if not (isinstance(r, dict) and (r.get("variant"), r.get("task"), r.get("shape")) in fresh)]
+    merged.extend(records)
+    merged.sort(key=lambda r: (str(r.get("task")), str(r.get("variant")), str(r.get("shape"))))
+    write_atomic(out_path, merged)
+    print("wrote %s: %d records (%d new)" % (out_path, len(merged), len(records)))
+
+
+def open_device(torch, index, timing, prog, hold_cycles=100000):
     """The CUDA device a peer script times on, as (device, props, name, gpu key, Timer); exit 2
     without one."""
     if not torch.cuda.is_available():
@@ -417,7 +483,7 @@ def open_device(torch, index, timing, prog):
     torch.cuda.set_device(device)
     props = torch.cuda.get_device_properties(device)
     name = torch.cuda.get_device_name(device)
-    timer = Timer(torch, device, timing)
+    timer = Timer(torch, device, timing, hold_cycles)
     timer.gpu_key = gpu_key(name)
     return device, props, name, timer.gpu_key, timer
 
@@ -465,6 +531,8 @@ def main():
     now = datetime.datetime.now(datetime.timezone.utc)
     run_id = now.strftime("%Y%m%dT%H%M%SZ") + "-peers"
     env = dict(peer_env(torch, props, name, key), cudnn=torch.backends.cudnn.version())
+    run = {"run_id": run_id, "now": now, "source_path": "scripts/peers_sdpa.py", "source_sha256": source_sha,
+           "arch": "sm_%d%d" % (props.major, props.minor), "env": env}
     out_path = args.out or os.path.join(ROOT, "results", "peers", key + ".json")
     print("%s (%s), torch %s, cuDNN %s, L2 flush buffer %d MiB, target rse %.2f %%, budget %.0f ms per shape"
           % (name, key, torch.__version__, env["cudnn"], timer.flush_buffer.numel() * 4 >> 20,
@@ -476,35 +544,11 @@ def main():
             for b in backends:
                 variant = "peer/pytorch-sdpa-" + b
                 t0 = time.perf_counter()
-                try:
-                    outcome, reason, entry = measure(torch, F, sdpa_kernel, getattr(SDPBackend, BACKENDS[b]), timer,
-                                                     task, s, device)
-                except torch.cuda.OutOfMemoryError as e:
-                    outcome, reason, entry = "unsupported", "out of memory: " + " ".join(str(e).split())[:300], None
-                    torch.cuda.empty_cache()
-                except RuntimeError as e:  # accepted the shape, then failed while being timed
-                    outcome, reason, entry = "runtime", " ".join(str(e).split())[:400], None
+                outcome, reason, entry = guarded(torch, lambda: measure(
+                    torch, F, sdpa_kernel, getattr(SDPBackend, BACKENDS[b]), timer, task, s, device))
                 gpu_s = time.perf_counter() - t0
-                warnings_list = []
-                if entry:
-                    if entry["rse"] is not None and entry["rse"] > timing["target_rse"]:
-                        warnings_list.append("rse %.2f %% above the %.2f %% target: the budget ran out"
-                                             % (entry["rse"] * 100, timing["target_rse"] * 100))
-                    cb, ca = entry["sm_clock_before_mhz"], entry["sm_clock_after_mhz"]
-                    if cb and ca and ca < cb:
-                        warnings_list.append("SM clock fell from %d to %d MHz during %s" % (cb, ca, s["dims"]))
-                record = {
-                    "schema_version": "1.0", "kind": "peer", "run_id": run_id,
-                    "time": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
-                    "candidate_id": hashlib.sha256(("%s|%s|%s|%s" % (variant, task["name"], s["dims"],
-                                                                      torch.__version__)).encode()).hexdigest()[:16],
-                    "variant": variant, "stage": -1, "parent": None, "source_path": "scripts/peers_sdpa.py",
-                    "source_sha256": source_sha, "params": {}, "task": task["name"], "shape": s["dims"],
-                    "arch": "sm_%d%d" % (props.major, props.minor), "origin": "peer", "env": env,
-                    "outcome": outcome, "reason": reason, "timing": [entry] if entry else [],
-                    "gpu_seconds": round(gpu_s, 3), "warnings": warnings_list,
-                }
-                records.append(record)
+                records.append(peer_record(run, variant, task, s, torch.__version__, outcome, reason, entry, gpu_s,
+                                           entry_warnings(entry, timing, s["dims"])))
                 if entry:
                     print("%-16s %-24s %-10s %10.2f us  %7.1f TFLOPS  rse %.2f %%  n %d"
                           % (task["name"], s["dims"], b, entry["median_us"], entry["tflops"],
@@ -512,14 +556,7 @@ def main():
                 else:
                     print("%-16s %-24s %-10s %s: %s" % (task["name"], s["dims"], b, outcome, reason), flush=True)
 
-    merged = [] if args.replace else load_existing(out_path)
-    fresh = {(r["variant"], r["task"], r["shape"]) for r in records}
-    merged = [r for r in merged
-              if not (isinstance(r, dict) and (r.get("variant"), r.get("task"), r.get("shape")) in fresh)]
-    merged.extend(records)
-    merged.sort(key=lambda r: (str(r.get("task")), str(r.get("variant")), str(r.get("shape"))))
-    write_atomic(out_path, merged)
-    print("wrote %s: %d records (%d new)" % (out_path, len(merged), len(records)))
+    merge_write(out_path, records, args.replace)
 
 
 if __name__ == "__main__":

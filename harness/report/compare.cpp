@@ -171,11 +171,12 @@ void add_stage_rows(CompareSection& sec, const Population* population, const std
     });
 }
 
-// "torch 2.11.0, cudnn 91900, cuda 12.8" from the peer's environment.
+// "torch 2.11.0, cudnn 91900, cuda 12.8" from the peer's environment; FlashAttention-4's records
+// (scripts/peers_fa4.py) name its wheel and the CuTe DSL's first.
 std::string peer_versions(const Record& p) {
   const json env = p.env ? p.env->extra : json::object();
   std::string versions;
-  for (const char* k : {"torch", "cudnn", "cuda"})
+  for (const char* k : {"flash_attn_4", "cutlass_dsl", "torch", "cudnn", "cuda"})
     if (env.contains(k) && (env[k].is_string() || env[k].is_number()))
       versions += fmt::format("{}{} {}", versions.empty() ? "" : ", ", k,
                               env[k].is_string() ? env[k].get<std::string>() : env[k].dump());

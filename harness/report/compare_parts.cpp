@@ -102,15 +102,18 @@ std::string peer_label(const std::string& name) {
   if (name == "pytorch-sdpa-flash") return "PyTorch flash";
   if (name == "pytorch-sdpa-cudnn") return "cuDNN";
   if (name == "pytorch-sdpa-efficient") return "PyTorch efficient";
-  if (name == "cudnn-fp8-sdpa") return "cuDNN FP8";  // scripts/peers_cudnn_fp8.py
+  if (name == "cudnn-fp8-sdpa") return "cuDNN FP8";       // scripts/peers_cudnn_fp8.py
+  if (name == "flash-attn-4") return "FlashAttention-4";  // scripts/peers_fa4.py
   return name;
 }
 
+// Columns left to right: FA2 (PyTorch flash), cuDNN, FA4 beside them, the slower fallbacks last.
 int peer_rank(const std::string& name) {
   if (name == "pytorch-sdpa-flash") return 0;
   if (name == "pytorch-sdpa-cudnn" || name == "cudnn-fp8-sdpa") return 1;
-  if (name == "pytorch-sdpa-efficient") return 2;
-  return 3;
+  if (name == "flash-attn-4") return 2;
+  if (name == "pytorch-sdpa-efficient") return 3;
+  return 4;
 }
 
 // ", sampled 12/12 (seed S)" when the gate drew sampled cases (records before it did not).

@@ -32,6 +32,10 @@ TEST(CompareParts, PeerLabelsAndOrder) {
   EXPECT_LT(peer_rank("pytorch-sdpa-flash"), peer_rank("pytorch-sdpa-cudnn"));
   EXPECT_LT(peer_rank("pytorch-sdpa-cudnn"), peer_rank("pytorch-sdpa-efficient"));
   EXPECT_LT(peer_rank("pytorch-sdpa-efficient"), peer_rank("flashinfer"));
+  // FlashAttention-4 (scripts/peers_fa4.py) sits beside cuDNN, before the efficient fallback.
+  EXPECT_EQ(peer_label("flash-attn-4"), "FlashAttention-4");
+  EXPECT_LT(peer_rank("pytorch-sdpa-cudnn"), peer_rank("flash-attn-4"));
+  EXPECT_LT(peer_rank("flash-attn-4"), peer_rank("pytorch-sdpa-efficient"));
   EXPECT_EQ(params_text(json::object()), "-");
   EXPECT_EQ(params_text({{"BLOCK_N", 64}, {"STAGES", 3}}), "BLOCK_N=64 STAGES=3");
 }

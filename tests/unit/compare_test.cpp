@@ -184,6 +184,24 @@ TEST(CompareModel, BestOfEachStageWithRatios) {
   EXPECT_NEAR(*s.stages[0].shapes[0].figures.ceiling_share, *s.stages[0].shapes[0].figures.tflops / 791, 1e-12);
 }
 
+// FlashAttention-4's records (scripts/peers_fa4.py) are a peer like the SDPA backends: a column
+// beside cuDNN, their labels, and the versions of the wheel and the CuTe DSL they ran.
+TEST(CompareModel, FlashAttention4IsAPeerBesideCudnn) {
+  json fa4 = peer("fa4", kS1, 20);
+  fa4["variant"] = "peer/flash-attn-4";
+  fa4["env"]["flash_attn_4"] = "4.0.0b36";
+  CompareInput in;
+  in.records = {run(0, "a", {timing(kS1, 100)})};
+  in.peers = {peer("efficient", kS1, 90), fa4, peer("cudnn", kS1, 25), peer("flash", kS1, 40)};
+  const Comparison c = build_comparison(in, {});
+  const CompareSection& s = c.sections.at(0);
+  std::vector<std::string> labels;
+  for (const auto& p : s.peers) labels.push_back(p.label);
+  EXPECT_EQ(labels, (std::vector<std::string>{"PyTorch flash", "cuDNN", "FlashAttention-4", "PyTorch efficient"}));
+  EXPECT_EQ(s.peers[2].versions, "flash_attn_4 4.0.0b36, torch 2.11.0");
+  EXPECT_NEAR(s.stages.at(0).speedup_vs_peer.at("flash-attn-4").ratio, 0.2, 1e-9);
+}
+
 // A speed ratio comes from one run: each stage is held against the peer records nearest in time
 // to its own record (the peers of its device call), not the latest ones, while the peer table
 // still shows the latest.
