@@ -32,6 +32,11 @@ TEST_P(Stage9, EveryTaskCompilesAndExportsTheSplitLaunch) {
     if (line.empty() || line[0] != '{') continue;
     const json j = json::parse(line);
     const std::string o = j["outcome"];
+    const bool tma = j["variant"] == "9-decode/split_kv_tma";
+    if (tma && arch == "sm_80") {  // min_sm 90: TMA and mbarrier transaction counts are Hopper's
+      EXPECT_EQ(o, "unsupported") << j["task"] << " " << j["params"].dump() << ": " << j["reason"];
+      continue;
+    }
     EXPECT_TRUE(o == "ok" || o == "constraints")
         << j["task"] << " " << j["params"].dump() << ": " << o << " " << j["reason"];
     if (o != "ok") continue;
@@ -44,7 +49,7 @@ TEST_P(Stage9, EveryTaskCompilesAndExportsTheSplitLaunch) {
     EXPECT_EQ(L["kv_block"], j["params"]["BLOCK_N"]);
     EXPECT_EQ(L["rows_per_cta"], j["params"]["BLOCK_M"]);
     EXPECT_EQ(j["compile"]["resources"]["spill_stores"], 0);
-    if (j["variant"] != "9-decode/split_kv_tma") continue;
+    if (!tma) continue;
     ++tma_ok_per_task[j["task"].get<std::string>()];
     const json& tech = j["compile"]["technique"];
     const int head_dim = j["task"].get<std::string>().find("d128") != std::string::npos ? 128 : 64;
@@ -54,7 +59,9 @@ TEST_P(Stage9, EveryTaskCompilesAndExportsTheSplitLaunch) {
   for (const char* t : {"fp16-d64", "fp16-d64-causal", "fp16-d128", "fp16-d128-causal", "bf16-d64", "bf16-d64-causal",
                         "bf16-d128", "bf16-d128-causal"}) {
     EXPECT_GE(ok_per_task[t], 1) << arch << " " << t << ": stage 9 must compile";
-    if (arch == "sm_90a") EXPECT_GE(tma_ok_per_task[t], 1) << t << ": split_kv_tma must compile";
+    if (arch == "sm_90a") {
+      EXPECT_GE(tma_ok_per_task[t], 1) << t << ": split_kv_tma must compile";
+    }
   }
 }
 

@@ -46,6 +46,9 @@ EVO_CONSTRAINT(BLOCK_N == 64 || BLOCK_N == 128, "BLOCK_N must be 64 or 128 (a TM
 EVO_CONSTRAINT(BLOCK_M * HD <= 2048, "every warp holds all rows' FP32 accumulators: BLOCK_M * HD <= 2048 (no spills)");
 EVO_CONSTRAINT(BLOCK_N % (16 * NWARPS) == 0, "each warp takes a multiple of 16 keys of a block: BLOCK_N % (16*NWARPS) == 0");
 EVO_CONSTRAINT(MT * WN * HD <= 4096, "S, P and O fragments of a warp: MT * (BLOCK_N / NWARPS) * HD <= 4096 (no spills)");
+// Two CTAs of NWARPS + 1 = 5 warps put 3 warps on some SM sub-partition: 168 registers a thread.
+EVO_CONSTRAINT(NWARPS >= 8 || BLOCK_M == 16 || WN <= 16,
+               "two CTAs of 5 warps cap a thread at 168 registers: BLOCK_M 32 with 4 warps takes <= 16 keys per warp");
 EVO_CONSTRAINT(STAGES >= 2 && STAGES <= 4, "STAGES must be 2..4");
 EVO_CONSTRAINT(KV_SPLITS >= 1, "KV_SPLITS must be >= 1");
 
@@ -155,8 +158,8 @@ __device__ __forceinline__ RowAt row_at(int gr, int group, int hkv) { return {hk
 
 }  // namespace
 
-// Two CTAs per SM (the split count assumes them) up to 4 consumer warps; at 8 two would cap a
-// thread at 112 registers and spill.
+// Two CTAs per SM (the split count assumes them) up to 4 consumer warps (the producer warp makes
+// it 10 warps an SM, 168 registers a thread); at 8 two would cap a thread at 112 and spill.
 #if NWARPS >= 8
 #define EVO_MIN_CTAS 1
 #else
