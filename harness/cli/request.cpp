@@ -31,8 +31,17 @@ void run_request(const RequestOptions& o) {
   const Stage& stage = find_stage(ctx.stages, o.stage);
   RecordSet records = read_records(o.results_dir);
   // The shapes the stage is timed on, as evo run and evo evolve choose them without --bench.
-  RequestInputs in{&ctx,    &stage, parse_task(o.task),          o.gpu, o.op, &records.records, {}, o.max_failures,
-                   nullptr, {},     stage_bench_sets(ctx, stage)};
+  RequestInputs in{&ctx,
+                   &stage,
+                   parse_task(o.task),
+                   o.gpu,
+                   o.op,
+                   &records.records,
+                   {},
+                   o.max_failures,
+                   nullptr,
+                   {},
+                   bench_sets_for(ctx, stage, {})};
   const nlohmann::json req = build_request(in);
   if (o.as_md)
     std::cout << request_markdown(req);

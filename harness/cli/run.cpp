@@ -77,8 +77,7 @@ fs::path sanitizer_or_fail(bool sanitize) {
 std::vector<EvalPlan> make_plans(const Context& ctx, const Stage& stage, const std::vector<Task>& tasks,
                                  const RunOptions& o) {
   const uint32_t gate_seed = o.gate_seed.empty() ? draw_gate_seed() : parse_gate_seed(o.gate_seed);
-  const std::vector<std::string> own = stage_bench_sets(ctx, stage);
-  const std::vector<std::string>& bench = !o.bench.empty() ? o.bench : (!own.empty() ? own : ctx.gates.benchmark_sets);
+  const std::vector<std::string> bench = bench_sets_for(ctx, stage, o.bench);
   std::vector<EvalPlan> plans;
   for (const auto& t : tasks)
     plans.push_back(make_plan(ctx.gates, {t, o.shapes.empty() ? ctx.gates.gate_sets : o.shapes, bench,

@@ -48,11 +48,8 @@ struct Loop {
   Task task = parse_task(o.task);
   fs::path cache = o.cache_dir.empty() ? default_cache_dir() : fs::path(o.cache_dir);
   Compiler compiler{ctx.root, cache, ctx.gates};
-  // What candidates are timed on, as `evo run` chooses: --bench, else the stage's own sets (the
-  // decode stage's decode shapes), else gates.json's.
-  std::vector<std::string> bench = !o.bench.empty()                        ? o.bench
-                                   : !stage_bench_sets(ctx, stage).empty() ? stage_bench_sets(ctx, stage)
-                                                                           : ctx.gates.benchmark_sets;
+  // What candidates are timed on, as `evo run` chooses (run/stage_bench.h).
+  std::vector<std::string> bench = bench_sets_for(ctx, stage, o.bench);
   // The full evaluation draws the sampled gate cases with a seed chosen now (stored in every record).
   EvalPlan full = make_plan(ctx.gates, {task, ctx.gates.gate_sets, bench, ctx.gates.seeds, false, draw_gate_seed()});
   EvalPlan quick = screen_plan(ctx.gates, task, bench);  // the screen (evolve/screen_plan.h)

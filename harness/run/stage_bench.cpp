@@ -24,4 +24,10 @@ std::vector<std::string> stage_bench_sets(const Context& ctx, const Stage& stage
   return out;
 }
 
+std::vector<std::string> bench_sets_for(const Context& ctx, const Stage& stage, const std::vector<std::string>& given) {
+  if (!given.empty()) return given;
+  std::vector<std::string> own = stage_bench_sets(ctx, stage);
+  return own.empty() ? ctx.gates.benchmark_sets : own;
+}
+
 }  // namespace evo

@@ -13,4 +13,8 @@ namespace evo {
 // the field is not an array of non-empty strings. An unknown set name fails later, in the plan.
 std::vector<std::string> stage_bench_sets(const Context& ctx, const Stage& stage);
 
+// What a stage's candidates are timed on, one rule for evo run, evo evolve and evo context:
+// `given` (--bench) when not empty, else the stage's own sets, else gates.json's benchmark_sets.
+std::vector<std::string> bench_sets_for(const Context& ctx, const Stage& stage, const std::vector<std::string>& given);
+
 }  // namespace evo
