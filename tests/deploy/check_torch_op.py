@@ -288,8 +288,9 @@ def refusals(env, tasks, rows):
             warnings.simplefilter("always")
             out = op(bad, bad, bad, fallback=True)
         ref = env.F.scaled_dot_product_attention(bad, bad, bad)
-        return torch.equal(out, ref) and any("falling back" in str(w.message) for w in caught), \
-            "SDPA's output with a warning"
+        same, warned = torch.equal(out, ref), any("falling back" in str(w.message) for w in caught)
+        return same and warned, "%s SDPA's output, %s Python warning" % ("equals" if same else "differs from",
+                                                                      "with a" if warned else "without a")
     feature(rows, "fallback=True runs SDPA for head dim 96", fallback)
 
 

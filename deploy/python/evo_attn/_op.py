@@ -109,9 +109,20 @@ if CPP_OP:
         on the current stream (torch.ops.evo.attention, in C++). fallback=True runs SDPA (with a
         warning) for calls the package cannot run; otherwise they raise Unsupported naming the
         argument (torch.ops.evo.attention itself raises its base, ValueError)."""
+        # Eager, the fallback runs here: a C++ op's TORCH_WARN reaches stderr, not Python's warnings,
+        # when called through torch.ops (pytorch/pytorch#193451), so a caller could not catch or
+        # filter it. A traced call keeps the fallback inside the op, where the graph has it.
+        eager_fallback = fallback and not torch.compiler.is_compiling()
         try:
-            return torch.ops.evo.attention(q, k, v, is_causal, scale, q_descale, k_descale, v_descale, fallback)
+            return torch.ops.evo.attention(q, k, v, is_causal, scale, q_descale, k_descale, v_descale,
+                                           fallback and not eager_fallback)
         except ValueError as e:
+            if eager_fallback:
+                _warn_once(str(e))
+                result = _sdpa(q, k, v, is_causal, scale, (q_descale, k_descale, v_descale))
+                out = _empty_out(q) if q.dim() == 4 else torch.empty_like(result)
+                out.copy_(result)
+                return out
             if isinstance(e, Unsupported):
                 raise
             raise Unsupported(str(e)) from None
