@@ -23,8 +23,10 @@ ExportTask plan_task(const Task& task, const RegimeTable& regimes, const std::st
     const RegimeChoice& row = regimes.table.at(i);
     const std::string name = regime_name(row.regime);
     if (!row.kernel)
-      throw usage_error(fmt::format("{}: no kernel for the {} regime: the task has no measured elite yet ({})", origin,
-                                    name, "run `evo run` for it first"));
+      throw usage_error(fmt::format(
+          "{}: no kernel for the {} regime: none of the task's elites has passed the deep tier (run `evo run --task "
+          "{}`, or re-gate its elites with `evo population remeasure --task {}`)",
+          origin, name, task.name(), task.name()));
     size_t k = 0;
     while (k < plan.kernels.size() && plan.kernels[k].kernel.candidate_id != *row.kernel) ++k;
     if (k == plan.kernels.size())

@@ -99,8 +99,9 @@ struct PeerRow {
 
 // One shape regime of a task (core/regime.h): the kernel its dispatch runs (store/regimes.h).
 struct RegimeRow {
-  std::string regime, condition, choice;  // choice: "fastest", "default (tie)", "default (unmeasured)"
-  std::vector<std::string> shapes;        // the measured shapes it was chosen over
+  // choice: "fastest", "default (tie)", "default (unmeasured)" or "none (not deep-gated)"
+  std::string regime, condition, choice;
+  std::vector<std::string> shapes;  // the measured shapes it was chosen over
   std::optional<int> stage;
   std::string variant, params;              // of the chosen kernel; empty when there is none
   std::optional<double> geomean_us;         // the chosen kernel over the shapes

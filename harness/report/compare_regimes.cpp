@@ -93,9 +93,11 @@ void compare_parts::add_regime_peers(std::vector<RegimeRow>& rows, const std::ve
 std::string regimes_markdown(const CompareSection& sec) {
   if (sec.regimes.empty()) return "";
   std::string out =
-      "\n### Shape regimes\n\nThe kernel `evo export` runs for each shape regime: the fastest gated kernel over the "
-      "regime's measured shapes (geomean median µs); one within its own p90 of the default kernel (the fastest "
-      "stage's rank 1) is a tie and the default keeps the regime; a regime without measured shapes runs the default "
+      "\n### Shape regimes\n\nThe kernel `evo export` runs for each shape regime: the fastest kernel that passed the "
+      "full gate "
+      "and the deep tier, over the regime's measured shapes (geomean median µs); one within its own p90 of the "
+      "default kernel (the fastest stage's best deep-gated elite) is a tie and the default keeps the regime; a regime "
+      "without measured shapes runs the default; with no deep-gated kernel nothing ships (\"none\") "
       "(measure one: `evo population remeasure --bench regimes` or `--bench models`). × peer: the geomean over "
       "the regime's shapes the peer ran of its median over the chosen kernel's (above 1: the kernel is faster); "
       "\"(k of n)\" when the peer ran k of the n shapes.\n\n";

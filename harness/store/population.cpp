@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <set>
 
 #include "core/errors.h"
 #include "core/leftovers.h"
@@ -123,6 +124,32 @@ std::map<std::string, const Record*> latest_per_candidate(const std::vector<Reco
   return latest;
 }
 
+// What ships must have passed the deep tier (gates.json deep_gate: the covering array, large work,
+// two streams): a kernel exported into a model meets inputs the sampled gate never draws. Like
+// the sanitizer's, the verdict belongs to the compiled code, not to one benchmark set: one passing
+// record of the candidate suffices, and a later failure drops the candidate everywhere (wrong()).
+std::set<std::string> deep_gated(const std::vector<Record>& records) {
+  std::set<std::string> out;
+  for (const Record& r : records)
+    if (r.gates && r.gates->deep && r.gates->deep->pass.value_or(false)) out.insert(r.gpu_key() + "|" + identity(r));
+  return out;
+}
+
+// The task's default kernel: as Population::fastest_elite, over each stage's best deep-gated elite.
+const Elite* fastest_deep_gated(const Population& pop, const std::set<std::string>& deep) {
+  std::map<std::string, const Elite*> firsts;  // in the file's key order, as fastest_elite
+  for (const auto& [stage, elites] : pop.stages)
+    for (const Elite& e : elites)
+      if (deep.count(pop.gpu + "|" + candidate_identity(e.variant, e.params, pop.task, e.source_sha256.value_or("")))) {
+        firsts[std::to_string(stage)] = &e;
+        break;
+      }
+  const Elite* best = nullptr;
+  for (const auto& [key, e] : firsts)
+    if (e->fitness_us() > 0 && (!best || e->fitness_us() < best->fitness_us())) best = e;
+  return best;
+}
+
 // Ranked by fitness: median geomean, then p90 geomean, then candidate id.
 bool fitter(const Record* a, const Record* b) {
   const double ma = *a->fitness->geomean_median_us, mb = *b->fitness->geomean_median_us;
@@ -141,9 +168,11 @@ std::map<std::string, Population> derive_populations(const std::vector<json>& re
     if (RecordRead read = read_record(j); read.record) typed.push_back(std::move(*read.record));
   }
   const std::map<std::string, const Record*> latest = latest_per_candidate(typed);
+  const std::set<std::string> deep = deep_gated(typed);
   // Group eligible ones by (gpu, task, benchmark), then stage.
   std::map<std::string, std::map<int, std::vector<const Record*>>> groups;
-  // "<gpu>/<task>": every benchmark set's records that passed the full gate (the regimes' pool).
+  // "<gpu>/<task>": every benchmark set's records that passed the full gate and whose code passed
+  // the deep tier (the regimes' pool: what `evo export` ships).
   std::map<std::string, std::vector<const Record*>> admitted;
   for (const auto& [key, r] : latest) {
     if (r->outcome != Outcome::ok || !complete_fitness(*r)) continue;
@@ -153,7 +182,8 @@ std::map<std::string, Population> derive_populations(const std::vector<json>& re
     const std::string bench = r->benchmark.value_or("default");
     if (!plain_name(bench)) continue;
     groups[r->gpu_key() + "/" + r->task + "/" + bench][r->stage].push_back(r);
-    if (full_gate(*r)) admitted[r->gpu_key() + "/" + r->task].push_back(r);
+    if (full_gate(*r) && deep.count(r->gpu_key() + "|" + identity(*r)))
+      admitted[r->gpu_key() + "/" + r->task].push_back(r);
   }
   std::map<std::string, Population> out;
   for (auto& [gt, stages] : groups) {
@@ -171,7 +201,7 @@ std::map<std::string, Population> derive_populations(const std::vector<json>& re
     // Key "<gpu>/<task>" for the default benchmark, "<gpu>/<task>@<benchmark>" otherwise.
     const bool standard = *pop.benchmark == "default";
     // The per-regime elites (store/regimes.h) over every benchmark set's records of the task.
-    if (standard) pop.regimes = derive_regimes(admitted[gt.substr(0, slash2)], pop.fastest_elite(), pop.task);
+    if (standard) pop.regimes = derive_regimes(admitted[gt.substr(0, slash2)], fastest_deep_gated(pop, deep), pop.task);
     out[gt.substr(0, slash2) + (standard ? "" : "@" + *pop.benchmark)] = std::move(pop);
   }
   return out;

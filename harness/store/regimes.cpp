@@ -205,6 +205,8 @@ RegimeChoice regime_row(const RegimeRule& rule, Regime regime, const std::map<st
   if (chosen) {
     row.kernel = chosen->newest->candidate_id;
     used.insert(identity(*chosen->newest));
+  } else {
+    row.choice = "none (not deep-gated)";  // no kernel of the task passed the deep tier: nothing ships
   }
   return row;
 }

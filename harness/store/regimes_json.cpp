@@ -103,7 +103,7 @@ RegimeKernel read_kernel(const json& j, const std::string& at, const FileContext
   return k;
 }
 
-const char* const kChoices[] = {"fastest", "default (tie)", "default (unmeasured)"};
+const char* const kChoices[] = {"fastest", "default (tie)", "default (unmeasured)", "none (not deep-gated)"};
 
 RegimeChoice read_choice(const json& j, const std::string& at, const FileContext& file) {
   StrictFields f(j, at, file);
@@ -123,7 +123,7 @@ RegimeChoice read_choice(const json& j, const std::string& at, const FileContext
   c.kernel = f.text_or_null("kernel");
   c.choice = f.text("choice");
   if (std::find(std::begin(kChoices), std::end(kChoices), c.choice) == std::end(kChoices))
-    f.fail(f.field("choice"), c.choice, "fastest, default (tie) or default (unmeasured)");
+    f.fail(f.field("choice"), c.choice, "fastest, default (tie), default (unmeasured) or none (not deep-gated)");
   c.fastest = f.text_or_null("fastest");
   c.geomean_median_us = f.time_or_null("geomean_median_us", true);
   c.geomean_p90_us = f.time_or_null("geomean_p90_us", true);

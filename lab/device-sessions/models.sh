@@ -15,6 +15,11 @@
 #                       rank-1 of its custom-bench populations (`--elites-of`) for fp16-d128,
 #                       bf16-d128, fp16-d64; bf16-d64 first gets a stage-9 population (`evo run
 #                       --stage 9 --bench decode`); SDPA peers on the decode set. $OUT/models-decode.tgz.
+#   models.sh tma       (<= 9 min) the TMA decode kernel (split_kv_tma, the best of the stage-9 search
+#                       datasets) on the regime and model shapes: fp16-d128 and bf16-d64 first get it
+#                       into their decode populations (`evo run --stage 9 --bench decode`), then the
+#                       rank-1 of every d128/d64 task's decode population is re-timed with
+#                       `remeasure --elites-of` so the regime table can pick it. $OUT/models-tma.tgz.
 #   models.sh stages    (<= 4 min) evo run --stage 0..6 --budget 1 on the bf16 tasks that started at
 #                       stage 7 (bf16-d128-causal, bf16-d64, bf16-d64-causal): every stage that
 #                       supports them has a population. $OUT/models-stages.tgz.
@@ -24,7 +29,7 @@ cd "$(dirname "$0")/../.."
 source lab/device-sessions/device_steps.sh
 device_env
 final=$OUT
-PHASE=${1:?measure|op|stages}
+PHASE=${1:?measure|op|decode|tma|stages}
 OUT=/tmp/evo-models-$PHASE && rm -rf "$OUT" && mkdir -p "$OUT"
 evo=build/harness/evo
 TASKS=fp16-d64,fp16-d64-causal,fp16-d128,fp16-d128-causal,bf16-d128,bf16-d128-causal,bf16-d64,bf16-d64-causal
@@ -67,6 +72,18 @@ case "$PHASE" in
     timeout "$left" python3 scripts/peers_sdpa.py --tasks bf16-d64 --sets decode --backends cudnn,flash \
       >"$OUT/peers.log" 2>&1
     echo "peers exit $? at ${SECONDS}s"; tail -2 "$OUT/peers.log"
+    pack ;;
+  tma)
+    $evo population rebuild >"$OUT/rebuild.log" 2>&1
+    timeout 200 $evo run --stage 9 --task fp16-d128,bf16-d64 --budget 3 --bench decode >"$OUT/tma-run.log" 2>&1
+    echo "stage 9 run (fp16-d128, bf16-d64) exit $? at ${SECONDS}s"; tail -3 "$OUT/tma-run.log"
+    timeout 150 $evo population remeasure --task fp16-d128,bf16-d128 --elites-of custom-b86019aa --stages 9 --top 1 \
+      --bench regimes,models >"$OUT/tma-d128.log" 2>&1
+    echo "d128 exit $? at ${SECONDS}s"; tail -3 "$OUT/tma-d128.log"
+    left=$((520 - SECONDS)); [ "$left" -lt 30 ] && left=30
+    timeout "$left" $evo population remeasure --task fp16-d64,bf16-d64 --elites-of custom-d10f22fa --stages 9 --top 1 \
+      --bench regimes,models >"$OUT/tma-d64.log" 2>&1
+    echo "d64 exit $? at ${SECONDS}s"; tail -3 "$OUT/tma-d64.log"
     pack ;;
   stages)
     for n in 0 1 2 3 4 5 6; do

@@ -122,6 +122,13 @@ json gated(json r, const std::vector<std::string>& sets, const std::string& benc
   return r;
 }
 
+// The same, and its code passed the deep tier too (what a regime needs to ship it).
+json deep_gated(json r, const std::vector<std::string>& sets, const std::string& benchmark) {
+  r = gated(std::move(r), sets, benchmark);
+  r["gates"]["deep"] = {{"pass", true}, {"checks", {{{"case", "deep/1/1x8x8x512x512x64/s0/normal"}, {"pass", true}}}}};
+  return r;
+}
+
 // Red-team finding: a screen's ok (small gate, benchmark "screen-...") outlived the full gate's
 // correctness failure of the same code and made it a regime kernel that `evo export` ships.
 TEST(Population, AKernelShownWrongLeavesEveryBenchmarkSetUntilAFullGatePasses) {
@@ -129,7 +136,7 @@ TEST(Population, AKernelShownWrongLeavesEveryBenchmarkSetUntilAFullGatePasses) {
   const json screen = gated(record("x", "0-x/v", 0, 5, "ok", "2026-11-21T01:00:00Z"), {"small"}, "screen-abc");
   // Any positive time: a record with a zero time is refused at read (store/record_values.h).
   const json failed = gated(record("x", "0-x/v", 0, 5, "correctness", "2026-11-21T02:00:00Z"), full, "default");
-  const json elite = gated(record("y", "0-x/v", 0, 10), full, "default");
+  const json elite = deep_gated(record("y", "0-x/v", 0, 10), full, "default");
   auto regime_kernels = [](const std::map<std::string, Population>& pops) {
     std::vector<std::string> out;
     for (const auto& k : pops.at("nvidia-h200/fp16-d64").regimes->kernels) out.push_back(k.candidate_id);
@@ -139,7 +146,7 @@ TEST(Population, AKernelShownWrongLeavesEveryBenchmarkSetUntilAFullGatePasses) {
   EXPECT_EQ(pops.count("nvidia-h200/fp16-d64@screen-abc"), 0u) << "x is wrong: no population of any set holds it";
   EXPECT_EQ(regime_kernels(pops), std::vector<std::string>{"y"});
   // A later full gate that passes (a fixed gate bug, say) brings it back, with its new times.
-  const json passed = gated(record("x", "0-x/v", 0, 6, "ok", "2026-11-21T03:00:00Z"), full, "default");
+  const json passed = deep_gated(record("x", "0-x/v", 0, 6, "ok", "2026-11-21T03:00:00Z"), full, "default");
   pops = derive_populations({screen, failed, elite, passed});
   EXPECT_EQ(stage_elites(pops.at("nvidia-h200/fp16-d64"), 0)[0].candidate_id, "x");
   EXPECT_EQ(regime_kernels(pops), std::vector<std::string>{"x"});
@@ -154,12 +161,41 @@ TEST(Population, AKernelShownWrongLeavesEveryBenchmarkSetUntilAFullGatePasses) {
 TEST(Population, RegimeKernelsComeFromFullGateRecordsOnly) {
   const std::vector<std::string> full = {"small", "mission", "ragged"};
   const json quick = gated(record("q", "0-x/v", 0, 5), {"small"}, "custom-0eebb074");
-  const json elite = gated(record("y", "0-x/v", 0, 10), full, "default");
+  const json elite = deep_gated(record("y", "0-x/v", 0, 10), full, "default");
   const auto pops = derive_populations({quick, elite});
   std::vector<std::string> kernels;
   for (const auto& k : pops.at("nvidia-h200/fp16-d64").regimes->kernels) kernels.push_back(k.candidate_id);
   EXPECT_EQ(kernels, std::vector<std::string>{"y"});
   EXPECT_EQ(pops.count("nvidia-h200/fp16-d64@custom-0eebb074"), 1u) << "its own benchmark set still ranks it";
+}
+
+// Issue 29: what ships must have passed the deep tier. A faster kernel that passed the full gate
+// but never the deep tier ranks in its stage, yet no regime dispatches to it, nor is it the
+// default; one deep pass of the same code (any benchmark set) makes it shippable; with no
+// deep-gated kernel at all the table has none and `evo export` refuses the task.
+TEST(Population, OnlyDeepGatedKernelsShip) {
+  const std::vector<std::string> full = {"small", "mission", "ragged"};
+  const json fast = gated(record("f", "0-x/v", 0, 5), full, "default");
+  const json slow = deep_gated(record("s", "0-x/v", 0, 10), full, "default");
+  auto shipped = [](const Population& p) {
+    std::vector<std::string> out;
+    for (const auto& k : p.regimes->kernels) out.push_back(k.candidate_id);
+    return out;
+  };
+  auto pops = derive_populations({fast, slow});
+  const Population& pop = pops.at("nvidia-h200/fp16-d64");
+  EXPECT_EQ(stage_elites(pop, 0)[0].candidate_id, "f") << "it still ranks first in its stage";
+  EXPECT_EQ(shipped(pop), std::vector<std::string>{"s"});
+  EXPECT_EQ(pop.regimes->default_kernel, "s");
+  // The deep tier passed once, on another benchmark set (a remeasure): now it ships.
+  const json regated = deep_gated(record("f", "0-x/v", 0, 5, "ok", "2026-11-21T03:00:00Z"), full, "custom-0eebb074");
+  pops = derive_populations({fast, slow, regated});
+  EXPECT_EQ(shipped(pops.at("nvidia-h200/fp16-d64")), std::vector<std::string>{"f"});
+  // No deep-gated kernel at all: no regime has a kernel.
+  pops = derive_populations({fast});
+  EXPECT_TRUE(shipped(pops.at("nvidia-h200/fp16-d64")).empty());
+  EXPECT_FALSE(pops.at("nvidia-h200/fp16-d64").regimes->default_kernel.has_value());
+  for (const auto& row : pops.at("nvidia-h200/fp16-d64").regimes->table) EXPECT_FALSE(row.kernel.has_value());
 }
 
 TEST(Population, WriteReadAndRefuseBadFiles) {
