@@ -20,6 +20,10 @@
 #                       into their decode populations (`evo run --stage 9 --bench decode`), then the
 #                       rank-1 of every d128/d64 task's decode population is re-timed with
 #                       `remeasure --elites-of` so the regime table can pick it. $OUT/models-tma.tgz.
+#   models.sh m64       (<= 8 min) the 64-row stage-7 kernel (tma_ws_m64) on every regime and model
+#                       shape of the D=64 tasks (`remeasure --elites-of` its custom-bench populations),
+#                       so it competes for batched-short, where the cluster kernel ships at 0.81x
+#                       cuDNN. $OUT/models-m64.tgz.
 #   models.sh stages    (<= 4 min) evo run --stage 0..6 --budget 1 on the bf16 tasks that started at
 #                       stage 7 (bf16-d128-causal, bf16-d64, bf16-d64-causal): every stage that
 #                       supports them has a population. $OUT/models-stages.tgz.
@@ -29,7 +33,7 @@ cd "$(dirname "$0")/../.."
 source lab/device-sessions/device_steps.sh
 device_env
 final=$OUT
-PHASE=${1:?measure|op|decode|tma|stages}
+PHASE=${1:?measure|op|decode|tma|m64|stages}
 OUT=/tmp/evo-models-$PHASE && rm -rf "$OUT" && mkdir -p "$OUT"
 evo=build/harness/evo
 TASKS=fp16-d64,fp16-d64-causal,fp16-d128,fp16-d128-causal,bf16-d128,bf16-d128-causal,bf16-d64,bf16-d64-causal
@@ -84,6 +88,16 @@ case "$PHASE" in
     timeout "$left" $evo population remeasure --task fp16-d64,bf16-d64 --elites-of custom-d10f22fa --stages 9 --top 1 \
       --bench regimes,models >"$OUT/tma-d64.log" 2>&1
     echo "d64 exit $? at ${SECONDS}s"; tail -3 "$OUT/tma-d64.log"
+    pack ;;
+  m64)
+    $evo population rebuild >"$OUT/rebuild.log" 2>&1
+    timeout 220 $evo population remeasure --task fp16-d64,bf16-d64 --elites-of custom-be632539 --stages 7 --top 1 \
+      --bench regimes,models >"$OUT/m64.log" 2>&1
+    echo "m64 exit $? at ${SECONDS}s"; tail -3 "$OUT/m64.log"
+    left=$((460 - SECONDS)); [ "$left" -lt 30 ] && left=30
+    timeout "$left" $evo population remeasure --task fp16-d64-causal,bf16-d64-causal --elites-of custom-c8661eb9 \
+      --stages 7 --top 1 --bench regimes,models >"$OUT/m64-causal.log" 2>&1
+    echo "m64 causal exit $? at ${SECONDS}s"; tail -3 "$OUT/m64-causal.log"
     pack ;;
   stages)
     for n in 0 1 2 3 4 5 6; do
