@@ -237,6 +237,11 @@ void parse_sanitizer(const json& j, const std::string& origin, GatesConfig& c) {
   c.sanitizer.seeds = field_or<std::vector<int>>(sz, "seeds", c.sanitizer.seeds, sw);
   c.sanitizer.inputs = field_or<std::string>(sz, "inputs", c.sanitizer.inputs, sw);
   c.sanitizer.tool_s = field_or<double>(sz, "tool_s", c.sanitizer.tool_s, sw);
+  c.sanitizer.deep_cases = field_or<int>(sz, "deep_cases", c.sanitizer.deep_cases, sw);
+  c.sanitizer.deep_max_elements = field_or<long long>(sz, "deep_max_elements", c.sanitizer.deep_max_elements, sw);
+  if (c.sanitizer.deep_cases < 0 || c.sanitizer.deep_cases > 64)
+    throw usage_error(sw + ": deep_cases must be 0 to 64 (each runs under every tool)");
+  if (c.sanitizer.deep_max_elements <= 0) throw usage_error(sw + ": deep_max_elements must be positive");
   for (const auto& set : c.sanitizer.shape_sets)
     if (!c.shape_sets.count(set)) throw usage_error(fmt::format("{}: shape set '{}' is not in shape_sets", sw, set));
   if (c.sanitizer.seeds.empty()) throw usage_error(sw + ": seeds must name at least one seed");

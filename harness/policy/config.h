@@ -77,14 +77,20 @@ struct SanitizerConfig {
   std::vector<int> seeds{0};
   std::string inputs = "normal";  // one of `inputs`
   double tool_s = 300;            // watchdog per phase under the instrumented run
+  // With deep_gate.sanitizer (and the deep tier on): up to `deep_cases` cases of the deep tier's
+  // covering array also run under each tool, the smallest of each layout and padding kind with
+  // at most `deep_max_elements` elements over Q, K, V and O (padding included).
+  int deep_cases = 6;
+  long long deep_max_elements = 1LL << 22;
 };
 
 // The deep tier ("deep_gate"): what a candidate about to enter a top-3 passes first, besides the
 // deep sampled cases (SampleSpace::deep): these fixed sets (the huge set: > 2^31 elements; the
 // frontier set: each bound of the op's input domain), each with every distribution of `inputs`
-// (none: the first of defaults.inputs), all checked on the GPU, and, when `sanitizer`,
-// compute-sanitizer (SanitizerConfig). `enabled` (off until an H200 call regates the committed
-// elites, docs/safety.md): in a run with a gate seed, a candidate whose fitness would enter its
+// (none: the first of defaults.inputs), all checked on the GPU; when `sanitizer`, a run under
+// compute-sanitizer (`evo run --sanitize`) adds the smallest covering-array cases to the
+// sanitizer's (SanitizerConfig::deep_cases), so memcheck reads the op's layouts too. `enabled` (off until an H200 call
+// regates the committed elites, docs/safety.md): in a run with a gate seed, a candidate whose fitness would enter its
 // stage's top 3 passes it in a second worker job after timing (10.6-27.5 s of device checks for
 // a stage-7 elite on the H200), so the rest pay nothing. A remeasured elite is a would-be elite: `evo population
 // remeasure` re-gates the committed elites through it.

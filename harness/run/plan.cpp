@@ -2,7 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <map>
+
 #include "core/sha256.h"
+#include "gpu/case_layout.h"
 #include "run/large_cases.h"
 #include "run/sampler.h"
 
@@ -45,6 +49,37 @@ std::vector<CaseSpec> deep_cases(const GatesConfig& gates, const PlanRequest& r)
   for (CaseSpec& c : out) {
     const Tolerance& tol = gates.tolerance(r.task, c.inputs);
     c.device_check = {true, tol.atol, tol.rtol};
+  }
+  return out;
+}
+// The sanitizer's share of the deep tier: the small set alone never shows memcheck a KV cache
+// with capacity, padding between rows, a BSHD view or a GQA mapping, where an over-read lands in
+// finite padding and passes every output check. So the smallest covering-array case of each
+// (layout, padding) kind, smallest first, up to SanitizerConfig::deep_cases, each with at most
+// deep_max_elements elements in its four buffers (sized at 2 bytes an element: only "@A" views
+// move with the element size).
+std::vector<CaseSpec> sanitize_deep_cases(const GatesConfig& gates, const PlanRequest& r) {
+  std::map<std::string, std::pair<int64_t, CaseSpec>> smallest;  // per kind
+  for (CaseSpec& c : draw_deep_cases(gates, r.task, *r.gate_seed)) {
+    const CaseLayout l = case_layout(c.shape, c.layout);
+    const int64_t n = l.q.buffer_elements + l.k.buffer_elements + l.v.buffer_elements + l.o.buffer_elements;
+    if (n > gates.sanitizer.deep_max_elements) continue;
+    const std::string kind = c.layout + "|" + c.junk;
+    auto it = smallest.find(kind);
+    if (it == smallest.end() || n < it->second.first || (n == it->second.first && c.id < it->second.second.id))
+      smallest[kind] = {n, c};
+  }
+  std::vector<std::pair<int64_t, CaseSpec>> picked;
+  for (auto& [kind, sized] : smallest) picked.push_back(std::move(sized));
+  std::sort(picked.begin(), picked.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first < b.first : a.second.id < b.second.id;
+  });
+  std::vector<CaseSpec> out;
+  for (auto& [n, c] : picked) {
+    if (out.size() >= size_t(gates.sanitizer.deep_cases)) break;
+    c.id = "sanitize/" + c.id;
+    c.device_check = {};  // small: the host reference, as the sanitizer's other cases
+    out.push_back(std::move(c));
   }
   return out;
 }
@@ -94,6 +129,8 @@ EvalPlan make_plan(const GatesConfig& gates, const PlanRequest& r) {
         c.id = "sanitize/" + c.id;
         p.sanitize_cases.push_back(c);
       }
+    if (gates.deep_gate.sanitizer && r.deep.value_or(gates.deep_gate.enabled) && r.gate_seed)
+      for (CaseSpec& c : sanitize_deep_cases(gates, r)) p.sanitize_cases.push_back(std::move(c));
   }
   if (r.bench_sets != gates.benchmark_sets) {
     Sha256 h;

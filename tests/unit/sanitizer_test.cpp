@@ -5,6 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
+#include "core/errors.h"
+#include "gpu/case_layout.h"
+#include "run/plan.h"
+
 #include "support/test_support.h"
 
 namespace evo::test {
@@ -96,6 +102,63 @@ TEST(SanitizerCli, AMissingSanitizerStopsTheRunBeforeAnyWork) {
   EXPECT_NE(r.out.find("EVO_COMPUTE_SANITIZER=" + missing + " is not an executable file"), std::string::npos) << r.out;
   // Nothing was compiled or recorded: the message is the whole output.
   EXPECT_EQ(r.out.find("constraints"), std::string::npos) << r.out;
+}
+
+// Issue 29: the small set alone never shows memcheck a KV cache with capacity, padding between
+// rows or a BSHD view, where an over-read lands in finite padding and passes every output check.
+// A sanitized plan with the deep tier adds the smallest covering-array case of each layout and
+// padding kind, within the element cap, the same ones for the same seed.
+TEST(SanitizerPlan, ASanitizedRunAlsoReadsTheDeepTiersLayouts) {
+  const GatesConfig g = load_gates_config(source_root() / "gates" / "gates.json");
+  const Task t = parse_task("bf16-d128");
+  auto deep_ids = [&](const GatesConfig& gates, bool sanitize, std::optional<uint32_t> seed) {
+    std::vector<std::string> out;
+    const EvalPlan p = make_plan(gates, {t, gates.gate_sets, gates.benchmark_sets, gates.seeds, sanitize, seed, true});
+    for (const CaseSpec& c : p.sanitize_cases) {
+      if (c.id.rfind("sanitize/deep/", 0) != 0) continue;
+      const CaseLayout l = case_layout(c.shape, c.layout);
+      EXPECT_LE(l.q.buffer_elements + l.k.buffer_elements + l.v.buffer_elements + l.o.buffer_elements,
+                gates.sanitizer.deep_max_elements)
+          << c.id;
+      EXPECT_FALSE(c.device_check.on) << c.id;
+      out.push_back(c.id + "|" + c.layout + "|" + c.junk);
+    }
+    return out;
+  };
+  const std::vector<std::string> ids = deep_ids(g, true, 42u);
+  ASSERT_GE(ids.size(), 2u);
+  EXPECT_LE(ids.size(), size_t(g.sanitizer.deep_cases));
+  std::set<std::string> kinds;
+  bool strided = false;
+  for (const auto& id : ids) {
+    const std::string kind = id.substr(id.find('|'));
+    EXPECT_TRUE(kinds.insert(kind).second) << "one case per layout and padding kind: " << id;
+    strided |= kind.rfind("||", 0) != 0;  // a layout other than the shape's own
+  }
+  EXPECT_TRUE(strided) << "at least one case with the op's strides or views";
+  EXPECT_EQ(deep_ids(g, true, 42u), ids) << "the seed replays them";
+  EXPECT_TRUE(deep_ids(g, false, 42u).empty()) << "only a sanitized run";
+  EXPECT_TRUE(deep_ids(g, true, std::nullopt).empty()) << "no gate seed, no deep cases";
+  GatesConfig off = g;
+  off.deep_gate.sanitizer = false;
+  EXPECT_TRUE(deep_ids(off, true, 42u).empty());
+  // Out-of-range settings are usage errors naming the field.
+  const std::string text = read_text(source_root() / "gates" / "gates.json");
+  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+           {"\"deep_cases\": 6", "\"deep_cases\": -1"},
+           {"\"deep_max_elements\": 4194304", "\"deep_max_elements\": 0"}}) {
+    std::string bad = text;
+    const auto at = bad.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    bad.replace(at, from.size(), to);
+    try {
+      parse_gates_config(bad, "gates.json");
+      ADD_FAILURE() << to << " was accepted";
+    } catch (const EvoError& e) {
+      EXPECT_EQ(e.code(), kExitUsage);
+      EXPECT_NE(std::string(e.what()).find(from.substr(1, from.find('"', 1) - 1)), std::string::npos) << e.what();
+    }
+  }
 }
 
 }  // namespace
