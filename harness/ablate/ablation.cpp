@@ -135,6 +135,7 @@ SimSummary simulate_arm(const SimDomain& dom, const AblationSpec& spec, const st
   const Arm arm = parse_arm(strategy);
   SimOptions o{arm.strategy, seed, spec.population, largest, dom.optimum() * (1 + spec.within), spec.horizon_gpu_s};
   o.quick = arm.quick;
+  o.prior = spec.prior;
   return SimSummary::of(simulate(dom, o));
 }
 

@@ -4,6 +4,7 @@
 // optimum, and the GPU-seconds each needed to come within 2 %.
 #pragma once
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,6 +28,9 @@ struct AblationSpec {
   double close = 0.01;                    // the tighter share: "within 1 %"
   double horizon_gpu_s = 2000;            // how far "GPU-s to come within" looks past the largest budget
   std::optional<HangLimits> hang_limits;  // none: a hang costs what it cost in the dataset
+  // `evo ablate --prior`: another domain's measurements warm-start the builtin's model
+  // (search/transfer.h); none in COMPARE.md's section (its cache key has no place for one).
+  std::shared_ptr<const TransferPrior> prior{};
 };
 
 // One column of the ablation: "random --quick" is {"random", true}. A usage error naming the

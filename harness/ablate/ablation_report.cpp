@@ -131,6 +131,11 @@ std::string render_ablation_markdown(const AblationResult& r) {
         "cost, every strategy alike, and the optimum is the best of the measured ones.",
         r.unmeasured);
   if (!r.why_objective.empty()) md += " " + r.why_objective;
+  if (r.spec.prior)
+    md += fmt::format(
+        " Prior: `{}` ({} configurations, each as log µs over that dataset's optimum) warm-starts the builtin's "
+        "model: it screens the prior's best first and models what it measures less what the prior predicts.",
+        r.spec.prior->origin(), r.spec.prior->points().size());
   md += "\n\n";
   budget_table(md, r);
   curves(md, r);

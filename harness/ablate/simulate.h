@@ -8,7 +8,12 @@
 // fewer samples) times a full/screen ratio drawn from the configurations measured both ways
 // (seeded by the run's seed and the configuration, so every strategy of one seed meets the same
 // landscape), at the median GPU-seconds of the dataset's full evaluations; each such answer is
-// counted (`replayed`) so a report can say how often that happened. A hang costs the seconds
+// counted (`replayed`) so a report can say how often that happened. An evaluation that went well
+// but cost more than kOneOffFactor times its fidelity's median paid a one-off of the measuring run
+// (the stage-9 datasets' first full evaluations, ~31 GPU-s against ~1.1: the deep tier, ~30 s,
+// that a would-be elite of the measuring run paid, phases.deep_gate_s), not a price of its
+// configuration: it costs the median, whichever strategy meets it first. So the simulation
+// leaves the deep tier out; a real run pays it for each entry into its top 3. A hang costs the seconds
 // before the watchdog fired plus the limit of the fidelity it is answered at (gates.json for a
 // full evaluation, the screen plan's for a screen), when the limits are given.
 #pragma once
@@ -21,8 +26,14 @@
 #include "evolve/loop.h"
 #include "policy/config.h"
 #include "search/search_space.h"
+#include "search/transfer.h"
 
 namespace evo {
+
+// Past this multiple of its fidelity's median GPU-s an ok evaluation's cost is a one-off of the
+// measuring run (above); the largest ok cost of the stage-7 dataset is 9.3x (a screen), the
+// stage-9 one-offs 24-32x.
+inline constexpr double kOneOffFactor = 10;
 
 // What is minimized: the fitness (geomean of the shapes' medians), or one shape's median.
 struct Objective {
@@ -52,7 +63,8 @@ class SimDomain {
   // A full evaluation of a configuration measured only as a screen, as run `seed` meets it: the
   // screen times one of the measured full/screen ratios, drawn by the seed and `key`; 0: none.
   double replayed_value(const DatasetConfig& c, uint64_t seed, const std::string& key) const;
-  // What an evaluation costs when answered at `full` or screen fidelity (a hang: by the limits).
+  // What an evaluation costs when answered at `full` or screen fidelity (a hang: by the limits; an
+  // ok one past kOneOffFactor times its fidelity's median: the median).
   double cost(const DatasetEval& e, bool full) const;
   double full_ratio() const { return ratio_; }
   // How far one screen misjudges its full evaluation: twice the median absolute deviation of
@@ -71,7 +83,7 @@ class SimDomain {
   Objective objective_;
   std::vector<double> ratios_;  // full / screen of the configurations measured both ways
   std::optional<HangLimits> limits_;
-  double optimum_ = 0, full_cost_ = 0, ratio_ = 1, ratio_noise_ = 0;
+  double optimum_ = 0, full_cost_ = 0, screen_cost_ = 0, ratio_ = 1, ratio_noise_ = 0;
   const DatasetConfig* optimum_at_ = nullptr;
 };
 
@@ -109,8 +121,19 @@ struct SimOptions {
   // evaluated in full when its screen is within `promote` of the best screen so far.
   bool quick = false;
   double promote = EvolveOptions{}.promote;
+  // Another domain's measurements as the builtin's prior (search/transfer.h); none: no transfer.
+  std::shared_ptr<const TransferPrior> prior{};
 };
 
 SimRun simulate(const SimDomain& domain, const SimOptions& o);
+
+// A dataset as a prior for another domain of its stage: each configuration with a full value
+// (measured, or its screen scaled; SimDomain::full_value) as log(value / the dataset's optimum),
+// on `objective`. `origin` names it.
+TransferPrior transfer_prior(const Dataset& d, const Objective& objective, const std::string& origin);
+// `--prior FILE` of evo ablate and evo evolve: that dataset as a prior on the fitness (two tasks'
+// benchmark shapes need not share names). A usage error when it is of a stage other than `stage`
+// or holds no configuration measured ok.
+std::shared_ptr<const TransferPrior> read_prior(const std::string& file, int stage);
 
 }  // namespace evo

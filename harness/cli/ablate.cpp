@@ -17,6 +17,7 @@ namespace {
 
 struct AblateOptions {
   std::string dataset, objective = "fitness";
+  std::string prior;     // another dataset of the stage, as the builtin's prior; empty: none
   uint64_t permute = 0;  // the permuted-landscape control with this seed; 0: the dataset as measured
   bool write_cache = false;
   AblationSpec spec;
@@ -55,6 +56,7 @@ void ablate(const AblateOptions& o) {
   } else if (o.objective != "fitness") {
     objective.shape = o.objective;
   }
+  if (!o.prior.empty()) spec.prior = read_prior(o.prior, d.stage);
   AblationResult r = run_ablation(d, o.dataset, objective, spec);
   r.why_objective = why;
   if (o.permute) r.permuted = o.permute;
@@ -93,6 +95,9 @@ void add_ablate_command(CLI::App& app) {
                   "the control: the dataset's timings permuted across its configurations with this seed (0: none)")
       ->check(at_least(0))
       ->capture_default_str();
+  cmd->add_option("--prior", o->prior,
+                  "another dataset of the same stage whose measurements warm-start the builtin's model "
+                  "(judge on a dataset no constant was tuned on)");
   cmd->add_option("--horizon", o->spec.horizon_gpu_s, "GPU-seconds a run may go on to reach the target")
       ->check(above(0))
       ->capture_default_str();
@@ -100,7 +105,7 @@ void add_ablate_command(CLI::App& app) {
                 "simulate what COMPARE.md shows of the dataset (its fitness, the permuted control, the hard domain; "
                 "default settings) into results/ablation/<dataset file name>, where evo compare reads it")
       ->excludes("--objective", "--strategies", "--seeds", "--budgets", "--population", "--within", "--permute",
-                 "--horizon");
+                 "--horizon", "--prior");
   cmd->callback([o] { ablate(*o); });
 }
 

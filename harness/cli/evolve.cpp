@@ -1,10 +1,27 @@
 // evo evolve: the generator loop (evolve/loop.h).
+#include "ablate/simulate.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "core/paths.h"
 #include "evolve/loop.h"
 
 namespace evo {
+
+namespace {
+
+// --prior DATASET, and the run: the evolve layer cannot read a dataset (the ablate layer sits above
+// it), so the command line reads the prior once the options are parsed and hands it over.
+void add_prior_and_run(CLI::App* cmd, const std::shared_ptr<EvolveOptions>& o) {
+  auto file = std::make_shared<std::string>();
+  cmd->add_option("--prior", *file,
+                  "a dataset of the same stage (results/datasets/) whose measurements warm-start the builtin's model");
+  cmd->callback([o, file] {
+    if (!file->empty()) o->prior = read_prior(*file, o->stage);
+    run_evolve(*o);
+  });
+}
+
+}  // namespace
 
 void add_evolve_command(CLI::App& app) {
   auto o = std::make_shared<EvolveOptions>();
@@ -63,7 +80,7 @@ void add_evolve_command(CLI::App& app) {
   cmd->add_option("--migrate-wait", o->migrate_wait_s, "seconds an import waits for an island that is behind")
       ->check(at_least(0))
       ->capture_default_str();
-  cmd->callback([o] { run_evolve(*o); });
+  add_prior_and_run(cmd, o);
 }
 
 }  // namespace evo

@@ -28,6 +28,7 @@ std::vector<Proposal> Loop::propose(int gen, json& step) {
   for (const auto& p : state.prior) from.push_back(p.candidate_id);
   step["request"] = {
       {"parents", from}, {"domain_configs", tunable->domain_size()}, {"feasible_configs", tunable->feasible_size()}};
+  if (o.prior) step["request"]["prior"] = o.prior->origin();
   auto props = tunable->propose(std::move(state), o.population);
   json resp = json::array();
   for (const auto& p : props)

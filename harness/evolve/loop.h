@@ -7,8 +7,11 @@
 // one island of a search that exchanges elites with the others (evolve/islands.h).
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "search/transfer.h"
 
 namespace evo {
 
@@ -32,6 +35,8 @@ struct EvolveOptions {
   int migrate_every = 0;             // islands import each other's elites every K generations
   double migrate_wait_s = 600;       // how long an import waits for an island that is behind
   std::vector<std::string> bench;    // benchmark sets or dims; empty: the stage's, else gates.json's
+  // --prior DATASET: another domain of the stage warm-starts the builtin's model (search/transfer.h).
+  std::shared_ptr<const TransferPrior> prior{};
 };
 
 // Runs the loop; without a GPU it runs the generations through the compile phase, feeding

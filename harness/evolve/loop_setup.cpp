@@ -25,7 +25,8 @@ void Loop::setup() {
   island = resolve_island(o.island, o.island_group, o.migrate_every, o.migrate_wait_s, o.rng_seed, std::getenv);
   if (island.active() && !o.resume.empty())
     throw usage_error("--resume with --island: an island resumes by itself (its run id comes from --island-group)");
-  if (!exec) tunable.emplace(search_space(ctx.root, stage, task), o.generator, island.seed(o.rng_seed));
+  if (exec && o.prior) throw usage_error("--prior: only a tunable strategy reads it, not an exec generator");
+  if (!exec) tunable.emplace(search_space(ctx.root, stage, task), o.generator, island.seed(o.rng_seed), o.prior.get());
   claim_run_id();
   open_gpus(SessionOptions{o.results_dir, o.populations_dir, cache, o.device, "evolve-" + run_id, {}, true, {}, {}});
   read_history();

@@ -88,6 +88,19 @@ const SearchVariant* space_of(const std::vector<SearchVariant>& space, const Var
   return nullptr;
 }
 
+GpPoint rank_point(const std::vector<SearchVariant>& space, const SearchVariant& sv, const ParamSet& p) {
+  GpPoint g;
+  g.group = int(&sv - space.data());
+  for (size_t k = 0; k < sv.tunables.size(); ++k) {
+    std::vector<long> dom = sv.tunables[k].values;
+    std::sort(dom.begin(), dom.end());
+    const long v = k < p.size() ? p[k].second : dom.front();
+    const size_t at = size_t(std::find(dom.begin(), dom.end(), v) - dom.begin());
+    g.x.push_back(dom.size() > 1 ? double(std::min(at, dom.size() - 1)) / double(dom.size() - 1) : 0.0);
+  }
+  return g;
+}
+
 ScreenCalibration calibrate_screens(std::vector<double> full_over_screen, size_t min_for_noise) {
   ScreenCalibration c;
   if (full_over_screen.empty()) return c;

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "search/surrogate.h"
 #include "search/tunable_generator.h"
 
 namespace evo {
@@ -35,6 +36,9 @@ struct SearchState {
   std::vector<Observation> prior;                 // from before the run: the stage's elites on this GPU (full)
   // Evaluated before this run (the novelty filter): never proposed again.
   std::function<bool(const Variant&, const ParamSet&)> known;
+  // Another domain's word on each allowed configuration (search/transfer.h: log µs over its best,
+  // by config_key); null without `--prior`. Only the builtin's model reads it.
+  const std::map<std::string, double>* transfer = nullptr;
   double budget_left_gpu_s = 0;  // 0: no GPU-second budget
   int generation = 0;
 };
@@ -97,5 +101,9 @@ ScreenCalibration calibrate_screens(std::vector<double> full_over_screen, size_t
 // miss a tunable: it takes the default).
 ParamSet aligned(const SearchVariant& sv, const ParamSet& given);
 const SearchVariant* space_of(const std::vector<SearchVariant>& space, const Variant* v);
+
+// A configuration as the builtin's model sees it: each tunable's value rank in its sorted domain,
+// scaled to [0, 1], in a group of its own per variant (search/surrogate.h).
+GpPoint rank_point(const std::vector<SearchVariant>& space, const SearchVariant& sv, const ParamSet& p);
 
 }  // namespace evo

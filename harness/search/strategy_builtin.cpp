@@ -4,6 +4,8 @@
 //     configurations of highest expected improvement under a Gaussian-process model of log µs
 //     (search/surrogate.h), a batch made diverse by penalizing the neighbours of those already
 //     picked (local penalization).
+//   - With a prior from another domain (search/transfer.h) the model fits what it measures less
+//     the prior's prediction, and the start is the prior's best configurations.
 //   - Full evaluations are promotions by the rule the screened strategy shares
 //     (search/promotion.h): the model chooses only what is screened.
 // Screens and full evaluations time the same shapes the same way, so both train the model.
@@ -21,19 +23,6 @@ namespace {
 constexpr size_t kInitialDesign = 6;  // screens before the model proposes
 constexpr double kXi = 0.002;         // EI margin in log µs (0.2 %)
 
-GpPoint point_of(const std::vector<SearchVariant>& space, const SearchVariant& sv, const ParamSet& p) {
-  GpPoint g;
-  g.group = int(&sv - space.data());
-  for (size_t k = 0; k < sv.tunables.size(); ++k) {
-    std::vector<long> dom = sv.tunables[k].values;
-    std::sort(dom.begin(), dom.end());
-    const long v = k < p.size() ? p[k].second : dom.front();
-    const size_t at = size_t(std::find(dom.begin(), dom.end(), v) - dom.begin());
-    g.x.push_back(dom.size() > 1 ? double(std::min(at, dom.size() - 1)) / double(dom.size() - 1) : 0.0);
-  }
-  return g;
-}
-
 double distance(const GpPoint& a, const GpPoint& b) {
   if (a.group != b.group) return 1e9;
   double d2 = 0;
@@ -41,18 +30,29 @@ double distance(const GpPoint& a, const GpPoint& b) {
   return std::sqrt(d2);
 }
 
-// What the model learns from: each measured configuration (search/promotion.h) as a point.
+// The other domain's log-ratio of a configuration (search/transfer.h): the model's prior mean,
+// up to a constant the fit absorbs; 0 without a prior or where it has no word.
+double transfer_of(const SearchState& s, const Variant& v, const ParamSet& p) {
+  if (!s.transfer) return 0;
+  const auto it = s.transfer->find(config_key(v, p));
+  return it == s.transfer->end() ? 0 : it->second;
+}
+
+// What the model learns from: each measured configuration (search/promotion.h) as a point, and
+// the prior mean there (0 without a prior): the model fits log µs less it.
 struct Data {
   std::vector<GpPoint> points;
-  std::vector<double> log_us;
+  std::vector<double> log_us, prior;
 };
 
 Data training_data(const SearchState& s, const ScreenStanding& standing) {
   Data d;
   for (const auto& m : standing.measured) {
     const SearchVariant& sv = *space_of(*s.space, m.observation->variant);
-    d.points.push_back(point_of(*s.space, sv, aligned(sv, m.observation->params)));
+    const ParamSet p = aligned(sv, m.observation->params);
+    d.points.push_back(rank_point(*s.space, sv, p));
     d.log_us.push_back(std::log(m.us));
+    d.prior.push_back(transfer_of(s, *sv.variant, p));
   }
   return d;
 }
@@ -74,8 +74,10 @@ class BuiltinStrategy : public Strategy {
     const Data data = training_data(s, round.standing);
     std::vector<Proposal> out = std::move(round.promoted);
     if (out.size() < count && !open.empty()) {
-      auto screens = data.points.size() < kInitialDesign ? space_filling(s, data, open, count - out.size(), rng)
-                                                         : by_improvement(s, data, open, count - out.size());
+      const size_t n = count - out.size();
+      auto screens = data.points.size() >= kInitialDesign ? by_improvement(s, data, open, n)
+                     : s.transfer                         ? by_prior(s, open, n, rng)
+                                                          : space_filling(s, data, open, n, rng);
       out.insert(out.end(), screens.begin(), screens.end());
     }
     return out;
@@ -92,28 +94,46 @@ class BuiltinStrategy : public Strategy {
       size_t pick = 0;
       double far = -1;
       for (size_t i = 0; i < open.size(); ++i) {
-        const GpPoint p = point_of(*s.space, *open[i].sv, open[i].params);
+        const GpPoint p = rank_point(*s.space, *open[i].sv, open[i].params);
         double near = 1e18;
         for (const auto& t : taken) near = std::min(near, distance(p, t));
         if (near > far) far = near, pick = i;
       }
-      taken.push_back(point_of(*s.space, *open[pick].sv, open[pick].params));
+      taken.push_back(rank_point(*s.space, *open[pick].sv, open[pick].params));
       out.push_back(proposal(*open[pick].sv, open[pick].params, Fidelity::screen, "space-filling start: screened"));
       open.erase(open.begin() + long(pick));
     }
     return out;
   }
 
+  // With a prior the start is the other domain's best configurations, best first (ties in a
+  // seeded order), instead of a space-filling design.
+  static std::vector<Proposal> by_prior(const SearchState& s, std::vector<Config>& open, size_t n,
+                                        std::mt19937_64& rng) {
+    shuffle(open, rng);
+    std::stable_sort(open.begin(), open.end(), [&](const Config& a, const Config& b) {
+      return transfer_of(s, *a.sv->variant, a.params) < transfer_of(s, *b.sv->variant, b.params);
+    });
+    std::vector<Proposal> out;
+    for (size_t i = 0; i < n && i < open.size(); ++i)
+      out.push_back(proposal(*open[i].sv, open[i].params, Fidelity::screen, "best under the prior: screened"));
+    return out;
+  }
+
   static std::vector<Proposal> by_improvement(const SearchState& s, const Data& data, const std::vector<Config>& open,
                                               size_t n) {
+    std::vector<double> residual;
+    for (size_t i = 0; i < data.log_us.size(); ++i) residual.push_back(data.log_us[i] - data.prior[i]);
     GaussianProcess gp;
-    gp.fit(data.points, data.log_us);
+    gp.fit(data.points, residual);
     const double best = *std::min_element(data.log_us.begin(), data.log_us.end());
     std::vector<GpPoint> points;
     std::vector<double> ei;
     for (const auto& c : open) {
-      points.push_back(point_of(*s.space, *c.sv, c.params));
-      ei.push_back(expected_improvement(best, gp.predict(points.back()), kXi));
+      points.push_back(rank_point(*s.space, *c.sv, c.params));
+      GaussianProcess::Prediction p = gp.predict(points.back());
+      p.mean += transfer_of(s, *c.sv->variant, c.params);
+      ei.push_back(expected_improvement(best, p, kXi));
     }
     std::vector<Proposal> out;
     while (out.size() < n) {

@@ -1,12 +1,16 @@
 #include <set>
 
 #include "search/strategy.h"
+#include "search/transfer.h"
 #include "search/tunable_generator.h"
 
 namespace evo {
 
-TunableGenerator::TunableGenerator(std::vector<SearchVariant> space, const std::string& strategy, uint64_t seed)
-    : space_(std::move(space)), feasible_(feasible_configs(space_)), strategy_(make_strategy(strategy)), seed_(seed) {}
+TunableGenerator::TunableGenerator(std::vector<SearchVariant> space, const std::string& strategy, uint64_t seed,
+                                   const TransferPrior* prior)
+    : space_(std::move(space)), feasible_(feasible_configs(space_)), strategy_(make_strategy(strategy)), seed_(seed) {
+  if (prior) transfer_ = prior->means(space_, feasible_);
+}
 
 TunableGenerator::~TunableGenerator() = default;
 
@@ -21,6 +25,7 @@ size_t TunableGenerator::feasible_size() const { return feasible_.size(); }
 std::vector<Proposal> TunableGenerator::propose(SearchState state, size_t count) const {
   state.space = &space_;
   state.feasible = &feasible_;
+  state.transfer = transfer_ ? &*transfer_ : nullptr;
   // One stream per seed and generation: a resumed run draws what the first one would have.
   std::mt19937_64 rng(seed_ * 1000003u + uint64_t(state.generation));
   const auto seen = evaluated(state);

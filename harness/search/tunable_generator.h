@@ -3,7 +3,9 @@
 // proposals that would repeat an evaluation dropped.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,12 +16,15 @@ namespace evo {
 
 class Strategy;
 struct SearchState;
+class TransferPrior;
 
 // Deterministic for a seed, a generation and what the run has evaluated.
 class TunableGenerator {
  public:
-  // `strategy`: one of strategy_names() (a usage error otherwise).
-  TunableGenerator(std::vector<SearchVariant> space, const std::string& strategy, uint64_t seed);
+  // `strategy`: one of strategy_names() (a usage error otherwise). `prior`: another domain's
+  // measurements (search/transfer.h), read once into SearchState::transfer; none: no transfer.
+  TunableGenerator(std::vector<SearchVariant> space, const std::string& strategy, uint64_t seed,
+                   const TransferPrior* prior = nullptr);
   ~TunableGenerator();
   // Up to `count` proposals, none repeating an evaluation of the run or one `state.known` names
   // (a promotion is the full evaluation of a configuration the run screened: not a repeat).
@@ -31,7 +36,8 @@ class TunableGenerator {
 
  private:
   std::vector<SearchVariant> space_;
-  std::vector<Config> feasible_;  // into space_, read once
+  std::vector<Config> feasible_;                           // into space_, read once
+  std::optional<std::map<std::string, double>> transfer_;  // the prior's word per feasible config_key
   std::unique_ptr<const Strategy> strategy_;
   uint64_t seed_;
 };

@@ -166,12 +166,17 @@ TEST_P(CommittedCache, IsWhatTheSimulatorSays) {
   }
 }
 
+std::string committed_cache_name(const ::testing::TestParamInfo<const char*>& info) {
+  static const std::vector<std::string> names = {"H200", "Synthetic", "H200Stage9Bf16D128", "H200Stage9Fp16D64"};
+  return names.at(info.index);
+}
+
 INSTANTIATE_TEST_SUITE_P(AblationCache, CommittedCache,
                          ::testing::Values("results/datasets/nvidia-h200-stage7-fp16-d128.json",
-                                           "tests/fixtures/datasets/synthetic-stage7-fp16-d128.json"),
-                         [](const ::testing::TestParamInfo<const char*>& info) {
-                           return std::string(info.index == 0 ? "H200" : "Synthetic");
-                         });
+                                           "tests/fixtures/datasets/synthetic-stage7-fp16-d128.json",
+                                           "results/datasets/nvidia-h200-stage9-bf16-d128.json",
+                                           "results/datasets/nvidia-h200-stage9-fp16-d64.json"),
+                         committed_cache_name);
 
 }  // namespace
 }  // namespace evo::test

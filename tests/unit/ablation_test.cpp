@@ -220,6 +220,20 @@ TEST(Simulation, AHangCostsTheLimitOfTheFidelityItIsAnsweredAt) {
   EXPECT_NEAR(priced.cost(timing, true), hang->gpu_s - 10 + gates.limits.timing_shape_s, 1e-9);
 }
 
+TEST(Simulation, AOneOffCostOfTheMeasuringRunCostsTheMedian) {
+  Dataset d = tiny_dataset();     // four full evaluations at 1 GPU-s each
+  d.configs[0].full->gpu_s = 31;  // as the stage-9 datasets' first full gates
+  const SimDomain dom(d, Objective{});
+  EXPECT_DOUBLE_EQ(dom.full_cost(), 1.0);
+  EXPECT_DOUBLE_EQ(dom.cost(*d.configs[0].full, true), 1.0) << "past 10x the median: the median";
+  DatasetEval slow = *d.configs[0].full;
+  slow.gpu_s = 9.5;
+  EXPECT_DOUBLE_EQ(dom.cost(slow, true), 9.5) << "within 10x: as measured";
+  DatasetEval failed = *d.configs[0].full;
+  failed.outcome = "correctness";
+  EXPECT_DOUBLE_EQ(dom.cost(failed, true), 31.0) << "only an ok evaluation is repriced";
+}
+
 TEST(Simulation, RandomQuickScreensFirstAndPromotesWithinPromoteOfTheBestScreen) {
   const SimDomain dom(synthetic(), Objective{});
   SimOptions o{"random", 5, 4, 100, 0, 0};
