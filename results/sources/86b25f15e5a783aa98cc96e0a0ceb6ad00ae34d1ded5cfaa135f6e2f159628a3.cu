@@ -1,0 +1,499 @@
+/*evo
+{
+  "summary": "Decode: split_kv with K/V blocks loaded by TMA (128-byte swizzle) into a producer-warp mbarrier ring",
+  "parent": "9-decode/split_kv",
+  "params": {
+    "BLOCK_M": [16, 32],
+    "BLOCK_N": [64, 128],
+    "NWARPS": [4, 8],
+    "STAGES": [3, 2, 4],
+    "KV_SPLITS": [64, 16]
+  },
+  "dtypes": ["fp16", "bf16"],
+  "head_dims": [64, 128],
+  "min_sm": 90,
+  "notes": "split_kv's algorithm and launch ABI (EVO_EXPORT_LAUNCH_SPLIT: pack-GQA rows, the host's evo_num_splits, the FP32 partial workspace and the last-CTA combine), with the K/V loads moved to the copy engine. An extra producer warp (warp NWARPS) has one thread issue, per KV block, cp.async.bulk.tensor.4d boxes of BLOCK_N keys x 64 columns (one per 64-column half at D=128) with the 128-byte swizzle, over the host-encoded 4-D maps of K and V (the call's real strides, so BSHD caches work; keys past seq_kv zero-filled by the copy engine and still masked), into a STAGES-deep ring whose full barriers count the transaction bytes and whose empty barriers count one arrival per consumer warp. The NWARPS consumer warps do what split_kv's warps do: each takes BLOCK_N / NWARPS keys of every block for all BLOCK_M rows, mma.sync m16n8k16 with ldmatrix addresses XOR-swizzled (16-byte chunk c of row r at c ^ (r & 7)), FP32 online softmax in the log2 domain, the warps' partials merged in shared memory. Q (a pack-GQA gather of BLOCK_M rows from G heads) is loaded once with ordinary 16-byte loads. The producer warp costs registers: two CTAs of 4 + 1 warps put 3 warps on some SM sub-partition, 168 registers a thread (D=128 configs use 150-168). Prediction (before any measurement): split_kv issues 16 LDGSTS per thread per D=128, BLOCK_N 64 block (2048 per CTA, plus their address arithmetic and a __syncthreads that makes every warp wait for the slowest before the refill); this issues 4 UTMALDG per block from one thread, and the refill of a slot waits only for its own empty barrier. Bytes in flight per SM at the default (BLOCK_N 64, STAGES 3, D=128: 32 KB of K+V per block, 101 KiB smem, 2 CTAs per SM): up to 3 blocks per CTA, ~192 KB, against ~128 KB for split_kv and ~36 KB needed to cover 1 us of latency at 4.8 TB/s; the unpadded swizzled ring also saves split_kv's 6 % padding. Expected: 76-88 % of 4.8 TB/s on the >= 134 MB decode shapes (Llama-3 70B B16 at 64-73 us, 0.95-1.1x cuDNN), the small shapes (8B B1, MQA) unchanged within 10 % since launch, fill and combine dominate there."
+}
+*/
+#include "evo_attn.cuh"
+
+#ifndef BLOCK_M
+#define BLOCK_M 16
+#endif
+#ifndef BLOCK_N
+#define BLOCK_N 64
+#endif
+#ifndef NWARPS
+#define NWARPS 4
+#endif
+#ifndef STAGES
+#define STAGES 3
+#endif
+#ifndef KV_SPLITS
+#define KV_SPLITS 64
+#endif
+
+#define HD EVO_HEAD_DIM
+#define NTHREADS ((NWARPS + 1) * 32)  // NWARPS consumer warps and one producer warp
+#define MT (BLOCK_M / 16)             // m16 tiles: every consumer warp holds all rows of the CTA
+#define WN (BLOCK_N / NWARPS)         // keys of each block one warp takes
+#define DB (HD / 64)                  // 64-column (128-byte) boxes per K or V row: one TMA box each
+#define LDS (HD + 8)                  // padded smem row of Q (elements): conflict-free ldmatrix
+#define LDO (HD + 4)                  // padded FP32 row of the warps' partial outputs
+
+EVO_CONSTRAINT(BLOCK_M == 16 || BLOCK_M == 32, "BLOCK_M must be 16 or 32");
+EVO_CONSTRAINT(BLOCK_N == 64 || BLOCK_N == 128, "BLOCK_N must be 64 or 128 (a TMA box holds at most 256 rows)");
+EVO_CONSTRAINT(BLOCK_M * HD <= 2048, "every warp holds all rows' FP32 accumulators: BLOCK_M * HD <= 2048 (no spills)");
+EVO_CONSTRAINT(BLOCK_N % (16 * NWARPS) == 0, "each warp takes a multiple of 16 keys of a block: BLOCK_N % (16*NWARPS) == 0");
+EVO_CONSTRAINT(MT * WN * HD <= 4096, "S, P and O fragments of a warp: MT * (BLOCK_N / NWARPS) * HD <= 4096 (no spills)");
+// Two CTAs of NWARPS + 1 = 5 warps put 3 warps on some SM sub-partition: 168 registers a thread.
+EVO_CONSTRAINT(NWARPS >= 8 || BLOCK_M == 16 || WN <= 16,
+               "two CTAs of 5 warps cap a thread at 168 registers: BLOCK_M 32 with 4 warps takes <= 16 keys per warp");
+EVO_CONSTRAINT(STAGES >= 2 && STAGES <= 4, "STAGES must be 2..4");
+EVO_CONSTRAINT(KV_SPLITS >= 1, "KV_SPLITS must be >= 1");
+
+#define TILE_BYTES (BLOCK_N * HD * 2)  // one K or V block, unpadded (DB boxes of BLOCK_N x 128 B)
+#define KV_BYTES (STAGES * 2 * TILE_BYTES)
+#define PARTIAL_BYTES (NWARPS * BLOCK_M * (LDO + 2) * 4)  // the warps' (O, max, sum)
+#define SPLIT_BYTES (2 * BLOCK_M * KV_SPLITS * 4)           // the splits' (max, sum) per row
+#define COMBINE_BYTES (PARTIAL_BYTES > SPLIT_BYTES ? PARTIAL_BYTES : SPLIT_BYTES)
+#define RING_MAX (KV_BYTES > COMBINE_BYTES ? KV_BYTES : COMBINE_BYTES)
+#define RING_BYTES ((RING_MAX + 127) / 128 * 128)  // the ring, or the combine's scratch over it
+#define Q_BYTES (BLOCK_M * LDS * 2)
+#define SMEM_BYTES (1024 + RING_BYTES + Q_BYTES)  // + 1 KiB to align the swizzled ring to 1024 B
+EVO_CONSTRAINT(SMEM_BYTES <= 227 * 1024, "shared memory past 227 KiB");
+
+EVO_EXPORT_LAUNCH_SPLIT(NTHREADS, SMEM_BYTES, BLOCK_M, KV_SPLITS, BLOCK_N);
+EVO_EXPORT_TMA(EVO_TMA(EVO_TMA_K, BLOCK_N, 64, EVO_TMA_SWIZZLE_128B, EVO_TMA_L2_256B),
+               EVO_TMA(EVO_TMA_V, BLOCK_N, 64, EVO_TMA_SWIZZLE_128B, EVO_TMA_L2_256B));
+#define TMA_K 0
+#define TMA_V 1
+
+namespace {
+
+__device__ __forceinline__ unsigned smem_u32(const void* ptr) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(ptr));
+}
+
+// ---- mbarriers (PTX ISA "Parallel Synchronization and Communication Instructions: mbarrier")
+__device__ __forceinline__ void mbar_init(unsigned bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_expect_tx(unsigned bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(unsigned bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+// Returns once the phase with this parity has completed (a fresh barrier counts parity 1 as done).
+__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
+  unsigned done = 0;
+  do {
+    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done)
+                 : "r"(bar), "r"(parity)
+                 : "memory");
+  } while (!done);
+}
+
+// A box of the 4-D map at (col, row, head, batch) into shared memory, completing on `bar`.
+__device__ __forceinline__ void tma_load(unsigned dst, const void* map, int col, int row, int h, int b, unsigned bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(dst),
+      "l"(map), "r"(col), "r"(row), "r"(h), "r"(b), "r"(bar)
+      : "memory");
+}
+__device__ __forceinline__ void tma_prefetch_map(const void* map) {
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(map) : "memory");
+}
+// Named barrier of the consumer warps only (0 is __syncthreads).
+__device__ __forceinline__ void consumers_sync() { asm volatile("bar.sync 1, %0;\n" ::"n"(NWARPS * 32) : "memory"); }
+
+__device__ __forceinline__ void ldsm_x4(unsigned addr, unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+               : "r"(addr));
+}
+__device__ __forceinline__ void ldsm_x4_t(unsigned addr, unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+               : "r"(addr));
+}
+// D += A(16x16, row) * B(16x8, col), f32 accumulate.
+__device__ __forceinline__ void mma16816(float* d, const unsigned* a, unsigned b0, unsigned b1) {
+#if EVO_DTYPE == EVO_DTYPE_FP16
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#else
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#endif
+}
+__device__ __forceinline__ float fast_exp2(float x) {  // ex2.approx(-inf) = 0
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+__device__ __forceinline__ unsigned pack2(float lo, float hi) {
+  evo_t2 v = evo2_from_float2(lo, hi);
+  return *reinterpret_cast<unsigned*>(&v);
+}
+
+// Four output elements (8 bytes: the row's stride and the column keep them aligned).
+__device__ __forceinline__ void store4(evo_out_t* dst, float4 acc, float inv) {
+  evo_out_t2* d2 = reinterpret_cast<evo_out_t2*>(dst);
+  d2[0] = evo_out2_from_float2(acc.x * inv, acc.y * inv);
+  d2[1] = evo_out2_from_float2(acc.z * inv, acc.w * inv);
+}
+
+// Where packed row `gr` of KV head hkv lives: query head and position.
+struct RowAt {
+  int head, pos;
+};
+__device__ __forceinline__ RowAt row_at(int gr, int group, int hkv) { return {hkv * group + gr % group, gr / group}; }
+
+}  // namespace
+
+// Two CTAs per SM (the split count assumes them) up to 4 consumer warps (the producer warp makes
+// it 10 warps an SM, 168 registers a thread); at 8 two would cap a thread at 112 and spill.
+#if NWARPS >= 8
+#define EVO_MIN_CTAS 1
+#else
+#define EVO_MIN_CTAS 2
+#endif
+
+extern "C" __global__ void __launch_bounds__(NTHREADS, EVO_MIN_CTAS) evo_attn_fwd(const __grid_constant__ EvoAttnParams p) {
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  __shared__ __align__(8) unsigned long long bar_full[STAGES], bar_empty[STAGES];
+  // The ring starts on a 1024-byte boundary (the 128-byte swizzle repeats every 8 rows of 128 B):
+  // STAGES K tiles, then STAGES V tiles, each DB boxes of BLOCK_N rows x 128 B. After the KV loop
+  // it holds the warps' partials (sO, then sM, sL). Q (padded rows) follows it.
+  const unsigned raw_u = smem_u32(smem_raw);
+  const unsigned sK_u = (raw_u + 1023u) & ~1023u;
+  const unsigned sV_u = sK_u + STAGES * TILE_BYTES;
+  const unsigned sQ_u = sK_u + RING_BYTES;
+  unsigned char* ring = smem_raw + (sK_u - raw_u);
+  float* sO = reinterpret_cast<float*>(ring);
+  float* sM = sO + NWARPS * BLOCK_M * LDO;
+  float* sL = sM + NWARPS * BLOCK_M;
+  evo_t* sQ = reinterpret_cast<evo_t*>(smem_raw + (sQ_u - raw_u));
+
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  const int g = lane >> 2, t = lane & 3;
+
+  const int splits = p.num_splits > 1 ? p.num_splits : 1;
+  if (splits > KV_SPLITS) __trap();  // the host broke evo_launch.h's rule: the combine has room for KV_SPLITS
+  const int qtile = blockIdx.x / splits, split = blockIdx.x % splits;
+  const int hkv = blockIdx.y, b = blockIdx.z;
+  const int group = p.heads_q / p.heads_kv;
+  const int rows_total = group * p.seq_q;  // packed rows of this (batch, KV head)
+  const int r0 = qtile * BLOCK_M;
+  const int rows = min(BLOCK_M, rows_total - r0);
+  const int seq_kv = p.seq_kv;
+
+  // Keys this tile sees (top-left causal: up to its last position), in whole blocks per split.
+#if EVO_CAUSAL
+  const int kv_end = min(seq_kv, (r0 + rows - 1) / group + 1);
+#else
+  const int kv_end = seq_kv;
+#endif
+  const int nblk = (kv_end + BLOCK_N - 1) / BLOCK_N;
+  const int blk0 = int((long long)split * nblk / splits), blk1 = int((long long)(split + 1) * nblk / splits);
+  const int nb = blk1 - blk0;
+
+  if (tid == 0) {
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(smem_u32(&bar_full[s]), 1);
+      mbar_init(smem_u32(&bar_empty[s]), NWARPS);  // one arrival per consumer warp
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  // Q rows: each its own head and position (pack-GQA), zero past the last packed row; ordinary
+  // 16-byte loads (a gather over G heads, read once), so no LDGSTS is left in the kernel.
+  {
+    constexpr int CPR = HD / 8;
+    for (int c = tid; c < BLOCK_M * CPR; c += NTHREADS) {
+      const int r = c / CPR, col = (c % CPR) * 8;
+      uint4 v = make_uint4(0u, 0u, 0u, 0u);
+      if (r < rows) {
+        const RowAt at = row_at(r0 + r, group, hkv);
+        v = *reinterpret_cast<const uint4*>(evo_q_ptr(p, b, at.head) + (long long)at.pos * p.q_stride[2] + col);
+      }
+      *reinterpret_cast<uint4*>(sQ + r * LDS + col) = v;
+    }
+  }
+  __syncthreads();  // barriers initialized, Q in shared memory
+
+  if (warp == NWARPS) {
+    // ---------------- producer warp: one thread issues every K/V box
+    if (lane == 0 && nb > 0) {
+      const void* mapK = &p.tma[TMA_K][0];
+      const void* mapV = &p.tma[TMA_V][0];
+      tma_prefetch_map(mapK);
+      tma_prefetch_map(mapV);
+      for (int i = 0; i < nb; ++i) {
+        const int s = i % STAGES;
+        mbar_wait(smem_u32(&bar_empty[s]), ((i / STAGES) & 1) ^ 1);
+        const unsigned full = smem_u32(&bar_full[s]);
+        mbar_expect_tx(full, 2 * TILE_BYTES);  // whole boxes: rows past seq_kv count, zero-filled
+        const int n = (blk0 + i) * BLOCK_N;
+#pragma unroll
+        for (int db = 0; db < DB; ++db) {
+          tma_load(sK_u + s * TILE_BYTES + db * (BLOCK_N * 128), mapK, db * 64, n, hkv, b, full);
+          tma_load(sV_u + s * TILE_BYTES + db * (BLOCK_N * 128), mapV, db * 64, n, hkv, b, full);
+        }
+      }
+    }
+  } else {
+    // ---------------- consumer warps: BLOCK_N / NWARPS keys of every block each, all rows
+    const unsigned offA = (((lane & 7) + ((lane >> 3) & 1) * 8) * LDS + (lane >> 4) * 8) * 2;
+    // Swizzled ring: 16-byte chunk c of row r sits at chunk c ^ (r & 7); every row an ldmatrix
+    // lane addresses has r & 7 == lane & 7 (the warps' key ranges start on multiples of 16).
+    const unsigned rowK = ((lane & 7) + (lane >> 4) * 8) * 128, xK = ((lane >> 3) & 1) ^ (lane & 7);
+    const unsigned rowV = ((lane & 7) + ((lane >> 3) & 1) * 8) * 128, xV = (lane >> 4) ^ (lane & 7);
+
+    unsigned qf[MT][HD / 16][4];
+    float o[MT][HD / 8][4];
+    float m_run[MT][2], l_run[MT][2];
+#if EVO_CAUSAL
+    int pos[MT][2];  // query position of rows g and g + 8 of each m16 tile (the mask)
+#endif
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+      for (int kc = 0; kc < HD / 16; ++kc)
+        ldsm_x4(sQ_u + (mt * 16 * LDS + kc * 16) * 2 + offA, qf[mt][kc][0], qf[mt][kc][1], qf[mt][kc][2], qf[mt][kc][3]);
+#pragma unroll
+      for (int j = 0; j < HD / 8; ++j) o[mt][j][0] = o[mt][j][1] = o[mt][j][2] = o[mt][j][3] = 0.f;
+#pragma unroll
+      for (int hi = 0; hi < 2; ++hi) {
+        m_run[mt][hi] = EVO_NEG_INF;
+        l_run[mt][hi] = 0.f;
+#if EVO_CAUSAL
+        pos[mt][hi] = (r0 + mt * 16 + g + hi * 8) / group;
+#endif
+      }
+    }
+    const float sl2 = p.softmax_scale_log2;
+
+    for (int it = 0; it < nb; ++it) {
+      const int stage = it % STAGES;
+      mbar_wait(smem_u32(&bar_full[stage]), (it / STAGES) & 1);  // block `it` has landed
+      const int n0 = (blk0 + it) * BLOCK_N + warp * WN;           // this warp's first key
+      float s[MT][WN / 8][4];
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int j = 0; j < WN / 8; ++j) s[mt][j][0] = s[mt][j][1] = s[mt][j][2] = s[mt][j][3] = 0.f;
+      const unsigned sK_s = sK_u + stage * TILE_BYTES + warp * WN * 128 + rowK;
+#pragma unroll
+      for (int kc = 0; kc < HD / 16; ++kc)
+#pragma unroll
+        for (int np = 0; np < WN / 16; ++np) {
+          unsigned b0, b1, b2, b3;
+          const unsigned chunk = ((kc & 3) * 2) ^ xK;
+          ldsm_x4(sK_s + (kc >> 2) * (BLOCK_N * 128) + np * 16 * 128 + (chunk << 4), b0, b1, b2, b3);
+#pragma unroll
+          for (int mt = 0; mt < MT; ++mt) {
+            mma16816(s[mt][2 * np], qf[mt][kc], b0, b1);
+            mma16816(s[mt][2 * np + 1], qf[mt][kc], b2, b3);
+          }
+        }
+      // Mask keys past seq_kv (zero-filled by TMA) and, causal, past each row's position.
+#if EVO_CAUSAL
+      const bool need_mask = true;
+#else
+      const bool need_mask = n0 + WN > seq_kv;
+#endif
+      if (need_mask) {
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+          for (int j = 0; j < WN / 8; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const int key = n0 + j * 8 + 2 * t + (e & 1);
+              bool masked = key >= seq_kv;
+#if EVO_CAUSAL
+              masked = masked || key > pos[mt][e >> 1];
+#endif
+              if (masked) s[mt][j][e] = EVO_NEG_INF;
+            }
+      }
+      // Online softmax (log2 domain), O rescale, O += P V.
+      unsigned pa[MT][WN / 16][4];
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+        for (int hi = 0; hi < 2; ++hi) {
+          float mx = EVO_NEG_INF;
+#pragma unroll
+          for (int j = 0; j < WN / 8; ++j) mx = fmaxf(mx, fmaxf(s[mt][j][2 * hi], s[mt][j][2 * hi + 1]));
+          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+          const float m_new = fmaxf(m_run[mt][hi], mx * sl2);
+          const float m_use = m_new == EVO_NEG_INF ? 0.f : m_new;  // no key yet: keep -inf - -inf out
+          const float alpha = fast_exp2(m_run[mt][hi] - m_use);
+          m_run[mt][hi] = m_new;
+          float rs = 0.f;
+#pragma unroll
+          for (int j = 0; j < WN / 8; ++j) {
+            const float p0 = fast_exp2(fmaf(s[mt][j][2 * hi], sl2, -m_use));
+            const float p1 = fast_exp2(fmaf(s[mt][j][2 * hi + 1], sl2, -m_use));
+            s[mt][j][2 * hi] = p0;
+            s[mt][j][2 * hi + 1] = p1;
+            rs += p0 + p1;
+          }
+          l_run[mt][hi] = l_run[mt][hi] * alpha + rs;
+#pragma unroll
+          for (int d = 0; d < HD / 8; ++d) {
+            o[mt][d][2 * hi] *= alpha;
+            o[mt][d][2 * hi + 1] *= alpha;
+          }
+        }
+#pragma unroll
+        for (int kk = 0; kk < WN / 16; ++kk) {
+          pa[mt][kk][0] = pack2(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+          pa[mt][kk][1] = pack2(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+          pa[mt][kk][2] = pack2(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+          pa[mt][kk][3] = pack2(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+        }
+      }
+      const unsigned sV_s = sV_u + stage * TILE_BYTES + warp * WN * 128 + rowV;
+#pragma unroll
+      for (int kk = 0; kk < WN / 16; ++kk)
+#pragma unroll
+        for (int dp = 0; dp < HD / 16; ++dp) {
+          unsigned b0, b1, b2, b3;
+          const unsigned chunk = ((dp & 3) * 2) ^ xV;
+          ldsm_x4_t(sV_s + (dp >> 2) * (BLOCK_N * 128) + kk * 16 * 128 + (chunk << 4), b0, b1, b2, b3);
+#pragma unroll
+          for (int mt = 0; mt < MT; ++mt) {
+            mma16816(o[mt][2 * dp], pa[mt][kk], b0, b1);
+            mma16816(o[mt][2 * dp + 1], pa[mt][kk], b2, b3);
+          }
+        }
+      __syncwarp();
+      if (lane == 0) mbar_arrive(smem_u32(&bar_empty[stage]));  // this warp is done with the slot
+    }
+    // Every box the producer issued has landed (each was waited for): once every consumer warp
+    // is past its last ldmatrix, the ring becomes the warps' partials.
+    consumers_sync();
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int hi = 0; hi < 2; ++hi) {
+        const int r = mt * 16 + g + hi * 8;
+        float l = l_run[mt][hi];
+        l += __shfl_xor_sync(0xffffffffu, l, 1);
+        l += __shfl_xor_sync(0xffffffffu, l, 2);
+        if (t == 0) {
+          sM[warp * BLOCK_M + r] = m_run[mt][hi];
+          sL[warp * BLOCK_M + r] = l;
+        }
+        float* orow = sO + (warp * BLOCK_M + r) * LDO + 2 * t;
+#pragma unroll
+        for (int d = 0; d < HD / 8; ++d)
+          *reinterpret_cast<float2*>(orow + d * 8) = make_float2(o[mt][d][2 * hi], o[mt][d][2 * hi + 1]);
+      }
+  }
+  __syncthreads();  // the partials are in shared memory; every thread, the producer's too, combines
+
+  // The warps' partials combined per (row, 4 columns): O of the tile, or this split's partial.
+  const long long q_tiles = gridDim.x / splits;
+  const long long tile = ((long long)b * gridDim.y + hkv) * q_tiles + qtile;
+  const EvoWorkspace ws = evo_workspace_layout((long long)gridDim.z * gridDim.y * q_tiles, splits, BLOCK_M, HD);
+  unsigned char* wbase = static_cast<unsigned char*>(p.workspace);
+  float* w_ml = reinterpret_cast<float*>(wbase + ws.ml_offset) + (tile * splits) * BLOCK_M * 2;
+  float* w_o = reinterpret_cast<float*>(wbase + ws.o_offset) + (tile * splits) * BLOCK_M * HD;
+  constexpr int C4 = HD / 4;
+  for (int c = tid; c < rows * C4; c += NTHREADS) {
+    const int r = c / C4, col = (c % C4) * 4;
+    float mmax = EVO_NEG_INF;
+#pragma unroll
+    for (int w = 0; w < NWARPS; ++w) mmax = fmaxf(mmax, sM[w * BLOCK_M + r]);
+    float l = 0.f;
+    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (mmax != EVO_NEG_INF) {
+#pragma unroll
+      for (int w = 0; w < NWARPS; ++w) {
+        const float f = fast_exp2(sM[w * BLOCK_M + r] - mmax);
+        const float4 x = *reinterpret_cast<const float4*>(sO + (w * BLOCK_M + r) * LDO + col);
+        l = fmaf(f, sL[w * BLOCK_M + r], l);
+        acc.x = fmaf(f, x.x, acc.x);
+        acc.y = fmaf(f, x.y, acc.y);
+        acc.z = fmaf(f, x.z, acc.z);
+        acc.w = fmaf(f, x.w, acc.w);
+      }
+    }
+    if (splits == 1) {
+      const float inv = l > 0.f ? 1.f / l : 0.f;
+      const RowAt at = row_at(r0 + r, group, hkv);
+      store4(evo_o_ptr(p, b, at.head) + (long long)at.pos * p.o_stride[2] + col, acc, inv);
+    } else {
+      *reinterpret_cast<float4*>(w_o + ((long long)split * BLOCK_M + r) * HD + col) = acc;
+      if (col == 0) {
+        w_ml[(split * BLOCK_M + r) * 2] = mmax;
+        w_ml[(split * BLOCK_M + r) * 2 + 1] = l;
+      }
+    }
+  }
+  if (splits == 1) return;
+
+  // The last split of the tile to finish combines them all, in split order.
+  __shared__ int last;
+  __threadfence();
+  __syncthreads();
+  int* counter = reinterpret_cast<int*>(wbase) + tile;
+  if (tid == 0) last = atomicAdd(counter, 1) == splits - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  // Every split's (max, sum) of every row into shared memory at once (loads in flight together),
+  // then one warp per row turns them into weights exp2(m_s - M) / L with shuffle reductions.
+  float* sMs = sO;  // the warps' partials are consumed: [row][split] maxima, then weights
+  float* sLs = sO + BLOCK_M * KV_SPLITS;
+  for (int i = tid; i < rows * splits; i += NTHREADS) {
+    const int r = i / splits, s = i % splits;
+    const float2 ml = __ldcg(reinterpret_cast<const float2*>(w_ml + (s * BLOCK_M + r) * 2));
+    sMs[r * KV_SPLITS + s] = ml.x;
+    sLs[r * KV_SPLITS + s] = ml.y;
+  }
+  __syncthreads();
+  for (int r = warp; r < rows; r += NWARPS + 1) {
+    float mmax = EVO_NEG_INF;
+    for (int s = lane; s < splits; s += 32) mmax = fmaxf(mmax, sMs[r * KV_SPLITS + s]);
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) mmax = fmaxf(mmax, __shfl_xor_sync(0xffffffffu, mmax, off));
+    float l = 0.f;
+    for (int s = lane; s < splits; s += 32) l = fmaf(fast_exp2(sMs[r * KV_SPLITS + s] - mmax), sLs[r * KV_SPLITS + s], l);
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) l += __shfl_xor_sync(0xffffffffu, l, off);
+    const float inv = l > 0.f ? 1.f / l : 0.f;
+    __syncwarp();
+    for (int s = lane; s < splits; s += 32) sMs[r * KV_SPLITS + s] = fast_exp2(sMs[r * KV_SPLITS + s] - mmax) * inv;
+  }
+  __syncthreads();
+  for (int c = tid; c < rows * C4; c += NTHREADS) {
+    const int r = c / C4, col = (c % C4) * 4;
+    const float* wr = sMs + r * KV_SPLITS;
+    const float* src = w_o + (long long)r * HD + col;
+    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll 8
+    for (int s = 0; s < splits; ++s) {  // unrolled: eight independent loads in flight
+      const float f = wr[s];
+      const float4 x = __ldcg(reinterpret_cast<const float4*>(src + (long long)s * BLOCK_M * HD));
+      acc.x = fmaf(f, x.x, acc.x);
+      acc.y = fmaf(f, x.y, acc.y);
+      acc.z = fmaf(f, x.z, acc.z);
+      acc.w = fmaf(f, x.w, acc.w);
+    }
+    const RowAt at = row_at(r0 + r, group, hkv);
+    store4(evo_o_ptr(p, b, at.head) + (long long)at.pos * p.o_stride[2] + col, acc, 1.f);
+  }
+  if (tid == 0) *counter = 0;  // ready for the next launch on this workspace
+}
