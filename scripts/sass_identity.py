@@ -106,14 +106,15 @@ def main():
                     continue
                 (ob, sb, rb), (oa, sa, ra) = before[key], after[key]
                 if sb is None and sa is None and ob == oa:
-                    not_compiled += 1  # constraints on both sides: no cubin to compare
+                    not_compiled += 1  # e.g. constraints, or min_sm above the arch: no cubin to compare
                 elif sb == sa and rb == ra and ob == oa:
                     same += 1
                 else:
                     differ += 1
                     print(f"DIFFERS {arch} {key}: outcome {ob}->{oa}, sass {sb}->{sa}, resources {rb}->{ra}")
     print(f"stage {a.stage} arch {a.arch} sample {a.sample or 'all'}: {same} cubins with identical SASS, "
-          f"{differ} differ, {only_one} on one side only, {not_compiled} rejected by constraints on both sides")
+          f"{differ} differ, {only_one} on one side only, {not_compiled} with no cubin on either side "
+          "(the same constraints or unsupported verdict)")
     return 0 if differ == 0 and only_one == 0 and same > 0 else 1
 
 
