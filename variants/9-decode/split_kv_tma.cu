@@ -16,7 +16,7 @@
 }
 */
 #include "evo_attn.cuh"
-#include "evo_split_kv.cuh"  // split_tile, softmax_step, write_warp_partial, combine_and_store
+#include "evo_split_kv.cuh"  // split_tile, mask_keys, softmax_step, write_warp_partial, combine_and_store
 
 #ifndef BLOCK_M
 #define BLOCK_M 16
