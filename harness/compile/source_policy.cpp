@@ -15,8 +15,11 @@ namespace evo {
 
 namespace {
 
-// Headers a variant may include: evo's ABI and the CUDA toolkit headers for device code.
+// Headers a variant may include: evo's ABI, its shared device primitives (variants/common:
+// evo_mma.cuh, evo_split_kv.cuh) and the CUDA toolkit headers for device code.
 const std::set<std::string> kAllowedHeaders{"evo_attn.cuh",
+                                            "evo_mma.cuh",
+                                            "evo_split_kv.cuh",
                                             "cuda_fp16.h",
                                             "cuda_bf16.h",
                                             "cuda_fp8.h",
@@ -253,8 +256,8 @@ class DirectiveScanner {
       return at_line(at, "#include must name a header literally (<name> or \"name\")");
     if (!kAllowedHeaders.count(header))
       return at_line(at,
-                     "#include of a header outside evo's include set (allowed: evo_attn.cuh and CUDA device "
-                     "headers such as cuda_fp16.h, mma.h, cuda_pipeline.h)");
+                     "#include of a header outside evo's include set (allowed: evo_attn.cuh, evo_mma.cuh, "
+                     "evo_split_kv.cuh and CUDA device headers such as cuda_fp16.h, mma.h, cuda_pipeline.h)");
     return std::nullopt;
   }
 
@@ -304,8 +307,8 @@ std::optional<std::string> check_line_view(std::string_view line, size_t line_no
     return fmt::format("line {}: #include must name a header literally (<name> or \"name\")", line_no);
   if (!kAllowedHeaders.count(std::string(header)))
     return fmt::format(
-        "line {}: #include of a header outside evo's include set (allowed: evo_attn.cuh and CUDA "
-        "device headers such as cuda_fp16.h, mma.h, cuda_pipeline.h)",
+        "line {}: #include of a header outside evo's include set (allowed: evo_attn.cuh, evo_mma.cuh, "
+        "evo_split_kv.cuh and CUDA device headers such as cuda_fp16.h, mma.h, cuda_pipeline.h)",
         line_no);
   return std::nullopt;
 }

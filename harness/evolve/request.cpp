@@ -58,11 +58,25 @@ json space_entry(const SearchVariant& sv) { return search_space_json(sv); }
 
 // The ABI a kernel compiles against: evo_attn.cuh and evo_launch.h, which it includes (the
 // kernel parameters EvoAttnParams, the launch geometry, the TMA specs), so a generator sees every
-// field its kernel reads.
-std::string abi_header(const std::filesystem::path& root) {
+// field its kernel reads; and the shared device primitives the stage's variants include
+// (evo_split_kv.cuh includes evo_mma.cuh), so it sees every function their kernels call.
+std::string abi_header(const std::filesystem::path& root, const Stage& stage) {
   const std::filesystem::path common = root / "variants" / "common";
-  return read_file(common / "evo_attn.cuh") + "\n// ---- variants/common/evo_launch.h (included above)\n" +
-         read_file(common / "evo_launch.h");
+  std::string text = read_file(common / "evo_attn.cuh") + "\n// ---- variants/common/evo_launch.h (included above)\n" +
+                     read_file(common / "evo_launch.h");
+  const auto included = [&](const std::string& header) {
+    for (const auto& v : stage.variants)
+      if (v.source.find("#include \"" + header + "\"") != std::string::npos) return true;
+    return false;
+  };
+  const bool split_kv = included("evo_split_kv.cuh");
+  if (split_kv || included("evo_mma.cuh"))
+    text +=
+        "\n// ---- variants/common/evo_mma.cuh (the stage's variants include it)\n" + read_file(common / "evo_mma.cuh");
+  if (split_kv)
+    text += "\n// ---- variants/common/evo_split_kv.cuh (the stage's variants include it)\n" +
+            read_file(common / "evo_split_kv.cuh");
+  return text;
 }
 
 json task_context(const RequestInputs& in, const std::string& gpu) {
@@ -78,7 +92,7 @@ json task_context(const RequestInputs& in, const std::string& gpu) {
   json space = json::array();
   for (const auto& sv : search_space(in.ctx->root, *in.stage, in.task)) space.push_back(space_entry(sv));
   return {{"semantics", kSemantics},
-          {"abi_header", abi_header(in.ctx->root)},
+          {"abi_header", abi_header(in.ctx->root, *in.stage)},
           {"shapes", shapes},
           {"resource_caps", caps},
           {"gpu", gpu.empty() ? "unknown (no record yet)" : gpu},

@@ -218,6 +218,8 @@ TEST(ContextCli, MarkdownRequestForAStage) {
   const std::string abi = j["i1"].value("abi_header", "");
   EXPECT_NE(abi.find("#include \"evo_launch.h\""), std::string::npos);
   EXPECT_NE(abi.find("struct EvoAttnParams {"), std::string::npos);
+  // No stage-5 variant includes the shared primitives: they are not shown.
+  EXPECT_EQ(abi.find("evo_split_kv.cuh"), std::string::npos);
   EXPECT_FALSE(j.contains("i2")) << "EvoEngineer-Free sees no elites";
   EXPECT_FALSE(j.contains("i3"));
   EXPECT_EQ(run_evo("context --stage 5 --operator best").exit_code, 1);
@@ -241,6 +243,19 @@ TEST(ContextCli, AStageWithItsOwnBenchSetsIsShownItsShapes) {
                                (source_root() / "results").string() + "'");
   ASSERT_EQ(prefill.exit_code, 0) << prefill.out;
   EXPECT_NE(json::parse(prefill.out)["i1"]["shapes"]["benchmark"], bench);
+}
+
+// The stage-9 variants call the shared primitives of variants/common/evo_split_kv.cuh (and the
+// evo_mma.cuh it includes): a generator is shown them, or it sees calls without their code.
+TEST(ContextCli, AStageSeesThePrimitivesItsVariantsInclude) {
+  const auto r = run_evo("context --stage 9 --task fp16-d128 --operator free --results-dir '" +
+                         (source_root() / "results").string() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const std::string abi = json::parse(r.out)["i1"].value("abi_header", "");
+  EXPECT_NE(abi.find("// ---- variants/common/evo_mma.cuh"), std::string::npos);
+  EXPECT_NE(abi.find("__device__ __forceinline__ void mma16816("), std::string::npos);
+  EXPECT_NE(abi.find("// ---- variants/common/evo_split_kv.cuh"), std::string::npos);
+  EXPECT_NE(abi.find("__device__ __forceinline__ void softmax_step("), std::string::npos);
 }
 
 }  // namespace

@@ -340,6 +340,9 @@ TEST(ResourceGate, RejectsSpillsAndOverCaps) {
 TEST(SourcePolicy, OnlyEvoHeaders) {
   SourcePolicy pol;
   EXPECT_FALSE(check_source("#include \"evo_attn.cuh\"\n#include <mma.h>\n", pol));
+  // The shared device primitives beside evo_attn.cuh (variants/common) are evo's too.
+  EXPECT_FALSE(check_source("#include \"evo_mma.cuh\"\n#include \"evo_split_kv.cuh\"\n", pol));
+  EXPECT_TRUE(check_source("#include \"evo_host_launch.h\"\n", pol)) << "host code is not for kernels";
   for (const char* bad :
        {"#include \"/etc/passwd\"\n", "#  include </etc/passwd>\n", "#define P \"/etc/passwd\"\n#include P\n",
         "%:include \"/etc/passwd\"\n", "#inc\\\nlude \"/etc/passwd\"\n", "#if __has_include(\"/etc/x\")\n#endif\n",

@@ -16,6 +16,7 @@
 }
 */
 #include "evo_attn.cuh"
+#include "evo_split_kv.cuh"  // split_tile, mask_keys, softmax_step, write_warp_partial, combine_and_store
 
 #ifndef BLOCK_M
 #define BLOCK_M 16
@@ -71,10 +72,6 @@ EVO_EXPORT_TMA(EVO_TMA(EVO_TMA_K, BLOCK_N, 64, EVO_TMA_SWIZZLE_128B, EVO_TMA_L2_
 
 namespace {
 
-__device__ __forceinline__ unsigned smem_u32(const void* ptr) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(ptr));
-}
-
 // ---- mbarriers (PTX ISA "Parallel Synchronization and Communication Instructions: mbarrier")
 __device__ __forceinline__ void mbar_init(unsigned bar, unsigned count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
@@ -109,53 +106,6 @@ __device__ __forceinline__ void tma_prefetch_map(const void* map) {
 // Named barrier of the consumer warps only (0 is __syncthreads).
 __device__ __forceinline__ void consumers_sync() { asm volatile("bar.sync 1, %0;\n" ::"n"(NWARPS * 32) : "memory"); }
 
-__device__ __forceinline__ void ldsm_x4(unsigned addr, unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
-               : "r"(addr));
-}
-__device__ __forceinline__ void ldsm_x4_t(unsigned addr, unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
-               : "r"(addr));
-}
-// D += A(16x16, row) * B(16x8, col), f32 accumulate.
-__device__ __forceinline__ void mma16816(float* d, const unsigned* a, unsigned b0, unsigned b1) {
-#if EVO_DTYPE == EVO_DTYPE_FP16
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-#else
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-#endif
-}
-__device__ __forceinline__ float fast_exp2(float x) {  // ex2.approx(-inf) = 0
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
-__device__ __forceinline__ unsigned pack2(float lo, float hi) {
-  evo_t2 v = evo2_from_float2(lo, hi);
-  return *reinterpret_cast<unsigned*>(&v);
-}
-
-// Four output elements (8 bytes: the row's stride and the column keep them aligned).
-__device__ __forceinline__ void store4(evo_out_t* dst, float4 acc, float inv) {
-  evo_out_t2* d2 = reinterpret_cast<evo_out_t2*>(dst);
-  d2[0] = evo_out2_from_float2(acc.x * inv, acc.y * inv);
-  d2[1] = evo_out2_from_float2(acc.z * inv, acc.w * inv);
-}
-
-// Where packed row `gr` of KV head hkv lives: query head and position.
-struct RowAt {
-  int head, pos;
-};
-__device__ __forceinline__ RowAt row_at(int gr, int group, int hkv) { return {hkv * group + gr % group, gr / group}; }
-
 }  // namespace
 
 // Two CTAs per SM (the split count assumes them) up to 4 consumer warps (the producer warp makes
@@ -185,25 +135,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, EVO_MIN_CTAS) evo_attn_fw
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int g = lane >> 2, t = lane & 3;
 
-  const int splits = p.num_splits > 1 ? p.num_splits : 1;
-  if (splits > KV_SPLITS) __trap();  // the host broke evo_launch.h's rule: the combine has room for KV_SPLITS
-  const int qtile = blockIdx.x / splits, split = blockIdx.x % splits;
-  const int hkv = blockIdx.y, b = blockIdx.z;
-  const int group = p.heads_q / p.heads_kv;
-  const int rows_total = group * p.seq_q;  // packed rows of this (batch, KV head)
-  const int r0 = qtile * BLOCK_M;
-  const int rows = min(BLOCK_M, rows_total - r0);
-  const int seq_kv = p.seq_kv;
-
-  // Keys this tile sees (top-left causal: up to its last position), in whole blocks per split.
-#if EVO_CAUSAL
-  const int kv_end = min(seq_kv, (r0 + rows - 1) / group + 1);
-#else
-  const int kv_end = seq_kv;
-#endif
-  const int nblk = (kv_end + BLOCK_N - 1) / BLOCK_N;
-  const int blk0 = int((long long)split * nblk / splits), blk1 = int((long long)(split + 1) * nblk / splits);
-  const int nb = blk1 - blk0;
+  const SplitTile tile = split_tile<BLOCK_M, BLOCK_N, KV_SPLITS>(p);
+  const int hkv = tile.hkv, b = tile.b, group = tile.group, r0 = tile.r0, rows = tile.rows;
+  const int blk0 = tile.blk0, nb = tile.nb, seq_kv = p.seq_kv;
 
   if (tid == 0) {
     for (int s = 0; s < STAGES; ++s) {
@@ -259,9 +193,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, EVO_MIN_CTAS) evo_attn_fw
     unsigned qf[MT][HD / 16][4];
     float o[MT][HD / 8][4];
     float m_run[MT][2], l_run[MT][2];
-#if EVO_CAUSAL
-    int pos[MT][2];  // query position of rows g and g + 8 of each m16 tile (the mask)
-#endif
+    int pos[MT][2];  // query position of rows g and g + 8 of each m16 tile (the causal mask)
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
@@ -304,65 +236,10 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, EVO_MIN_CTAS) evo_attn_fw
           }
         }
       // Mask keys past seq_kv (zero-filled by TMA) and, causal, past each row's position.
-#if EVO_CAUSAL
-      const bool need_mask = true;
-#else
-      const bool need_mask = n0 + WN > seq_kv;
-#endif
-      if (need_mask) {
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-          for (int j = 0; j < WN / 8; ++j)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-              const int key = n0 + j * 8 + 2 * t + (e & 1);
-              bool masked = key >= seq_kv;
-#if EVO_CAUSAL
-              masked = masked || key > pos[mt][e >> 1];
-#endif
-              if (masked) s[mt][j][e] = EVO_NEG_INF;
-            }
-      }
+      mask_keys(s, n0, seq_kv, t, pos);
       // Online softmax (log2 domain), O rescale, O += P V.
       unsigned pa[MT][WN / 16][4];
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt) {
-#pragma unroll
-        for (int hi = 0; hi < 2; ++hi) {
-          float mx = EVO_NEG_INF;
-#pragma unroll
-          for (int j = 0; j < WN / 8; ++j) mx = fmaxf(mx, fmaxf(s[mt][j][2 * hi], s[mt][j][2 * hi + 1]));
-          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-          const float m_new = fmaxf(m_run[mt][hi], mx * sl2);
-          const float m_use = m_new == EVO_NEG_INF ? 0.f : m_new;  // no key yet: keep -inf - -inf out
-          const float alpha = fast_exp2(m_run[mt][hi] - m_use);
-          m_run[mt][hi] = m_new;
-          float rs = 0.f;
-#pragma unroll
-          for (int j = 0; j < WN / 8; ++j) {
-            const float p0 = fast_exp2(fmaf(s[mt][j][2 * hi], sl2, -m_use));
-            const float p1 = fast_exp2(fmaf(s[mt][j][2 * hi + 1], sl2, -m_use));
-            s[mt][j][2 * hi] = p0;
-            s[mt][j][2 * hi + 1] = p1;
-            rs += p0 + p1;
-          }
-          l_run[mt][hi] = l_run[mt][hi] * alpha + rs;
-#pragma unroll
-          for (int d = 0; d < HD / 8; ++d) {
-            o[mt][d][2 * hi] *= alpha;
-            o[mt][d][2 * hi + 1] *= alpha;
-          }
-        }
-#pragma unroll
-        for (int kk = 0; kk < WN / 16; ++kk) {
-          pa[mt][kk][0] = pack2(s[mt][2 * kk][0], s[mt][2 * kk][1]);
-          pa[mt][kk][1] = pack2(s[mt][2 * kk][2], s[mt][2 * kk][3]);
-          pa[mt][kk][2] = pack2(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
-          pa[mt][kk][3] = pack2(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
-        }
-      }
+      softmax_step(s, o, m_run, l_run, pa, sl2);
       const unsigned sV_s = sV_u + stage * TILE_BYTES + warp * WN * 128 + rowV;
 #pragma unroll
       for (int kk = 0; kk < WN / 16; ++kk)
@@ -383,117 +260,11 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, EVO_MIN_CTAS) evo_attn_fw
     // Every box the producer issued has landed (each was waited for): once every consumer warp
     // is past its last ldmatrix, the ring becomes the warps' partials.
     consumers_sync();
-#pragma unroll
-    for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-      for (int hi = 0; hi < 2; ++hi) {
-        const int r = mt * 16 + g + hi * 8;
-        float l = l_run[mt][hi];
-        l += __shfl_xor_sync(0xffffffffu, l, 1);
-        l += __shfl_xor_sync(0xffffffffu, l, 2);
-        if (t == 0) {
-          sM[warp * BLOCK_M + r] = m_run[mt][hi];
-          sL[warp * BLOCK_M + r] = l;
-        }
-        float* orow = sO + (warp * BLOCK_M + r) * LDO + 2 * t;
-#pragma unroll
-        for (int d = 0; d < HD / 8; ++d)
-          *reinterpret_cast<float2*>(orow + d * 8) = make_float2(o[mt][d][2 * hi], o[mt][d][2 * hi + 1]);
-      }
+    write_warp_partial<MT, HD / 8, BLOCK_M, LDO>(sO, sM, sL, warp, g, t, m_run, l_run, o);
   }
   __syncthreads();  // the partials are in shared memory; every thread, the producer's too, combines
 
-  // The warps' partials combined per (row, 4 columns): O of the tile, or this split's partial.
-  const long long q_tiles = gridDim.x / splits;
-  const long long tile = ((long long)b * gridDim.y + hkv) * q_tiles + qtile;
-  const EvoWorkspace ws = evo_workspace_layout((long long)gridDim.z * gridDim.y * q_tiles, splits, BLOCK_M, HD);
-  unsigned char* wbase = static_cast<unsigned char*>(p.workspace);
-  float* w_ml = reinterpret_cast<float*>(wbase + ws.ml_offset) + (tile * splits) * BLOCK_M * 2;
-  float* w_o = reinterpret_cast<float*>(wbase + ws.o_offset) + (tile * splits) * BLOCK_M * HD;
-  constexpr int C4 = HD / 4;
-  for (int c = tid; c < rows * C4; c += NTHREADS) {
-    const int r = c / C4, col = (c % C4) * 4;
-    float mmax = EVO_NEG_INF;
-#pragma unroll
-    for (int w = 0; w < NWARPS; ++w) mmax = fmaxf(mmax, sM[w * BLOCK_M + r]);
-    float l = 0.f;
-    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-    if (mmax != EVO_NEG_INF) {
-#pragma unroll
-      for (int w = 0; w < NWARPS; ++w) {
-        const float f = fast_exp2(sM[w * BLOCK_M + r] - mmax);
-        const float4 x = *reinterpret_cast<const float4*>(sO + (w * BLOCK_M + r) * LDO + col);
-        l = fmaf(f, sL[w * BLOCK_M + r], l);
-        acc.x = fmaf(f, x.x, acc.x);
-        acc.y = fmaf(f, x.y, acc.y);
-        acc.z = fmaf(f, x.z, acc.z);
-        acc.w = fmaf(f, x.w, acc.w);
-      }
-    }
-    if (splits == 1) {
-      const float inv = l > 0.f ? 1.f / l : 0.f;
-      const RowAt at = row_at(r0 + r, group, hkv);
-      store4(evo_o_ptr(p, b, at.head) + (long long)at.pos * p.o_stride[2] + col, acc, inv);
-    } else {
-      *reinterpret_cast<float4*>(w_o + ((long long)split * BLOCK_M + r) * HD + col) = acc;
-      if (col == 0) {
-        w_ml[(split * BLOCK_M + r) * 2] = mmax;
-        w_ml[(split * BLOCK_M + r) * 2 + 1] = l;
-      }
-    }
-  }
-  if (splits == 1) return;
-
-  // The last split of the tile to finish combines them all, in split order.
-  __shared__ int last;
-  __threadfence();
-  __syncthreads();
-  int* counter = reinterpret_cast<int*>(wbase) + tile;
-  if (tid == 0) last = atomicAdd(counter, 1) == splits - 1;
-  __syncthreads();
-  if (!last) return;
-  __threadfence();
-  // Every split's (max, sum) of every row into shared memory at once (loads in flight together),
-  // then one warp per row turns them into weights exp2(m_s - M) / L with shuffle reductions.
-  float* sMs = sO;  // the warps' partials are consumed: [row][split] maxima, then weights
-  float* sLs = sO + BLOCK_M * KV_SPLITS;
-  for (int i = tid; i < rows * splits; i += NTHREADS) {
-    const int r = i / splits, s = i % splits;
-    const float2 ml = __ldcg(reinterpret_cast<const float2*>(w_ml + (s * BLOCK_M + r) * 2));
-    sMs[r * KV_SPLITS + s] = ml.x;
-    sLs[r * KV_SPLITS + s] = ml.y;
-  }
-  __syncthreads();
-  for (int r = warp; r < rows; r += NWARPS + 1) {
-    float mmax = EVO_NEG_INF;
-    for (int s = lane; s < splits; s += 32) mmax = fmaxf(mmax, sMs[r * KV_SPLITS + s]);
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1) mmax = fmaxf(mmax, __shfl_xor_sync(0xffffffffu, mmax, off));
-    float l = 0.f;
-    for (int s = lane; s < splits; s += 32) l = fmaf(fast_exp2(sMs[r * KV_SPLITS + s] - mmax), sLs[r * KV_SPLITS + s], l);
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1) l += __shfl_xor_sync(0xffffffffu, l, off);
-    const float inv = l > 0.f ? 1.f / l : 0.f;
-    __syncwarp();
-    for (int s = lane; s < splits; s += 32) sMs[r * KV_SPLITS + s] = fast_exp2(sMs[r * KV_SPLITS + s] - mmax) * inv;
-  }
-  __syncthreads();
-  for (int c = tid; c < rows * C4; c += NTHREADS) {
-    const int r = c / C4, col = (c % C4) * 4;
-    const float* wr = sMs + r * KV_SPLITS;
-    const float* src = w_o + (long long)r * HD + col;
-    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll 8
-    for (int s = 0; s < splits; ++s) {  // unrolled: eight independent loads in flight
-      const float f = wr[s];
-      const float4 x = __ldcg(reinterpret_cast<const float4*>(src + (long long)s * BLOCK_M * HD));
-      acc.x = fmaf(f, x.x, acc.x);
-      acc.y = fmaf(f, x.y, acc.y);
-      acc.z = fmaf(f, x.z, acc.z);
-      acc.w = fmaf(f, x.w, acc.w);
-    }
-    const RowAt at = row_at(r0 + r, group, hkv);
-    store4(evo_o_ptr(p, b, at.head) + (long long)at.pos * p.o_stride[2] + col, acc, 1.f);
-  }
-  if (tid == 0) *counter = 0;  // ready for the next launch on this workspace
+  // The warps' partials combined: O of the tile, or this split's partial and the last CTA's combine
+  // (every warp, the producer too, takes rows of it).
+  combine_and_store<BLOCK_M, HD, LDO, KV_SPLITS, NWARPS, NTHREADS, NWARPS + 1>(p, tile, sO, sM, sL, tid, warp, lane);
 }
