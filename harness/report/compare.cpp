@@ -302,7 +302,7 @@ CompareSection build_section(const std::string& gpu, const std::string& task, co
   const TaskFacts facts = task_facts(task);
   sec.ceiling_tflops = ceiling_tflops(gpu, facts.dtype);
   add_stage_rows(sec, population, runs, facts);
-  if (population) sec.regimes = regime_rows(population_json(*population));
+  if (population && population->regimes) sec.regimes = regime_rows(*population->regimes);
   add_regime_peers(sec.regimes, peers);
   add_peers(sec, peers, facts);
   add_ratios(sec, peers, facts, th.compare.confidence);

@@ -19,6 +19,8 @@
 
 namespace evo {
 
+struct RegimeTable;
+
 // Measured dense GEMM ceilings, one row per GPU (gpu_key), used for "share of the ceiling".
 // Add a GPU here only with figures measured on it (docs/compare-and-gate.md has the H200's).
 struct GpuCeiling {
@@ -150,8 +152,8 @@ struct CompareFilter {
 Comparison build_comparison(const CompareInput& input, const CompareFilter& filter,
                             const CompareThresholds& thresholds = {});
 
-// The regime rows of a population's "regimes" (none when it has none), and their Markdown.
-std::vector<RegimeRow> regime_rows(const nlohmann::json& population);
+// The regime rows of a population's regime table, and their Markdown.
+std::vector<RegimeRow> regime_rows(const RegimeTable& regimes);
 std::string regimes_markdown(const CompareSection& sec);
 nlohmann::json regimes_json(const CompareSection& sec);
 

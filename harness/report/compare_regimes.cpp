@@ -4,9 +4,10 @@
 
 #include <algorithm>
 
+#include "core/param_json.h"
 #include "report/compare.h"
 #include "report/compare_parts.h"
-#include "store/json_fields.h"
+#include "store/regimes.h"
 
 namespace evo {
 
@@ -15,13 +16,6 @@ using namespace compare_parts;
 
 namespace {
 
-const json* kernel_of(const json& regimes, const std::string& id) {
-  if (id.empty() || !regimes.contains("kernels") || !regimes["kernels"].is_array()) return nullptr;
-  for (const auto& k : regimes["kernels"])
-    if (string_or(k, "candidate_id") == id) return &k;
-  return nullptr;
-}
-
 std::string params_text(const json& params) {
   std::string s;
   if (params.is_object())
@@ -29,25 +23,22 @@ std::string params_text(const json& params) {
   return s;
 }
 
-RegimeRow regime_row(const json& regimes, const json& r) {
+RegimeRow regime_row(const RegimeTable& regimes, const RegimeChoice& r) {
   RegimeRow row;
-  row.regime = string_or(r, "regime");
-  row.condition = string_or(r, "condition");
-  row.choice = string_or(r, "choice");
-  if (r.contains("shapes") && r["shapes"].is_array())
-    for (const auto& s : r["shapes"])
-      if (s.is_string()) row.shapes.push_back(s);
-  if (const json* k = kernel_of(regimes, string_or(r, "kernel"))) {
-    if ((*k).contains("stage") && (*k)["stage"].is_number_integer()) row.stage = (*k)["stage"].get<int>();
-    row.variant = string_or(*k, "variant");
-    row.params = params_text((*k).contains("params") ? (*k)["params"] : json());
-    if ((*k).contains("timing") && (*k)["timing"].is_array())
-      for (const auto& t : (*k)["timing"])
-        if (const auto us = finite_number(t, "median_us"); us && *us > 0) row.kernel_us[string_or(t, "shape")] = *us;
+  row.regime = regime_name(r.regime);
+  row.condition = r.condition;
+  row.choice = r.choice;
+  row.shapes = r.shapes;
+  if (const RegimeKernel* k = r.kernel ? regimes.kernel(*r.kernel) : nullptr) {
+    row.stage = k->stage;
+    row.variant = k->variant;
+    row.params = params_text(params_json(k->params));
+    for (const RegimeKernelTime& t : k->timing)
+      if (t.median_us > 0) row.kernel_us[t.shape] = t.median_us;
   }
-  row.geomean_us = finite_number(r, "geomean_median_us");
-  row.fastest_us = finite_number(r, "fastest_geomean_median_us");
-  row.default_us = finite_number(r, "default_geomean_median_us");
+  row.geomean_us = r.geomean_median_us;
+  row.fastest_us = r.fastest_geomean_median_us;
+  row.default_us = r.default_geomean_median_us;
   return row;
 }
 
@@ -59,12 +50,9 @@ std::string cell_text(const std::string& s) {
 
 }  // namespace
 
-std::vector<RegimeRow> regime_rows(const json& population) {
+std::vector<RegimeRow> regime_rows(const RegimeTable& regimes) {
   std::vector<RegimeRow> rows;
-  const json regimes = object_or_null(population, "regimes");
-  if (!regimes.is_object() || !regimes.contains("table") || !regimes["table"].is_array()) return rows;
-  for (const auto& r : regimes["table"])
-    if (r.is_object()) rows.push_back(regime_row(regimes, r));
+  for (const RegimeChoice& r : regimes.table) rows.push_back(regime_row(regimes, r));
   return rows;
 }
 
