@@ -135,21 +135,6 @@ std::set<std::string> deep_gated(const std::vector<Record>& records) {
   return out;
 }
 
-// The task's default kernel: as Population::fastest_elite, over each stage's best deep-gated elite.
-const Elite* fastest_deep_gated(const Population& pop, const std::set<std::string>& deep) {
-  std::map<std::string, const Elite*> firsts;  // in the file's key order, as fastest_elite
-  for (const auto& [stage, elites] : pop.stages)
-    for (const Elite& e : elites)
-      if (deep.count(pop.gpu + "|" + candidate_identity(e.variant, e.params, pop.task, e.source_sha256.value_or("")))) {
-        firsts[std::to_string(stage)] = &e;
-        break;
-      }
-  const Elite* best = nullptr;
-  for (const auto& [key, e] : firsts)
-    if (e->fitness_us() > 0 && (!best || e->fitness_us() < best->fitness_us())) best = e;
-  return best;
-}
-
 // Ranked by fitness: median geomean, then p90 geomean, then candidate id.
 bool fitter(const Record* a, const Record* b) {
   const double ma = *a->fitness->geomean_median_us, mb = *b->fitness->geomean_median_us;
@@ -200,8 +185,15 @@ std::map<std::string, Population> derive_populations(const std::vector<json>& re
     }
     // Key "<gpu>/<task>" for the default benchmark, "<gpu>/<task>@<benchmark>" otherwise.
     const bool standard = *pop.benchmark == "default";
-    // The per-regime elites (store/regimes.h) over every benchmark set's records of the task.
-    if (standard) pop.regimes = derive_regimes(admitted[gt.substr(0, slash2)], fastest_deep_gated(pop, deep), pop.task);
+    // The per-regime elites (store/regimes.h) over every benchmark set's records of the task; the
+    // default kernel, too, only among what passed the deep tier.
+    if (standard) {
+      const Elite* default_kernel = pop.fastest_elite([&](const Elite& e) {
+        return deep.count(pop.gpu + "|" +
+                          candidate_identity(e.variant, e.params, pop.task, e.source_sha256.value_or("")));
+      });
+      pop.regimes = derive_regimes(admitted[gt.substr(0, slash2)], default_kernel, pop.task);
+    }
     out[gt.substr(0, slash2) + (standard ? "" : "@" + *pop.benchmark)] = std::move(pop);
   }
   return out;
@@ -233,11 +225,14 @@ std::vector<Elite> stage_elites(const Population& population, int stage) {
   return it == population.stages.end() ? std::vector<Elite>{} : it->second;
 }
 
-const Elite* Population::fastest_elite() const {
+const Elite* Population::fastest_elite(const std::function<bool(const Elite&)>& eligible) const {
   // In the order of the file's keys ("10" before "2"): the first of equal fitnesses wins.
   std::map<std::string, const Elite*> firsts;
-  for (const auto& [stage, elites] : stages)
-    if (!elites.empty()) firsts[std::to_string(stage)] = &elites.front();
+  for (const auto& [stage, elites] : stages) {
+    const auto it =
+        std::find_if(elites.begin(), elites.end(), [&](const Elite& e) { return !eligible || eligible(e); });
+    if (it != elites.end()) firsts[std::to_string(stage)] = &*it;
+  }
   const Elite* best = nullptr;
   for (const auto& [key, e] : firsts) {
     const double f = e->fitness_us();

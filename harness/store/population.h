@@ -4,6 +4,7 @@
 // writes with the file and the field named (store/strict_fields.h).
 #pragma once
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -54,8 +55,9 @@ struct Population {
   std::optional<RegimeTable> regimes;        // the default benchmark's file only
   nlohmann::json extra = nlohmann::json::object();
 
-  // The fastest rank-1 elite over the stages (the task's default kernel), or nullptr.
-  const Elite* fastest_elite() const;
+  // The fastest of each stage's best elite over the stages, or nullptr; with `eligible`, of each
+  // stage's best eligible one (the task's default kernel: its best deep-gated elite).
+  const Elite* fastest_elite(const std::function<bool(const Elite&)>& eligible = nullptr) const;
 };
 
 // Derives every population present in the records: key "<gpu_key>/<task>" (default benchmark)
