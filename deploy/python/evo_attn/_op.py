@@ -29,11 +29,11 @@ def set_fallback(enabled):
     _fallback = bool(enabled)
 
 
-def _warn_once(reason):
+def _warn_once(reason, stacklevel=3):
     if reason not in _warned:
         _warned.add(reason)
         warnings.warn("%s; falling back to torch.nn.functional.scaled_dot_product_attention" % reason,
-                      stacklevel=3)
+                      stacklevel=stacklevel)
 
 
 def _check(q, k, v, attn_mask=None, dropout_p=0.0):
@@ -87,6 +87,16 @@ def _sdpa(q, k, v, is_causal, scale, descales):
     return _SDPA(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=q.size(1) != k.size(1))
 
 
+def _sdpa_fallback(reason, q, k, v, is_causal, scale, descales):
+    """SDPA for a call the package refused (`reason`), with the warning, into an output laid out as
+    the op's would be."""
+    _warn_once(reason, stacklevel=4)  # as from attention itself: its caller
+    result = _sdpa(q, k, v, is_causal, scale, descales)
+    out = _empty_out(q) if q.dim() == 4 else torch.empty_like(result)
+    out.copy_(result)
+    return out
+
+
 def _load_cpp_op():
     """libevo_attn_torch (torch/evo_attn_op.cpp of the package), the op in C++, when CMake built it
     beside libevo_attn (PyTorch found at build time). EVO_ATTN_PYTHON_OP=1 keeps the Python op."""
@@ -118,11 +128,7 @@ if CPP_OP:
                                            fallback and not eager_fallback)
         except ValueError as e:
             if eager_fallback:
-                _warn_once(str(e))
-                result = _sdpa(q, k, v, is_causal, scale, (q_descale, k_descale, v_descale))
-                out = _empty_out(q) if q.dim() == 4 else torch.empty_like(result)
-                out.copy_(result)
-                return out
+                return _sdpa_fallback(str(e), q, k, v, is_causal, scale, (q_descale, k_descale, v_descale))
             if isinstance(e, Unsupported):
                 raise
             raise Unsupported(str(e)) from None
@@ -150,11 +156,7 @@ else:
         except Unsupported as e:
             if not fallback:
                 raise
-            _warn_once(str(e))
-            result = _sdpa(q, k, v, is_causal, scale, descales)
-            out = _empty_out(q) if q.dim() == 4 else torch.empty_like(result)
-            out.copy_(result)
-            return out
+            return _sdpa_fallback(str(e), q, k, v, is_causal, scale, descales)
 
 
     _register_fake = attention.register_fake
