@@ -49,9 +49,9 @@ float fill_e4m3(const Support& sup, const TensorDesc& d, unsigned seed, unsigned
 }
 
 void dump_inputs(const Problem& p, const std::string& out_path) {
-  write_file_atomic(out_path + ".q", p.logical(p.q.read(), p.dq, p.in_elem, p.offsets[0]));
-  write_file_atomic(out_path + ".k", p.logical(p.k.read(), p.dk, p.in_elem, p.offsets[1]));
-  write_file_atomic(out_path + ".v", p.logical(p.v.read(), p.dv, p.in_elem, p.offsets[2]));
+  write_file_atomic(out_path + ".q", p.logical(Problem::Tensor::q));
+  write_file_atomic(out_path + ".k", p.logical(Problem::Tensor::k));
+  write_file_atomic(out_path + ".v", p.logical(Problem::Tensor::v));
   write_file_atomic(out_path + ".descale", std::string(reinterpret_cast<const char*>(p.descale), sizeof(p.descale)));
 }
 

@@ -231,8 +231,22 @@ struct Problem {
            workspace.guards_intact();
   }
 
-  // Host copy of a tensor in logical BHSD order (the layout-independent form both sides use).
-  std::string logical(const std::string& raw, const TensorDesc& d, int elem_size, int64_t offset = 0) const {
+  // Host copy of one tensor's elements in logical BHSD order (the layout-independent form both
+  // sides use): its view's offset and strides applied, so neither a view's lead nor padding
+  // between rows ever reaches a check. One entry point per tensor, so no caller can forget the
+  // offset (a sanitized deep case once read O from its buffer's start).
+  enum class Tensor { q, k, v, o };
+  std::string logical(Tensor t) const {
+    switch (t) {
+      case Tensor::q: return logical_copy(q.read(), dq, in_elem, offsets[0]);
+      case Tensor::k: return logical_copy(k.read(), dk, in_elem, offsets[1]);
+      case Tensor::v: return logical_copy(v.read(), dv, in_elem, offsets[2]);
+      case Tensor::o: break;
+    }
+    return logical_copy(o.read(), dout, elem, offsets[3]);
+  }
+
+  static std::string logical_copy(const std::string& raw, const TensorDesc& d, int elem_size, int64_t offset) {
     std::string out(size_t(d.batch) * d.heads * d.seq * d.dim * elem_size, '\0');
     size_t row = size_t(d.dim) * elem_size, pos = 0;
     for (int b = 0; b < d.batch; ++b)

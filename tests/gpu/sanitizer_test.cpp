@@ -177,5 +177,31 @@ TEST(Sanitizer, WouldBeElitesRunUnderComputeSanitizerAndAReportKeepsThemOut) {
   }
 }
 
+// The deep tier's layouts under the tools: an honest stage-7 elite (TMA, warp specialized) with
+// `--sanitize` and the deep tier on (its default) runs the covering array's smallest case of each
+// (layout, padding) kind under every tool and passes; its output is read through each view's
+// offset and strides. (The first H200 run read a padded O from its buffer's start, so every
+// honest kernel failed there: stage 3, 6 and 7 alike.)
+TEST(Sanitizer, AnHonestElitePassesTheDeepTiersLayoutsUnderEveryTool) {
+  EVO_REQUIRE_GPU();
+  if (!find_compute_sanitizer()) GTEST_SKIP() << "compute-sanitizer not found (PATH, CUDA_HOME, /usr/local/cuda/bin)";
+  const fs::path dir = scratch_dir("sanitizer-deep");
+  const CliResult r = run_evo(fmt::format(
+      "run --stage 7 --task fp16-d64 --budget 1 --sanitize --gate-seed 2025 --results-dir {} --populations-dir {}",
+      quoted(dir / "results"), quoted(dir / "populations")));
+  ASSERT_EQ(r.exit_code, 0) << tail(r.out);
+  const RecordSet rs = read_records(dir / "results");
+  ASSERT_TRUE(rs.problems.empty()) << rs.problems.front();
+  ASSERT_EQ(rs.records.size(), 1u) << tail(r.out);
+  const json& rec = rs.records.front();
+  EXPECT_EQ(rec["outcome"], "ok") << rec["reason"];
+  const json& san = rec["gates"]["sanitizer"];
+  ASSERT_TRUE(san.is_object()) << "a would-be elite runs under the sanitizer: " << rec.dump(1).substr(0, 3000);
+  EXPECT_TRUE(san["pass"].get<bool>()) << san.dump(1).substr(0, 3000);
+  size_t deep = 0;
+  for (const auto& c : san["cases"]) deep += c.get<std::string>().rfind("sanitize/deep/", 0) == 0;
+  EXPECT_GE(deep, 3u) << "the deep tier's layouts must be among the sanitized cases: " << san["cases"].dump();
+}
+
 }  // namespace
 }  // namespace evo::test
