@@ -377,6 +377,23 @@ TEST(Dataset, BadFilesAreUsageErrorsNamingTheField) {
   EXPECT_NE(why.find("\"configs\""), std::string::npos) << why;
 }
 
+TEST(DatasetCli, UpgradeTakesASchemaOneFileAndOneSourceOfRecords) {
+  const std::string out = shell_quote(std::filesystem::temp_directory_path() / "evo-upgrade-test.json");
+  const CliResult neither = run_evo("dataset --out " + out);
+  EXPECT_EQ(neither.exit_code, 1) << neither.out;
+  EXPECT_NE(neither.out.find("give --run RUN or --upgrade FILE"), std::string::npos) << neither.out;
+  const std::string v2 = shell_quote(source_root() / "results/datasets/nvidia-h200-stage9-fp16-d64.json");
+  const CliResult again =
+      run_evo("dataset --upgrade " + v2 + " --results-dir " + shell_quote(source_root() / "results") + " --out " + out);
+  EXPECT_EQ(again.exit_code, 1) << again.out;
+  EXPECT_NE(again.out.find("schema 2, not 1"), std::string::npos) << again.out;
+  const CliResult v1 = run_evo("dataset --upgrade " + shell_quote(fixture()) + " --results-dir " +
+                               shell_quote(source_root() / "tests/fixtures/datasets") + " --out " + out);
+  EXPECT_EQ(v1.exit_code, 0) << v1.out;
+  EXPECT_NE(v1.out.find("0 of them with the deep tier"), std::string::npos) << v1.out;
+  EXPECT_EQ(read_dataset(std::filesystem::temp_directory_path() / "evo-upgrade-test.json").schema, kDatasetSchema);
+}
+
 TEST(AblateCli, PrintsTheSectionAndRejectsBadFlags) {
   const CliResult ok =
       run_evo("ablate " + shell_quote(fixture()) + " --seeds 1,2 --budgets 25,50 --strategies random,builtin");
