@@ -147,8 +147,10 @@ AblationResult run_ablation(const Dataset& d, const std::string& name, const Obj
   r.gpu = d.gpu, r.task = d.task, r.run = d.run, r.stage = d.stage;
   r.configs = d.configs.size();
   for (const auto& sv : dom.space()) r.feasible += sv.feasible_configs();
-  std::vector<double> screens;
+  std::vector<double> screens, deep;
   for (const auto& c : d.configs) {
+    for (const auto* e : {&c.screen, &c.full})
+      if (*e && (*e)->deep_gate_s > 0) deep.push_back((*e)->deep_gate_s);
     if (c.screen) ++r.screened, screens.push_back(c.screen->gpu_s);
     if (c.full) ++r.full;
     if (c.full && c.screen && dom.value(*c.full) > 0 && dom.value(*c.screen) > 0) ++r.ratios;
@@ -156,6 +158,8 @@ AblationResult run_ablation(const Dataset& d, const std::string& name, const Obj
   }
   r.screen_cost = median(screens);
   r.full_cost = dom.full_cost();
+  r.deep_gated = deep.size();
+  r.deep_gate_s = deep.empty() ? 0 : median(deep);
   r.objective = objective;
   r.optimum = dom.optimum();
   if (dom.optimum_config()) r.optimum_params = params_text(dom.optimum_config()->params);

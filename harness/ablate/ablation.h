@@ -73,6 +73,9 @@ struct AblationResult {
   size_t unmeasured = 0;                  // allowed, never measured (the ground-truth run ran out of time)
   size_t ratios = 0;                      // configurations measured both ways (the screen noise drawn from)
   double screen_cost = 0, full_cost = 0;  // median GPU-s per evaluation
+  // Evaluations of the measuring run that paid the deep tier (left out of their cost), and its median.
+  size_t deep_gated = 0;
+  double deep_gate_s = 0;
   Objective objective;
   std::string why_objective;         // how it was chosen
   std::optional<uint64_t> permuted;  // the seed of the permuted-landscape control, when it is one

@@ -49,6 +49,8 @@ json header_json(const AblationResult& r) {
           {"ratios", r.ratios},
           {"screen_cost", r.screen_cost},
           {"full_cost", r.full_cost},
+          {"deep_gated", r.deep_gated},
+          {"deep_gate_s", r.deep_gate_s},
           {"optimum", r.optimum},
           {"optimum_params", r.optimum_params}};
 }
@@ -65,6 +67,7 @@ AblationResult result_from(const json& j, const std::string& name, const Ablatio
   r.screened = j.at("screened").get<size_t>(), r.full = j.at("full").get<size_t>();
   r.unmeasured = j.at("unmeasured").get<size_t>(), r.ratios = j.at("ratios").get<size_t>();
   r.screen_cost = j.at("screen_cost").get<double>(), r.full_cost = j.at("full_cost").get<double>();
+  r.deep_gated = j.at("deep_gated").get<size_t>(), r.deep_gate_s = j.at("deep_gate_s").get<double>();
   r.optimum = j.at("optimum").get<double>(), r.optimum_params = j.at("optimum_params").get<std::string>();
   r.spec = spec;
   r.spec.strategies.clear();

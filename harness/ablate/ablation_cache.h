@@ -22,14 +22,14 @@
 
 namespace evo {
 
-inline constexpr int kAblationCacheSchema = 1;
+inline constexpr int kAblationCacheSchema = 2;  // 2: deep_gated, deep_gate_s
 
 // Bump when a change of code alters what a simulation returns for the same dataset and seeds: a
 // strategy or the surrogate (search/), the promotion rule, the replay or hang pricing
 // (ablate/simulate.*), the permuted control, the hard-domain choice, section_ablations.
 // AblationCache.CommittedCacheIsWhatTheSimulatorSays re-simulates a sample of the committed
 // cache's runs and fails when this was not bumped.
-inline constexpr int kSimulationVersion = 2;  // 2: a one-off cost priced at the median (simulate.h)
+inline constexpr int kSimulationVersion = 3;  // 3: no one-off repricing; the deep tier left out (simulate.h)
 
 // The key of a cache of the dataset whose file holds `dataset_file_bytes`, simulated with `spec`
 // (its hang_limits included).

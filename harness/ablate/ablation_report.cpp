@@ -125,6 +125,11 @@ std::string render_ablation_markdown(const AblationResult& r) {
       "(median {:.2f} GPU-s), {} evaluated in full (median {:.2f} GPU-s). Optimum {:.2f} µs ({}).",
       r.gpu, r.task, r.stage, r.run, r.configs, r.feasible, r.screened, r.screen_cost, r.full, r.full_cost, r.optimum,
       r.optimum_params);
+  if (r.deep_gated > 0)
+    md += fmt::format(
+        " The deep tier is left out of every strategy's cost: {} evaluations of the measuring run paid it (median "
+        "{:.1f} GPU-s), on entering its top 3; a real run pays it for each entry into its own.",
+        r.deep_gated, r.deep_gate_s);
   if (r.unmeasured > 0)
     md += fmt::format(
         " {} allowed configurations were never measured: a strategy that proposes one is told `unmeasured` at no "

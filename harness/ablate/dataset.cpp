@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "core/errors.h"
 #include "core/paths.h"
 #include "core/sha256.h"
@@ -19,12 +21,15 @@ json eval_json(const std::optional<DatasetEval>& e) {
   if (!e) return nullptr;
   json shapes = json::object();
   for (const auto& [s, us] : e->shapes_us) shapes[s] = us;
-  return {{"outcome", e->outcome}, {"reason", e->reason}, {"fitness_us", e->fitness_us},
-          {"shapes_us", shapes},   {"gpu_s", e->gpu_s},   {"candidate_id", e->candidate_id}};
+  return {
+      {"outcome", e->outcome}, {"reason", e->reason},           {"fitness_us", e->fitness_us},    {"shapes_us", shapes},
+      {"gpu_s", e->gpu_s},     {"deep_gate_s", e->deep_gate_s}, {"candidate_id", e->candidate_id}};
 }
 
-DatasetEval eval_from(const json& j) {
+// Schema 1 has no deep_gate_s: its gpu_s holds the deep tier where one ran.
+DatasetEval eval_from(const json& j, int schema) {
   DatasetEval e;
+  if (schema >= 2) e.deep_gate_s = j.at("deep_gate_s").get<double>();
   e.outcome = j.at("outcome").get<std::string>();
   e.reason = j.at("reason").get<std::string>();
   e.fitness_us = j.at("fitness_us").get<double>();
@@ -37,16 +42,22 @@ DatasetEval eval_from(const json& j) {
 // What the run spent and found, for a reader (not read back).
 json summary(const Dataset& d) {
   std::map<std::string, int> outcomes;
-  double screen_s = 0, full_s = 0;
-  int screens = 0, fulls = 0;
+  double screen_s = 0, full_s = 0, deep_s = 0;
+  int screens = 0, fulls = 0, deep = 0;
   for (const auto& c : d.configs) {
     ++outcomes[c.outcome];
     if (c.screen) screen_s += c.screen->gpu_s, ++screens;
     if (c.full) full_s += c.full->gpu_s, ++fulls;
+    for (const auto* e : {&c.screen, &c.full})
+      if (*e && (*e)->deep_gate_s > 0) deep_s += (*e)->deep_gate_s, ++deep;
   }
   return {{"configs", d.configs.size()}, {"outcomes", outcomes}, {"screened", screens},
-          {"screen_gpu_s", screen_s},    {"full", fulls},        {"full_gpu_s", full_s}};
+          {"screen_gpu_s", screen_s},    {"full", fulls},        {"full_gpu_s", full_s},
+          {"deep_gated", deep},          {"deep_gate_s", deep_s}};
 }
+
+// The deep tier of a record (phases.deep_gate_s), 0 when it did not run.
+double deep_gate_s(const Record& r) { return r.phases ? r.phases->deep_gate_s.value_or(0) : 0; }
 
 DatasetEval eval_of(const Record& r) {
   DatasetEval e;
@@ -56,7 +67,8 @@ DatasetEval eval_of(const Record& r) {
   if (r.timing)
     for (const auto& t : *r.timing)
       if (t.median_us) e.shapes_us[t.shape.value_or("")] = *t.median_us;
-  e.gpu_s = r.gpu_seconds.value_or(0);
+  e.deep_gate_s = deep_gate_s(r);
+  e.gpu_s = r.gpu_seconds.value_or(0) - e.deep_gate_s;  // gpu_seconds includes the deep tier
   e.candidate_id = r.candidate_id;
   return e;
 }
@@ -140,10 +152,9 @@ json to_json(const Dataset& d) {
                        {"screen", eval_json(c.screen)},
                        {"full", eval_json(c.full)}});
   }
-  return {{"kind", "evo-dataset"}, {"schema", kDatasetSchema}, {"gpu", d.gpu},
-          {"task", d.task},        {"stage", d.stage},         {"run", d.run},
-          {"shapes", d.shapes},    {"summary", summary(d)},    {"variants", variants},
-          {"header", d.header},    {"configs", configs}};
+  return {{"kind", "evo-dataset"}, {"schema", d.schema}, {"gpu", d.gpu},       {"task", d.task},
+          {"stage", d.stage},      {"run", d.run},       {"shapes", d.shapes}, {"summary", summary(d)},
+          {"variants", variants},  {"header", d.header}, {"configs", configs}};
 }
 
 std::string dataset_text(const Dataset& d) {
@@ -168,8 +179,9 @@ Dataset dataset_from_json(const json& j, const std::string& origin) {
   Dataset d;
   std::string field = "kind";
   try {
-    if (j.at("kind") != "evo-dataset" || j.at(field = "schema").get<int>() != kDatasetSchema)
-      throw usage_error(fmt::format("{}: not an evo dataset of schema {}", origin, kDatasetSchema));
+    if (j.at("kind") != "evo-dataset" || (d.schema = j.at(field = "schema").get<int>()) < 1 ||
+        d.schema > kDatasetSchema)
+      throw usage_error(fmt::format("{}: not an evo dataset of schema 1 to {}", origin, kDatasetSchema));
     d.gpu = j.at(field = "gpu").get<std::string>();
     d.task = j.at(field = "task").get<std::string>();
     d.stage = j.at(field = "stage").get<int>();
@@ -187,8 +199,8 @@ Dataset dataset_from_json(const json& j, const std::string& origin) {
       for (const auto& v : d.variants)  // the variant's order
         if (v.id == dc.variant)
           for (const auto& t : v.tunables) dc.params.emplace_back(t.name, c.at("params").at(t.name).get<long>());
-      if (!c.at("screen").is_null()) dc.screen = eval_from(c["screen"]);
-      if (!c.at("full").is_null()) dc.full = eval_from(c["full"]);
+      if (!c.at("screen").is_null()) dc.screen = eval_from(c["screen"], d.schema);
+      if (!c.at("full").is_null()) dc.full = eval_from(c["full"], d.schema);
       d.configs.push_back(std::move(dc));
     }
   } catch (const json::exception& e) {
@@ -209,7 +221,7 @@ Dataset build_dataset(const std::vector<json>& records, const std::string& run, 
                       const Stage& stage) {
   const std::vector<Record> typed = typed_records(records);
   const auto mine = run_records(typed, run);
-  Dataset d{mine.front()->gpu_key(), mine.front()->task, run, stage.number, "", {}, {}, {}};
+  Dataset d{mine.front()->gpu_key(), mine.front()->task, run, stage.number, "", {}, {}, {}, kDatasetSchema};
   d.header = read_file(root / "variants" / "common" / "evo_attn.cuh");
   std::map<std::string, std::vector<const Record*>> by_config;
   for (const Record* r : mine) {
@@ -234,6 +246,37 @@ Dataset build_dataset(const std::vector<json>& records, const std::string& run, 
     }
   }
   return d;
+}
+
+DatasetUpgrade upgrade_dataset(Dataset& d, const std::vector<json>& records) {
+  if (d.schema != 1) throw usage_error(fmt::format("--upgrade: the dataset is of schema {}, not 1", d.schema));
+  const std::vector<Record> typed = typed_records(records);
+  std::map<std::pair<std::string, std::string>, const Record*> by;  // (candidate, phase) -> the first record
+  for (const auto& r : typed)
+    if (r.kind == "run" && evolve_run(r) == d.run)
+      if (const auto entry = evolve_entry(r)) by.emplace(std::make_pair(r.candidate_id, entry->phase), &r);
+  DatasetUpgrade u;
+  for (auto& c : d.configs)
+    for (auto [e, phase] : {std::make_pair(&c.screen, "screen"), std::make_pair(&c.full, "full")}) {
+      if (!*e) continue;
+      auto it = by.find({(*e)->candidate_id, phase});
+      if (it == by.end()) {
+        ++u.unmatched;
+        continue;
+      }
+      const Record& r = *it->second;
+      if (std::abs(r.gpu_seconds.value_or(0) - (*e)->gpu_s) > 1e-9)
+        throw usage_error(
+            fmt::format("--upgrade: the record of {} ({}) cost {} GPU-s, the dataset says {}: not "
+                        "the records of run {}",
+                        r.candidate_id, phase, r.gpu_seconds.value_or(0), (*e)->gpu_s, d.run));
+      ++u.matched;
+      (*e)->deep_gate_s = deep_gate_s(r);
+      (*e)->gpu_s -= (*e)->deep_gate_s;
+      if ((*e)->deep_gate_s > 0) ++u.deep_gated, u.deep_gate_s += (*e)->deep_gate_s;
+    }
+  d.schema = kDatasetSchema;
+  return u;
 }
 
 }  // namespace evo

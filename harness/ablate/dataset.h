@@ -16,15 +16,21 @@
 
 namespace evo {
 
-inline constexpr int kDatasetSchema = 1;
+// 2: gpu_s without the deep tier, which is kept apart as deep_gate_s. A schema-1 file still reads:
+// its gpu_s is the record's gpu_seconds, the deep tier included where one ran (deep_gate_s reads
+// 0), until upgrade_dataset splits it with the run's records.
+inline constexpr int kDatasetSchema = 2;
 
 // One evaluation of a configuration at one fidelity.
 struct DatasetEval {
   std::string outcome, reason;              // ok, correctness, timeout, ...
   double fitness_us = 0;                    // geomean of the shapes' medians; 0: none
   std::map<std::string, double> shapes_us;  // benchmark shape -> median µs
+  // What the evaluation cost a strategy: the record's gpu_seconds less the deep tier, a cost of
+  // the measuring run's top 3 (a would-be elite pays it on entering), not of the configuration.
   double gpu_s = 0;
   std::string candidate_id;
+  double deep_gate_s = 0;  // phases.deep_gate_s of the record; 0: the deep tier did not run
 };
 
 struct DatasetConfig {
@@ -48,6 +54,7 @@ struct Dataset {
   std::vector<DatasetVariant> variants;
   std::vector<std::string> shapes;  // benchmark shapes, in the plan's order
   std::vector<DatasetConfig> configs;
+  int schema = kDatasetSchema;  // as read: 1 leaves the deep tier inside gpu_s
 };
 
 nlohmann::json to_json(const Dataset& d);
@@ -68,5 +75,18 @@ Dataset permuted(const Dataset& d, uint64_t seed);
 // changed since (its sha256 differs from the records').
 Dataset build_dataset(const std::vector<nlohmann::json>& records, const std::string& run,
                       const std::filesystem::path& root, const Stage& stage);
+
+// What upgrade_dataset did: evaluations matched to a record of the dataset's run (same candidate
+// and phase), those whose deep tier it moved out of gpu_s, the seconds moved, and the evaluations
+// no record matched (read as without a deep tier).
+struct DatasetUpgrade {
+  size_t matched = 0, deep_gated = 0, unmatched = 0;
+  double deep_gate_s = 0;
+};
+// A schema-1 dataset as schema 2, with whatever records of its run survive (`evo dataset
+// --upgrade`): each evaluation a record matches gets that record's phases.deep_gate_s taken out of
+// gpu_s. A usage error when the dataset is not of schema 1 or a matched record's gpu_seconds is
+// not the evaluation's gpu_s (not the run it was built from).
+DatasetUpgrade upgrade_dataset(Dataset& d, const std::vector<nlohmann::json>& records);
 
 }  // namespace evo

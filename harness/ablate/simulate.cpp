@@ -33,20 +33,17 @@ SimDomain::SimDomain(const Dataset& d, Objective objective, std::optional<HangLi
     }));
     variants_.push_back(std::move(v));
   }
-  std::vector<double> costs, screen_costs, ratios;
+  std::vector<double> costs, ratios;
   for (const auto& c : d.configs) {
     for (const auto& v : variants_)
       if (v->id == c.variant) by_key_[config_key(*v, c.params)] = &c;
     if (c.full && c.full->outcome == "ok") costs.push_back(c.full->gpu_s);
-    if (c.screen && c.screen->outcome == "ok") screen_costs.push_back(c.screen->gpu_s);
     if (c.full && c.screen && value(*c.full) > 0 && value(*c.screen) > 0)
       ratios.push_back(value(*c.full) / value(*c.screen));
   }
   if (costs.empty()) throw usage_error("the dataset has no full evaluation: nothing to price one with");
   std::sort(costs.begin(), costs.end());
   full_cost_ = costs[costs.size() / 2];
-  std::sort(screen_costs.begin(), screen_costs.end());
-  screen_cost_ = screen_costs.empty() ? 0 : screen_costs[screen_costs.size() / 2];
   std::sort(ratios.begin(), ratios.end());
   ratios_ = ratios;
   const ScreenCalibration cal = calibrate_screens(std::move(ratios));
@@ -91,8 +88,6 @@ double SimDomain::cost(const DatasetEval& e, bool full) const {
   // The watchdog's words (run/worker_client.cpp): "no progress for 10 s during gate <case>: ...".
   static const std::regex hang(R"(no progress for ([0-9.eE+-]+) s during (\w+))");
   std::smatch m;
-  const double typical = full ? full_cost_ : screen_cost_;
-  if (e.outcome == "ok" && typical > 0 && e.gpu_s > kOneOffFactor * typical) return typical;
   if (!limits_ || e.outcome != "timeout" || !std::regex_search(e.reason, m, hang)) return e.gpu_s;
   const Limits& l = full ? limits_->full : limits_->screen;
   const std::string phase = m[2];

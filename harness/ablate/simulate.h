@@ -8,12 +8,11 @@
 // fewer samples) times a full/screen ratio drawn from the configurations measured both ways
 // (seeded by the run's seed and the configuration, so every strategy of one seed meets the same
 // landscape), at the median GPU-seconds of the dataset's full evaluations; each such answer is
-// counted (`replayed`) so a report can say how often that happened. An evaluation that went well
-// but cost more than kOneOffFactor times its fidelity's median paid a one-off of the measuring run
-// (the stage-9 datasets' first full evaluations, ~31 GPU-s against ~1.1: the deep tier, ~30 s,
-// that a would-be elite of the measuring run paid, phases.deep_gate_s), not a price of its
-// configuration: it costs the median, whichever strategy meets it first. So the simulation
-// leaves the deep tier out; a real run pays it for each entry into its top 3. A hang costs the seconds
+// counted (`replayed`) so a report can say how often that happened. An evaluation costs its gpu_s,
+// which a dataset of schema 2 holds without the deep tier (ablate/dataset.h): the deep tier is a
+// cost of entering the measuring run's top 3, ~30 GPU-s on stage 9, and the simulation leaves it
+// out for every strategy (a real run pays it on each entry into its top 3; the real-run check
+// turns it off). A hang costs the seconds
 // before the watchdog fired plus the limit of the fidelity it is answered at (gates.json for a
 // full evaluation, the screen plan's for a screen), when the limits are given.
 #pragma once
@@ -29,11 +28,6 @@
 #include "search/transfer.h"
 
 namespace evo {
-
-// Past this multiple of its fidelity's median GPU-s an ok evaluation's cost is a one-off of the
-// measuring run (above); the largest ok cost of the stage-7 dataset is 9.3x (a screen), the
-// stage-9 one-offs 24-32x.
-inline constexpr double kOneOffFactor = 10;
 
 // What is minimized: the fitness (geomean of the shapes' medians), or one shape's median.
 struct Objective {
@@ -63,8 +57,8 @@ class SimDomain {
   // A full evaluation of a configuration measured only as a screen, as run `seed` meets it: the
   // screen times one of the measured full/screen ratios, drawn by the seed and `key`; 0: none.
   double replayed_value(const DatasetConfig& c, uint64_t seed, const std::string& key) const;
-  // What an evaluation costs when answered at `full` or screen fidelity (a hang: by the limits; an
-  // ok one past kOneOffFactor times its fidelity's median: the median).
+  // What an evaluation costs when answered at `full` or screen fidelity: its gpu_s (the deep tier
+  // left out), a hang by the limits.
   double cost(const DatasetEval& e, bool full) const;
   double full_ratio() const { return ratio_; }
   // How far one screen misjudges its full evaluation: twice the median absolute deviation of
@@ -83,7 +77,7 @@ class SimDomain {
   Objective objective_;
   std::vector<double> ratios_;  // full / screen of the configurations measured both ways
   std::optional<HangLimits> limits_;
-  double optimum_ = 0, full_cost_ = 0, screen_cost_ = 0, ratio_ = 1, ratio_noise_ = 0;
+  double optimum_ = 0, full_cost_ = 0, ratio_ = 1, ratio_noise_ = 0;
   const DatasetConfig* optimum_at_ = nullptr;
 };
 

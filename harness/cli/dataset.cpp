@@ -1,5 +1,6 @@
 // evo dataset --run RUN [--results-dir DIR] --out FILE: a search dataset (ablate/dataset.h) from
-// the records of one `evo evolve --generator exhaustive` run; no GPU.
+// the records of one `evo evolve --generator exhaustive` run; no GPU. `--upgrade FILE` instead
+// rewrites a schema-1 dataset as schema 2 with what records of its run are left.
 #include <fmt/format.h>
 
 #include <iostream>
@@ -18,8 +19,20 @@ namespace evo {
 namespace {
 
 struct DatasetOptions {
-  std::string run, results_dir = default_store_dir("results").string(), out;
+  std::string run, upgrade, results_dir = default_store_dir("results").string(), out;
 };
+
+void upgrade(const DatasetOptions& o) {
+  Dataset d = read_dataset(o.upgrade);
+  RecordSet rs = read_records(o.results_dir);
+  for (const auto& p : rs.problems) std::cerr << "evo: skipped " << p << "\n";
+  const DatasetUpgrade u = upgrade_dataset(d, rs.records);
+  write_file_atomic(o.out, dataset_text(d));
+  std::cout << fmt::format(
+      "wrote {}: schema {}; {} evaluations matched a record of run {} under {}, {} of them with the deep tier "
+      "({:.1f} GPU-s moved out of gpu_s into deep_gate_s); {} matched none and read as without it\n",
+      o.out, kDatasetSchema, u.matched, d.run, o.results_dir, u.deep_gated, u.deep_gate_s, u.unmatched);
+}
 
 void build(const DatasetOptions& o) {
   const Context ctx = Context::load();
@@ -44,10 +57,18 @@ void add_dataset_command(CLI::App& app) {
   auto o = std::make_shared<DatasetOptions>();
   auto* cmd = app.add_subcommand(
       "dataset", "Build a search dataset from the records of an `evo evolve --generator exhaustive` run (no GPU)");
-  cmd->add_option("--run", o->run, "the evolve run id")->required();
+  auto* run = cmd->add_option("--run", o->run, "the evolve run id");
+  auto* up = cmd->add_option("--upgrade", o->upgrade,
+                             "a schema-1 dataset to rewrite as schema 2: the deep tier its run's records show "
+                             "(phases.deep_gate_s) moved out of gpu_s")
+                 ->check(CLI::ExistingFile);
+  run->excludes(up);
   cmd->add_option("--results-dir", o->results_dir, "records to read")->capture_default_str();
   cmd->add_option("--out", o->out, "the dataset file, e.g. results/datasets/<gpu>-stage7-fp16-d128.json")->required();
-  cmd->callback([o] { build(*o); });
+  cmd->callback([o, run, up] {
+    if (run->count() + up->count() != 1) throw usage_error("evo dataset: give --run RUN or --upgrade FILE");
+    o->upgrade.empty() ? build(*o) : upgrade(*o);
+  });
 }
 
 }  // namespace evo

@@ -5,6 +5,10 @@
 #   gpu_info               the GPU's name, driver and clocks into $OUT/gpu.txt
 #   build_evo [TARGET...]  configure and build (every target when none is named); the log comes
 #                          back only when the build fails (a call returns at most 8 files)
+#   search_for_call STAGE DIR  for this call only (restored at exit; backups in DIR): gates.json
+#                          deep_gate.enabled as $DEEP_GATE says (on|off; default off) and, with
+#                          $SEARCH_JSON ({"<variant stem>": {"PARAM": [extra values]}}), the stage's
+#                          stage.json "search" widened by it (docs/evolve.md, "Search space")
 
 device_env() {
   export XDG_CACHE_HOME=${XDG_CACHE_HOME:-/tmp/evo-cache} PYTHONUNBUFFERED=1
@@ -29,4 +33,26 @@ build_evo() {
     return 1
   fi
   rm -f "$OUT/build.log"
+}
+
+search_for_call() {
+  local stage_json
+  for stage_json in variants/"$1"-*/stage.json; do break; done
+  cp gates/gates.json "$2/gates.json.orig" && cp "$stage_json" "$2/stage.json.orig" || return 1
+  # shellcheck disable=SC2064  # the paths are fixed now, on purpose
+  trap "cp '$2/gates.json.orig' gates/gates.json; cp '$2/stage.json.orig' '$stage_json'" EXIT
+  python3 - "$stage_json" "${SEARCH_JSON:-}" gates/gates.json "${DEEP_GATE:-off}" <<'EOF'
+import json, sys
+stage, search, gates, deep = sys.argv[1:]
+if search:
+    j = json.load(open(stage))
+    for stem, extra in json.loads(search).items():
+        for param, values in extra.items():
+            have = j.setdefault("search", {}).setdefault(stem, {}).setdefault(param, [])
+            have += [v for v in values if v not in have]
+    json.dump(j, open(stage, "w"), indent=2)
+g = json.load(open(gates))
+g["deep_gate"]["enabled"] = deep == "on"
+json.dump(g, open(gates, "w"), indent=2)
+EOF
 }

@@ -22,7 +22,12 @@
 # Stage 9 is screened and timed on its own `decode` set (stage.json bench_sets), as `evo evolve` does by default.
 # Settings: STAGE, TASK (7, fp16-d128); RECORDS (a records.tgz to resume, "" for a new run);
 # WALL_S (465: what the steps may take); EVO=path skips the build (a dry run without a GPU stops
-# after the screen's compile phase).
+# after the screen's compile phase); DEEP_GATE (off: the deep tier, ~30 GPU-s per would-be elite,
+# is a price of the run's top 3 that the dataset keeps apart and the simulation leaves out, so
+# the measuring run skips it; on: as gates.json says); SEARCH_JSON (a widening of the stage's
+# stage.json "search" for this call only, e.g. '{"split_kv_tma": {"KV_SPLITS": [8, 32]}}'; the
+# dataset keeps the tunables it was measured with), with SPACE naming the widened domain (the
+# dataset's file name ends -$SPACE.json). Both are restored at exit.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 : "${OUT:?set OUT to the folder that comes back}"
@@ -32,7 +37,9 @@ left() { echo $((DEADLINE - $(date +%s))); }
 log() { echo "[$(($(date +%s) - T0)) s] $*" | tee -a "$OUT/search.log"; }
 export XDG_CACHE_HOME=${XDG_CACHE_HOME:-/tmp/evo-search-cache}
 STAGE=${STAGE:-7} TASK=${TASK:-fp16-d128}
-NAME=nvidia-h200-stage$STAGE-$TASK.json
+# A widened domain is another dataset: SPACE names it (nvidia-h200-stage9-fp16-d64-wide.json).
+[ -n "${SEARCH_JSON:-}" ] && [ -z "${SPACE:-}" ] && { echo "SEARCH_JSON needs SPACE (the dataset's suffix)"; exit 1; }
+NAME=nvidia-h200-stage$STAGE-$TASK${SPACE:+-$SPACE}.json
 DEFAULT_RECORDS=lab/logs/search-20261126/search-records.tgz
 if [ -z "${RECORDS+set}" ]; then
   RECORDS=""
@@ -40,7 +47,9 @@ if [ -z "${RECORDS+set}" ]; then
 fi
 W=/tmp/evo-search
 R=$W/results P=$W/populations
-rm -rf "$W" && mkdir -p "$R" "$P"
+rm -rf "$W" "$W-orig" && mkdir -p "$R" "$P" "$W-orig"
+source lab/device-sessions/device_steps.sh
+search_for_call "$STAGE" "$W-orig" || { echo "cannot set the call's gates.json and stage.json"; exit 1; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv >"$OUT/gpu.txt" 2>&1
 
 # 1. build

@@ -9,7 +9,9 @@
 # the simulation separates builtin from screened on fp16-d64); PRIOR (a dataset: one more run,
 # "builtin --prior", on the first seed); WALL_S (540). The simulation leaves out the deep tier
 # (docs/evolve.md), so these runs do too (gates.json deep_gate.enabled off for the call, restored
-# after); their records go to a scratch folder and never reach results/.
+# after); their records go to a scratch folder and never reach results/. SEARCH_JSON: the same
+# widening of stage.json "search" the dataset was measured with, and SPACE its name (the
+# dataset results/datasets/nvidia-h200-stage<STAGE>-<TASK>-<SPACE>.json; lab/notes/hard-domain-plan.md).
 # Back under $OUT: check.md (the table), check-records.tgz (records and traces), gpu.txt, logs.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -20,15 +22,13 @@ T0=$(date +%s)
 left() { echo $((${WALL_S:-540} - ($(date +%s) - T0))); }
 TASK=${TASK:-fp16-d64} STAGE=${STAGE:-9} BUDGET=${BUDGET:-30}
 STRATEGIES=${STRATEGIES:-builtin screened} SEEDS=${SEEDS:-1001 1002 1003}
-DATASET=results/datasets/nvidia-h200-stage$STAGE-$TASK.json
+DATASET=results/datasets/nvidia-h200-stage$STAGE-$TASK${SPACE:+-$SPACE}.json
 [ -f "$DATASET" ] || { echo "no dataset $DATASET"; exit 1; }
 gpu_info
 build_evo evo || exit 1
 evo=build/harness/evo
 W=/tmp/evo-check && rm -rf "$W" && mkdir -p "$W"
-cp gates/gates.json "$W/gates.json.orig"
-trap 'cp "$W/gates.json.orig" gates/gates.json' EXIT
-python3 -c "import json,sys; g=json.load(open(sys.argv[1])); g['deep_gate']['enabled']=False; json.dump(g,open(sys.argv[1],'w'),indent=2)" gates/gates.json
+DEEP_GATE=off search_for_call "$STAGE" "$W" || exit 1
 
 runs=()
 for seed in $SEEDS; do for g in $STRATEGIES; do runs+=("$g $seed"); done; done
@@ -86,4 +86,4 @@ EOF
 cat "$OUT/check.md"
 # The simulation of the same seeds, for the table beside it (CPU only).
 $evo ablate "$DATASET" --strategies $STRATEGIES --seeds $SEEDS --budgets "$BUDGET" >"$OUT/simulated.md" 2>&1
-tar -C "$W" -czf "$OUT/check-records.tgz" --exclude=gates.json.orig .
+tar -C "$W" -czf "$OUT/check-records.tgz" --exclude=gates.json.orig --exclude=stage.json.orig .

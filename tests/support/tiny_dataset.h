@@ -34,7 +34,7 @@ EVO_CONSTRAINT(A != 4, "A=4 is out");
       } else {
         c.outcome = "ok";
         const double t = us.at({a, b});
-        c.full = DatasetEval{"ok", "", t, {{"1x8x8x512x512x64", t}}, 1.0, "c"};
+        c.full = DatasetEval{"ok", "", t, {{"1x8x8x512x512x64", t}}, 1.0, "c", 0};
       }
       d.configs.push_back(c);
     }

@@ -220,18 +220,21 @@ TEST(Simulation, AHangCostsTheLimitOfTheFidelityItIsAnsweredAt) {
   EXPECT_NEAR(priced.cost(timing, true), hang->gpu_s - 10 + gates.limits.timing_shape_s, 1e-9);
 }
 
-TEST(Simulation, AOneOffCostOfTheMeasuringRunCostsTheMedian) {
-  Dataset d = tiny_dataset();     // four full evaluations at 1 GPU-s each
-  d.configs[0].full->gpu_s = 31;  // as the stage-9 datasets' first full gates
+// The deep tier a would-be elite of the measuring run paid is a cost of that run's top 3, kept
+// apart in deep_gate_s (schema 2): every strategy pays gpu_s and nothing else, however costly.
+TEST(Simulation, AnEvaluationCostsItsGpuSecondsAndTheDeepTierIsLeftOut) {
+  Dataset d = tiny_dataset();                                           // four full evaluations at 1 GPU-s each
+  d.configs[0].full->gpu_s = 1.2, d.configs[0].full->deep_gate_s = 30;  // the optimum, as stage 9's
   const SimDomain dom(d, Objective{});
-  EXPECT_DOUBLE_EQ(dom.full_cost(), 1.0);
-  EXPECT_DOUBLE_EQ(dom.cost(*d.configs[0].full, true), 1.0) << "past 10x the median: the median";
-  DatasetEval slow = *d.configs[0].full;
-  slow.gpu_s = 9.5;
-  EXPECT_DOUBLE_EQ(dom.cost(slow, true), 9.5) << "within 10x: as measured";
-  DatasetEval failed = *d.configs[0].full;
-  failed.outcome = "correctness";
-  EXPECT_DOUBLE_EQ(dom.cost(failed, true), 31.0) << "only an ok evaluation is repriced";
+  EXPECT_DOUBLE_EQ(dom.cost(*d.configs[0].full, true), 1.2) << "the deep tier is not charged";
+  DatasetEval slow = *d.configs[1].full;
+  slow.gpu_s = 31;
+  EXPECT_DOUBLE_EQ(dom.cost(slow, true), 31.0) << "a costly evaluation costs what it cost: no repricing";
+  for (uint64_t seed : {3, 4}) {  // random times in full: the whole domain, each at its gpu_s
+    const SimRun run = simulate(dom, {"random", seed, 4, 1000, 0, 0});
+    EXPECT_EQ(run.fulls(), 4u) << seed;
+    EXPECT_NEAR(run.gpu_s, 4.2, 1e-9) << seed << ": the four evaluations' gpu_s, no deep tier";
+  }
 }
 
 TEST(Simulation, RandomQuickScreensFirstAndPromotesWithinPromoteOfTheBestScreen) {

@@ -273,8 +273,10 @@ TEST(Dataset, BuiltFromTheRecordsOfARunAndReadBack) {
   const auto stages = discover_stages(root);
   const Stage& stage = find_stage(stages, 9);
   const std::string sha = sha256_hex(stage.variants.front().source);
+  json deep = record("ev-1", sha, 1, 0, "full", "ok", 10.2, 33.1);  // a would-be elite: 30 s of deep tier
+  deep["phases"] = {{"compile_s", 0.01}, {"gpu_s", 3.1}, {"deep_gate_s", 30}};
   std::vector<json> records = {record("ev-1", sha, 1, 0, "screen", "ok", 10, 0.5),
-                               record("ev-1", sha, 1, 0, "full", "ok", 10.2, 3.1),
+                               deep,
                                record("ev-1", sha, 1, 1, "screen", "ok", 12, 0.5),
                                record("ev-1", sha, 2, 0, "screen", "correctness", 0, 0.4),
                                record("ev-1", sha, 4, 0, "full", "constraints", 0, 0),
@@ -289,6 +291,10 @@ TEST(Dataset, BuiltFromTheRecordsOfARunAndReadBack) {
   EXPECT_EQ(by["10"]->outcome, "ok");
   ASSERT_TRUE(by["10"]->full && by["10"]->screen);
   EXPECT_EQ(by["10"]->full->fitness_us, 10.2);
+  EXPECT_NEAR(by["10"]->full->gpu_s, 3.1, 1e-12) << "gpu_seconds less the deep tier";
+  EXPECT_EQ(by["10"]->full->deep_gate_s, 30);
+  EXPECT_EQ(by["10"]->screen->deep_gate_s, 0);
+  EXPECT_EQ(d.schema, kDatasetSchema);
   EXPECT_EQ(by["10"]->screen->shapes_us.at("8x32x32x2048x2048x64"), 10);
   EXPECT_EQ(by["20"]->outcome, "correctness");
   EXPECT_EQ(by["40"]->outcome, "constraints");
@@ -303,6 +309,62 @@ TEST(Dataset, BuiltFromTheRecordsOfARunAndReadBack) {
   EXPECT_EQ(exit_code_of([&] { build_dataset(records, "ev-9", root, stage); }, &why), 1);
 }
 
+// Schema 1 kept the deep tier inside gpu_s: such a file still reads (deep_gate_s 0), and
+// upgrade_dataset splits it with the run's records into what build_dataset writes today.
+TEST(Dataset, ASchemaOneFileReadsAsMeasuredAndUpgradesWithItsRecords) {
+  const auto root = make_repo("dataset-upgrade", {{"variants/9-test/t.cu", kTinyVariant}});
+  const auto stages = discover_stages(root);
+  const Stage& stage = find_stage(stages, 9);
+  const std::string sha = sha256_hex(stage.variants.front().source);
+  json deep = record("ev-1", sha, 1, 0, "full", "ok", 10.2, 33.1);
+  deep["phases"] = {{"gpu_s", 3.1}, {"deep_gate_s", 30}};
+  const std::vector<json> records = {record("ev-1", sha, 1, 0, "screen", "ok", 10, 0.5), deep,
+                                     record("ev-1", sha, 2, 1, "screen", "ok", 12, 0.5)};
+  const Dataset built = build_dataset(records, "ev-1", root, stage);
+  json old = to_json(built);  // as schema 1 wrote it: gpu_s the record's gpu_seconds, no deep_gate_s
+  old["schema"] = 1;
+  for (auto& c : old["configs"])
+    for (const char* f : {"screen", "full"})
+      if (!c[f].is_null()) {
+        c[f]["gpu_s"] = c[f]["gpu_s"].get<double>() + c[f]["deep_gate_s"].get<double>();
+        c[f].erase("deep_gate_s");
+      }
+  Dataset d = dataset_from_json(old, "old.json");
+  EXPECT_EQ(d.schema, 1);
+  auto full_of = [](const Dataset& x) {
+    for (const auto& c : x.configs)
+      if (c.full) return *c.full;
+    return DatasetEval{};
+  };
+  EXPECT_NEAR(full_of(d).gpu_s, 33.1, 1e-12) << "schema 1 reads as measured";
+  EXPECT_EQ(full_of(d).deep_gate_s, 0);
+  const Dataset as_read = d;
+  // Only the three records left: the evaluations they match are split, the others stay as read.
+  const DatasetUpgrade u = upgrade_dataset(d, records);
+  EXPECT_EQ(u.matched, 3u);
+  EXPECT_EQ(u.deep_gated, 1u);
+  EXPECT_EQ(u.deep_gate_s, 30);
+  EXPECT_EQ(u.unmatched, 0u);
+  EXPECT_EQ(dataset_text(d), dataset_text(built)) << "what the records would build";
+  std::string why;
+  EXPECT_EQ(exit_code_of([&] { upgrade_dataset(d, records); }, &why), 1);
+  EXPECT_NE(why.find("schema 2, not 1"), std::string::npos) << why;
+  Dataset other = as_read;
+  json wrong = deep;
+  wrong["gpu_seconds"] = 20;
+  EXPECT_EQ(exit_code_of([&] { upgrade_dataset(other, {wrong}); }, &why), 1);
+  EXPECT_NE(why.find("not the records of run ev-1"), std::string::npos) << why;
+  other = as_read;
+  const DatasetUpgrade none = upgrade_dataset(other, {});
+  EXPECT_EQ(none.unmatched, 3u) << "no record: every evaluation as read";
+  EXPECT_NEAR(full_of(other).gpu_s, 33.1, 1e-12);
+  EXPECT_EQ(other.schema, kDatasetSchema);
+  json future = old;
+  future["schema"] = kDatasetSchema + 1;
+  EXPECT_EQ(exit_code_of([&] { dataset_from_json(future, "new.json"); }, &why), 1);
+  EXPECT_NE(why.find("new.json: not an evo dataset of schema 1 to"), std::string::npos) << why;
+}
+
 TEST(Dataset, BadFilesAreUsageErrorsNamingTheField) {
   json j = json::parse(read_text(fixture()));
   j.erase("shapes");
@@ -313,6 +375,23 @@ TEST(Dataset, BadFilesAreUsageErrorsNamingTheField) {
   j["configs"][3]["screen"] = {{"outcome", "ok"}};
   EXPECT_EQ(exit_code_of([&] { dataset_from_json(j, "f.json"); }, &why), 1);
   EXPECT_NE(why.find("\"configs\""), std::string::npos) << why;
+}
+
+TEST(DatasetCli, UpgradeTakesASchemaOneFileAndOneSourceOfRecords) {
+  const std::string out = shell_quote(std::filesystem::temp_directory_path() / "evo-upgrade-test.json");
+  const CliResult neither = run_evo("dataset --out " + out);
+  EXPECT_EQ(neither.exit_code, 1) << neither.out;
+  EXPECT_NE(neither.out.find("give --run RUN or --upgrade FILE"), std::string::npos) << neither.out;
+  const std::string v2 = shell_quote(source_root() / "results/datasets/nvidia-h200-stage9-fp16-d64.json");
+  const CliResult again =
+      run_evo("dataset --upgrade " + v2 + " --results-dir " + shell_quote(source_root() / "results") + " --out " + out);
+  EXPECT_EQ(again.exit_code, 1) << again.out;
+  EXPECT_NE(again.out.find("schema 2, not 1"), std::string::npos) << again.out;
+  const CliResult v1 = run_evo("dataset --upgrade " + shell_quote(fixture()) + " --results-dir " +
+                               shell_quote(source_root() / "tests/fixtures/datasets") + " --out " + out);
+  EXPECT_EQ(v1.exit_code, 0) << v1.out;
+  EXPECT_NE(v1.out.find("0 of them with the deep tier"), std::string::npos) << v1.out;
+  EXPECT_EQ(read_dataset(std::filesystem::temp_directory_path() / "evo-upgrade-test.json").schema, kDatasetSchema);
 }
 
 TEST(AblateCli, PrintsTheSectionAndRejectsBadFlags) {
