@@ -21,9 +21,10 @@
 #                       rank-1 of every d128/d64 task's decode population is re-timed with
 #                       `remeasure --elites-of` so the regime table can pick it. $OUT/models-tma.tgz.
 #   models.sh m64       (<= 8 min) the 64-row stage-7 kernel (tma_ws_m64) on every regime and model
-#                       shape of the D=64 tasks (`remeasure --elites-of` its custom-bench populations),
-#                       so it competes for batched-short, where the cluster kernel ships at 0.81x
-#                       cuDNN. $OUT/models-m64.tgz.
+#                       shape of the D=64 tasks and the `long` set (`remeasure --elites-of` its
+#                       custom-bench populations), so it competes for batched-short, where the
+#                       cluster kernel ships at 0.80x cuDNN: a regime ranks only kernels timed on
+#                       every one of its shapes, and 32xHxHx512x512 is in `long`. $OUT/models-m64.tgz.
 #   models.sh stages    (<= 4 min) evo run --stage 0..6 --budget 1 on the bf16 tasks that started at
 #                       stage 7 (bf16-d128-causal, bf16-d64, bf16-d64-causal): every stage that
 #                       supports them has a population. $OUT/models-stages.tgz.
@@ -92,11 +93,11 @@ case "$PHASE" in
   m64)
     $evo population rebuild >"$OUT/rebuild.log" 2>&1
     timeout 220 $evo population remeasure --task fp16-d64,bf16-d64 --elites-of custom-be632539 --stages 7 --top 1 \
-      --bench regimes,models >"$OUT/m64.log" 2>&1
+      --bench regimes,models,long >"$OUT/m64.log" 2>&1
     echo "m64 exit $? at ${SECONDS}s"; tail -3 "$OUT/m64.log"
     left=$((460 - SECONDS)); [ "$left" -lt 30 ] && left=30
     timeout "$left" $evo population remeasure --task fp16-d64-causal,bf16-d64-causal --elites-of custom-c8661eb9 \
-      --stages 7 --top 1 --bench regimes,models >"$OUT/m64-causal.log" 2>&1
+      --stages 7 --top 1 --bench regimes,models,long >"$OUT/m64-causal.log" 2>&1
     echo "m64 causal exit $? at ${SECONDS}s"; tail -3 "$OUT/m64-causal.log"
     pack ;;
   stages)
