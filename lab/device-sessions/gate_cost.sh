@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Issue 29 item 6: what the gate costs per candidate before the gate work and now, in one device
+# call (about 5 minutes), the two builds' runs interleaved. "Before" is main at 57eda32 (the
+# merge before branch `gate`, 2026-11-27, when the issue measured 3.7 GPU-s per candidate).
+#   here:      bash lab/device-sessions/gate_cost.sh pack     (writes .whl/gate-cost/before.tar.gz)
+#   on the GPU: run(carry: [".whl/gate-cost"], command: "OUT=$OUT bash lab/device-sessions/gate_cost.sh")
+# Each side runs `evo run --stage 6 --task fp16-d64 --budget 3` on the default gate and benchmark,
+# twice (rng seeds 1 and 2: the same candidates on both sides), against a copy of its own
+# committed populations, so most candidates are not would-be elites; the deep tier, which only a
+# would-be elite pays (`phases.deep_gate_s`), is reported apart. Back under $OUT: cost.md, logs.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+BEFORE=${BEFORE:-57eda32}
+if [ "${1:-run}" = pack ]; then
+  mkdir -p .whl/gate-cost && git archive --format=tar.gz -o .whl/gate-cost/before.tar.gz "$BEFORE" &&
+    ls -la .whl/gate-cost
+  exit
+fi
+: "${OUT:?set OUT to the folder that comes back}"
+source lab/device-sessions/device_steps.sh
+device_env
+gpu_info
+before=/tmp/evo-before && rm -rf "$before" && mkdir -p "$before"
+tar -C "$before" -xzf .whl/gate-cost/before.tar.gz || { echo "no .whl/gate-cost/before.tar.gz: run pack, carry it"; exit 1; }
+(cmake -S "$before" -B "$before/build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null &&
+  cmake --build "$before/build" -j 16 --target evo) >"$OUT/build-before.log" 2>&1 || { tail -20 "$OUT/build-before.log"; exit 1; }
+build_evo evo || exit 1
+echo "built at ${SECONDS}s"
+for seed in 1 2; do
+  for side in before after; do
+    root=$PWD && [ "$side" = before ] && root=$before
+    w=/tmp/evo-cost-$side-$seed && rm -rf "$w" && mkdir -p "$w"
+    cp -r "$root/populations" "$w/populations"
+    (cd "$root" && EVO_ROOT="$root" XDG_CACHE_HOME="/tmp/evo-cache-$side" timeout 200 "$root/build/harness/evo" run \
+      --stage 6 --task fp16-d64 --budget 3 --rng-seed "$seed" --results-dir "$w/results" \
+      --populations-dir "$w/populations") >"$OUT/$side-$seed.log" 2>&1
+    echo "$side seed $seed: exit $? at ${SECONDS}s; $(grep -E 'candidates, .* GPU-seconds' "$OUT/$side-$seed.log")"
+  done
+done
+python3 - "$OUT/cost.md" <<'EOF'
+import glob, json, statistics, sys
+rows, per = [], {"before": [], "after": []}
+for side in ("before", "after"):
+    for f in sorted(glob.glob(f"/tmp/evo-cost-{side}-*/results/*.jsonl")):
+        for line in open(f):
+            r = json.loads(line)
+            ph = r.get("phases") or {}
+            deep = ph.get("deep_gate_s") or 0.0
+            gpu = r.get("gpu_seconds") or 0.0
+            per[side].append(gpu - deep)
+            rows.append(f"| {side} | {r['variant']} | {r['outcome']} | {gpu:.2f} | {deep:.2f} | {gpu - deep:.2f} |")
+with open(sys.argv[1], "w") as out:
+    out.write("| side | variant | outcome | GPU-s | deep tier s | GPU-s without the deep tier |\n|---|---|---|---:|---:|---:|\n")
+    out.write("\n".join(rows) + "\n\n")
+    for side, v in per.items():
+        if v:
+            out.write(f"{side}: {len(v)} candidates, mean {statistics.mean(v):.2f}, median {statistics.median(v):.2f} GPU-s per candidate without the deep tier\n")
+print(open(sys.argv[1]).read())
+EOF
