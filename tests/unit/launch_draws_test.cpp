@@ -103,7 +103,7 @@ TEST(LaunchDraws, FiniteJunkHasRowsOfLargeMagnitude) {
   ASSERT_GT(f.outlier_every, 0u);
   EXPECT_LE(f.outlier_every, 4u);
   EXPECT_GE(f.outlier_scale * f.stddev, 1e3f) << "a large row must dwarf any score a real key gives";
-  EXPECT_LT(f.outlier_scale * f.stddev * 6.f, 65504.f) << "and stay finite in fp16 (6 sigma)";
+  EXPECT_LT(f.outlier_scale * f.stddev * 16.f, 65504.f) << "and stay finite in fp16 (16 sigma: never Inf)";
   EXPECT_TRUE(junk_bytes("finite", 2).varied) << "finite junk is these values, not one byte";
 }
 
