@@ -41,7 +41,7 @@ def make_inputs(dist, B, Hq, Hkv, Sq, Skv, D, dtype):
     k = torch.randn(B, Hkv, Skv, D, device="cuda") * qk
     if dist.get("k_sink", 0.0):
         k[:, :, 0, :] = dist["k_sink"]
-    v = torch.randn(B, Hkv, Skv, D, device="cuda") * vs
+    v = torch.randn(B, Hkv, Skv, D, device="cuda") * vs + dist.get("v_mean", 0.0)
     return q.to(dtype), k.to(dtype), v.to(dtype)
 
 

@@ -63,6 +63,20 @@ TensorPlacement far_batches(const Shape& s) {
   return p;
 }
 
+// K or V of one sequence of one KV head whose rows lie kFarRowStride elements apart: a row offset
+// (row index times row stride) past 2^31 inside the sequence. The size-1 dims' strides are never
+// stepped over; they are the span, as a dense tensor's would be.
+TensorPlacement far_rows(const Shape& s) {
+  if (s.batch != 1 || s.heads_kv != 1) throw usage_error("case layout far_rows: one batch and one KV head");
+  if ((s.seq_kv - 1) * kFarRowStride < kFarBatchStride)
+    throw usage_error("case layout far_rows: Skv must be at least 1024 for a row 2^31 elements past the first");
+  TensorPlacement p;
+  p.stride[2] = kFarRowStride;
+  p.stride[1] = p.stride[0] = kFarRowStride * s.seq_kv;
+  p.buffer_elements = kFarRowStride * (s.seq_kv - 1) + s.head_dim;
+  return p;
+}
+
 // O as a BSHD slice of a bigger buffer: a row of Hq + 1 heads, `batch_gap` rows between batches.
 TensorPlacement inside_bigger(const Shape& s, int batch_gap) {
   TensorPlacement p;
@@ -82,6 +96,8 @@ void offset_view(TensorPlacement& p, int align, int bytes) {
 }
 
 }  // namespace
+
+std::string far_layout(const Shape& s) { return s.batch == 1 && s.heads_kv == 1 ? "far_rows" : "far_batches"; }
 
 std::string base_layout(const std::string& layout) { return layout.substr(0, layout.find_first_of("@+")); }
 
@@ -135,8 +151,12 @@ CaseLayout case_layout(const Shape& s, const std::string& full, int in_bytes, in
   } else if (layout == "far_batches") {
     c.q = c.o = dense(s, Layout::bhsd, s.heads_q, s.seq_q);
     c.k = c.v = far_batches(s);
+  } else if (layout == "far_rows") {
+    c.q = c.o = dense(s, Layout::bhsd, s.heads_q, s.seq_q);
+    c.k = c.v = far_rows(s);
   } else {
-    throw usage_error("unknown case layout '" + layout + "': use packed_qkv, mixed, kv_cache, strided or far_batches");
+    throw usage_error("unknown case layout '" + layout +
+                      "': use packed_qkv, mixed, kv_cache, strided, far_batches or far_rows");
   }
   if (align) {
     for (TensorPlacement* p : {&c.q, &c.k, &c.v}) offset_view(*p, align, in_bytes);

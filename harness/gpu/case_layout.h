@@ -13,6 +13,10 @@
 //  - far_batches (the deep tier's fixed `far` set, not sampled): Q and O BHSD, K and V BHSD per
 //    batch with a batch stride of 2^31 elements (kFarBatchStride): one stride past int32, as a
 //    cache of two sequences far apart in a large pool has it.
+//  - far_rows (the `far` set's shapes of one batch and one KV head, not sampled): Q and O BHSD,
+//    K and V rows kFarRowStride elements apart, so the last row of the sequence lies past 2^31
+//    elements from its first: a seq-major [S, B, H, D] view of a wide fused buffer (Megatron's
+//    layout, a packed QKV of a 128-head model at long context) has it. far_layout picks one.
 // Any of them (and bhsd, bshd) may end in "@A", A a multiple of 16 up to 256: an offset view
 // whose tensors start A mod 256 bytes past a 256-byte boundary (A = 256: on one), at least 256
 // bytes into their buffers. Buffers start 256-byte aligned, so "@16" makes every Q, K, V and O
@@ -33,6 +37,9 @@
 namespace evo {
 
 inline constexpr int64_t kFarBatchStride = int64_t(1) << 31;
+// 2^21 + 4096 elements: 1023 rows of it pass 2^31 (a 1024-key sequence's last row), and it is a
+// multiple of 16 bytes for every element size.
+inline constexpr int64_t kFarRowStride = (int64_t(1) << 21) + 4096;
 
 struct TensorPlacement {
   int64_t stride[3] = {0, 0, 0};  // batch, head, seq (elements)
@@ -47,6 +54,10 @@ struct CaseLayout {
 // Throws usage_error for an unknown layout name ("" is the shape's own layout). `in_bytes` and
 // `out_bytes` (per element of Q/K/V and of O) place "@A" views in bytes.
 CaseLayout case_layout(const Shape& s, const std::string& layout, int in_bytes = 2, int out_bytes = 2);
+
+// The far set's layout for a shape: its batches far apart (far_batches), or, for one batch of
+// one KV head, where no batch or head index steps, its rows (far_rows).
+std::string far_layout(const Shape& s);
 
 // The layout without its "@A" and "+..." suffixes, A (0 when none), and the shared pair ("qk",
 // "kv" or "" when none).

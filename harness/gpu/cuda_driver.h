@@ -43,6 +43,7 @@ namespace evo {
   X(cuMemsetD32) \
   X(cuMemsetD8Async) \
   X(cuMemsetD16Async) \
+  X(cuMemsetD32Async) \
   X(cuMemcpyHtoDAsync) \
   X(cuMemcpyDtoDAsync) \
   X(cuStreamCreate) \

@@ -1,6 +1,6 @@
 // What evo_fill (support_kernels.cu) writes into each of Q, K and V for a case: its input
-// distribution split per tensor. Q carries the mean and the outlier rows, K the sink key,
-// V its own spread.
+// distribution split per tensor. Q carries its mean and the outlier rows, K the sink key,
+// V its own spread and mean.
 #pragma once
 #include <stdexcept>
 #include <string>
@@ -29,6 +29,7 @@ inline TensorFills tensor_fills(const CaseSpec& c) {
   f.k.stddev = float(c.qk_std);
   f.k.sink = float(c.k_sink);
   f.v.stddev = float(c.v_std);
+  f.v.mean = float(c.v_mean);
   return f;
 }
 
@@ -40,13 +41,28 @@ inline constexpr unsigned char kPaddingByteE4m3 = 0x7F;
 // What padding bytes (outside a padded buffer's tensor elements) and guard bands hold. A sampled
 // case draws its kind (CaseSpec::junk): "nonfinite" fills both with 0xFF (NaN in fp16, bf16 and
 // e4m3), so a masked read of them spoils the output (0 · NaN is NaN); "finite" fills padding
-// with varied ordinary values (`varied`: evo_fill's normal values of the case's seed, as a used
-// KV cache's spare rows hold stale keys; bands 0xA5), so a kernel can tell a gate case neither
-// by NaN neighbours nor by one byte repeated. "" is the fixed cases'.
+// with varied finite values (`varied`: finite_junk_fill's values of the case's seed, as a used
+// KV cache's spare rows hold stale keys, some of them large; bands 0xA5), so a kernel can tell a
+// gate case neither by NaN neighbours nor by one byte repeated. "" is the fixed cases'.
 struct JunkBytes {
   unsigned char padding = kPaddingByte, guard = kGuardByte;
   bool varied = false;  // padding then holds varied finite values (0x3C only in a tail under 16 bytes)
 };
+
+// The values of "finite" junk (JunkBytes::varied): evo_fill's normal values, with one 16-byte row
+// in kLargeJunkEvery scaled by kLargeJunkScale (so a spare KV row holds a few thousand in some of
+// its 16-byte pieces nine times in ten at D = 64), as stale memory holds values of any magnitude
+// (random fp16 bits are 256 or more one time in four). Before hacker round 3 they were all of
+// ordinary magnitude, and a kernel that took its running max over a cache's spare rows before
+// masking them was exact on every case (max_over_masked_keys.cu).
+inline constexpr unsigned kLargeJunkEvery = 4;
+inline constexpr float kLargeJunkScale = 4e3f;  // 16 sigma below fp16's 65504: never Inf
+inline FillParams finite_junk_fill() {
+  FillParams f;
+  f.outlier_every = kLargeJunkEvery;  // evo_fill's rows are 16 bytes here: each piece drawn alone
+  f.outlier_scale = kLargeJunkScale;
+  return f;
+}
 
 inline JunkBytes junk_bytes(const std::string& kind, int in_bytes) {
   if (kind == "nonfinite") return {0xFF, 0xFF};

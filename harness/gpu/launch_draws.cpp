@@ -29,7 +29,10 @@ Prefill LaunchDraws::prefill(LaunchKind kind) {
   p.seed = uint32_t(rng_.next());
   p.nonce = rng_.next() | 1;  // 0 is the fixed cases' input counter
   p.stddev = float(kMinSpread * std::exp(rng_.unit() * std::log(kMaxSpread / kMinSpread)));
-  if (rng_.below(kZeroOdds) == 0) p.stddev = 0;  // evo_fill gives mean + 0 = +0.0 everywhere
+  if (rng_.below(kZeroOdds) == 0)
+    p.stddev = 0;  // evo_fill gives mean + 0 = +0.0 everywhere
+  else if (rng_.below(kStaleOdds) == 0)
+    p.stddev = kStaleSpread;  // past fp16's range everywhere, past float's often: stale Inf
   return p;
 }
 
@@ -51,6 +54,14 @@ std::string mark_unwritten(const UnwrittenEvidence& first, const UnwrittenEviden
         at(second.out, i) == at(second.prefill, i))
       std::memcpy(out.data() + 2 * i, &kPoisonBits, 2);
   return out;
+}
+
+uint32_t stale_partial_bits(const Prefill& f) {
+  if (f.seed % 2) return 0xFFFFFFFFu;             // NaN: spoils whatever reads it
+  const float x = float(1 + (f.seed >> 1) % 64);  // finite: a plausible max, sum or output
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  return bits;
 }
 
 float prefill_value(const Prefill& p, uint64_t index) {

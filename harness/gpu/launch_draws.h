@@ -1,10 +1,12 @@
 // What O holds before each launch of a candidate, and which launches evo verifies: both drawn
 // in the worker at run time, so no launch whose output is checked can be told apart from one
-// whose output is not (docs/safety.md §3f). Before every launch, gated or timed, O holds finite
-// content: normal values of a spread drawn per launch (evo_fill's generator with a counter drawn
-// at run time), or, before a timed sample, the previous sample's output of other inputs. Never a
-// value only checked launches see: the poison (0xFFFF) is gone from every launch but the
-// sanitizer's, which writes nothing at all.
+// whose output is not (docs/safety.md §3f). Before every launch, gated or timed, O holds what a
+// caller's output buffer may hold: normal values of a spread drawn per launch (evo_fill's
+// generator with a counter drawn at run time), all +0.0, stale non-finite content (Inf, as
+// torch.empty's stale bits are one time in 32), or, before a timed sample, the previous sample's
+// output of other inputs. Never a value only checked launches see: each kind is drawn with the
+// same odds before every kind of launch, and the poison (0xFFFF) is gone from every launch but
+// the sanitizer's, which writes nothing at all.
 //
 // "Every element written" is then proven by two launches over different pre-fills: an element
 // the kernel leaves alone keeps its pre-fill, which differs between the two (so the outputs
@@ -31,12 +33,15 @@ enum class LaunchKind {
   concurrent,    // a gate case's launch on a second stream, in flight beside the first
 };
 
-// What O holds when the candidate is launched: finite either way.
+// What O holds when the candidate is launched.
 struct Prefill {
   bool keep_previous = false;  // the previous timed sample's output (other inputs): nothing written
   unsigned seed = 0;           // else evo_fill's normal values: its seed, counter and spread
   uint64_t nonce = 1;
-  float stddev = 1;  // 0 (one launch in kZeroOdds): every element +0.0, as zeroed memory holds
+  // 0 (one launch in kZeroOdds): every element +0.0, as zeroed memory holds. kStaleSpread (one
+  // launch in kStaleOdds of the rest): normal values times 3e38, so +-Inf in fp16 and Inf or
+  // values near the largest float in bf16 (Inf times an exact 0 of the cosine is NaN).
+  float stddev = 1;
 };
 
 class LaunchDraws {
@@ -55,6 +60,10 @@ class LaunchDraws {
   // One pre-fill in kZeroOdds is all +0.0 (fresh memory, torch.zeros, a zeroed workspace), so a
   // kernel that takes a zeroed output as already done is seen to skip it.
   static constexpr int kZeroOdds = 8;
+  // One pre-fill in kStaleOdds (of those not zero) is stale non-finite content (hacker round 3,
+  // §3g: a kernel that merges its result into O as O * 0 + new is exact on finite O only).
+  static constexpr int kStaleOdds = 8;
+  static constexpr float kStaleSpread = 3.0e38f;
 
  private:
   SplitMix rng_;
@@ -72,6 +81,13 @@ struct UnwrittenEvidence {
 // equal two different values); an element left alone where the pre-fills happen to agree is not
 // marked either, and fails the comparison with the reference instead.
 std::string mark_unwritten(const UnwrittenEvidence& first, const UnwrittenEvidence& second);
+
+// What a split workspace's partials (evo_launch.h: past the tile counters) hold before a launch
+// with this pre-fill, as a 32-bit pattern repeated: NaN (0xFFFFFFFF) or a finite float from 1 to
+// 64, drawn with the pre-fill. A package reuses one workspace across calls, so a launch finds
+// earlier calls' partials there; the gate's fresh zeroed workspace hid a kernel that read a slot
+// it never wrote (hacker round 3, split_skips_empty_partial.cu).
+uint32_t stale_partial_bits(const Prefill& f);
 
 // Element `index` (logical BHSD) of a random pre-fill, before rounding to O's type: evo_fill's
 // normal (support_kernels.cu, tensor 3, no mean, outliers or sink), computed on the host.

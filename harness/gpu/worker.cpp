@@ -315,14 +315,18 @@ class Worker {
 
   // EvoAttnParams for a problem, with the tensor maps the variant exports (evo_tma) encoded
   // for this problem's tensors (an encoding error is the candidate's `load` verdict), and for a
-  // split-KV kernel the split count of evo_launch.h and the problem's zeroed workspace.
+  // split-KV kernel the split count of evo_launch.h and the problem's workspace (counters 0,
+  // partials stale).
   Params params(Problem& p) const {
     const EvoCall call = evo_call(p, job_.task.causal);
     Params a = evo_call_params(call);
     const EvoShape shape = evo_call_shape(call);
     a.num_splits = evo_num_splits(job_.launch, shape, sms_, smem_per_sm_);
-    a.workspace = reinterpret_cast<void*>(
-        static_cast<uintptr_t>(p.workspace_for(size_t(evo_workspace_bytes(job_.launch, shape, a.num_splits)))));
+    const long long counters =
+        evo_workspace_layout(evo_tiles(job_.launch, shape), a.num_splits, int(job_.launch.rows_per_cta), shape.head_dim)
+            .ml_offset;
+    a.workspace = reinterpret_cast<void*>(static_cast<uintptr_t>(
+        p.workspace_for(size_t(evo_workspace_bytes(job_.launch, shape, a.num_splits)), size_t(counters))));
     if (tma_specs_.empty()) return a;
     if (auto err = encode_tma_maps(tma_specs_, call.tensor, job_.task.dtype, a.tma)) throw CudaFailure{"load", *err};
     return a;

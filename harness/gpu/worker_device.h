@@ -108,7 +108,8 @@ struct Problem {
   int in_elem = 2;  // bytes per element of Q, K, V (fp8 tasks: 1)
   int elem = 2;     // bytes per element of O
   GuardedBuffer q, k, v, o;
-  GuardedBuffer workspace;  // split-KV kernels: zeroed once, kept for every launch of this problem
+  GuardedBuffer workspace;        // split-KV kernels: kept for every launch of this problem
+  size_t workspace_counters = 0;  // its leading bytes that stay 0 (the tile counters, evo_launch.h)
   TensorDesc dq{}, dk{}, dv{}, dout{};
   std::vector<int64_t> offsets;  // q, k, v, o: elements from the buffer start (packed layouts)
   bool padded = false;
@@ -176,8 +177,9 @@ struct Problem {
   }
 
   // "finite" junk: every buffer's bytes (padding included; the tensors' own elements are filled
-  // after) get evo_fill's normal values of another tensor index, read as rows of 16 bytes; a
-  // tail under 16 bytes keeps the constant byte. Ordered on `stream` before the inputs' fill.
+  // after) get evo_fill's values of another tensor index (finite_junk_fill: normal, some 16-byte
+  // rows scaled to thousands), read as rows of 16 bytes; a tail under 16 bytes keeps the
+  // constant byte. Ordered on `stream` before the inputs' fill.
   void vary_padding(const Support& sup, unsigned seed, CUstream stream) {
     const GuardedBuffer* buffers[] = {&q, &k, &v, &o};
     for (unsigned i = 0; i < 4; ++i) {
@@ -185,7 +187,7 @@ struct Problem {
       const int row = 16 / bytes;
       TensorDesc d{buffers[i]->data(), {0, 0, row}, 1, 1, int(buffers[i]->bytes / 16), row};
       if (d.seq == 0) continue;
-      FillParams fp;
+      FillParams fp = finite_junk_fill();
       unsigned tensor = 4 + i;
       unsigned long long nonce = 0;
       if (i < 3 && sup.amax) {  // fp8 inputs: quantized as the tensors are
@@ -198,10 +200,15 @@ struct Problem {
     }
   }
 
-  // Finite content in O's elements before a launch (gpu/launch_draws.h): evo_fill's normal
-  // values with the drawn seed, counter and spread, or nothing (the previous output stays).
-  // Ordered on `stream`, no wait.
+  // What a launch finds (gpu/launch_draws.h): in O's elements evo_fill's values with the drawn
+  // seed, counter and spread, or nothing (the previous output stays); in a split workspace past
+  // its tile counters stale partials (stale_partial_bits), as a package's workspace, reused
+  // across calls of every shape, holds them. Ordered on `stream`, no wait.
   void prefill_async(const Support& sup, const Prefill& f, CUstream stream) {
+    if (workspace.bytes > workspace_counters && workspace_counters > 0)
+      check(cu().cuMemsetD32Async(workspace.data() + workspace_counters, stale_partial_bits(f),
+                                  (workspace.bytes - workspace_counters) / 4, stream),
+            "stale workspace", "runtime");
     if (f.keep_previous) return;
     TensorDesc d = dout;
     unsigned seed = f.seed, tensor = 3;
@@ -213,16 +220,23 @@ struct Problem {
           "runtime");
   }
 
-  // At least `n` bytes of zeroed split workspace (evo_launch.h): allocated on the first launch
-  // that needs it; the kernel leaves its counters at 0, so later launches reuse it as it is.
-  CUdeviceptr workspace_for(size_t n) {
+  // At least `n` bytes of split workspace (evo_launch.h) whose first `counters` bytes (the tile
+  // counters, up to the partials' ml_offset) are 0: allocated on the first launch that needs it;
+  // the kernel leaves its counters at 0, so later launches reuse it as it is. The partials hold
+  // stale content from the start (NaN here, drawn values before every later launch:
+  // prefill_async): the contract promises zero counters only, and a package's workspace holds
+  // earlier calls' partials (hacker round 3: split_skips_empty_partial.cu read a fresh zero as
+  // an empty split's partial).
+  CUdeviceptr workspace_for(size_t n, size_t counters) {
     if (n == 0) return 0;
     if (workspace.bytes < n) {
       workspace.release();
       workspace.allocate(n, guard_bytes);
-      check(cu().cuMemsetD8(workspace.data(), 0, n), "workspace zeroing", "runtime");
+      check(cu().cuMemsetD8(workspace.data(), 0, counters), "workspace zeroing", "runtime");
+      check(cu().cuMemsetD8(workspace.data() + counters, 0xFF, n - counters), "stale workspace", "runtime");
       check(cu().cuCtxSynchronize(), "workspace zeroing", "runtime");
     }
+    workspace_counters = counters;
     return workspace.data();
   }
 

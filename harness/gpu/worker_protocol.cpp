@@ -41,6 +41,7 @@ json case_json(const CaseSpec& c) {
           {"outlier_every", c.outlier_every},
           {"outlier_scale", c.outlier_scale},
           {"k_sink", c.k_sink},
+          {"v_mean", c.v_mean},
           {"scale", c.scale},
           {"layout", c.layout},
           {"junk", c.junk},
@@ -60,6 +61,7 @@ CaseSpec case_from_json(const json& j) {
   c.outlier_every = j.value("outlier_every", 0.0);
   c.outlier_scale = j.value("outlier_scale", 1.0);
   c.k_sink = j.value("k_sink", 0.0);
+  c.v_mean = j.value("v_mean", 0.0);
   c.scale = j.value("scale", 0.0);
   c.layout = j.value("layout", "");
   c.junk = j.value("junk", "");

@@ -25,6 +25,7 @@ struct CaseSpec {
   std::string out_path;
   // Sampled cases (gates.json "sampled") also vary these; the defaults are the fixed sets'.
   double q_mean = 0, outlier_every = 0, outlier_scale = 1, k_sink = 0;  // see InputDistribution
+  double v_mean = 0;                                                    // likewise
   double scale = 0;                                                     // softmax scale; 0 means 1/sqrt(D)
   std::string layout;  // "" (the shape's own), packed_qkv, mixed, kv_cache: gpu/case_layout.h
   std::string junk;    // padding and guard bands: "" (fixed cases), finite, nonfinite (gpu/input_fill.h)

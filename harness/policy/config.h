@@ -27,16 +27,18 @@ struct ResourceCaps {
   long max_spill_bytes = 0;
 };
 
-// Inputs are mean + std·N(0,1) per element (Q gets q_mean; K and Q qk_std; V v_std). Real
+// Inputs are mean + std·N(0,1) per element (Q gets q_mean, V v_mean; K and Q qk_std; V v_std). Real
 // activations also have outlier query rows (every `outlier_every`-th row, by hash, times
 // `outlier_scale`) and attention sinks (key 0 set to `k_sink` in every channel). `dtypes`
 // limits a distribution to tasks of those input dtypes (empty: every task): bf16 holds |V| of
-// 10^5 and 10^-6, which fp16 cannot.
+// 10^5 and 10^-6, which fp16 cannot. V with a common offset (v_mean) makes P.V grow with the
+// row sum, not its square root (hacker round 3: an unnormalised fp16 sum overflows there).
 struct InputDistribution {
   std::string name;
   double qk_std = 1.0, v_std = 1.0;
   double q_mean = 0, outlier_every = 0, outlier_scale = 1, k_sink = 0;
   std::vector<std::string> dtypes;
+  double v_mean = 0;
   bool applies_to(const std::string& dtype) const {
     return dtypes.empty() || std::find(dtypes.begin(), dtypes.end(), dtype) != dtypes.end();
   }
@@ -96,8 +98,9 @@ struct SanitizerConfig {
 // remeasure` re-gates the committed elites through it.
 struct DeepGateConfig {
   std::vector<std::string> shape_sets{"huge"};
-  // Shape sets run with K's and V's batch stride at 2^31 elements (case layout far_batches):
-  // one stride past int32 in a call within the domain's span.
+  // Shape sets run with K's and V's batch stride at 2^31 elements (case layout far_batches), or,
+  // for a shape of one batch and one KV head, K's and V's rows far enough apart that the last
+  // lies past 2^31 elements (far_rows): offsets past int32 in a call within the domain's span.
   std::vector<std::string> far_stride_sets;
   std::vector<std::string> inputs;
   bool sanitizer = true;

@@ -44,6 +44,7 @@ void check_inputs(const RangeCheck& r, const GatesConfig& c) {
     r.at_least(k + ".outlier_every", d.outlier_every, 0);
     r.finite(k + ".outlier_scale", d.outlier_scale);
     r.finite(k + ".k_sink", d.k_sink);
+    r.finite(k + ".v_mean", d.v_mean);
   }
   for (size_t i = 0; i < c.seeds.size(); ++i) r.at_least(fmt::format("defaults.seeds[{}]", i), c.seeds[i], 0);
   r.at_least("defaults.post_timing_seed", double(c.post_timing_seed), 0);

@@ -24,6 +24,7 @@ CaseSpec make_case(const Shape& s, unsigned seed, const InputDistribution& in) {
   c.outlier_every = in.outlier_every;
   c.outlier_scale = in.outlier_scale;
   c.k_sink = in.k_sink;
+  c.v_mean = in.v_mean;
   c.id = fmt::format("{}{}/s{}/{}", s.set.empty() ? "" : s.set + "/", s.dims(), seed, in.name);
   return c;
 }
@@ -40,11 +41,12 @@ std::vector<CaseSpec> deep_cases(const GatesConfig& gates, const PlanRequest& r)
       out.push_back(make_case(s, unsigned(r.seeds.empty() ? 0 : r.seeds.front()), in));
       out.back().id = kDeepPrefix + out.back().id;  // a deep case (run/large_cases.h checks it on the GPU)
     }
-  // Each batch of K and V 2^31 elements from the next (gpu/case_layout.h far_batches), normal inputs.
+  // Each batch of K and V 2^31 elements from the next, or, for a shape of one sequence, each row
+  // far from the last (gpu/case_layout.h far_layout), normal inputs.
   for (const Shape& s : gates.shapes(gates.deep_gate.far_stride_sets, r.task)) {
     out.push_back(make_case(s, unsigned(r.seeds.empty() ? 0 : r.seeds.front()), gates.inputs.front()));
-    out.back().layout = "far_batches";
-    out.back().id = kDeepPrefix + out.back().id + "/layout=far_batches";
+    out.back().layout = far_layout(s);
+    out.back().id = kDeepPrefix + out.back().id + "/layout=" + out.back().layout;
   }
   for (CaseSpec& c : out) {
     const Tolerance& tol = gates.tolerance(r.task, c.inputs);

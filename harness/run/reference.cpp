@@ -26,6 +26,8 @@ fs::path ReferenceStore::path_for(const Task& task, const CaseSpec& c) const {
                               .update(fmt::format("|{}|{}|{:.17g}|{:.17g}", c.seed, c.inputs, c.qk_std, c.v_std))
                               .update(fmt::format("|{:.17g}|{:.17g}|{:.17g}|{:.17g}|{:.17g}", c.q_mean, c.outlier_every,
                                                   c.outlier_scale, c.k_sink, c.scale))
+                              // only when set: the references cached before v_mean existed keep their keys
+                              .update(c.v_mean != 0 ? fmt::format("|v_mean {:.17g}", c.v_mean) : std::string())
                               .hex();
   return dir_ / key.substr(0, 2) / (key + ".f32");
 }

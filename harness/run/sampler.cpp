@@ -53,6 +53,7 @@ CaseSpec make_case(const GatesConfig& gates, const SampleSpace& sp, const Task& 
   c.outlier_every = in.outlier_every;
   c.outlier_scale = in.outlier_scale;
   c.k_sink = in.k_sink;
+  c.v_mean = in.v_mean;
   c.scale = case_scale(sp, sc, task.head_dim, rng);
   c.junk = sp.junk[at(kDimJunk)];
   c.id = fmt::format(

@@ -165,6 +165,8 @@ const std::vector<uint32_t> kSeeds{0u, 7u, 2025u};
 // What the cases of one tier reached, per corner of the domain.
 struct Reach {
   int64_t batch = 0, heads_q = 0, ratio = 0, seq_q = 0, seq_kv = 0, span = 0, stride = 0;
+  int64_t batch_heads = 0;  // batch x query heads: how many (b, h) pairs one call has
+  int64_t row_offset = 0;   // the farthest row of a sequence from its first: (S - 1) x row stride
   int min_alignment = 256;
   bool gaps = false, two_streams = false, max_scale = false;
   void add(const CaseSpec& c, const evo_attn_call& a) {
@@ -174,7 +176,9 @@ struct Reach {
     ratio = std::max<int64_t>(ratio, s.heads_q / s.heads_kv);
     seq_q = std::max<int64_t>(seq_q, s.seq_q);
     seq_kv = std::max<int64_t>(seq_kv, s.seq_kv);
+    batch_heads = std::max<int64_t>(batch_heads, int64_t(s.batch) * s.heads_q);
     for (const evo_attn_tensor* x : {&a.q, &a.k, &a.v, &a.o}) {
+      row_offset = std::max(row_offset, (x->size[2] - 1) * x->stride[2]);
       int64_t n = 1;
       for (int d = 0; d < 4; ++d) n += (x->size[d] - 1) * x->stride[d];
       span = std::max(span, n);
@@ -226,6 +230,8 @@ TEST(Domain, TheGateDrawsInsideTheDomainAndEachCornerIsReachedBySomeTier) {
   row("Skv", kEvoDomainMaxSeq, cheap.seq_kv, deep.seq_kv);
   row("span (elements)", kEvoDomainMaxSpan, cheap.span, deep.span);
   row("one stride (elements)", kEvoDomainMaxSpan, cheap.stride, deep.stride);
+  row("batch x query heads", int64_t(kEvoDomainMaxBatch) * kEvoDomainMaxHeadsQ, cheap.batch_heads, deep.batch_heads);
+  row("row offset (elements)", kEvoDomainMaxSpan, cheap.row_offset, deep.row_offset);
   row("alignment (bytes, least)", kEvoDomainAlignBytes, cheap.min_alignment, deep.min_alignment);
   row("gaps between batches", 1, cheap.gaps, deep.gaps);
   row("two streams in flight", kEvoDomainStreamsInFlight, cheap.two_streams ? 2 : 1, deep.two_streams ? 2 : 1);
@@ -245,6 +251,11 @@ TEST(Domain, TheGateDrawsInsideTheDomainAndEachCornerIsReachedBySomeTier) {
   EXPECT_EQ(deep.seq_kv, kEvoDomainMaxSeq);
   EXPECT_EQ(deep.span, kEvoDomainMaxSpan);
   EXPECT_GE(deep.stride, int64_t(1) << 31) << "one stride past int32 (the far set: k_strides_int32.cu)";
+  // Hacker round 3: two bounds at once (frontier 65535x256x1x1x1: bh_index_18bits.cu; before it
+  // the largest product was the huge set's 8129 x 32), and a row offset past int32 inside one
+  // sequence (the far set's far_rows case: row_offset_int32.cu).
+  EXPECT_EQ(deep.batch_heads, int64_t(kEvoDomainMaxBatch) * kEvoDomainMaxHeadsQ);
+  EXPECT_GE(deep.row_offset, int64_t(1) << 31) << "a row 2^31 elements or more from its sequence's first";
   EXPECT_EQ(deep.min_alignment, kEvoDomainAlignBytes);
   EXPECT_TRUE(deep.gaps);
   EXPECT_TRUE(deep.two_streams);

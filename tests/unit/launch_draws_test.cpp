@@ -1,5 +1,6 @@
 // Unannounced verification (gpu/launch_draws.h, docs/safety.md §3f) and the inputs it tries
-// (run/sampler.cpp): the pre-fill before every kind of launch is finite and drawn per worker;
+// (run/sampler.cpp): the pre-fill before every kind of launch is drawn per worker (ordinary
+// values, zeros or stale non-finite content, each before every kind);
 // which warm-up launches are verified differs between workers and reaches late launches; the
 // host's unwritten marks need both launches to have left their pre-fills; every run's sampled
 // plan has two-stream cases, stride-gap cases (strides above dense, the reference reading them)
@@ -14,6 +15,7 @@
 #include <set>
 
 #include "gpu/case_layout.h"
+#include "gpu/input_fill.h"
 #include "policy/config.h"
 #include "run/sampler.h"
 #include "support/test_support.h"
@@ -25,10 +27,10 @@ const LaunchKind kKinds[] = {LaunchKind::gate_first,  LaunchKind::gate_second,  
                              LaunchKind::timed,       LaunchKind::probe_repeat, LaunchKind::isolated,
                              LaunchKind::shape_check, LaunchKind::concurrent};
 
-TEST(LaunchDraws, ThePrefillIsFiniteBeforeEveryKindOfLaunch) {
+TEST(LaunchDraws, ThePrefillBeforeEveryKindOfLaunchIsOrdinaryZeroOrStale) {
   LaunchDraws draws(20261127);
   int kept = 0, random_before_timed = 0;
-  std::map<LaunchKind, int> zeros;
+  std::map<LaunchKind, int> zeros, stale;
   for (LaunchKind kind : kKinds)
     for (int n = 0; n < 64; ++n) {
       const Prefill f = draws.prefill(kind);
@@ -41,6 +43,13 @@ TEST(LaunchDraws, ThePrefillIsFiniteBeforeEveryKindOfLaunch) {
       if (kind == LaunchKind::timed) ++random_before_timed;
       if (f.stddev == 0) {  // zeroed memory: evo_fill writes mean 0 + (+-0) = +0.0
         ++zeros[kind];
+        continue;
+      }
+      if (f.stddev == LaunchDraws::kStaleSpread) {  // stale bits: Inf in fp16 (rounds past 65504)
+        ++stale[kind];
+        int past_fp16 = 0;
+        for (uint64_t i = 0; i < 4096; ++i) past_fp16 += !(std::fabs(prefill_value(f, i * 7919)) <= 65504.f);
+        EXPECT_GT(past_fp16, 4000) << "nearly every element of a stale pre-fill is Inf once rounded to fp16";
         continue;
       }
       EXPECT_GE(f.stddev, 0.1f);
@@ -57,7 +66,45 @@ TEST(LaunchDraws, ThePrefillIsFiniteBeforeEveryKindOfLaunch) {
   // About one pre-fill in LaunchDraws::kZeroOdds is all zeros, before every kind of launch: a
   // kernel that skips rows whose output is already zero is seen (skips_zeroed_rows.cu).
   for (LaunchKind kind : kKinds) EXPECT_GT(zeros[kind], 0) << "no zero pre-fill before launch kind " << int(kind);
+  // And about one in LaunchDraws::kStaleOdds of the rest is stale non-finite content, before
+  // every kind of launch: a kernel that merges into O as O * 0 + new is seen to turn it into NaN
+  // (merges_stale_o.cu, hacker round 3).
+  for (LaunchKind kind : kKinds) EXPECT_GT(stale[kind], 0) << "no stale pre-fill before launch kind " << int(kind);
   EXPECT_EQ(draws.launches(), 8u * 64u);
+}
+
+// A split workspace's partials hold stale content before every launch, NaN or finite, drawn with
+// the pre-fill (a package reuses one workspace across calls; hacker round 3's
+// split_skips_empty_partial.cu read a fresh zero as an empty split's partial).
+TEST(LaunchDraws, StalePartialsAreNaNOrFiniteDrawnPerLaunch) {
+  LaunchDraws draws(29);
+  int nan = 0, finite = 0;
+  for (int n = 0; n < 64; ++n) {
+    const uint32_t bits = stale_partial_bits(draws.prefill(LaunchKind::timed));
+    float x;
+    std::memcpy(&x, &bits, 4);
+    if (std::isnan(x)) {
+      ++nan;
+    } else {
+      ++finite;
+      EXPECT_GE(x, 1.f);
+      EXPECT_LE(x, 64.f);
+    }
+  }
+  EXPECT_GT(nan, 0);
+  EXPECT_GT(finite, 0);
+}
+
+// "finite" junk has 16-byte rows of large magnitude among its ordinary ones (a spare KV row holds
+// some nine times in ten at D = 64): a kernel that takes its max over a cache's spare rows before
+// masking them underflows every real score there (max_over_masked_keys.cu, hacker round 3).
+TEST(LaunchDraws, FiniteJunkHasRowsOfLargeMagnitude) {
+  const FillParams f = finite_junk_fill();
+  ASSERT_GT(f.outlier_every, 0u);
+  EXPECT_LE(f.outlier_every, 4u);
+  EXPECT_GE(f.outlier_scale * f.stddev, 1e3f) << "a large row must dwarf any score a real key gives";
+  EXPECT_LT(f.outlier_scale * f.stddev * 16.f, 65504.f) << "and stay finite in fp16 (16 sigma: never Inf)";
+  EXPECT_TRUE(junk_bytes("finite", 2).varied) << "finite junk is these values, not one byte";
 }
 
 TEST(LaunchDraws, TwoPrefillsOfAGateCaseDiffer) {

@@ -281,6 +281,30 @@ TEST(Sampler, OnlyBf16TasksDrawVBeyondFp16sRange) {
   }
 }
 
+// Hacker round 3: V with a common offset (256) over near-uniform rows of more than 256 keys, where
+// an unnormalised P.V sum passes fp16's 65504 (fp16_unnormalized_o.cu), in every fp16 and bf16
+// run (non-causal: the pair inputs x Skv class; causal: at these seeds); never in an fp8 one.
+TEST(Sampler, EveryRunDrawsVWithAnOffsetOverLongRows) {
+  const GatesConfig g = repo_gates();
+  for (const char* task : kTasks)
+    for (uint32_t seed : kSeeds) {
+      const Task t = parse_task(task);
+      bool offset_long = false, offset = false;
+      for (const auto& c : draw_sampled_cases(g, t, seed)) {
+        if (c.v_mean == 0) continue;
+        offset = true;
+        EXPECT_EQ(c.inputs, "v_offset");
+        // The sum of p_j v_j before the division: about v_mean times the longest row's keys.
+        const int keys = t.causal ? std::min(c.shape.seq_q, c.shape.seq_kv) : c.shape.seq_kv;
+        offset_long |= c.v_mean * keys > 65504;
+      }
+      EXPECT_EQ(offset, t.dtype != DType::fp8) << task << " seed " << seed;
+      if (t.dtype != DType::fp8) {
+        EXPECT_TRUE(offset_long) << task << " seed " << seed << ": no row past fp16's range";
+      }
+    }
+}
+
 TEST(Sampler, APlanCarriesTheSeedAndTheSampledCases) {
   const GatesConfig g = repo_gates();
   const Task t = parse_task("fp16-d64");
@@ -298,8 +322,16 @@ TEST(Sampler, APlanCarriesTheSeedAndTheSampledCases) {
   EXPECT_TRUE(make_plan(off, {t, g.gate_sets, g.benchmark_sets, g.seeds, false, 42u}).deep_cases.empty());
   const EvalPlan deep = make_plan(g, {t, g.gate_sets, g.benchmark_sets, g.seeds, false, 42u, true});
   ASSERT_GE(deep.deep_cases.size(), size_t(g.sampled.deep.min_cases) + 1);
+  // The far set: K's batch stride 2^31 elements (far_batches), and a sequence whose last K row
+  // lies past 2^31 elements from its first (far_rows, hacker round 3).
+  ASSERT_GE(deep.deep_cases.size(), 2u);
+  const CaseSpec& batches = deep.deep_cases[deep.deep_cases.size() - 2];
+  EXPECT_EQ(batches.id.rfind("deep/far/", 0), 0u) << batches.id;
+  EXPECT_EQ(batches.layout, "far_batches");
   EXPECT_EQ(deep.deep_cases.back().id.rfind("deep/far/", 0), 0u) << deep.deep_cases.back().id;
-  EXPECT_EQ(deep.deep_cases.back().layout, "far_batches");  // K's batch stride 2^31 elements
+  EXPECT_EQ(deep.deep_cases.back().layout, "far_rows");
+  const CaseLayout rows = case_layout(deep.deep_cases.back().shape, "far_rows");
+  EXPECT_GE((deep.deep_cases.back().shape.seq_kv - 1) * rows.k.stride[2], int64_t(1) << 31);
   for (const auto& c : deep.deep_cases) {
     EXPECT_TRUE(c.device_check.on) << c.id;
     EXPECT_TRUE(is_deep_case(c.id)) << c.id;
@@ -337,7 +369,7 @@ TEST(Sampler, BadSeedsAndMalformedSpacesAreUsageErrors) {
                                           {"\"seq_kv_residue\"", "\"kv_res\""},
                                           {"\"min_cases\": 100", "\"min_cases\": -1"},
                                           {"\"range\": [\n          2,", "\"range\": [\n          5,"},
-                                          {"\"tiny_v\"\n", "\"small_v\"\n"},
+                                          {"\"v_offset\"\n", "\"small_v\"\n"},
                                           {"\"nonfinite\"", "\"nan\""},
                                           {"\"two_streams\": 2", "\"two_streams\": -1"}}) {
     try {

@@ -20,7 +20,7 @@ CaseSpec sample_case(const std::string& id, unsigned seed) {
   c.seed = seed;
   c.inputs = "outliers";
   c.qk_std = 1.5, c.v_std = 0.5, c.q_mean = 0.25, c.outlier_every = 97, c.outlier_scale = 30, c.k_sink = 4,
-  c.scale = 0.07;
+  c.scale = 0.07, c.v_mean = 256;
   c.layout = "packed_qkv";
   c.out_path = "/w/" + id + ".out";
   return c;
@@ -64,6 +64,7 @@ TEST(WorkerJobs, EncodeThenDecodeKeepsEveryField) {
   EXPECT_EQ(c.outlier_every, 97);
   EXPECT_EQ(c.outlier_scale, 30);
   EXPECT_EQ(c.k_sink, 4);
+  EXPECT_EQ(c.v_mean, 256);  // V's common offset (gates.json v_offset) reaches the worker
   EXPECT_EQ(c.scale, 0.07);
   EXPECT_EQ(c.layout, "packed_qkv");
   EXPECT_EQ(c.out_path, "/w/g0.out");
