@@ -9,6 +9,7 @@
 #include "core/errors.h"
 #include "core/paths.h"
 #include "evolve/report.h"
+#include "report/op_timing.h"
 #include "store/atomic_file.h"
 
 namespace evo {
@@ -42,7 +43,8 @@ void run_compare(const CompareOptions& o) {
   const std::string text = o.format == "json" ? render_json(comparison)
                            : o.format == "csv"
                                ? render_csv(comparison)
-                               : render_markdown(comparison) + render_evolution_markdown(input.records, o.gpu, o.task) +
+                               : render_markdown(comparison) + op_timing_section(results, o.gpu, o.task) +
+                                     render_evolution_markdown(input.records, o.gpu, o.task) +
                                      ablation_section(results, o.gpu, o.task, &notes);
   for (const auto& n : notes) std::cerr << "evo: note: " << n << "\n";
   if (o.out == "-") {

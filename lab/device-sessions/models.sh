@@ -10,7 +10,8 @@
 #                       tests/deploy/check_torch_op.py: correctness, torch.compile, graphs, opcheck,
 #                       refusals; the op (C++) against cuDNN and flash on the `models` set and the
 #                       benchmark sets, with the Python path's graph and back-to-back times.
-#                       $OUT/models-op.tgz.
+#                       $OUT/models-op.tgz; its results/op/*.json goes to results/op/ (COMPARE.md's
+#                       "exported op" section).
 #   models.sh decode    (<= 9 min) stage 9 (split-KV decode) on the regime and model shapes: the
 #                       rank-1 of its custom-bench populations (`--elites-of`) for fp16-d128,
 #                       bf16-d128, fp16-d64; bf16-d64 first gets a stage-9 population (`evo run
@@ -122,5 +123,8 @@ case "$PHASE" in
     timeout "$left" python3 tests/deploy/check_torch_op.py --package /tmp/evo-export --out "$OUT" --random 8 \
       --sets models,mission --budget-s $((left - 40)) >"$OUT/check.log" 2>&1
     echo "check_torch_op exit $? at ${SECONDS}s"; tail -3 "$OUT/check.log"
+    # The report COMPARE.md's "exported op" section reads: results/op/<gpu key>-<time>.json.
+    gpu_key=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | tr 'A-Z ' 'a-z-')
+    mkdir -p "$OUT/results/op" && cp "$OUT/export_check.json" "$OUT/results/op/$gpu_key-$(date -u +%Y%m%dT%H%M%SZ).json"
     pack ;;
 esac
