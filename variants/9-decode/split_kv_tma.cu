@@ -12,7 +12,7 @@
   "dtypes": ["fp16", "bf16"],
   "head_dims": [64, 128],
   "min_sm": 90,
-  "notes": "split_kv's algorithm and launch ABI (EVO_EXPORT_LAUNCH_SPLIT: pack-GQA rows, the host's evo_num_splits, the FP32 partial workspace and the last-CTA combine), with the K/V loads moved to the copy engine. An extra producer warp (warp NWARPS) has one thread issue, per KV block, cp.async.bulk.tensor.4d boxes of BLOCK_N keys x 64 columns (one per 64-column half at D=128) with the 128-byte swizzle, over the host-encoded 4-D maps of K and V (the call's real strides, so BSHD caches work; keys past seq_kv zero-filled by the copy engine and still masked), into a STAGES-deep ring whose full barriers count the transaction bytes and whose empty barriers count one arrival per consumer warp. The NWARPS consumer warps do what split_kv's warps do: each takes BLOCK_N / NWARPS keys of every block for all BLOCK_M rows, mma.sync m16n8k16 with ldmatrix addresses XOR-swizzled (16-byte chunk c of row r at c ^ (r & 7)), FP32 online softmax in the log2 domain, the warps' partials merged in shared memory. Q (a pack-GQA gather of BLOCK_M rows from G heads) is loaded once with ordinary 16-byte loads. The producer warp costs registers: two CTAs of 4 + 1 warps put 3 warps on some SM sub-partition, 168 registers a thread (D=128 configs use 150-168). Prediction (before any measurement): split_kv issues 16 LDGSTS per thread per D=128, BLOCK_N 64 block (2048 per CTA, plus their address arithmetic and a __syncthreads that makes every warp wait for the slowest before the refill); this issues 4 UTMALDG per block from one thread, and the refill of a slot waits only for its own empty barrier. Bytes in flight per SM at the default (BLOCK_N 64, STAGES 3, D=128: 32 KB of K+V per block, 101 KiB smem, 2 CTAs per SM): up to 3 blocks per CTA, ~192 KB, against ~128 KB for split_kv and ~36 KB needed to cover 1 us of latency at 4.8 TB/s; the unpadded swizzled ring also saves split_kv's 6 % padding. Expected: 76-88 % of 4.8 TB/s on the >= 134 MB decode shapes (Llama-3 70B B16 at 64-73 us, 0.95-1.1x cuDNN), the small shapes (8B B1, MQA) unchanged within 10 % since launch, fill and combine dominate there."
+  "notes": "split_kv's algorithm and launch ABI (EVO_EXPORT_LAUNCH_SPLIT: pack-GQA rows, the host's evo_num_splits, the FP32 partial workspace and the last-CTA combine), with the K/V loads moved to the copy engine. An extra producer warp (warp NWARPS) has one thread issue, per KV block, cp.async.bulk.tensor.4d boxes of BLOCK_N keys x 64 columns (one per 64-column half at D=128) with the 128-byte swizzle, over the host-encoded 4-D maps of K and V (the call's real strides, so BSHD caches work; keys past seq_kv zero-filled by the copy engine and still masked), into a STAGES-deep ring whose full barriers count the transaction bytes and whose empty barriers count one arrival per consumer warp, each after a fence.proxy.async (the warp read the slot with ldmatrix, the generic proxy; its next writer is the copy engine, the async proxy). The NWARPS consumer warps do what split_kv's warps do: each takes BLOCK_N / NWARPS keys of every block for all BLOCK_M rows, mma.sync m16n8k16 with ldmatrix addresses XOR-swizzled (16-byte chunk c of row r at c ^ (r & 7)), FP32 online softmax in the log2 domain, the warps' partials merged in shared memory. Q (a pack-GQA gather of BLOCK_M rows from G heads) is loaded once with ordinary 16-byte loads. The producer warp costs registers: two CTAs of 4 + 1 warps put 3 warps on some SM sub-partition, 168 registers a thread (D=128 configs use 150-168). Prediction (before any measurement): split_kv issues 16 LDGSTS per thread per D=128, BLOCK_N 64 block (2048 per CTA, plus their address arithmetic and a __syncthreads that makes every warp wait for the slowest before the refill); this issues 4 UTMALDG per block from one thread, and the refill of a slot waits only for its own empty barrier. Bytes in flight per SM at the default (BLOCK_N 64, STAGES 3, D=128: 32 KB of K+V per block, 101 KiB smem, 2 CTAs per SM): up to 3 blocks per CTA, ~192 KB, against ~128 KB for split_kv and ~36 KB needed to cover 1 us of latency at 4.8 TB/s; the unpadded swizzled ring also saves split_kv's 6 % padding. Expected: 76-88 % of 4.8 TB/s on the >= 134 MB decode shapes (Llama-3 70B B16 at 64-73 us, 0.95-1.1x cuDNN), the small shapes (8B B1, MQA) unchanged within 10 % since launch, fill and combine dominate there."
 }
 */
 #include "evo_attn.cuh"
@@ -103,6 +103,8 @@ __device__ __forceinline__ void tma_load(unsigned dst, const void* map, int col,
 __device__ __forceinline__ void tma_prefetch_map(const void* map) {
   asm volatile("prefetch.tensormap [%0];\n" ::"l"(map) : "memory");
 }
+// Orders this thread's generic-proxy shared memory accesses before later async-proxy ones (TMA).
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 // Named barrier of the consumer warps only (0 is __syncthreads).
 __device__ __forceinline__ void consumers_sync() { asm volatile("bar.sync 1, %0;\n" ::"n"(NWARPS * 32) : "memory"); }
 
@@ -254,6 +256,11 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, EVO_MIN_CTAS) evo_attn_fw
             mma16816(o[mt][2 * dp + 1], pa[mt][kk], b2, b3);
           }
         }
+      // The slot's next writer is the copy engine (async proxy) while this warp read it with
+      // ldmatrix (generic proxy): without a proxy fence ptxas issued the arrive right after the
+      // last ldmatrix of V was issued, not done, and the next block's V could land under it
+      // (deep tier, 2026-11-29: two nondeterministic cases, the last 16 columns of a row wrong).
+      fence_proxy_async();
       __syncwarp();
       if (lane == 0) mbar_arrive(smem_u32(&bar_empty[stage]));  // this warp is done with the slot
     }
