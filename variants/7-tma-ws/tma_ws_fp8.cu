@@ -592,6 +592,8 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1) evo_attn_fwd(const __g
   };
   // This warp is done with the Q tile: the producer may load the next item's.
   auto release_q = [&]() {
+    fence_proxy_async();  // read with ld.shared (generic proxy); the next Q lands by TMA (async proxy)
+    __syncwarp();
     if (lane == 0) mbar_arrive(q_empty);
   };
 
@@ -607,7 +609,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1) evo_attn_fwd(const __g
     ++q_uses;
 #if Q_REGS
     load_q_fragments();
-    release_q();  // the fragments are in registers (the arrive orders the loads before it)
+    release_q();  // the fragments are in registers
 #endif
     mbar_wait(full(stage_of(0)), parity_of(0));
     gemm_turn_begin();
