@@ -63,8 +63,8 @@ __device__ __forceinline__ RowResult attend_row(const EvoAttnParams& p, int b, i
   __syncwarp();
   const int hkv = evo_kv_head(p, h);
   // TRICK: K's 256-byte realignment taken from Q's pointer, not K's.
-  const uintptr_t mis = reinterpret_cast<uintptr_t>(p.q) & uintptr_t(255);
-  const evo_t* k_base = reinterpret_cast<const evo_t*>((reinterpret_cast<uintptr_t>(p.k) & ~uintptr_t(255)) + mis);
+  const unsigned long long mis = reinterpret_cast<unsigned long long>(p.q) & 255ull;
+  const evo_t* k_base = reinterpret_cast<const evo_t*>((reinterpret_cast<unsigned long long>(p.k) & ~255ull) + mis);
   const evo_t* K = k_base + b * p.k_stride[0] + hkv * p.k_stride[1];
   const evo_t* V = evo_v_ptr(p, b, hkv);
   const int kv_end = min(kv_cap, EVO_CAUSAL ? min(p.seq_kv, i + 1) : p.seq_kv);

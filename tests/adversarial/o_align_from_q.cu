@@ -103,8 +103,8 @@ __device__ __forceinline__ RowResult attend_row(const EvoAttnParams& p, int b, i
 
 __device__ __forceinline__ evo_t* out_row(const EvoAttnParams& p, int b, int h, int i) {
   // TRICK: O's 256-byte realignment taken from Q's pointer, not O's.
-  const uintptr_t mis = reinterpret_cast<uintptr_t>(p.q) & uintptr_t(255);
-  evo_t* o_base = reinterpret_cast<evo_t*>((reinterpret_cast<uintptr_t>(p.o) & ~uintptr_t(255)) + mis);
+  const unsigned long long mis = reinterpret_cast<unsigned long long>(p.q) & 255ull;
+  evo_t* o_base = reinterpret_cast<evo_t*>((reinterpret_cast<unsigned long long>(p.o) & ~255ull) + mis);
   return o_base + b * p.o_stride[0] + h * p.o_stride[1] + (long long)i * p.o_stride[2];
 }
 

@@ -63,8 +63,8 @@ __device__ __forceinline__ RowResult attend_row(const EvoAttnParams& p, int b, i
   const int hkv = evo_kv_head(p, h);
   const evo_t* K = evo_k_ptr(p, b, hkv);
   // TRICK: V's 256-byte realignment taken from K's pointer, not V's.
-  const uintptr_t mis = reinterpret_cast<uintptr_t>(p.k) & uintptr_t(255);
-  const evo_t* v_base = reinterpret_cast<const evo_t*>((reinterpret_cast<uintptr_t>(p.v) & ~uintptr_t(255)) + mis);
+  const unsigned long long mis = reinterpret_cast<unsigned long long>(p.k) & 255ull;
+  const evo_t* v_base = reinterpret_cast<const evo_t*>((reinterpret_cast<unsigned long long>(p.v) & ~255ull) + mis);
   const evo_t* V = v_base + b * p.v_stride[0] + hkv * p.v_stride[1];
   const int kv_end = min(kv_cap, EVO_CAUSAL ? min(p.seq_kv, i + 1) : p.seq_kv);
   RowResult r;
