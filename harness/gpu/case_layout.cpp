@@ -77,6 +77,19 @@ TensorPlacement far_rows(const Shape& s) {
   return p;
 }
 
+// A token-major (BSHD) tensor with `room` rows of S after each batch's sequence: a KV cache laid
+// out [B, S_cache, H, D] (flash_attn_with_kvcache's k_cache), or a slice of a padded projection
+// [B, S_max, H, D]; the batch stride is not S rows (hacker round 4: every token-major view was
+// dense over its sequence).
+TensorPlacement token_major_room(const Shape& s, int heads, int seq, int room) {
+  TensorPlacement p;
+  p.stride[1] = s.head_dim;
+  p.stride[2] = int64_t(heads) * s.head_dim;
+  p.stride[0] = int64_t(seq + room) * p.stride[2];
+  p.buffer_elements = p.stride[0] * s.batch;
+  return p;
+}
+
 // O as a BSHD slice of a bigger buffer: a row of Hq + 1 heads, `batch_gap` rows between batches.
 TensorPlacement inside_bigger(const Shape& s, int batch_gap) {
   TensorPlacement p;
@@ -96,6 +109,11 @@ void offset_view(TensorPlacement& p, int align, int bytes) {
 }
 
 }  // namespace
+
+int tensor_alignment(int align, int tensor) {
+  if (align % 256 == 0) return align;  // every pointer on a 256-byte boundary: the aligned case
+  return align ^ (64 * tensor);        // bits 4-5 kept, bits 6-7 flipped per tensor
+}
 
 std::string far_layout(const Shape& s) { return s.batch == 1 && s.heads_kv == 1 ? "far_rows" : "far_batches"; }
 
@@ -132,9 +150,11 @@ CaseLayout case_layout(const Shape& s, const std::string& full, int in_bytes, in
     c.v = packed(s, s.seq_kv, s.heads_q + s.heads_kv);
     c.o = dense(s, Layout::bshd, s.heads_q, s.seq_q);
   } else if (layout == "mixed") {
-    c.q = dense(s, Layout::bshd, s.heads_q, s.seq_q);
+    // Q and V token-major with room after each batch (3 and 37 rows: no tile size divides them),
+    // K and O head-major and dense.
+    c.q = token_major_room(s, s.heads_q, s.seq_q, 3);
     c.k = dense(s, Layout::bhsd, s.heads_kv, s.seq_kv);
-    c.v = dense(s, Layout::bshd, s.heads_kv, s.seq_kv);
+    c.v = token_major_room(s, s.heads_kv, s.seq_kv, 37);
     c.o = dense(s, Layout::bhsd, s.heads_q, s.seq_q);
   } else if (layout == "kv_cache") {
     c.q = c.o = dense(s, Layout::bhsd, s.heads_q, s.seq_q);
@@ -159,8 +179,8 @@ CaseLayout case_layout(const Shape& s, const std::string& full, int in_bytes, in
                       "': use packed_qkv, mixed, kv_cache, strided, far_batches or far_rows");
   }
   if (align) {
-    for (TensorPlacement* p : {&c.q, &c.k, &c.v}) offset_view(*p, align, in_bytes);
-    offset_view(c.o, align, out_bytes);
+    TensorPlacement* const tensors[4] = {&c.q, &c.k, &c.v, &c.o};
+    for (int t = 0; t < 4; ++t) offset_view(*tensors[t], tensor_alignment(align, t), t == 3 ? out_bytes : in_bytes);
   }
   const std::string shared = layout_shared(full);
   if (shared == "qk" && (s.heads_q != s.heads_kv || s.seq_q != s.seq_kv))

@@ -3,7 +3,9 @@
 //  - packed_qkv: each of Q, K, V is a view of a fused projection output [B, S, Hq + 2·Hkv, D]
 //    at head offset 0, Hq and Hq + Hkv (each view in its own buffer so Sq may differ from
 //    Skv; the strides and offsets are those of the fused tensor); O is BSHD;
-//  - mixed: Q BSHD, K BHSD, V BSHD, O BHSD (no two neighbours share strides);
+//  - mixed: Q BSHD with 3 rows of room after each batch's sequence, K BHSD, V a BSHD cache
+//    [B, Skv + 37, Hkv, D], O BHSD (no two neighbours share strides; the token-major views'
+//    batch strides are not S rows: hacker round 4);
 //  - kv_cache: K and V are BHSD slices of a cache with room for more keys than Skv (head and
 //    batch strides larger than Skv·D), Q and O BHSD;
 //  - strided: every stride larger than dense: Q BHSD with gaps between heads and batches, K and
@@ -18,10 +20,12 @@
 //    elements from its first: a seq-major [S, B, H, D] view of a wide fused buffer (Megatron's
 //    layout, a packed QKV of a 128-head model at long context) has it. far_layout picks one.
 // Any of them (and bhsd, bshd) may end in "@A", A a multiple of 16 up to 256: an offset view
-// whose tensors start A mod 256 bytes past a 256-byte boundary (A = 256: on one), at least 256
-// bytes into their buffers. Buffers start 256-byte aligned, so "@16" makes every Q, K, V and O
-// address 16-byte aligned and no more, whatever the layout's own offsets (packed views of a
-// D = 128 projection are otherwise always 256-byte aligned).
+// whose tensors start past a 256-byte boundary by tensor_alignment(A, t) bytes mod 256 (A = 256:
+// all four on one), at least 256 bytes into their buffers. Buffers start 256-byte aligned, so
+// "@16" makes every Q, K, V and O address 16-byte aligned and no more, whatever the layout's own
+// offsets (packed views of a D = 128 projection are otherwise always 256-byte aligned), and puts
+// each of the four in another class mod 256 (hacker round 4: a kernel that realigned K by Q's
+// misalignment was exact when all four shared one).
 // A layout may end further in "+qk" (K is Q's view: the same pointer and strides; Hq = Hkv and
 // Sq = Skv) or "+kv" (V is K's view), as a caller that passes one tensor twice does (the domain
 // lets Q, K and V share memory): the second tensor's placement is the first's.
@@ -54,6 +58,13 @@ struct CaseLayout {
 // Throws usage_error for an unknown layout name ("" is the shape's own layout). `in_bytes` and
 // `out_bytes` (per element of Q/K/V and of O) place "@A" views in bytes.
 CaseLayout case_layout(const Shape& s, const std::string& layout, int in_bytes = 2, int out_bytes = 2);
+
+// Where tensor `tensor` (0 Q, 1 K, 2 V, 3 O) of an "@align" view starts, in bytes mod 256: all
+// four on a 256-byte boundary for align 256; else align with bits 6 and 7 flipped by the tensor
+// index (Q align, K align ^ 64, V align ^ 128, O align ^ 192). Over the alignments 256, 16, 48 and
+// 208 each tensor's bits 4 to 7 are each set in one case and clear in another, each tensor's class
+// mod 64 is the case's, and no two tensors share a class mod 256.
+int tensor_alignment(int align, int tensor);
 
 // The far set's layout for a shape: its batches far apart (far_batches), or, for one batch of
 // one KV head, where no batch or head index steps, its rows (far_rows).

@@ -32,7 +32,8 @@ Prefill LaunchDraws::prefill(LaunchKind kind) {
   if (rng_.below(kZeroOdds) == 0)
     p.stddev = 0;  // evo_fill gives mean + 0 = +0.0 everywhere
   else if (rng_.below(kStaleOdds) == 0)
-    p.stddev = kStaleSpread;  // past fp16's range everywhere, past float's often: stale Inf
+    // past fp16's range everywhere, past float's often (stale Inf), or NaN everywhere (stale NaN)
+    p.stddev = rng_.below(2) == 0 ? kStaleSpread : kStaleNaN;
   return p;
 }
 

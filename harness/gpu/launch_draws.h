@@ -2,7 +2,7 @@
 // in the worker at run time, so no launch whose output is checked can be told apart from one
 // whose output is not (docs/safety.md §3f). Before every launch, gated or timed, O holds what a
 // caller's output buffer may hold: normal values of a spread drawn per launch (evo_fill's
-// generator with a counter drawn at run time), all +0.0, stale non-finite content (Inf, as
+// generator with a counter drawn at run time), all +0.0, stale non-finite content (Inf or NaN, as
 // torch.empty's stale bits are one time in 32), or, before a timed sample, the previous sample's
 // output of other inputs. Never a value only checked launches see: each kind is drawn with the
 // same odds before every kind of launch, and the poison (0xFFFF) is gone from every launch but
@@ -15,6 +15,7 @@
 // No CUDA here: the draws are tested on the CPU (tests/unit/launch_draws_test.cpp).
 #pragma once
 #include <cstdint>
+#include <limits>
 #include <string>
 
 #include "core/splitmix.h"
@@ -38,9 +39,10 @@ struct Prefill {
   bool keep_previous = false;  // the previous timed sample's output (other inputs): nothing written
   unsigned seed = 0;           // else evo_fill's normal values: its seed, counter and spread
   uint64_t nonce = 1;
-  // 0 (one launch in kZeroOdds): every element +0.0, as zeroed memory holds. kStaleSpread (one
-  // launch in kStaleOdds of the rest): normal values times 3e38, so +-Inf in fp16 and Inf or
-  // values near the largest float in bf16 (Inf times an exact 0 of the cosine is NaN).
+  // 0 (one launch in kZeroOdds): every element +0.0, as zeroed memory holds. One launch in
+  // kStaleOdds of the rest is stale: half of those kStaleSpread, normal values times 3e38, so
+  // +-Inf in fp16 and Inf or values near the largest float in bf16 (Inf times an exact 0 of the
+  // cosine is NaN); the other half kStaleNaN, every element NaN (hacker round 4).
   float stddev = 1;
 };
 
@@ -64,6 +66,10 @@ class LaunchDraws {
   // §3g: a kernel that merges its result into O as O * 0 + new is exact on finite O only).
   static constexpr int kStaleOdds = 8;
   static constexpr float kStaleSpread = 3.0e38f;
+  // Half the stale pre-fills are NaN bit patterns (evo_fill's normal times NaN): torch.empty's
+  // stale bits are NaN about 31 times as often as Inf in fp16, and a kernel that guarded O * 0 +
+  // new against Inf only passed every +-Inf pre-fill (merges_stale_o_inf_guard.cu, hacker round 4).
+  static constexpr float kStaleNaN = std::numeric_limits<float>::quiet_NaN();
 
  private:
   SplitMix rng_;

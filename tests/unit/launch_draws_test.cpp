@@ -31,6 +31,7 @@ TEST(LaunchDraws, ThePrefillBeforeEveryKindOfLaunchIsOrdinaryZeroOrStale) {
   LaunchDraws draws(20261127);
   int kept = 0, random_before_timed = 0;
   std::map<LaunchKind, int> zeros, stale;
+  int stale_inf = 0, stale_nan = 0;
   for (LaunchKind kind : kKinds)
     for (int n = 0; n < 64; ++n) {
       const Prefill f = draws.prefill(kind);
@@ -45,8 +46,13 @@ TEST(LaunchDraws, ThePrefillBeforeEveryKindOfLaunchIsOrdinaryZeroOrStale) {
         ++zeros[kind];
         continue;
       }
+      if (std::isnan(f.stddev)) {  // stale NaN bits: a guard against Inf alone lets them through
+        ++stale[kind], ++stale_nan;
+        for (uint64_t i = 0; i < 4096; ++i) ASSERT_TRUE(std::isnan(prefill_value(f, i * 7919))) << "element " << i;
+        continue;
+      }
       if (f.stddev == LaunchDraws::kStaleSpread) {  // stale bits: Inf in fp16 (rounds past 65504)
-        ++stale[kind];
+        ++stale[kind], ++stale_inf;
         int past_fp16 = 0;
         for (uint64_t i = 0; i < 4096; ++i) past_fp16 += !(std::fabs(prefill_value(f, i * 7919)) <= 65504.f);
         EXPECT_GT(past_fp16, 4000) << "nearly every element of a stale pre-fill is Inf once rounded to fp16";
@@ -70,6 +76,9 @@ TEST(LaunchDraws, ThePrefillBeforeEveryKindOfLaunchIsOrdinaryZeroOrStale) {
   // every kind of launch: a kernel that merges into O as O * 0 + new is seen to turn it into NaN
   // (merges_stale_o.cu, hacker round 3).
   for (LaunchKind kind : kKinds) EXPECT_GT(stale[kind], 0) << "no stale pre-fill before launch kind " << int(kind);
+  // Both kinds of stale bits (hacker round 4: merges_stale_o_inf_guard.cu replaces Inf by 0 first).
+  EXPECT_GT(stale_inf, 0) << "no stale Inf pre-fill";
+  EXPECT_GT(stale_nan, 0) << "no stale NaN pre-fill";
   EXPECT_EQ(draws.launches(), 8u * 64u);
 }
 

@@ -45,13 +45,19 @@ CoverRow row_of(const SampleSpace& sp, const Task& t, const CaseSpec& c) {
   const Shape& s = c.shape;
   CoverRow r(kSampleDims, -1);
   r[kDimLayout] = index_of<std::string>(sp.layouts, [&](const auto& l) { return l == base_layout(c.layout); });
-  // The alignment from the tensors' addresses (buffers start 256-byte aligned).
+  // The alignment from the tensors' addresses (buffers start 256-byte aligned): Q's, and K, V and
+  // O each in the class tensor_alignment gives them (hacker round 4: one class per tensor).
   const CaseLayout l = case_layout(s, c.layout, t.input_bytes(), t.output_bytes());
-  std::set<int64_t> mods;
-  for (const auto* p : {&l.q, &l.k, &l.v}) mods.insert(p->offset * t.input_bytes() % 256);
-  mods.insert(l.o.offset * t.output_bytes() % 256);
-  if (mods.size() == 1)
-    r[kDimAlignment] = index_of<int>(sp.alignments, [&](int a) { return a % 256 == *mods.begin(); });
+  const int64_t mods[4] = {l.q.offset * t.input_bytes() % 256, l.k.offset * t.input_bytes() % 256,
+                           l.v.offset * t.input_bytes() % 256, l.o.offset * t.output_bytes() % 256};
+  const bool shared_qk = layout_shared(c.layout) == "qk", shared_kv = layout_shared(c.layout) == "kv";
+  r[kDimAlignment] = index_of<int>(sp.alignments, [&](int a) {
+    for (int x = 0; x < 4; ++x) {
+      const int owner = (x == 1 && shared_qk) || (x == 2 && shared_kv) ? x - 1 : x;  // a shared view is its owner's
+      if (mods[x] != tensor_alignment(a, owner) % 256) return false;
+    }
+    return true;
+  });
   r[kDimBatch] = index_of<NamedRange>(sp.batch, [&](const auto& b) { return s.batch >= b.lo && s.batch <= b.hi; });
   r[kDimHeads] = index_of<HeadClass>(sp.heads, [&](const auto& h) {
     return index_of<HeadConfig>(h.configs,
@@ -302,6 +308,42 @@ TEST(Sampler, EveryRunDrawsVWithAnOffsetOverLongRows) {
       if (t.dtype != DType::fp8) {
         EXPECT_TRUE(offset_long) << task << " seed " << seed << ": no row past fp16's range";
       }
+    }
+}
+
+// The holes of hacker round 4 (docs/safety.md 3g), read back from the cases of every run: tensors
+// in different classes mod 256 (k_align_from_q.cu, o_align_from_q.cu, v_align_from_k.cu), a
+// token-major Q and a token-major V whose batch stride is not S rows with more than one batch
+// (q_ and kv_token_major_batch_from_rows.cu), and, on fp16 and bf16 tasks without a causal mask,
+// V offsets of both signs past fp16's range (fp16_overflow_guard_positive.cu).
+TEST(Sampler, EveryRunDrawsTheClassesHackerRound4FoundMissing) {
+  const GatesConfig g = repo_gates();
+  for (const char* task : kTasks)
+    for (uint32_t seed : {0u, 1u, 7u, 12345u, 1511791795u, 4294967295u, 2025u}) {
+      const Task t = parse_task(task);
+      std::map<std::string, bool> seen;
+      for (const auto& c : draw_sampled_cases(g, t, seed)) {
+        const Shape& s = c.shape;
+        const CaseLayout l = case_layout(s, c.layout, t.input_bytes(), t.output_bytes());
+        const int64_t q = l.q.offset * t.input_bytes() % 256, k = l.k.offset * t.input_bytes() % 256,
+                      v = l.v.offset * t.input_bytes() % 256, o = l.o.offset * t.output_bytes() % 256;
+        seen["K in another class mod 256 than Q"] |= k != q;
+        seen["V in another class mod 256 than K"] |= v != k;
+        seen["O in another class mod 256 than Q"] |= o != q;
+        auto room = [&](const TensorPlacement& p, int seq) {
+          return s.batch > 1 && p.stride[1] < p.stride[2] && p.stride[0] != seq * p.stride[2];
+        };
+        seen["a token-major Q whose batch stride is not Sq rows"] |= room(l.q, s.seq_q);
+        seen["a token-major V whose batch stride is not Skv rows"] |= room(l.v, s.seq_kv);
+        if (c.v_mean != 0 && !t.causal) {
+          seen["V offset +, sum past 65504"] |= c.v_mean * s.seq_kv > 65504;
+          seen["V offset -, sum past -65504"] |= c.v_mean * s.seq_kv < -65504;
+          EXPECT_EQ(c.v_mean < 0, c.id.find("/v_offset:-") != std::string::npos) << c.id << ": the name says the sign";
+        }
+      }
+      const size_t want = t.dtype == DType::fp8 || t.causal ? 5u : 7u;
+      EXPECT_EQ(seen.size(), want) << task << " seed " << seed;
+      for (const auto& [what, yes] : seen) EXPECT_TRUE(yes) << task << " seed " << seed << ": no case with " << what;
     }
 }
 
