@@ -42,13 +42,14 @@ std::pair<int, int> passed(const json& list, const char* key, const std::string&
   return {ok, int(list.size())};
 }
 
+using compare_parts::geomean;
 using compare_parts::ratio_text;
 using compare_parts::us_text;
 
-double geomean(const std::vector<double>& v) {
-  double s = 0;
-  for (double x : v) s += std::log(x);
-  return std::exp(s / double(v.size()));
+std::string label_of(const std::string& peer) {
+  for (const auto& [key, label] : kPeers)
+    if (key == peer) return label;
+  return peer;
 }
 
 // Per regime (and "all"), the geomean of peer / op over the rows where the peer ran.
@@ -58,11 +59,7 @@ std::string regime_table(const OpTimingReport& r, const std::vector<std::string>
   regimes.push_back("all");
   std::string md = "| regime | shapes |";
   std::string rule = "|---|---:|";
-  for (const auto& p : peers) {
-    for (const auto& [key, label] : kPeers)
-      if (key == p) md += fmt::format(" × {} |", label);
-    rule += "---:|";
-  }
+  for (const auto& p : peers) md += fmt::format(" × {} |", label_of(p)), rule += "---:|";
   md += "\n" + rule + "\n";
   for (const auto& g : regimes) {
     int n = 0;
@@ -84,12 +81,8 @@ std::string regime_table(const OpTimingReport& r, const std::vector<std::string>
 std::string shape_table(const OpTimingReport& r, const std::vector<std::string>& peers) {
   std::string md = "| task | shape | regime | kernel | op µs | op graph µs |";
   std::string rule = "|---|---|---|---|---:|---:|";
-  for (const auto& p : peers)
-    for (const auto& [key, label] : kPeers)
-      if (key == p) md += fmt::format(" {} µs |", label), rule += "---:|";
-  for (const auto& p : peers)
-    for (const auto& [key, label] : kPeers)
-      if (key == p) md += fmt::format(" × {} |", label), rule += "---:|";
+  for (const auto& p : peers) md += fmt::format(" {} µs |", label_of(p)), rule += "---:|";
+  for (const auto& p : peers) md += fmt::format(" × {} |", label_of(p)), rule += "---:|";
   md += "\n" + rule + "\n";
   for (const auto& row : r.rows) {
     md += fmt::format("| {} | {} | {} | {} | {} | {} |", row.task, row.shape, row.regime, row.kernel,
