@@ -245,6 +245,11 @@ struct Problem {
            workspace.guards_intact();
   }
 
+  // Whether O's buffer holds bytes outside O's elements (an offset view's lead, stride gaps, a
+  // row's slack): in a model they belong to someone else (O a slice of a bigger buffer), so a
+  // launch must leave them as they were (DeviceChecker::outside_elements, hacker round 4).
+  bool o_has_gaps() const { return o.bytes > size_t(shape.elements(shape.heads_q, shape.seq_q)) * size_t(elem); }
+
   // Host copy of one tensor's elements in logical BHSD order (the layout-independent form both
   // sides use): its view's offset and strides applied, so neither a view's lead nor padding
   // between rows ever reaches a check. One entry point per tensor, so no caller can forget the
