@@ -202,14 +202,14 @@ class Worker {
       emit(phase_event("gate", c.id));
       Problem p(job_.task);
       current_ = &p;
-      p.allocate(c.shape, c.layout, kGuardBytes, c.junk);
+      p.allocate(c.shape, c.layout, kGuardBytes, c.junk, c.seed);
       p.fill(support_, c, stream_);
       if (c.device_check.on && c.two_streams) {  // beside a second problem, both launches in flight
         Problem other(job_.task);
         CaseSpec oc = c;
         oc.seed = c.seed + 1;  // other inputs, and fewer query rows when there are several: another shape
         oc.shape.seq_q = (c.shape.seq_q + 1) / 2;
-        other.allocate(oc.shape, oc.layout, kGuardBytes, oc.junk);
+        other.allocate(oc.shape, oc.layout, kGuardBytes, oc.junk, oc.seed);
         other.fill(support_, oc, stream_);
         emit(check_on_device({&p, &other}, c, support_, job_.task, stream_,
                              [&](LaunchKind k) { launch_in_flight(p, other, k); }));
@@ -258,7 +258,7 @@ class Worker {
       emit(phase_event("gate", c.id));
       Problem p(job_.task);
       current_ = &p;
-      p.allocate(c.shape, c.layout, 0, c.junk);
+      p.allocate(c.shape, c.layout, 0, c.junk, c.seed);
       p.fill(support_, c, stream_);
       const std::string before = p.input_hash();
       Params a = params(p);
