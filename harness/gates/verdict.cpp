@@ -10,7 +10,8 @@ void record_failure(std::optional<Verdict>& verdict, Outcome o, const std::strin
 
 std::optional<Verdict> case_verdict(const CaseEvidence& e) {
   if (!e.guards_intact)
-    return Verdict{Outcome::correctness, e.where + ": wrote outside its buffers (guard bytes changed)"};
+    return Verdict{Outcome::correctness,
+                   e.where + ": wrote outside its tensors (guard bytes or O's stride gaps changed)"};
   if (!e.inputs_intact) return Verdict{Outcome::correctness, e.where + ": modified its inputs"};
   if (!e.output.pass) return Verdict{Outcome::correctness, e.where + ": " + e.output.reason};
   return std::nullopt;

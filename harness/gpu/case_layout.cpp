@@ -90,6 +90,17 @@ TensorPlacement token_major_room(const Shape& s, int heads, int seq, int room) {
   return p;
 }
 
+// A seq-major [S, B, H, D] tensor (Megatron's layout): the batch inside the row, its stride H·D
+// below the row stride B·H·D (hacker round 5: every view had its batch stride largest).
+TensorPlacement seq_major(const Shape& s, int heads, int seq) {
+  TensorPlacement p;
+  p.stride[1] = s.head_dim;
+  p.stride[0] = int64_t(heads) * s.head_dim;
+  p.stride[2] = p.stride[0] * s.batch;
+  p.buffer_elements = p.stride[2] * seq;
+  return p;
+}
+
 // O as a BSHD slice of a bigger buffer: a row of Hq + 1 heads, `batch_gap` rows between batches.
 TensorPlacement inside_bigger(const Shape& s, int batch_gap) {
   TensorPlacement p;
@@ -115,6 +126,15 @@ int tensor_alignment(int align, int tensor) {
   return align ^ (64 * tensor);        // bits 4-5 kept, bits 6-7 flipped per tensor
 }
 
+int tensor_alignment(int align, int tensor, uint32_t draw) {
+  const int d = int(draw >> (4 * tensor)) & 15;
+  if (tensor == 0 || draw == 0) return tensor_alignment(align, tensor);
+  // align 256: all four aligned in half the cases (bit 16 of the draw), else each of K, V, O aligned
+  // or in an odd class of 16 (16, 48, ..., 240)
+  if (align % 256 == 0) return (draw >> 16 & 1) == 0 || d < 8 ? align : 16 * (2 * (d - 8) + 1);
+  return tensor_alignment(align, tensor) ^ (16 * (d & 3));  // bits 4-5 drawn too
+}
+
 std::string far_layout(const Shape& s) { return s.batch == 1 && s.heads_kv == 1 ? "far_rows" : "far_batches"; }
 
 std::string base_layout(const std::string& layout) { return layout.substr(0, layout.find_first_of("@+")); }
@@ -136,7 +156,7 @@ int layout_alignment(const std::string& layout) {
   throw usage_error("bad case layout '" + layout + "': the alignment after '@' is a multiple of 16 up to 256");
 }
 
-CaseLayout case_layout(const Shape& s, const std::string& full, int in_bytes, int out_bytes) {
+CaseLayout case_layout(const Shape& s, const std::string& full, int in_bytes, int out_bytes, uint32_t draw) {
   const std::string layout = base_layout(full);
   const int align = layout_alignment(full);
   CaseLayout c;
@@ -151,9 +171,9 @@ CaseLayout case_layout(const Shape& s, const std::string& full, int in_bytes, in
     c.o = dense(s, Layout::bshd, s.heads_q, s.seq_q);
   } else if (layout == "mixed") {
     // Q and V token-major with room after each batch (3 and 37 rows: no tile size divides them),
-    // K and O head-major and dense.
+    // K seq-major [Skv, B, Hkv, D], O head-major and dense.
     c.q = token_major_room(s, s.heads_q, s.seq_q, 3);
-    c.k = dense(s, Layout::bhsd, s.heads_kv, s.seq_kv);
+    c.k = seq_major(s, s.heads_kv, s.seq_kv);
     c.v = token_major_room(s, s.heads_kv, s.seq_kv, 37);
     c.o = dense(s, Layout::bhsd, s.heads_q, s.seq_q);
   } else if (layout == "kv_cache") {
@@ -180,7 +200,8 @@ CaseLayout case_layout(const Shape& s, const std::string& full, int in_bytes, in
   }
   if (align) {
     TensorPlacement* const tensors[4] = {&c.q, &c.k, &c.v, &c.o};
-    for (int t = 0; t < 4; ++t) offset_view(*tensors[t], tensor_alignment(align, t), t == 3 ? out_bytes : in_bytes);
+    for (int t = 0; t < 4; ++t)
+      offset_view(*tensors[t], tensor_alignment(align, t, draw), t == 3 ? out_bytes : in_bytes);
   }
   const std::string shared = layout_shared(full);
   if (shared == "qk" && (s.heads_q != s.heads_kv || s.seq_q != s.seq_kv))

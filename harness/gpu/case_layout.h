@@ -3,7 +3,8 @@
 //  - packed_qkv: each of Q, K, V is a view of a fused projection output [B, S, Hq + 2·Hkv, D]
 //    at head offset 0, Hq and Hq + Hkv (each view in its own buffer so Sq may differ from
 //    Skv; the strides and offsets are those of the fused tensor); O is BSHD;
-//  - mixed: Q BSHD with 3 rows of room after each batch's sequence, K BHSD, V a BSHD cache
+//  - mixed: Q BSHD with 3 rows of room after each batch's sequence, K seq-major [Skv, B, Hkv, D]
+//    (Megatron's layout: batch stride below the row stride, hacker round 5), V a BSHD cache
 //    [B, Skv + 37, Hkv, D], O BHSD (no two neighbours share strides; the token-major views'
 //    batch strides are not S rows: hacker round 4);
 //  - kv_cache: K and V are BHSD slices of a cache with room for more keys than Skv (head and
@@ -56,8 +57,10 @@ struct CaseLayout {
 };
 
 // Throws usage_error for an unknown layout name ("" is the shape's own layout). `in_bytes` and
-// `out_bytes` (per element of Q/K/V and of O) place "@A" views in bytes.
-CaseLayout case_layout(const Shape& s, const std::string& layout, int in_bytes = 2, int out_bytes = 2);
+// `out_bytes` (per element of Q/K/V and of O) place "@A" views in bytes; `draw` (a gate case's
+// seed) moves K, V and O of an "@A" view to classes drawn per case (tensor_alignment).
+CaseLayout case_layout(const Shape& s, const std::string& layout, int in_bytes = 2, int out_bytes = 2,
+                       uint32_t draw = 0);
 
 // Where tensor `tensor` (0 Q, 1 K, 2 V, 3 O) of an "@align" view starts, in bytes mod 256: all
 // four on a 256-byte boundary for align 256; else align with bits 6 and 7 flipped by the tensor
@@ -65,6 +68,14 @@ CaseLayout case_layout(const Shape& s, const std::string& layout, int in_bytes =
 // 208 each tensor's bits 4 to 7 are each set in one case and clear in another, each tensor's class
 // mod 64 is the case's, and no two tensors share a class mod 256.
 int tensor_alignment(int align, int tensor);
+// The same with K's, V's and O's classes drawn from `draw` (4 bits a tensor; draw 0 is the rule
+// above), so no fixed rule ties a tensor's address to Q's (hacker round 5: a kernel realigned K by
+// Q's misalignment mod 64, which the fixed XOR keeps, and one took every tensor to be 256-byte
+// aligned when Q was): at align 256 all four are aligned in half the cases, and in the other half
+// each of K, V, O is aligned or, one time in two, in an odd class of 16 (16, 48, ..., 240); at
+// the other alignments its bits 4 and 5 are flipped by a drawn
+// amount as well, so its class mod 64 is Q's one time in four. Q stays at the case's alignment.
+int tensor_alignment(int align, int tensor, uint32_t draw);
 
 // The far set's layout for a shape: its batches far apart (far_batches), or, for one batch of
 // one KV head, where no batch or head index steps, its rows (far_rows).

@@ -63,6 +63,18 @@ uint64_t DeviceChecker::hash(const GuardedBuffer& b) const {
 
 std::array<uint64_t, 3> DeviceChecker::inputs(const Problem& p) const { return {hash(p.q), hash(p.k), hash(p.v)}; }
 
+uint64_t DeviceChecker::outside_elements(const Problem& p) const {
+  TensorDesc d = p.dout;
+  unsigned seed = 0, tensor = 3;
+  FillParams zero;
+  zero.stddev = 0;  // mean 0 + 0 * normal: +0.0 in every element, nothing else written
+  unsigned long long nonce = 0;
+  void* args[] = {&d, &seed, &tensor, &zero, &nonce};
+  check(cu().cuLaunchKernel(support_.fill_out, 1024, 1, 1, 256, 1, 1, 0, stream_, args, nullptr), "gap probe fill",
+        "runtime");
+  return hash(p.o);  // stream-ordered after the fill
+}
+
 void DeviceChecker::hash_inputs_async(const Problem& p, CUdeviceptr sum) const {
   const GuardedBuffer* bufs[3] = {&p.q, &p.k, &p.v};
   for (int t = 0; t < 3; ++t) {

@@ -44,6 +44,11 @@ class DeviceChecker {
   // The keyed hash of a buffer's bytes, its padding included (waits for it).
   uint64_t hash(const worker_device::GuardedBuffer& b) const;
   std::array<uint64_t, 3> inputs(const worker_device::Problem& p) const;
+  // O's bytes outside its elements, hashed: O's elements set to +0.0 (evo_fill, spread 0: only
+  // the elements are written), then the keyed hash of O's whole buffer. Equal before the first
+  // launch and after each one exactly when no byte outside O's elements changed; overwrites O's
+  // elements, so it runs after whatever reads the output (waits).
+  uint64_t outside_elements(const worker_device::Problem& p) const;
   // Adds the keyed hashes of Q, K and V (a key per tensor) into the 64-bit word at `sum`;
   // stream-ordered, no wait.
   void hash_inputs_async(const worker_device::Problem& p, CUdeviceptr sum) const;

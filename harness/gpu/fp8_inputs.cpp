@@ -22,6 +22,8 @@ Support load_support_kernels(const std::string& cubin_path, const Task& task) {
   const std::string out_fill = task.dtype == DType::fp16 ? "evo_fill_fp16" : "evo_fill_bf16";  // fp8: O is bf16
   check(cu().cuModuleGetFunction(&s.fill_out, s.module, out_fill.c_str()), "evo_fill (output)", "runtime");
   check(cu().cuModuleGetFunction(&s.hold, s.module, "evo_hold"), "evo_hold", "runtime");
+  check(cu().cuModuleGetFunction(&s.fill_bits, s.module, "evo_fill_bits16"), "evo_fill_bits16", "runtime");
+  check(cu().cuModuleGetFunction(&s.fill_words, s.module, "evo_fill_bf16"), "evo_fill_bf16", "runtime");
   const std::string ref = fmt::format("evo_reference_{}_d{}", dt, task.head_dim);
   check(cu().cuModuleGetFunction(&s.reference, s.module, ref.c_str()), "evo_reference", "runtime");
   if (task.dtype == DType::fp8) {

@@ -2,8 +2,11 @@
 // distribution split per tensor. Q carries its mean and the outlier rows, K the sink key,
 // V its own spread and mean.
 #pragma once
+#include <array>
 #include <stdexcept>
 #include <string>
+
+#include "core/splitmix.h"
 
 #include "gpu/worker_protocol.h"
 
@@ -62,6 +65,23 @@ inline FillParams finite_junk_fill() {
   f.outlier_every = kLargeJunkEvery;  // evo_fill's rows are 16 bytes here: each piece drawn alone
   f.outlier_scale = kLargeJunkScale;
   return f;
+}
+
+// Where a V offset (CaseSpec::v_mean, the v_offset input) sits: two bands of D/4 columns, D/2
+// apart, at a start drawn from the case's seed (a multiple of 8 columns, so column 0 is in the
+// first band one case in 3 at D = 64, in 5 at D = 128), the first with the case's mean, the second
+// with its opposite; every other column is zero-mean. Hacker round 5: one mean over every column
+// let a kernel decide a row's overflow guard by column 0, or its side by V's first element; in a
+// model the large means sit in a few channels, of either sign.
+struct ColumnBand {
+  int begin = 0, end = 0;  // columns [begin, end)
+  float mean = 0;
+};
+inline std::array<ColumnBand, 2> v_offset_bands(unsigned seed, int head_dim, float mean) {
+  const int width = head_dim / 4, starts = (head_dim / 2 - width) / 8 + 1;
+  const int first = 8 * int(SplitMix{seed ^ 0xBA5Dull}.below(size_t(starts)));
+  return {ColumnBand{first, first + width, mean},
+          ColumnBand{first + head_dim / 2, first + head_dim / 2 + width, -mean}};
 }
 
 inline JunkBytes junk_bytes(const std::string& kind, int in_bytes) {

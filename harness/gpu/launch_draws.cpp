@@ -33,7 +33,11 @@ Prefill LaunchDraws::prefill(LaunchKind kind) {
     p.stddev = 0;  // evo_fill gives mean + 0 = +0.0 everywhere
   else if (rng_.below(kStaleOdds) == 0)
     // past fp16's range everywhere, past float's often (stale Inf), or NaN everywhere (stale NaN)
-    p.stddev = rng_.below(2) == 0 ? kStaleSpread : kStaleNaN;
+    switch (rng_.below(3)) {
+      case 0: p.stddev = kStaleSpread; break;
+      case 1: p.stddev = kStaleNaN; break;
+      default: p.stale_bits = true;  // random bit patterns, element by element
+    }
   return p;
 }
 
@@ -65,14 +69,40 @@ uint32_t stale_partial_bits(const Prefill& f) {
   return bits;
 }
 
-float prefill_value(const Prefill& p, uint64_t index) {
-  // evo_normal(index + nonce, seed, tensor 3, stddev) of support_kernels.cu.
-  constexpr uint64_t tensor = 3;
-  const uint64_t h =
-      mix64((index + p.nonce) ^ (uint64_t(p.seed) << 40) ^ (tensor << 62) ^ 0x5bd1e995ull * (tensor + 1));
+float evo_normal_host(uint64_t index, unsigned seed, unsigned tensor, float stddev) {
+  const uint64_t h = mix64(index ^ (uint64_t(seed) << 40) ^ (uint64_t(tensor) << 62) ^ 0x5bd1e995ull * (tensor + 1));
   const float u1 = (float(h >> 40) + 1.0f) * (1.0f / 16777216.0f);
   const float u2 = float((h >> 16) & 0xFFFFFF) * (1.0f / 16777216.0f);
-  return p.stddev * std::sqrt(-2.0f * std::log(u1)) * std::cos(2.0f * float(M_PI) * u2);
+  return stddev * std::sqrt(-2.0f * std::log(u1)) * std::cos(2.0f * float(M_PI) * u2);
+}
+
+float prefill_value(const Prefill& p, uint64_t index) {
+  return evo_normal_host(index + p.nonce, p.seed, 3, p.stddev);  // evo_fill of tensor 3, no mean
+}
+
+uint16_t prefill_bits(const Prefill& p, uint64_t index) {
+  return uint16_t(mix64((index + p.nonce) ^ (uint64_t(p.seed) << 40) ^ 0xB175ull) >> 48);
+}
+
+FillParams stale_partial_fill(const Prefill& f) {
+  float pattern;
+  const uint32_t bits = stale_partial_bits(f);
+  std::memcpy(&pattern, &bits, 4);
+  FillParams fp;
+  fp.mean = pattern;
+  fp.stddev = pattern / 4;
+  return fp;
+}
+
+uint32_t stale_partial_word(const Prefill& f, uint64_t word) {
+  const FillParams fp = stale_partial_fill(f);
+  auto bf16 = [&](uint64_t i) {  // round to nearest even, as __float2bfloat16_rn (finite values)
+    uint32_t x;
+    const float v = fp.mean + evo_normal_host(i + f.nonce, f.seed, kStalePartialTensor, fp.stddev);
+    std::memcpy(&x, &v, 4);
+    return uint32_t((x + 0x7FFFu + ((x >> 16) & 1u)) >> 16);
+  };
+  return bf16(2 * word + 1) << 16 | bf16(2 * word);  // little-endian: the odd element is the high half
 }
 
 }  // namespace evo

@@ -19,6 +19,7 @@
 #include <string>
 
 #include "core/splitmix.h"
+#include "gpu/input_fill.h"
 
 namespace evo {
 
@@ -40,10 +41,15 @@ struct Prefill {
   unsigned seed = 0;           // else evo_fill's normal values: its seed, counter and spread
   uint64_t nonce = 1;
   // 0 (one launch in kZeroOdds): every element +0.0, as zeroed memory holds. One launch in
-  // kStaleOdds of the rest is stale: half of those kStaleSpread, normal values times 3e38, so
+  // kStaleOdds of the rest is stale: a third of those kStaleSpread, normal values times 3e38, so
   // +-Inf in fp16 and Inf or values near the largest float in bf16 (Inf times an exact 0 of the
-  // cosine is NaN); the other half kStaleNaN, every element NaN (hacker round 4).
+  // cosine is NaN); a third kStaleNaN, every element NaN (hacker round 4); a third stale_bits.
   float stddev = 1;
+  // A third of the stale pre-fills are random 16-bit patterns instead (prefill_bits): finite,
+  // NaN of any payload, Inf and subnormal elements mixed within a row (hacker round 5: one kind
+  // in every element let a kernel judge a row by its first element, and one NaN pattern let it
+  // guard against that pattern alone). The other two thirds: kStaleSpread and kStaleNaN.
+  bool stale_bits = false;
 };
 
 class LaunchDraws {
@@ -64,7 +70,9 @@ class LaunchDraws {
   static constexpr int kZeroOdds = 8;
   // One pre-fill in kStaleOdds (of those not zero) is stale non-finite content (hacker round 3,
   // §3g: a kernel that merges its result into O as O * 0 + new is exact on finite O only).
-  static constexpr int kStaleOdds = 8;
+  // 4 since hacker round 5 (8 before): a third of the stale pre-fills are now random bit patterns;
+  // each of the three kinds comes before about one launch in 14 (7/96).
+  static constexpr int kStaleOdds = 4;
   static constexpr float kStaleSpread = 3.0e38f;
   // Half the stale pre-fills are NaN bit patterns (evo_fill's normal times NaN): torch.empty's
   // stale bits are NaN about 31 times as often as Inf in fp16, and a kernel that guarded O * 0 +
@@ -94,9 +102,22 @@ std::string mark_unwritten(const UnwrittenEvidence& first, const UnwrittenEviden
 // earlier calls' partials there; the gate's fresh zeroed workspace hid a kernel that read a slot
 // it never wrote (hacker round 3, split_skips_empty_partial.cu).
 uint32_t stale_partial_bits(const Prefill& f);
+// Unless that pattern is NaN, the partials then hold finite values varied word by word: evo_fill's
+// bf16 values (tensor kStalePartialTensor, these parameters: about the pattern's value, spread a
+// quarter of it) read as 32-bit words, each word a float near its high half's value. A package's
+// workspace holds earlier calls' partials, no two words alike (hacker round 5: a combine that
+// skipped a slot whose max and sum were equal was exact on the one pattern).
+inline constexpr unsigned kStalePartialTensor = 8;
+FillParams stale_partial_fill(const Prefill& f);
+// The 32-bit word `word` of that fill, as the worker's GPU writes it (evo_fill_bf16 on the host).
+uint32_t stale_partial_word(const Prefill& f, uint64_t word);
 
 // Element `index` (logical BHSD) of a random pre-fill, before rounding to O's type: evo_fill's
 // normal (support_kernels.cu, tensor 3, no mean, outliers or sink), computed on the host.
 float prefill_value(const Prefill& p, uint64_t index);
+// Element `index` of a stale-bits pre-fill (Prefill::stale_bits): evo_fill_bits16's 16-bit pattern.
+uint16_t prefill_bits(const Prefill& p, uint64_t index);
+// evo_normal of support_kernels.cu on the host: element `index` of tensor `tensor`'s normal values.
+float evo_normal_host(uint64_t index, unsigned seed, unsigned tensor, float stddev);
 
 }  // namespace evo

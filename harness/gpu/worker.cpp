@@ -202,14 +202,14 @@ class Worker {
       emit(phase_event("gate", c.id));
       Problem p(job_.task);
       current_ = &p;
-      p.allocate(c.shape, c.layout, kGuardBytes, c.junk);
+      p.allocate(c.shape, c.layout, kGuardBytes, c.junk, c.seed);
       p.fill(support_, c, stream_);
       if (c.device_check.on && c.two_streams) {  // beside a second problem, both launches in flight
         Problem other(job_.task);
         CaseSpec oc = c;
         oc.seed = c.seed + 1;  // other inputs, and fewer query rows when there are several: another shape
         oc.shape.seq_q = (c.shape.seq_q + 1) / 2;
-        other.allocate(oc.shape, oc.layout, kGuardBytes, oc.junk);
+        other.allocate(oc.shape, oc.layout, kGuardBytes, oc.junk, oc.seed);
         other.fill(support_, oc, stream_);
         emit(check_on_device({&p, &other}, c, support_, job_.task, stream_,
                              [&](LaunchKind k) { launch_in_flight(p, other, k); }));
@@ -225,12 +225,17 @@ class Worker {
       }
       // Keyed hashes on the GPU (gpu/device_checker.h): no host copy of the inputs.
       const auto before = timed("hash", [&] { return checker_->inputs(p); });
+      // O's bytes outside its elements unchanged by each launch (check_on_device does the same).
+      auto gap_hash = [&] { return p.o_has_gaps() ? timed("hash", [&] { return checker_->outside_elements(p); }) : 0; };
+      const uint64_t gaps = gap_hash();
       const UnwrittenEvidence first = launch_once(p, LaunchKind::gate_first);
+      bool gaps_intact = gap_hash() == gaps;
       const UnwrittenEvidence second = launch_once(p, LaunchKind::gate_second);  // another pre-fill
       const bool deterministic = first.out == second.out;
       check(cu().cuCtxSynchronize(), "evo_attn_fwd", "crash");  // nothing of it runs while they are hashed
       const bool inputs_intact = timed("hash", [&] { return checker_->inputs(p); }) == before;
-      const bool guards_intact = p.guards_intact();
+      gaps_intact = gaps_intact && gap_hash() == gaps;
+      const bool guards_intact = p.guards_intact() && gaps_intact;  // a changed gap: a write outside O
       timed("write", [&] { write_scratch_file(c.out_path, mark_unwritten(first, second)); });
       emit(case_done_event(c.id, c.out_path, deterministic, inputs_intact, guards_intact));
       current_ = nullptr;
@@ -253,7 +258,7 @@ class Worker {
       emit(phase_event("gate", c.id));
       Problem p(job_.task);
       current_ = &p;
-      p.allocate(c.shape, c.layout, 0, c.junk);
+      p.allocate(c.shape, c.layout, 0, c.junk, c.seed);
       p.fill(support_, c, stream_);
       const std::string before = p.input_hash();
       Params a = params(p);

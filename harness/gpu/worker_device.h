@@ -95,9 +95,11 @@ struct TensorDesc {
 struct Support {
   CUmodule module = nullptr;
   CUfunction fill = nullptr, reference = nullptr;
-  CUfunction fill_out = nullptr;  // evo_fill of O's type: the pre-fill before every launch
-  CUfunction hold = nullptr;      // evo_hold: a two-stream case's launches wait for it together
-  CUfunction amax = nullptr;      // fp8 tasks (gpu/fp8_inputs.h)
+  CUfunction fill_out = nullptr;    // evo_fill of O's type: the pre-fill before every launch
+  CUfunction fill_bits = nullptr;   // evo_fill_bits16: O's stale-bits pre-fill (random 16-bit patterns)
+  CUfunction fill_words = nullptr;  // evo_fill_bf16: a split workspace's varied stale partials
+  CUfunction hold = nullptr;        // evo_hold: a two-stream case's launches wait for it together
+  CUfunction amax = nullptr;        // fp8 tasks (gpu/fp8_inputs.h)
   CUdeviceptr amax_bits = 0;
 };
 
@@ -119,13 +121,14 @@ struct Problem {
   float scale = 0;                   // the case's softmax scale
   float descale[3] = {1, 1, 1};      // Q, K, V: fp8 tasks' per-tensor descales (gpu/fp8_inputs.h)
 
+  // `draw` (the case's seed): the classes of K, V and O in an "@A" view (case_layout).
   void allocate(const Shape& s, const std::string& layout = "", size_t guard = kGuardBytes,
-                const std::string& junk_kind = "") {
+                const std::string& junk_kind = "", uint32_t draw = 0) {
     shape = s;
     guard_bytes = guard;
     padded = !layout.empty();
     junk = junk_bytes(junk_kind, in_elem);
-    const CaseLayout lay = case_layout(s, layout, in_elem, elem);  // "@A" views are placed in bytes
+    const CaseLayout lay = case_layout(s, layout, in_elem, elem, draw);  // "@A" views are placed in bytes
     auto place = [&](GuardedBuffer& b, const TensorPlacement& t, int heads, int seq, int bytes) {
       b.allocate(size_t(t.buffer_elements) * bytes, guard, junk.guard);
       TensorDesc d{b.data() + CUdeviceptr(t.offset * bytes),
@@ -169,7 +172,21 @@ struct Problem {
     };
     descale[0] = run(dq, 0, f.q);
     descale[1] = run(dk, 1, f.k);
-    descale[2] = run(dv, 2, f.v);
+    // A V offset sits on two drawn bands of columns, one of each sign, the rest zero-mean
+    // (v_offset_bands, hacker round 5); fp8 tasks draw no offset.
+    const bool banded = f.v.mean != 0 && !sup.amax;
+    FillParams v_fill = f.v;
+    if (banded) v_fill.mean = 0;
+    descale[2] = run(dv, 2, v_fill);
+    if (banded)
+      for (const ColumnBand& band : v_offset_bands(c.seed, shape.head_dim, f.v.mean)) {
+        TensorDesc d = dv;
+        d.data += CUdeviceptr(band.begin) * CUdeviceptr(in_elem);
+        d.dim = band.end - band.begin;
+        FillParams fb = f.v;
+        fb.mean = band.mean;
+        run(d, 2, fb);
+      }
     // A shared view holds what was filled last (K's values for "qk", V's for "kv"), with its descale.
     if (shared == "qk") descale[0] = descale[1];
     if (shared == "kv") descale[1] = descale[2];
@@ -205,18 +222,41 @@ struct Problem {
   // its tile counters stale partials (stale_partial_bits), as a package's workspace, reused
   // across calls of every shape, holds them. Ordered on `stream`, no wait.
   void prefill_async(const Support& sup, const Prefill& f, CUstream stream) {
-    if (workspace.bytes > workspace_counters && workspace_counters > 0)
-      check(cu().cuMemsetD32Async(workspace.data() + workspace_counters, stale_partial_bits(f),
-                                  (workspace.bytes - workspace_counters) / 4, stream),
-            "stale workspace", "runtime");
+    if (workspace.bytes > workspace_counters && workspace_counters > 0) stale_partials_async(sup, f, stream);
     if (f.keep_previous) return;
     TensorDesc d = dout;
     unsigned seed = f.seed, tensor = 3;
+    if (f.stale_bits) {  // random 16-bit patterns, element by element
+      unsigned long long bits_nonce = f.nonce;
+      void* bits_args[] = {&d, &seed, &bits_nonce};
+      check(cu().cuLaunchKernel(sup.fill_bits, 1024, 1, 1, 256, 1, 1, 0, stream, bits_args, nullptr),
+            "output pre-fill (stale bits)", "runtime");
+      return;
+    }
     FillParams fp;
     fp.stddev = f.stddev;
     unsigned long long nonce = f.nonce;
     void* args[] = {&d, &seed, &tensor, &fp, &nonce};
     check(cu().cuLaunchKernel(sup.fill_out, 1024, 1, 1, 256, 1, 1, 0, stream, args, nullptr), "output pre-fill",
+          "runtime");
+  }
+
+  // The partials past the tile counters: stale_partial_bits's pattern, and unless it is NaN,
+  // finite values varied word by word over it (stale_partial_fill: evo_fill's bf16 values read as
+  // 32-bit words, in rows of 16 bytes; a tail under 16 bytes keeps the pattern). Hacker round 5: a
+  // combine that took a slot of two equal words as unwritten was exact on one pattern.
+  void stale_partials_async(const Support& sup, const Prefill& f, CUstream stream) {
+    const CUdeviceptr at = workspace.data() + workspace_counters;
+    const size_t bytes = workspace.bytes - workspace_counters;
+    const uint32_t pattern = stale_partial_bits(f);
+    check(cu().cuMemsetD32Async(at, pattern, bytes / 4, stream), "stale workspace", "runtime");
+    if (pattern == 0xFFFFFFFFu || bytes < 16) return;
+    TensorDesc d{at, {0, 0, 8}, 1, 1, int(bytes / 16), 8};
+    unsigned seed = f.seed, tensor = kStalePartialTensor;
+    FillParams fp = stale_partial_fill(f);
+    unsigned long long nonce = f.nonce;
+    void* args[] = {&d, &seed, &tensor, &fp, &nonce};
+    check(cu().cuLaunchKernel(sup.fill_words, 1024, 1, 1, 256, 1, 1, 0, stream, args, nullptr), "stale workspace",
           "runtime");
   }
 
@@ -244,6 +284,11 @@ struct Problem {
     return q.guards_intact() && k.guards_intact() && v.guards_intact() && o.guards_intact() &&
            workspace.guards_intact();
   }
+
+  // Whether O's buffer holds bytes outside O's elements (an offset view's lead, stride gaps, a
+  // row's slack): in a model they belong to someone else (O a slice of a bigger buffer), so a
+  // launch must leave them as they were (DeviceChecker::outside_elements, hacker round 4).
+  bool o_has_gaps() const { return o.bytes > size_t(shape.elements(shape.heads_q, shape.seq_q)) * size_t(elem); }
 
   // Host copy of one tensor's elements in logical BHSD order (the layout-independent form both
   // sides use): its view's offset and strides applied, so neither a view's lead nor padding

@@ -91,6 +91,24 @@ extern "C" __global__ void evo_fill_bf16(EvoTensorDesc t, unsigned seed, unsigne
   fill<__nv_bfloat16>(t, seed, tensor, f, nonce);
 }
 
+// Random 16-bit patterns in every element of a 16-bit tensor (O's stale-bits pre-fill,
+// gpu/launch_draws.h prefill_bits): NaN of any payload and sign, +-Inf, subnormals and finite
+// values of every size, mixed within each row, as torch.empty's stale memory holds them. Only
+// the elements are written.
+extern "C" __global__ void evo_fill_bits16(EvoTensorDesc t, unsigned seed, unsigned long long nonce) {
+  const unsigned long long total = static_cast<unsigned long long>(t.batch) * t.heads * t.seq * t.dim;
+  for (unsigned long long i = blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<unsigned long long>(gridDim.x) * blockDim.x) {
+    unsigned long long r = i;
+    const long long d = static_cast<long long>(r % t.dim); r /= t.dim;
+    const long long s = static_cast<long long>(r % t.seq); r /= t.seq;
+    const long long h = static_cast<long long>(r % t.heads); r /= t.heads;
+    const long long off = static_cast<long long>(r) * t.stride[0] + h * t.stride[1] + s * t.stride[2] + d;
+    const unsigned long long x = evo_mix64((i + nonce) ^ (static_cast<unsigned long long>(seed) << 40) ^ 0xB175ull);
+    static_cast<unsigned short*>(t.data)[off] = static_cast<unsigned short>(x >> 48);
+  }
+}
+
 // The largest |value| fill_value gives the tensor, as float bits (non-negative floats order as
 // their bits, so atomicMax on the bits is the max, and the result does not depend on timing).
 extern "C" __global__ void evo_amax(EvoTensorDesc t, unsigned seed, unsigned tensor, EvoFill f, unsigned long long nonce,

@@ -16,6 +16,7 @@
 
 #include "gpu/case_layout.h"
 #include "gpu/input_fill.h"
+#include "gpu/worker_device.h"
 #include "policy/config.h"
 #include "run/sampler.h"
 #include "support/test_support.h"
@@ -44,6 +45,10 @@ TEST(LaunchDraws, ThePrefillBeforeEveryKindOfLaunchIsOrdinaryZeroOrStale) {
       if (kind == LaunchKind::timed) ++random_before_timed;
       if (f.stddev == 0) {  // zeroed memory: evo_fill writes mean 0 + (+-0) = +0.0
         ++zeros[kind];
+        continue;
+      }
+      if (f.stale_bits) {  // random bit patterns (hacker round 5): tests/unit/hacker_round5_test.cpp
+        ++stale[kind];
         continue;
       }
       if (std::isnan(f.stddev)) {  // stale NaN bits: a guard against Inf alone lets them through
@@ -199,6 +204,39 @@ TEST(SampledDomain, EveryRunHasTwoStreamStrideGapAndBothJunkCases) {
       EXPECT_EQ(two, g.sampled.two_streams) << task << " seed " << seed;
       EXPECT_GT(strided, 0) << task << " seed " << seed;
       EXPECT_EQ(junk, (std::set<std::string>{"finite", "nonfinite"})) << task << " seed " << seed;
+    }
+}
+
+// Which gate cases hash O's bytes outside its elements before and after each launch (hacker
+// round 5: round 4's o_zeroes_row_slack.cu zeroed a token-major O row's slack, another tensor's
+// memory in a model): every case whose O has such bytes, in every run. A dense O has none (its
+// buffer is its elements: nothing to hash); the strided layout's O row has a spare head, and the
+// slack the trick writes lies inside O's buffer and outside every element of O.
+TEST(SampledDomain, EveryRunChecksOStrideGapsWhereOHasThem) {
+  const GatesConfig g = load_gates_config(test::source_root() / "gates" / "gates.json");
+  for (const char* task : {"fp16-d64", "bf16-d128", "fp16-d128-causal", "fp8-d64"})
+    for (uint32_t seed : {0u, 1u, 7u, 12345u}) {
+      const Task t = parse_task(task);
+      int slack = 0;
+      for (const CaseSpec& c : draw_sampled_cases(g, t, seed)) {
+        const CaseLayout l = case_layout(c.shape, c.layout, t.input_bytes(), t.output_bytes());
+        worker_device::Problem p(t);
+        p.shape = c.shape;
+        p.o.bytes = size_t(l.o.buffer_elements) * size_t(t.output_bytes());
+        const bool gaps = l.o.buffer_elements > c.shape.elements(c.shape.heads_q, c.shape.seq_q);
+        EXPECT_EQ(p.o_has_gaps(), gaps) << c.id;
+        if (layout_alignment(c.layout) || base_layout(c.layout) == "strided") {
+          EXPECT_TRUE(p.o_has_gaps()) << c.id;
+        }
+        if (base_layout(c.layout) != "strided") continue;
+        // o_zeroes_row_slack's writes: row (b, 0, i) from Hq * head stride to the row stride.
+        const Shape& s = c.shape;
+        const int64_t first = l.o.offset + int64_t(s.heads_q) * l.o.stride[1], end = l.o.offset + l.o.stride[2];
+        ASSERT_LT(first, end) << c.id;
+        EXPECT_LE(end + (s.batch - 1) * l.o.stride[0] + (s.seq_q - 1) * l.o.stride[2], l.o.buffer_elements) << c.id;
+        ++slack;
+      }
+      EXPECT_GT(slack, 0) << task << " seed " << seed << ": a case whose O rows have slack";
     }
 }
 

@@ -20,7 +20,7 @@ TEST(Verdict, CaseRulesInTheirOrder) {
   auto v = case_verdict({"small/0", false, false, passing()});
   ASSERT_TRUE(v);
   EXPECT_EQ(v->outcome, Outcome::correctness);
-  EXPECT_EQ(v->reason, "small/0: wrote outside its buffers (guard bytes changed)");
+  EXPECT_EQ(v->reason, "small/0: wrote outside its tensors (guard bytes or O's stride gaps changed)");
   v = case_verdict({"small/1", true, false, passing()});
   ASSERT_TRUE(v);
   EXPECT_EQ(v->reason, "small/1: modified its inputs");
