@@ -47,29 +47,15 @@ struct RunOptions : StoreDirs, CacheDir, DeviceChoice {
   unsigned jobs = 0;
   int repeat = 1;
   bool sanitize = false;
-  std::string gate_seed;  // empty: drawn now
+  std::string gate_seed;               // empty: drawn now
+  std::vector<std::string> only_text;  // --only as written
+  std::vector<ConfigPattern> only;     // parsed: these configurations alone
 };
 
 // The best (lowest) fitness of a stage in a population, or 0.
 double best_fitness(const Population& pop, int stage) {
   auto elites = stage_elites(pop, stage);
   return elites.empty() ? 0.0 : elites.front().fitness_us();
-}
-
-// Before any work: a --sanitize run that cannot sanitize must not quietly admit elites.
-fs::path sanitizer_or_fail(bool sanitize) {
-  if (!sanitize) return {};
-  auto found = find_compute_sanitizer();
-  const char* named = std::getenv("EVO_COMPUTE_SANITIZER");
-  if (!found && named && *named)
-    throw environment_error(fmt::format(
-        "EVO_COMPUTE_SANITIZER={} is not an executable file: point it at compute-sanitizer (CUDA toolkit) or unset it",
-        named));
-  if (!found)
-    throw environment_error(
-        "--sanitize needs compute-sanitizer (CUDA toolkit): put it on PATH, set CUDA_HOME, or set "
-        "EVO_COMPUTE_SANITIZER");
-  return *found;
 }
 
 // Plans first: a bad --shapes or --gate-seed fails before any work. The gate seed is drawn now
@@ -141,6 +127,7 @@ TaskWork choose_and_compile(const Stage& stage, const Task& task, const EvalPlan
   }
   TaskWork w;
   w.chosen = select_candidates(stage, task, arch, prev, o.rng_seed);
+  keep_only(w.chosen, o.only, task.name());
   // Large tunable spaces (stage 7: hundreds of configs): compile only enough to fill the
   // budget after constraint rejections, in selection order (elites first).
   const size_t cap = std::max<size_t>(o.budget * 4, 16);
@@ -324,7 +311,7 @@ void run_stage(const RunOptions& o) {
   ensure_writable_dir(o.results_dir, "results dir", "--results-dir");
   ensure_writable_dir(o.populations_dir, "populations dir", "--populations-dir");
   if (o.budget == 0) throw usage_error("--budget must be at least 1");
-  const fs::path sanitizer = sanitizer_or_fail(o.sanitize);
+  const fs::path sanitizer = required_compute_sanitizer(o.sanitize);
   const std::vector<EvalPlan> plans = make_plans(ctx, stage, tasks, o);
   Compiler compiler(ctx.root, cache, ctx.gates);
   const Shard shard = resolve_shard(o.shard);
@@ -390,10 +377,17 @@ void add_run_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--gate-seed", o->gate_seed,
                   "seed of the sampled gate cases (default: drawn per run; a record's gate_seed replays its cases)");
+  cmd->add_option("--only", o->only_text,
+                  "only these configurations, each VARIANT or VARIANT:NAME=VALUE,... (repeat the flag for more; "
+                  "tunables not named take every value; --budget still caps the count)");
   cmd->add_flag("--sanitize", o->sanitize,
                 "run candidates about to enter the elite under compute-sanitizer (memcheck, initcheck; racecheck and "
                 "synccheck when they use shared memory or barriers); a report keeps them out");
-  cmd->callback([o] { run_stage(*o); });
+  cmd->callback([o] {
+    o->only.clear();
+    for (const auto& text : o->only_text) o->only.push_back(parse_config_pattern(text));
+    run_stage(*o);
+  });
 }
 
 }  // namespace evo

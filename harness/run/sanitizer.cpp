@@ -7,6 +7,7 @@
 #include <map>
 
 #include "compile/source_policy.h"
+#include "core/errors.h"
 #include "core/paths.h"
 #include "gates/correctness.h"
 #include "run/worker_client.h"
@@ -109,6 +110,21 @@ std::optional<fs::path> find_compute_sanitizer() {
   for (const auto& p : candidates)
     if (executable(p)) return p;
   return std::nullopt;
+}
+
+fs::path required_compute_sanitizer(bool wanted) {
+  if (!wanted) return {};
+  auto found = find_compute_sanitizer();
+  const char* named = std::getenv("EVO_COMPUTE_SANITIZER");
+  if (!found && named && *named)
+    throw environment_error(fmt::format(
+        "EVO_COMPUTE_SANITIZER={} is not an executable file: point it at compute-sanitizer (CUDA toolkit) or unset it",
+        named));
+  if (!found)
+    throw environment_error(
+        "--sanitize needs compute-sanitizer (CUDA toolkit): put it on PATH, set CUDA_HOME, or set "
+        "EVO_COMPUTE_SANITIZER");
+  return *found;
 }
 
 namespace {

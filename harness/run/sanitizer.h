@@ -44,6 +44,9 @@ std::vector<std::string> sanitizer_tools(const PtxasResources& resources, const 
 
 // $EVO_COMPUTE_SANITIZER, then PATH, then $CUDA_HOME/bin and /usr/local/cuda/bin.
 std::optional<std::filesystem::path> find_compute_sanitizer();
+// `evo run --sanitize`, before any work: its path, or an environment_error naming what to set
+// (a run that cannot sanitize must not quietly admit elites); empty when not `wanted`.
+std::filesystem::path required_compute_sanitizer(bool wanted);
 
 struct SanitizerResult {
   SanitizerReport report;          // the record's gates.sanitizer

@@ -26,6 +26,13 @@
 #                       custom-bench populations), so it competes for batched-short, where the
 #                       cluster kernel ships at 0.80x cuDNN: a regime ranks only kernels timed on
 #                       every one of its shapes, and 32xHxHx512x512 is in `long`. $OUT/models-m64.tgz.
+#   models.sh fenced    (<= 9 min) the fenced split_kv_tma (9b50034) where a revoked source shipped
+#                       (results/revoked.json): `evo run --only` the former decode elites' exact
+#                       configurations of fp16-d128, bf16-d128, fp16-d64 on the decode set, then the
+#                       rank-1 of every d128/d64 decode population re-timed on `regimes,models`, then
+#                       tma_ws_m64 on the causal tasks' regime, model and `long` shapes (D=64 and
+#                       D=128: batched-short causal ships the cluster kernel at 0.79-0.86x cuDNN).
+#                       $OUT/models-fenced.tgz.
 #   models.sh stages    (<= 4 min) evo run --stage 0..6 --budget 1 on the bf16 tasks that started at
 #                       stage 7 (bf16-d128-causal, bf16-d64, bf16-d64-causal): every stage that
 #                       supports them has a population. $OUT/models-stages.tgz.
@@ -35,7 +42,7 @@ cd "$(dirname "$0")/../.."
 source lab/device-sessions/device_steps.sh
 device_env
 final=$OUT
-PHASE=${1:?measure|op|decode|tma|m64|stages}
+PHASE=${1:?measure|op|decode|tma|m64|fenced|stages}
 OUT=/tmp/evo-models-$PHASE && rm -rf "$OUT" && mkdir -p "$OUT"
 evo=build/harness/evo
 TASKS=fp16-d64,fp16-d64-causal,fp16-d128,fp16-d128-causal,bf16-d128,bf16-d128-causal,bf16-d64,bf16-d64-causal
@@ -100,6 +107,27 @@ case "$PHASE" in
     timeout "$left" $evo population remeasure --task fp16-d64-causal,bf16-d64-causal --elites-of custom-c8661eb9 \
       --stages 7 --top 1 --bench regimes,models,long >"$OUT/m64-causal.log" 2>&1
     echo "m64 causal exit $? at ${SECONDS}s"; tail -3 "$OUT/m64-causal.log"
+    pack ;;
+  fenced)
+    $evo population rebuild >"$OUT/rebuild.log" 2>&1
+    only() { timeout 90 $evo run --stage 9 --bench decode --budget 1 --task "$1" \
+      --only "split_kv_tma:BLOCK_M=16,BLOCK_N=$2,KV_SPLITS=$3,NWARPS=4,STAGES=3" >"$OUT/only-$1.log" 2>&1
+      echo "$1 split_kv_tma BLOCK_N=$2 KV_SPLITS=$3: exit $? at ${SECONDS}s"; tail -2 "$OUT/only-$1.log" | cut -c1-200; }
+    only fp16-d128 64 64; only bf16-d128 64 16; only fp16-d64 128 16
+    timeout 150 $evo population remeasure --task fp16-d128,bf16-d128 --elites-of custom-b86019aa --stages 9 --top 1 \
+      --bench regimes,models >"$OUT/fenced-d128.log" 2>&1
+    echo "d128 exit $? at ${SECONDS}s"; tail -3 "$OUT/fenced-d128.log"
+    timeout 100 $evo population remeasure --task fp16-d64 --elites-of custom-d10f22fa --stages 9 --top 1 \
+      --bench regimes,models >"$OUT/fenced-d64.log" 2>&1
+    echo "fp16-d64 exit $? at ${SECONDS}s"; tail -3 "$OUT/fenced-d64.log"
+    left=$((530 - SECONDS)); [ "$left" -lt 30 ] && left=30
+    timeout "$left" $evo population remeasure --task fp16-d64-causal,bf16-d64-causal --elites-of custom-c8661eb9 \
+      --stages 7 --top 1 --bench regimes,models,long >"$OUT/m64-causal.log" 2>&1
+    echo "m64 causal exit $? at ${SECONDS}s"; tail -3 "$OUT/m64-causal.log"
+    left=$((560 - SECONDS)); [ "$left" -lt 30 ] && left=30
+    timeout "$left" $evo population remeasure --task fp16-d128-causal,bf16-d128-causal --elites-of custom-aa009305 \
+      --stages 7 --top 1 --bench regimes,models,long >"$OUT/m64-causal-d128.log" 2>&1
+    echo "m64 causal d128 exit $? at ${SECONDS}s"; tail -3 "$OUT/m64-causal-d128.log"
     pack ;;
   stages)
     for n in 0 1 2 3 4 5 6; do

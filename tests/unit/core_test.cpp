@@ -133,12 +133,18 @@ TEST(Params, ExpandAndCarry) {
   EXPECT_EQ(carry_params(v, {{"BLOCK_M", 48}}), (ParamSet{{"BLOCK_M", 64}, {"NWARPS", 4}}));
 }
 
-TEST(Selection, ElitesFirstThenReproducibleDraw) {
+// Stage 1 with the one variant kVariant (BLOCK_M 64|32 x NWARPS 4|8) as 1-x/v.
+Stage stage_of_one_variant() {
   Stage s;
   s.number = 1;
   Variant v = parse_variant(kVariant, "v.cu");
   v.id = "1-x/v";
   s.variants.push_back(v);
+  return s;
+}
+
+TEST(Selection, ElitesFirstThenReproducibleDraw) {
+  const Stage s = stage_of_one_variant();
   const Task t = parse_task("fp16-d64");
   Elite elite;
   elite.params = {{"BLOCK_M", 32}, {"NWARPS", 8}};
@@ -158,6 +164,58 @@ TEST(Selection, ElitesFirstThenReproducibleDraw) {
   EXPECT_TRUE(differs);
   // Unsupported tasks select nothing.
   EXPECT_TRUE(select_candidates(s, parse_task("bf16-d64"), "sm_90a", {}, 0).empty());
+}
+
+// evo run --only: the configurations named, in selection order; a typo or a value outside the
+// domain is a usage error naming the pattern, never an empty run.
+TEST(Selection, OnlyKeepsTheNamedConfigurationsAndRefusesPatternsThatMatchNone) {
+  const Stage s = stage_of_one_variant();
+  const Task t = parse_task("fp16-d64");
+  const auto all = select_candidates(s, t, "sm_90a", {}, 7);
+  ASSERT_EQ(all.size(), 4u);
+
+  auto by_stem = all;
+  keep_only(by_stem, {parse_config_pattern("v:BLOCK_M=32,NWARPS=8")}, "fp16-d64");
+  ASSERT_EQ(by_stem.size(), 1u);
+  EXPECT_EQ(by_stem[0].candidate.params, (ParamSet{{"BLOCK_M", 32}, {"NWARPS", 8}}));
+
+  auto by_id = all;  // the full id, one tunable named: the other takes every value
+  keep_only(by_id, {parse_config_pattern("1-x/v:BLOCK_M=64")}, "fp16-d64");
+  ASSERT_EQ(by_id.size(), 2u);
+  for (const auto& c : by_id) EXPECT_EQ(c.candidate.params[0], (std::pair<std::string, long>{"BLOCK_M", 64}));
+
+  auto two = all;  // two patterns keep the selection's order
+  keep_only(two, {parse_config_pattern("v:NWARPS=8,BLOCK_M=64"), parse_config_pattern("v:BLOCK_M=32,NWARPS=4")},
+            "fp16-d64");
+  ASSERT_EQ(two.size(), 2u);
+  std::vector<std::string> order;
+  for (const auto& c : all)
+    if (c.candidate.params == two[0].candidate.params || c.candidate.params == two[1].candidate.params)
+      order.push_back(c.candidate.params_text());
+  EXPECT_EQ(order, (std::vector<std::string>{two[0].candidate.params_text(), two[1].candidate.params_text()}));
+
+  auto untouched = all;  // no pattern: everything stays
+  keep_only(untouched, {}, "fp16-d64");
+  EXPECT_EQ(untouched.size(), 4u);
+
+  for (const char* none : {"v:BLOCK_M=48", "w", "v:COLOUR=1"}) {
+    auto sel = all;
+    try {
+      keep_only(sel, {parse_config_pattern(none)}, "fp16-d64");
+      ADD_FAILURE() << none << " matched";
+    } catch (const EvoError& e) {
+      EXPECT_EQ(e.code(), kExitUsage);
+      EXPECT_NE(std::string(e.what()).find(none), std::string::npos) << e.what();
+    }
+  }
+  for (const char* bad : {"", ":BLOCK_M=1", "v:BLOCK_M", "v:BLOCK_M=", "v:=3", "v:BLOCK_M=3x", "v:BLOCK_M=1,"}) {
+    try {
+      parse_config_pattern(bad);
+      ADD_FAILURE() << "'" << bad << "' parsed";
+    } catch (const EvoError& e) {
+      EXPECT_EQ(e.code(), kExitUsage) << bad;
+    }
+  }
 }
 
 TEST(Stats, QuantilesAndRse) {
