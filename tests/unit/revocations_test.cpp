@@ -72,7 +72,8 @@ TEST(Revocations, ABadFileNamesTheFileAndTheField) {
       {with("evidence", "/etc/passwd"), "field 'revoked[0].evidence'"},
       {with("reason", "two\nlines"), "field 'revoked[0].reason'"},
       {with("param", {{"Q_REGS", 1}}), "field 'revoked[0].param' is {\"Q_REGS\":1}: it must be absent"},
-      {json{{"schema", 2}, {"revoked", json::array()}}.dump(), "results/revoked.json: field 'schema' is 2: it must be 1"},
+      {json{{"schema", 2}, {"revoked", json::array()}}.dump(),
+       "results/revoked.json: field 'schema' is 2: it must be 1"},
       {json{{"revoked", json::array()}}.dump(), "field 'schema' missing"},
       {json{{"schema", 1}}.dump(), "field 'revoked' missing"},
       {"{\"schema\": 1,", "results/revoked.json: not valid JSON"},
@@ -108,8 +109,8 @@ TEST(Revocations, EveryParamOfTheConditionMustBeInTheRecordWithThatValue) {
 // of the committed logs, copied), and revoked.json withdrawing the first source or none.
 fs::path results_with_two_sources(const std::string& name, bool revoke) {
   json base;
-  for (const json& r : test::read_jsonl(test::source_root() / "results" /
-                                        "20261129T043325Z-nvidia-h200-remeasure.jsonl"))
+  for (const json& r :
+       test::read_jsonl(test::source_root() / "results" / "20261129T043325Z-nvidia-h200-remeasure.jsonl"))
     if (r["variant"] == "9-decode/split_kv_tma" && r["task"] == "bf16-d64") base = r;
   if (base.is_null()) throw std::runtime_error("the committed remeasure log has no bf16-d64 split_kv_tma record");
   base["benchmark"] = "default";  // the default set's population has the regime table
@@ -176,10 +177,21 @@ TEST(Revocations, CompareListsWhatEachRevocationWithdrew) {
       << md.substr(0, 3000);
   EXPECT_NE(md.find("from 1 run records"), std::string::npos);
   EXPECT_EQ(md.find("revoked0000000000"), std::string::npos);
-  const std::string plain = render_markdown(build_comparison(load_compare_input(results_with_two_sources(
-                                                                 "revocations-compare-none", false)),
-                                                             {}));
+  const std::string plain = render_markdown(
+      build_comparison(load_compare_input(results_with_two_sources("revocations-compare-none", false)), {}));
   EXPECT_EQ(plain.find("Revoked sources"), std::string::npos);
+}
+
+// The committed list reads, names evidence that exists, and withdraws records of the logs.
+TEST(Revocations, TheCommittedListIsWellFormedAndWithdrawsRecords) {
+  const fs::path file = test::source_root() / "results" / kRevocationsFile;
+  ASSERT_TRUE(fs::exists(file));
+  const auto list = read_revocations(file);
+  ASSERT_GE(list.size(), 2u);
+  for (const Revocation& r : list) EXPECT_TRUE(fs::exists(test::source_root() / r.evidence)) << r.evidence;
+  const RecordSet set = read_records(test::committed_results());
+  ASSERT_EQ(set.withdrawn.size(), list.size());
+  for (const Withdrawal& w : set.withdrawn) EXPECT_FALSE(w.records.empty()) << w.revocation.variant;
 }
 
 }  // namespace
