@@ -54,6 +54,9 @@ void run_merge(const MergeOptions& o) {
   std::set<RecordKey> present;
   RecordSet existing = read_records(o.results_dir);
   for (const auto& r : existing.records) present.insert(key_of(r));
+  // A revoked record is still in the logs: merging it again would only add a duplicate line.
+  for (const auto& w : existing.withdrawn)
+    for (const auto& r : w.records) present.insert(key_of(r));
 
   size_t written = 0, duplicates = 0, skipped = 0;
   for (const auto& rs : inputs) {

@@ -330,6 +330,23 @@ EvoError nothing_to_report(const CompareFilter& filter, const std::set<std::stri
                                  filter.task.empty() ? "" : " for --task " + filter.task, list(gpus), list(tasks)));
 }
 
+// What revoked.json withdrew, run records only (the report counts nothing else).
+std::vector<RevokedRow> revoked_rows(const std::vector<Withdrawal>& withdrawn) {
+  std::vector<RevokedRow> out;
+  for (const Withdrawal& w : withdrawn) {
+    const Revocation& r = w.revocation;
+    RevokedRow row{r.variant, "", r.reason, r.fixed_by, r.evidence, r.source_sha256, 0, {}};
+    for (const auto& [name, value] : r.params)
+      row.params += fmt::format("{}{}={}", row.params.empty() ? "" : " ", name, value);
+    std::set<std::string> tasks;
+    for (const json& record : w.records)
+      if (record.value("kind", "") == "run") ++row.records, tasks.insert(record.value("task", ""));
+    row.tasks.assign(tasks.begin(), tasks.end());
+    out.push_back(std::move(row));
+  }
+  return out;
+}
+
 }  // namespace
 
 Comparison build_comparison(const CompareInput& input, const CompareFilter& filter,
@@ -340,6 +357,7 @@ Comparison build_comparison(const CompareInput& input, const CompareFilter& filt
   c.record_files = input.record_files;
   c.peer_files = input.peer_files;
   c.peer_records = input.peers.size();
+  c.revoked = revoked_rows(input.withdrawn);
 
   // Run records measured on a GPU; `runs` (JSON) only for derive_populations, in the same order.
   std::vector<json> runs;

@@ -16,6 +16,7 @@
 #include "core/outcome.h"
 #include "gates/regression.h"
 #include "policy/config.h"
+#include "store/revocations.h"
 
 namespace evo {
 
@@ -49,6 +50,7 @@ struct CompareInput {
   std::vector<nlohmann::json> records;                // results/*.jsonl, kind "run" (others are ignored)
   std::vector<nlohmann::json> peers;                  // results/peers/*.json, kind "peer"
   std::vector<std::string> record_files, peer_files;  // file names only, for provenance
+  std::vector<Withdrawal> withdrawn;                  // <dir>/revoked.json's, records already out of `records`
 };
 
 // Reads <dir>/*.jsonl and <dir>/peers/*.json. Any unreadable line or peer entry is an input
@@ -136,11 +138,20 @@ struct CompareSection {
   int run_records = 0;
 };
 
+// One entry of revoked.json and what it withdrew from the report (store/revocations.h).
+struct RevokedRow {
+  std::string variant, params, reason, fixed_by, evidence;  // params: "Q_REGS=1 PERSISTENT=1", "" = any
+  std::vector<std::string> sources;                         // sha256 digests, as the file lists them
+  size_t records = 0;                                       // run records withdrawn
+  std::vector<std::string> tasks;                           // their tasks, sorted
+};
+
 struct Comparison {
   CompareThresholds thresholds;
   std::vector<CompareSection> sections;  // by gpu, then task
   size_t run_records = 0, peer_records = 0;
   std::vector<std::string> record_files, peer_files;
+  std::vector<RevokedRow> revoked;  // in revoked.json's order
 };
 
 struct CompareFilter {

@@ -131,6 +131,16 @@ std::string render_json(const Comparison& c) {
         {{"gpu", g.gpu_key}, {"fp16_tflops", g.fp16_tflops}, {"bf16_tflops", g.bf16_tflops}, {"source", g.source}});
   json sections = json::array();
   for (const auto& sec : c.sections) sections.push_back(section_json(sec));
+  json revoked = json::array();
+  for (const auto& r : c.revoked)
+    revoked.push_back({{"variant", r.variant},
+                       {"source_sha256", r.sources},
+                       {"params", r.params},
+                       {"reason", r.reason},
+                       {"fixed_by", r.fixed_by},
+                       {"evidence", r.evidence},
+                       {"records", r.records},
+                       {"tasks", r.tasks}});
   json out = {{"schema_version", kCompareSchemaVersion},
               {"kind", "compare"},
               {"confidence", c.thresholds.compare.confidence},
@@ -139,6 +149,7 @@ std::string render_json(const Comparison& c) {
               {"record_files", c.record_files},
               {"peer_files", c.peer_files},
               {"ceilings", ceilings},
+              {"revoked", revoked},
               {"sections", sections}};
   return out.dump(2) + "\n";
 }

@@ -95,6 +95,7 @@ CompareInput load_compare_input(const fs::path& results_dir) {
   RecordSet set = read_records(results_dir);
   std::vector<std::string> problems = set.problems;
   in.records = std::move(set.records);
+  in.withdrawn = std::move(set.withdrawn);
   for (const auto& f : files_with_extension(results_dir, ".jsonl")) in.record_files.push_back(f.filename().string());
   for (const auto& f : files_with_extension(results_dir / "peers", ".json")) {
     parse_peer_list(read_file(f), f.string(), in.peers, problems);

@@ -271,6 +271,26 @@ std::string section_md(const CompareSection& sec) {
   return out;
 }
 
+// revoked.json's entries: sources shown wrong after their records were made, left out of every
+// section above (docs/compare-and-gate.md, "Revoked sources").
+std::string revoked_md(const Comparison& c) {
+  if (c.revoked.empty()) return "";
+  std::string out =
+      "\n## Revoked sources\n\n"
+      "Records of these sources are left out of every section below and of the populations (results/revoked.json; "
+      "the records themselves stay in the logs).\n\n";
+  out += row_md({"variant", "sources", "params", "reason", "fixed by", "evidence", "records withdrawn", "tasks"});
+  out += rule_md("llllllrl");
+  for (const auto& r : c.revoked) {
+    std::vector<std::string> shas;
+    for (const auto& s : r.sources) shas.push_back(s.substr(0, 12));
+    out += row_md({cell(r.variant), fmt::format("{}", fmt::join(shas, ", ")), r.params.empty() ? "any" : cell(r.params),
+                   cell(r.reason, 400), cell(r.fixed_by), cell(r.evidence), std::to_string(r.records),
+                   r.tasks.empty() ? "-" : fmt::format("{}", fmt::join(r.tasks, ", "))});
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string render_markdown(const Comparison& c) {
@@ -287,6 +307,7 @@ std::string render_markdown(const Comparison& c) {
       "median time against the previous stage (negative is faster); geomeans run over the shapes both sides "
       "measured; `±` is the half-width of the {:.0f} % interval from both sides' sample spread.\n",
       c.thresholds.compare.confidence * 100);
+  out += revoked_md(c);
   for (const auto& s : c.sections) out += "\n" + section_md(s);
   return out;
 }

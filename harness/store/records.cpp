@@ -97,6 +97,8 @@ RecordSet read_records(const fs::path& dir_or_file) {
     out.problems.push_back(dir_or_file.string() + ": no such file or directory");
   }
   for (const auto& f : files) parse_records_text(read_file(f), f.string(), out);
+  if (fs::is_directory(dir_or_file) && fs::exists(dir_or_file / kRevocationsFile))
+    out.withdrawn = withdraw(read_revocations(dir_or_file / kRevocationsFile), out.records);
   return out;
 }
 

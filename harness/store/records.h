@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "store/atomic_file.h"
+#include "store/revocations.h"
 
 namespace evo {
 
@@ -15,9 +16,14 @@ struct RecordSet {
   std::vector<nlohmann::json> records;  // valid records, in file order (files sorted by name)
   std::vector<std::string> problems;    // "results/x.jsonl:12: field 'task' missing ..."
   std::vector<std::string> warnings;    // newer minor schema versions, torn last lines
+  // A directory's <dir>/revoked.json (store/revocations.h): per entry, the records it took out of
+  // `records`. Every consumer of the directory sees the same withdrawn set.
+  std::vector<Withdrawal> withdrawn;
 };
 
-// Reads every *.jsonl under `dir` (not recursive), or one file.
+// Reads every *.jsonl under `dir` (not recursive), then withdraws what <dir>/revoked.json revokes
+// (a bad revoked.json is a usage error naming the file and field). One file is read as it is:
+// a single log (evo gate --replay, evo merge's inputs) carries no revocations.
 RecordSet read_records(const std::filesystem::path& dir_or_file);
 // Parses one JSONL text (for tests and fuzzing); `origin` prefixes messages.
 void parse_records_text(const std::string& text, const std::string& origin, RecordSet& out);
