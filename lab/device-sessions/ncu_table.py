@@ -3,7 +3,7 @@
 scripts/ncu_op_shapes.py the exported op's kernels and SDPA cuDNN's side by side.
 
 Per kernel: duration (gpu__time_duration), DRAM % of peak (dram__throughput) and GB/s (bytes read
-and written over the duration), the bytes against the shape's minimum (Q, K, V read and O written
+and written over the duration; in brackets its share of HBM_TBPS, 4.8 TB/s on the H200), the bytes against the shape's minimum (Q, K, V read and O written
 once, peers_sdpa.min_bytes), tensor-pipe % (the gmma pipe's active cycles, else hmma's for
 mma.sync kernels), achieved TFLOPS against the dense ceiling (peers_sdpa.CEILINGS), warps active,
 L2 hit rate and the three largest warp stall reasons (% of active warps' cycles).
