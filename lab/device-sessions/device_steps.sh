@@ -5,6 +5,9 @@
 #   gpu_info               the GPU's name, driver and clocks into $OUT/gpu.txt
 #   build_evo [TARGET...]  configure and build (every target when none is named); the log comes
 #                          back only when the build fails (a call returns at most 8 files)
+#   export_package DIR TASKS  `evo export` of the tasks into DIR (emptied first) and its build with
+#                          CMake, the PyTorch op included where python3 imports torch; the log is
+#                          $OUT/export.log (its tail is printed on a failure, return 1)
 #   search_for_call STAGE DIR  for this call only (restored at exit; backups in DIR): gates.json
 #                          deep_gate.enabled as $DEEP_GATE says (on|off; default off) and, with
 #                          $SEARCH_JSON ({"<variant stem>": {"PARAM": [extra values]}}), the stage's
@@ -33,6 +36,14 @@ build_evo() {
     return 1
   fi
   rm -f "$OUT/build.log"
+}
+
+export_package() {
+  rm -rf "$1"
+  build/harness/evo export --task "$2" --out "$1" >"$OUT/export.log" 2>&1 || { tail -20 "$OUT/export.log"; return 1; }
+  (cmake -S "$1" -B "$1/build" -G Ninja -DCMAKE_BUILD_TYPE=Release &&
+    cmake --build "$1/build" -j 16) >>"$OUT/export.log" 2>&1 || { tail -30 "$OUT/export.log"; return 1; }
+  grep -E "evo_attn: (building|no PyTorch)" "$OUT/export.log" || true  # a note, not a failure
 }
 
 search_for_call() {

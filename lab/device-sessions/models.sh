@@ -138,12 +138,8 @@ case "$PHASE" in
     pack ;;
   op)
     $evo population rebuild >"$OUT/rebuild.log" 2>&1
-    rm -rf /tmp/evo-export
-    $evo export --task "$TASKS" --out /tmp/evo-export >"$OUT/export.log" 2>&1 || { tail -20 "$OUT/export.log"; exit 1; }
+    export_package /tmp/evo-export "$TASKS" || exit 1
     cp /tmp/evo-export/manifest.json "$OUT/"
-    (cmake -S /tmp/evo-export -B /tmp/evo-export/build -G Ninja -DCMAKE_BUILD_TYPE=Release &&
-      cmake --build /tmp/evo-export/build -j 16) >>"$OUT/export.log" 2>&1 || { tail -30 "$OUT/export.log"; exit 1; }
-    grep -E "evo_attn: (building|no PyTorch)" "$OUT/export.log"
     echo "package built at ${SECONDS}s"
     export PYTHONPATH=/tmp/evo-export/python
     timeout 60 python3 examples/deploy/transformer_block.py >"$OUT/example.txt" 2>&1; echo "example exit $?"
