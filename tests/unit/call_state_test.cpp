@@ -18,8 +18,13 @@ const std::string kHonest = R"(
         /*0090*/                   LDC.64 R2, c[0x0][0x210] ;
         .L_x_1:
 )";
-const std::vector<std::string> kSections = {"", ".shstrtab", ".nv.info", ".nv.constant4", ".rela.nv.constant4",
-                                            ".nv.constant0.evo_attn_fwd", ".nv.global.init"};
+const std::vector<std::string> kSections = {"",
+                                            ".shstrtab",
+                                            ".nv.info",
+                                            ".nv.constant4",
+                                            ".rela.nv.constant4",
+                                            ".nv.constant0.evo_attn_fwd",
+                                            ".nv.global.init"};
 
 TEST(CallState, AnHonestKernelReadsNoClockAndNoGlobalsAddress) {
   EXPECT_EQ(carried_state(kHonest, kSections), std::nullopt);
