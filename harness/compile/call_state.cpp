@@ -43,7 +43,7 @@ std::optional<std::string> carried_state(const std::string& sass, const std::vec
       if (line.find(bank) != std::string::npos)
         return fmt::format(
             "uses module-scope __device__ memory (SASS `{}` reads a global's address): its output could depend on "
-            "earlier calls",
+            "earlier calls (a read-only table belongs in __constant__ memory)",
             instruction(line));
   }
   return std::nullopt;
