@@ -102,6 +102,26 @@ bool debug_section(const std::string& name) {
 }
 }  // namespace
 
+std::vector<std::string> section_names(const std::string& cubin) {
+  Elf64_Ehdr eh;
+  if (!read_at(cubin, 0, &eh) || std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+      eh.e_shentsize != sizeof(Elf64_Shdr))
+    return {};
+  auto section = [&](uint32_t i, Elf64_Shdr* sh) {
+    return i < eh.e_shnum && read_at(cubin, eh.e_shoff + uint64_t(i) * sizeof(Elf64_Shdr), sh);
+  };
+  Elf64_Shdr names;
+  if (!section(eh.e_shstrndx, &names) || names.sh_offset > cubin.size()) return {};
+  std::vector<std::string> out;
+  for (uint32_t i = 0; i < eh.e_shnum; ++i) {
+    Elf64_Shdr sh;
+    if (!section(i, &sh)) return {};
+    const uint64_t name_at = names.sh_offset + sh.sh_name;
+    out.push_back(name_at < cubin.size() ? std::string(cubin.c_str() + name_at) : "");
+  }
+  return out;
+}
+
 std::string code_identity(const std::string& cubin) {
   Elf64_Ehdr eh;
   if (!read_at(cubin, 0, &eh) || std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||

@@ -26,6 +26,9 @@ std::optional<LaunchGeometry> read_launch_geometry(const std::string& cubin, std
 // when the cubin is not a 64-bit ELF.
 std::string code_identity(const std::string& cubin);
 
+// The names of the cubin's ELF sections, in order; empty when it is not a 64-bit ELF.
+std::vector<std::string> section_names(const std::string& cubin);
+
 // One TMA tensor map a variant wants: EvoTmaSpec of evo_launch.h (EVO_EXPORT_TMA in
 // evo_attn.cuh), the type the exported runtime reads too.
 constexpr int kTmaSlots = EVO_TMA_SLOTS;

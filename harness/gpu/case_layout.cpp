@@ -128,10 +128,19 @@ int tensor_alignment(int align, int tensor) {
 
 int tensor_alignment(int align, int tensor, uint32_t draw) {
   const int d = int(draw >> (4 * tensor)) & 15;
-  if (tensor == 0 || draw == 0) return tensor_alignment(align, tensor);
-  // align 256: all four aligned in half the cases (bit 16 of the draw), else each of K, V, O aligned
-  // or in an odd class of 16 (16, 48, ..., 240)
-  if (align % 256 == 0) return (draw >> 16 & 1) == 0 || d < 8 ? align : 16 * (2 * (d - 8) + 1);
+  if (draw == 0) return tensor_alignment(align, tensor);
+  if (align % 256 == 0) {
+    // Four kinds by bits 16 and 20 of the draw: all four aligned; Q aligned and K, V, O each in an
+    // odd class of 16 (16, 48, ..., 240); and in half the cases Q at a multiple of 32 drawn from
+    // bits 17-19 (32 mod 64 five times in eight: hacker round 6, Q's class was one of four) with
+    // K, V, O each aligned or in an odd class.
+    const int kind = int(draw >> 16 & 1) | int(draw >> 20 & 1) << 1;
+    if (tensor == 0) return kind < 2 ? align : 32 * (1 + int((draw >> 17 & 7) % 7));
+    if (kind == 0) return align;
+    if (kind == 1) return 16 * (2 * (d & 7) + 1);
+    return d < 8 ? align : 16 * (2 * (d - 8) + 1);
+  }
+  if (tensor == 0) return tensor_alignment(align, 0);       // Q at the case's alignment
   return tensor_alignment(align, tensor) ^ (16 * (d & 3));  // bits 4-5 drawn too
 }
 
@@ -177,8 +186,12 @@ CaseLayout case_layout(const Shape& s, const std::string& full, int in_bytes, in
     c.v = token_major_room(s, s.heads_kv, s.seq_kv, 37);
     c.o = dense(s, Layout::bhsd, s.heads_q, s.seq_q);
   } else if (layout == "kv_cache") {
-    c.q = c.o = dense(s, Layout::bhsd, s.heads_q, s.seq_q);
-    c.k = c.v = cache(s, s.seq_kv + 37);  // 37: room that no tile size divides
+    // K a head-major cache, V a seq-major one [Skv + 37, B, Hkv, D] (37: room that no tile size
+    // divides), Q and O seq-major [S, B, H, D] (Megatron's activations; hacker round 6: only K was
+    // ever seq-major).
+    c.q = c.o = seq_major(s, s.heads_q, s.seq_q);
+    c.k = cache(s, s.seq_kv + 37);
+    c.v = seq_major(s, s.heads_kv, s.seq_kv + 37);
   } else if (layout == "strided") {
     // Every batch and head stride above dense, by amounts no tile size divides; Q, K and V rows
     // 16 bytes wider than D elements (the least gap the domain allows), so no stride is a whole

@@ -7,8 +7,10 @@
 //    (Megatron's layout: batch stride below the row stride, hacker round 5), V a BSHD cache
 //    [B, Skv + 37, Hkv, D], O BHSD (no two neighbours share strides; the token-major views'
 //    batch strides are not S rows: hacker round 4);
-//  - kv_cache: K and V are BHSD slices of a cache with room for more keys than Skv (head and
-//    batch strides larger than Skv·D), Q and O BHSD;
+//  - kv_cache: K a BHSD slice of a cache with room for more keys than Skv (head and batch
+//    strides larger than Skv·D), V a seq-major cache [Skv + 37, B, Hkv, D] with the same room
+//    after the sequence, Q and O seq-major [S, B, H, D] (Megatron's activations; hacker round 6:
+//    only mixed's K was seq-major, so a flaw only a seq-major Q, V or O shows was unseen);
 //  - strided: every stride larger than dense: Q BHSD with gaps between heads and batches, K and
 //    V a KV cache with capacity (Skv + 19) and gaps between batches, each of Q, K, V with rows
 //    16 bytes wider than D elements (no stride a whole number of rows), O a BSHD slice of a
@@ -71,10 +73,13 @@ int tensor_alignment(int align, int tensor);
 // The same with K's, V's and O's classes drawn from `draw` (4 bits a tensor; draw 0 is the rule
 // above), so no fixed rule ties a tensor's address to Q's (hacker round 5: a kernel realigned K by
 // Q's misalignment mod 64, which the fixed XOR keeps, and one took every tensor to be 256-byte
-// aligned when Q was): at align 256 all four are aligned in half the cases, and in the other half
-// each of K, V, O is aligned or, one time in two, in an odd class of 16 (16, 48, ..., 240); at
-// the other alignments its bits 4 and 5 are flipped by a drawn
-// amount as well, so its class mod 64 is Q's one time in four. Q stays at the case's alignment.
+// aligned when Q was). At align 256 a quarter of the cases have all four aligned, a quarter Q
+// aligned and K, V, O each in an odd class of 16 (16, 48, ..., 240), and half Q at a multiple of
+// 32 drawn from the draw (32, ..., 224; hacker round 6: Q was never at 32 mod 64, nor at 64 or
+// 128 mod 256) with K, V, O each aligned or in an odd class; the case name's "align=256" means Q
+// aligned or in an even class. At the other alignments Q stays at the case's alignment and K's,
+// V's, O's bits 4 and 5 are flipped by a drawn amount as well, so their class mod 64 is Q's one
+// time in four.
 int tensor_alignment(int align, int tensor, uint32_t draw);
 
 // The far set's layout for a shape: its batches far apart (far_batches), or, for one batch of

@@ -211,6 +211,7 @@ class Worker {
         oc.shape.seq_q = (c.shape.seq_q + 1) / 2;
         other.allocate(oc.shape, oc.layout, kGuardBytes, oc.junk, oc.seed);
         other.fill(support_, oc, stream_);
+        share_inputs(p, other, c.streams_share);
         emit(check_on_device({&p, &other}, c, support_, job_.task, stream_,
                              [&](LaunchKind k) { launch_in_flight(p, other, k); }));
         // What the kernel keeps in globals is as two launches in flight left it; later cases and

@@ -337,6 +337,23 @@ inline EvoTensor evo_tensor(const TensorDesc& d) {
 // A problem as a call of the ABI floor (evo_host_launch.h), which gives its EvoAttnParams, its
 // shape for the grid and split rules, and its tensors for the TMA maps as the exported runtime
 // gives them for the same call.
+// A two-stream case's second problem reading the first's memory (CaseSpec::streams_share): its Q
+// the first's view cut to its own rows (the first Sq/2), or its K and V the first's. Its own
+// buffers stay allocated, unused, and hashed as before; the first's hashes see any change left.
+inline void share_inputs(const Problem& first, Problem& second, const std::string& share) {
+  if (share == "q") {
+    const int rows = second.dq.seq;
+    second.dq = first.dq;
+    second.dq.seq = rows;
+    second.descale[0] = first.descale[0];
+  } else if (share == "kv") {
+    second.dk = first.dk;
+    second.dv = first.dv;
+    second.descale[1] = first.descale[1];
+    second.descale[2] = first.descale[2];
+  }
+}
+
 inline EvoCall evo_call(const Problem& p, bool causal) {
   // The case's scale (1/sqrt(D) unless it says otherwise), as the reference; descales 1 unless fp8.
   return EvoCall{{evo_tensor(p.dq), evo_tensor(p.dk), evo_tensor(p.dv), evo_tensor(p.dout)},

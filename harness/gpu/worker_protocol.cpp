@@ -1,5 +1,7 @@
 #include "gpu/worker_protocol.h"
 
+#include <stdexcept>
+
 namespace evo {
 
 using nlohmann::json;
@@ -46,6 +48,7 @@ json case_json(const CaseSpec& c) {
           {"layout", c.layout},
           {"junk", c.junk},
           {"two_streams", c.two_streams},
+          {"streams_share", c.streams_share},
           {"device_check", {{"on", c.device_check.on}, {"atol", c.device_check.atol}, {"rtol", c.device_check.rtol}}}};
 }
 CaseSpec case_from_json(const json& j) {
@@ -66,6 +69,9 @@ CaseSpec case_from_json(const json& j) {
   c.layout = j.value("layout", "");
   c.junk = j.value("junk", "");
   c.two_streams = j.value("two_streams", false);
+  c.streams_share = j.value("streams_share", "");
+  if (c.streams_share != "" && c.streams_share != "q" && c.streams_share != "kv")
+    throw std::invalid_argument("case " + c.id + ": streams_share is q, kv or empty, not '" + c.streams_share + "'");
   if (j.contains("device_check"))
     c.device_check = {j["device_check"].at("on"), j["device_check"].at("atol"), j["device_check"].at("rtol")};
   return c;

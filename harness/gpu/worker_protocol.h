@@ -32,6 +32,11 @@ struct CaseSpec {
   // Sampled cases: launched on two streams at once beside a second problem of other inputs,
   // both outputs checked (a kernel's state shared between launches in flight breaks).
   bool two_streams = false;
+  // What the second problem of a two-stream case shares with the first (hacker round 6: they
+  // shared nothing, so an input changed in place and restored was never read in flight): "q"
+  // its Q is the first's view (its first rows: the same queries over other keys, as cascade
+  // attention's two calls), "kv" its K and V are (other queries over one prefix cache); "" none.
+  std::string streams_share;
   // Cases too large for host copies (gates.json limits.device_check_elements): the worker
   // hashes the inputs, computes the reference and compares on the GPU with this tolerance, and
   // reports the counts instead of an output file (gpu/device_check.h).

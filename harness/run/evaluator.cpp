@@ -4,6 +4,7 @@
 
 #include <map>
 
+#include "compile/call_state.h"
 #include "compile/compile_record.h"
 #include "core/errors.h"
 #include "core/paths.h"
@@ -251,6 +252,18 @@ double deep_gate_would_be_elite(Record& rec, const EvalEnv& env, const Candidate
   if (plan.deep_cases.empty() || rec.outcome != Outcome::ok || !rec.fitness ||
       !standing.would_enter(rec.fitness->geomean_median_us.value_or(0)))
     return 0;
+  // What ships keeps nothing between calls and reads no clock (compile/call_state.h): read from
+  // its SASS first, as no case can see a bomb set past every launch a gate makes (hacker round 6).
+  const CallStateCheck state = check_call_state(compiled.cubin_path);
+  if (!state.checked)
+    throw environment_error(
+        fmt::format("deep gate: {} (a would-be elite's SASS is read for state kept between calls)", state.error));
+  if (state.state) {
+    rec.outcome = Outcome::integrity;
+    rec.reason = "deep gate: " + *state.state;
+    rec.fitness.reset();
+    return 0;
+  }
   EvalPlan deep = plan;
   deep.gate_cases = plan.deep_cases;
   deep.bench.clear();

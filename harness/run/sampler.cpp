@@ -35,7 +35,8 @@ double case_scale(const SampleSpace& sp, const ScaleChoice& sc, int head_dim, Sp
 // The case a covering row becomes. The id names every dimension, so a rejection says where the
 // kernel was wrong: sampled/3/2x32x8x1031x2048x64/sq=long:odd/skv=long:x64/diag=lt/batch=few/
 // heads=32/8/ratio=gqa_pow2/layout=bhsd/align=16/junk=nonfinite/scale=1/sqrt(D)/normal, and
-// /streams=2 for a case launched on two streams at once (draw_tier)
+// /streams=2:q or /streams=2:kv for a case launched on two streams at once beside a second
+// problem sharing Q, or K and V, with it (draw_tier)
 CaseSpec make_case(const GatesConfig& gates, const SampleSpace& sp, const Task& task, const SampleRows& rows,
                    const CoverRow& row, SplitMix& rng, const std::string& id_prefix) {
   const SampleRows::Drawn d = rows.realize(row, rng);
@@ -111,13 +112,17 @@ std::vector<CaseSpec> draw_tier(const GatesConfig& gates, const Task& task, uint
   for (size_t i = 0; i < table.size(); ++i)
     out.push_back(make_case(gates, space, task, rows, table[i], rng, fmt::format("{}{}/", prefix, i)));
   // Some cases run beside a second problem, both launches in flight on two streams: drawn
-  // among all, so they have every kind of shape, layout and junk over the runs.
+  // among all, so they have every kind of shape, layout and junk over the runs. The second
+  // problem shares Q with the first in the first such case, K and V in the second, in turn
+  // (CaseSpec::streams_share; hacker round 6: a launch that changed an input and restored it
+  // was never read in flight).
   const size_t pairs = std::min(out.size(), size_t(gates.sampled.two_streams));
   for (size_t marked = 0; marked < pairs;) {
     CaseSpec& c = out[rng.below(out.size())];
     if (c.two_streams) continue;
     c.two_streams = true;
-    c.id += "/streams=2";
+    c.streams_share = marked % 2 == 0 ? "q" : "kv";
+    c.id += "/streams=2:" + c.streams_share;
     ++marked;
   }
   // One case per shared pair: a drawn case (the first from a random one whose shared form fits

@@ -249,8 +249,11 @@ void check_suite(const Suite& s, const std::string& sets) {
                          << ", pruned: " << r.value("pruned", json()).dump()
                          << ", deep tier: " << (r["gates"].contains("deep") ? "ran" : "did not run")
                          << ", deep_gate_s: " << r.value("phases", json::object()).value("deep_gate_s", json()).dump();
-    if (want == "integrity") {  // docs/safety.md §3e: the reason names the shape and the sample
-      const std::string reason = r["reason"];
+    const std::string reason = r["reason"];
+    if (want == "integrity" && reason.rfind("deep gate: ", 0) == 0) {
+      // docs/safety.md §3g (hacker round 6): a would-be elite refused for what its SASS reads
+      EXPECT_NE(reason.find("(SASS `"), std::string::npos) << file << ": the reason quotes the instruction: " << reason;
+    } else if (want == "integrity") {  // docs/safety.md §3e: the reason names the shape and the sample
       EXPECT_EQ(reason.rfind("timing ", 0), 0u) << file << ": an integrity reason starts with the shape: " << reason;
       EXPECT_NE(reason.find("sample"), std::string::npos)
           << file << ": an integrity reason names the sample: " << reason;

@@ -22,6 +22,8 @@ CaseSpec sample_case(const std::string& id, unsigned seed) {
   c.qk_std = 1.5, c.v_std = 0.5, c.q_mean = 0.25, c.outlier_every = 97, c.outlier_scale = 30, c.k_sink = 4,
   c.scale = 0.07, c.v_mean = 256;
   c.layout = "packed_qkv";
+  c.two_streams = true;
+  c.streams_share = "kv";  // hacker round 6: the second problem reads the first's K and V
   c.out_path = "/w/" + id + ".out";
   return c;
 }
@@ -67,6 +69,8 @@ TEST(WorkerJobs, EncodeThenDecodeKeepsEveryField) {
   EXPECT_EQ(c.v_mean, 256);  // V's common offset (gates.json v_offset) reaches the worker
   EXPECT_EQ(c.scale, 0.07);
   EXPECT_EQ(c.layout, "packed_qkv");
+  EXPECT_TRUE(c.two_streams);
+  EXPECT_EQ(c.streams_share, "kv");
   EXPECT_EQ(c.out_path, "/w/g0.out");
   ASSERT_EQ(back.bench.size(), 1u);
   EXPECT_EQ(back.bench[0].id, "b0");
