@@ -12,6 +12,9 @@ std::optional<Verdict> case_verdict(const CaseEvidence& e) {
   if (!e.guards_intact)
     return Verdict{Outcome::correctness,
                    e.where + ": wrote outside its tensors (guard bytes or O's stride gaps changed)"};
+  if (!e.counters_zero)
+    return Verdict{Outcome::correctness,
+                   e.where + ": left its split workspace's tile counters nonzero (state kept between calls)"};
   if (!e.inputs_intact) return Verdict{Outcome::correctness, e.where + ": modified its inputs"};
   if (!e.output.pass) return Verdict{Outcome::correctness, e.where + ": " + e.output.reason};
   return std::nullopt;

@@ -20,9 +20,10 @@ struct CaseEvidence {
   std::string where;  // "gate case id" or "timing, fresh inputs case id"
   bool guards_intact = true, inputs_intact = true;
   OutputCheck output;
+  bool counters_zero = true;  // a split workspace's tile counters back at 0 after every launch
 };
-// nullopt when the case passed; a guard-band write outranks modified inputs, which outrank a
-// wrong output.
+// nullopt when the case passed; a guard-band write outranks nonzero tile counters, which
+// outrank modified inputs, which outrank a wrong output.
 std::optional<Verdict> case_verdict(const CaseEvidence& e);
 
 // After the gate, before timing: two runs on the same inputs that differ bitwise.

@@ -42,16 +42,27 @@ WorkerEvent check_on_device(const std::vector<Problem*>& problems, const CaseSpe
     for (const Problem* p : problems) h.push_back(p->o_has_gaps() ? checker.outside_elements(*p) : 0);
     return h;
   };
+  // A split kernel's tile counters back at 0 after each launch (evo_launch.h): a count kept there
+  // is state between calls (hacker round 7). Waits for the launch on this stream.
+  bool split = false, counters_zero = true;
+  auto check_counters = [&] {
+    for (const Problem* p : problems) {
+      split = split || p->workspace.bytes > 0;
+      counters_zero = counters_zero && checker.counters_zero(*p);
+    }
+  };
   const auto before = input_hashes();
   const auto gaps = gap_hashes();
   launch_candidate(LaunchKind::gate_first);
   const uint64_t first = output_hash();
-  bool gaps_intact = gap_hashes() == gaps;    // the next launch's pre-fill rewrites O's elements
+  bool gaps_intact = gap_hashes() == gaps;  // the next launch's pre-fill rewrites O's elements
+  check_counters();
   launch_candidate(LaunchKind::gate_second);  // another pre-fill: an element left alone differs
   const uint64_t second = output_hash();
   // Nothing of the candidate may still run when the inputs are re-hashed and the reference
   // computed from them (a grid on another stream, a child grid): wait for the whole context.
   check(cu().cuCtxSynchronize(), "evo_attn_fwd", "crash");
+  check_counters();
   const bool inputs_intact = input_hashes() == before;
   bool guards_intact = true;
   for (const Problem* p : problems) guards_intact = guards_intact && p->guards_intact();
@@ -62,7 +73,8 @@ WorkerEvent check_on_device(const std::vector<Problem*>& problems, const CaseSpe
   guards_intact = guards_intact && gaps_intact;       // a changed gap is a write outside the tensors
   facts.reference_s = since(t_ref);
   facts.seconds = since(t0);
-  WorkerEvent done = case_done_event(c.id, "", first == second, inputs_intact, guards_intact);  // no output file
+  WorkerEvent done = case_done_event(c.id, "", first == second, inputs_intact, guards_intact,  // no output file
+                                     split ? std::optional<bool>(counters_zero) : std::nullopt);
   done.device_check = facts;
   return done;
 }

@@ -47,12 +47,13 @@ DeviceChecker::DeviceChecker(const Support& support, const Task& task, CUstream 
   key_ = (uint64_t(rd()) << 32) ^ rd();
 }
 
-uint64_t DeviceChecker::hash(const GuardedBuffer& b) const {
+uint64_t DeviceChecker::hash(const GuardedBuffer& b) const { return hash(b.data(), b.bytes); }
+
+uint64_t DeviceChecker::hash(CUdeviceptr data, size_t n) const {
   Scratch sum(sizeof(uint64_t));
   // Stream-ordered: the worker's stream does not wait for the legacy stream's memsets.
   check(cu().cuMemsetD8Async(sum.ptr, 0, sizeof(uint64_t), stream_), "hash init", "runtime");
-  CUdeviceptr data = b.data();
-  unsigned long long bytes = b.bytes, key = key_;
+  unsigned long long bytes = n, key = key_;
   void* args[] = {&data, &bytes, &key, &sum.ptr};
   check(cu().cuLaunchKernel(hash_, 2048, 1, 1, 256, 1, 1, 0, stream_, args, nullptr), "hash launch", "runtime");
   check(cu().cuStreamSynchronize(stream_), "hash kernel", "runtime");
@@ -73,6 +74,18 @@ uint64_t DeviceChecker::outside_elements(const Problem& p) const {
   check(cu().cuLaunchKernel(support_.fill_out, 1024, 1, 1, 256, 1, 1, 0, stream_, args, nullptr), "gap probe fill",
         "runtime");
   return hash(p.o);  // stream-ordered after the fill
+}
+
+bool DeviceChecker::counters_zero(const Problem& p) const {
+  const size_t n = p.workspace.bytes > 0 ? p.workspace_counters : 0;
+  if (n == 0) return true;
+  auto known = zero_hashes_.find(n);
+  if (known == zero_hashes_.end()) {
+    Scratch zeros(n);
+    check(cu().cuMemsetD8Async(zeros.ptr, 0, n, stream_), "counter check", "runtime");
+    known = zero_hashes_.emplace(n, hash(zeros.ptr, n)).first;
+  }
+  return hash(p.workspace.data(), n) == known->second;
 }
 
 void DeviceChecker::hash_inputs_async(const Problem& p, CUdeviceptr sum) const {

@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 
 #include "core/task.h"
 #include "gpu/device_check.h"
@@ -43,12 +44,19 @@ class DeviceChecker {
 
   // The keyed hash of a buffer's bytes, its padding included (waits for it).
   uint64_t hash(const worker_device::GuardedBuffer& b) const;
+  // The keyed hash of `bytes` bytes at `data` (waits for it).
+  uint64_t hash(CUdeviceptr data, size_t bytes) const;
   std::array<uint64_t, 3> inputs(const worker_device::Problem& p) const;
   // O's bytes outside its elements, hashed: O's elements set to +0.0 (evo_fill, spread 0: only
   // the elements are written), then the keyed hash of O's whole buffer. Equal before the first
   // launch and after each one exactly when no byte outside O's elements changed; overwrites O's
   // elements, so it runs after whatever reads the output (waits).
   uint64_t outside_elements(const worker_device::Problem& p) const;
+  // Whether a split kernel's tile counters (its workspace's first bytes, up to the partials) are
+  // 0, as every launch must leave them (evo_launch.h): their hash against the hash of as many
+  // zero bytes. True without a workspace. Stream-ordered after the launch it checks (waits).
+  // Hacker round 7: a launch count kept in a counter was state between calls no check read.
+  bool counters_zero(const worker_device::Problem& p) const;
   // Adds the keyed hashes of Q, K and V (a key per tensor) into the 64-bit word at `sum`;
   // stream-ordered, no wait.
   void hash_inputs_async(const worker_device::Problem& p, CUdeviceptr sum) const;
@@ -72,6 +80,7 @@ class DeviceChecker {
   CUstream stream_;
   CUfunction hash_ = nullptr, compare_ = nullptr, rows_ = nullptr;
   uint64_t key_ = 0;
+  mutable std::map<size_t, uint64_t> zero_hashes_;  // counters_zero: the hash of n zero bytes, by n
 };
 
 }  // namespace evo

@@ -231,14 +231,18 @@ class Worker {
       const uint64_t gaps = gap_hash();
       const UnwrittenEvidence first = launch_once(p, LaunchKind::gate_first);
       bool gaps_intact = gap_hash() == gaps;
+      // A split kernel's tile counters back at 0 after each launch (check_on_device does the same).
+      bool counters_zero = timed("hash", [&] { return checker_->counters_zero(p); });
       const UnwrittenEvidence second = launch_once(p, LaunchKind::gate_second);  // another pre-fill
       const bool deterministic = first.out == second.out;
       check(cu().cuCtxSynchronize(), "evo_attn_fwd", "crash");  // nothing of it runs while they are hashed
       const bool inputs_intact = timed("hash", [&] { return checker_->inputs(p); }) == before;
       gaps_intact = gaps_intact && gap_hash() == gaps;
+      counters_zero = counters_zero && timed("hash", [&] { return checker_->counters_zero(p); });
       const bool guards_intact = p.guards_intact() && gaps_intact;  // a changed gap: a write outside O
       timed("write", [&] { write_scratch_file(c.out_path, mark_unwritten(first, second)); });
-      emit(case_done_event(c.id, c.out_path, deterministic, inputs_intact, guards_intact));
+      emit(case_done_event(c.id, c.out_path, deterministic, inputs_intact, guards_intact,
+                           p.workspace.bytes > 0 ? std::optional<bool>(counters_zero) : std::nullopt));
       current_ = nullptr;
     }
   }

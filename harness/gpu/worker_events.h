@@ -27,7 +27,10 @@ struct WorkerEvent {
   std::optional<DeviceCheckFacts> device_check;  // case_done of a case checked on the GPU, post_done (no `out`)
   std::optional<TimingFacts> integrity;          // timing: what the loop checked (gpu/timing_facts.h)
   std::optional<bool> deterministic, inputs_intact, guards_intact;  // case_done, post_done
-  std::optional<double> us;                                         // post_done: the checked launch's time
+  // case_done of a split kernel's case: its workspace's tile counters read 0 after every launch
+  // (evo_launch.h's contract; hacker round 7: a count kept there is state between calls).
+  std::optional<bool> counters_zero;
+  std::optional<double> us;     // post_done: the checked launch's time
   bool pruned = false;          // timing: the worker stopped timing this candidate early
   std::string outcome, reason;  // error
   // The whole object as sent: timing statistics and device facts pass into the record as they
@@ -51,7 +54,8 @@ WorkerEvent phase_event(std::string phase, std::string case_id = "", std::string
 // The device's facts (name, cc, sms, l2_bytes, driver, SM clocks) as the worker read them.
 WorkerEvent device_event(nlohmann::json facts);
 WorkerEvent case_done_event(std::string case_id, std::string out, std::optional<bool> deterministic = {},
-                            std::optional<bool> inputs_intact = {}, std::optional<bool> guards_intact = {});
+                            std::optional<bool> inputs_intact = {}, std::optional<bool> guards_intact = {},
+                            std::optional<bool> counters_zero = {});
 // The worker's time_shape adds the statistics to `fields`, and `pruned` when it stopped early.
 WorkerEvent timing_event(std::string bench);
 // A benchmark shape's launch on fresh inputs of its post-timing distribution, every element

@@ -31,6 +31,21 @@ TEST(Verdict, CaseRulesInTheirOrder) {
   EXPECT_EQ(v->reason, "timing, fresh inputs b0: 12 elements never written");
 }
 
+// Hacker round 7: a split kernel that leaves a tile counter nonzero keeps state between calls
+// (split_counter_keeps_launches.cu). Below a guard-band write, above modified inputs and output.
+TEST(Verdict, NonzeroTileCountersAreAFailureWithTheirOwnReason) {
+  EXPECT_FALSE(case_verdict({"small/0", true, true, passing(), true}));
+  OutputCheck wrong;
+  wrong.reason = "3 elements off";
+  auto v = case_verdict({"small/2", true, false, wrong, false});
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->outcome, Outcome::correctness);
+  EXPECT_EQ(v->reason, "small/2: left its split workspace's tile counters nonzero (state kept between calls)");
+  v = case_verdict({"small/2", false, true, passing(), false});
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->reason, "small/2: wrote outside its tensors (guard bytes or O's stride gaps changed)");
+}
+
 TEST(Verdict, FirstFailureWins) {
   std::optional<Verdict> v;
   record_failure(v, Outcome::correctness, "first");

@@ -49,6 +49,11 @@ TEST(WorkerEvents, EncodeThenDecodeIsTheSameEvent) {
   EXPECT_EQ(d.event->out, e.out);
   EXPECT_EQ(d.event->us, e.us);
   EXPECT_EQ(d.event->guards_intact, false);
+  EXPECT_FALSE(d.event->counters_zero);  // only a split kernel's case_done carries it
+  WorkerEvent split = case_done_event("c", "/o", true, true, true, false);
+  auto s = decode_worker_event(encode_worker_event(split));
+  ASSERT_TRUE(s.event) << s.error;
+  EXPECT_EQ(s.event->counters_zero, false);
   for (auto k : {WorkerEventKind::phase, WorkerEventKind::device, WorkerEventKind::case_done, WorkerEventKind::await,
                  WorkerEventKind::timing, WorkerEventKind::post_done, WorkerEventKind::done, WorkerEventKind::error})
     EXPECT_EQ(worker_event_kind_from_string(to_string(k)), k);
@@ -66,6 +71,7 @@ const char* const kMalformed[] = {
     R"({"event":"post_done","bench":"b","out":"/x"})",
     R"({"event":"post_done","bench":"b","out":"/x","us":"fast"})",
     R"({"event":"case_done","case":"c","out":"/x","guards_intact":"yes"})",
+    R"({"event":"case_done","case":"c","out":"/x","counters_zero":0})",
     R"({"event":"timing","bench":"b","stats":[1]})",
     R"({"event":"timing","bench":"b","integrity":{"samples":-1}})",
     R"({"event":"timing","bench":"b","integrity":[]})",

@@ -112,6 +112,14 @@ TEST(WorkerEvents, ConstructorsGiveTheWireForm) {
                                                                        {"deterministic", false},
                                                                        {"inputs_intact", true},
                                                                        {"guards_intact", true}}));
+  // A split kernel's case (hacker round 7): whether its tile counters read 0 after each launch.
+  EXPECT_EQ(wire(case_done_event("c", "/o", true, true, true, false)), json({{"event", "case_done"},
+                                                                             {"case", "c"},
+                                                                             {"out", "/o"},
+                                                                             {"deterministic", true},
+                                                                             {"inputs_intact", true},
+                                                                             {"guards_intact", true},
+                                                                             {"counters_zero", false}}));
   EXPECT_EQ(
       wire(case_done_event("c", "/o", std::nullopt, false, true)),
       json({{"event", "case_done"}, {"case", "c"}, {"out", "/o"}, {"inputs_intact", false}, {"guards_intact", true}}));
