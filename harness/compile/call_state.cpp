@@ -49,6 +49,16 @@ std::optional<std::string> carried_state(const std::string& sass, const std::vec
   return std::nullopt;
 }
 
+std::optional<std::string> device_heap_call(const std::string& cubin) {
+  for (const std::string fn : {"malloc", "free"})
+    if (cubin.find(std::string(1, '\0') + fn + std::string(1, '\0')) != std::string::npos)
+      return fmt::format(
+          "calls the device heap ({}): what it allocates outlives the call, and its output could depend on earlier "
+          "calls",
+          fn);
+  return std::nullopt;
+}
+
 CallStateCheck check_call_state(const std::filesystem::path& cubin) {
   CallStateCheck r;
   std::string bytes;
@@ -61,7 +71,8 @@ CallStateCheck check_call_state(const std::filesystem::path& cubin) {
   const auto sass = disassemble(cubin, &r.error);
   if (!sass) return r;
   r.checked = true;
-  r.state = carried_state(*sass, section_names(bytes));
+  r.state = device_heap_call(bytes);  // named first: its address is also a relocated bank's word
+  if (!r.state) r.state = carried_state(*sass, section_names(bytes));
   return r;
 }
 

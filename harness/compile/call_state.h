@@ -19,6 +19,12 @@ namespace evo {
 // bank counts; reading a special register SR_GLOBALTIMER* or SR_CLOCK* counts as a clock.
 std::optional<std::string> carried_state(const std::string& sass, const std::vector<std::string>& sections);
 
+// A call into the device heap (hacker round 7, heap_leak_bomb.cu): `malloc` or `free` among the
+// cubin's symbol names (its string table: the loader binds them). Memory it keeps outlives the
+// call, and a heap never freed runs out after enough calls. Its address is a relocated bank's word
+// too, so carried_state refuses it as well, under the module-global reason; this names it.
+std::optional<std::string> device_heap_call(const std::string& cubin);
+
 // The same for a cubin file (disassembled with nvdisasm). nullopt with `error` set when it could
 // not be read or disassembled; `state` says what was found (nullopt: nothing).
 struct CallStateCheck {

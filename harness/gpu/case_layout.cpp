@@ -50,6 +50,19 @@ TensorPlacement gapped_bhsd(const Shape& s, int heads, int seq, int row_pad, int
   return p;
 }
 
+// Heads outermost [H, B, S, D] (a head-parallel buffer: tensor-parallel shards side by side, a
+// per-head cache pool): the batch stride below the head stride (hacker round 7: every view had
+// its batch stride at least its heads' span). `row_pad` elements after each row, `batch_gap`
+// rows after each sequence, `head_gap` rows after each head's batches.
+TensorPlacement heads_outermost(const Shape& s, int heads, int seq, int row_pad, int batch_gap, int head_gap) {
+  TensorPlacement p;
+  p.stride[2] = s.head_dim + row_pad;
+  p.stride[0] = int64_t(seq + batch_gap) * p.stride[2];
+  p.stride[1] = p.stride[0] * s.batch + int64_t(head_gap) * p.stride[2];
+  p.buffer_elements = p.stride[1] * heads;
+  return p;
+}
+
 // K or V of a cache holding each batch's sequence 2^31 elements from the next (kFarBatchStride):
 // the one stride at or past 2^31 a call within the domain's 2^32-element span can have.
 TensorPlacement far_batches(const Shape& s) {
@@ -140,8 +153,12 @@ int tensor_alignment(int align, int tensor, uint32_t draw) {
     if (kind == 1) return 16 * (2 * (d & 7) + 1);
     return d < 8 ? align : 16 * (2 * (d - 8) + 1);
   }
-  if (tensor == 0) return tensor_alignment(align, 0);       // Q at the case's alignment
-  return tensor_alignment(align, tensor) ^ (16 * (d & 3));  // bits 4-5 drawn too
+  // Bits 6-7 drawn for every tensor from bits 24-31 (hacker round 7: Q's odd classes were 16, 48
+  // and 208, K's and V's bits 6-7 fixed by the case's alignment), so each of the four reaches
+  // every odd class; Q keeps the case's class mod 64, which the name records.
+  const int high = 64 * int(draw >> (24 + 2 * tensor) & 3);
+  if (tensor == 0) return tensor_alignment(align, 0) ^ high;
+  return tensor_alignment(align, tensor) ^ (16 * (d & 3)) ^ high;  // bits 4-5 drawn too
 }
 
 std::string far_layout(const Shape& s) { return s.batch == 1 && s.heads_kv == 1 ? "far_rows" : "far_batches"; }
@@ -180,11 +197,11 @@ CaseLayout case_layout(const Shape& s, const std::string& full, int in_bytes, in
     c.o = dense(s, Layout::bshd, s.heads_q, s.seq_q);
   } else if (layout == "mixed") {
     // Q and V token-major with room after each batch (3 and 37 rows: no tile size divides them),
-    // K seq-major [Skv, B, Hkv, D], O head-major and dense.
+    // K seq-major [Skv, B, Hkv, D], O dense with its heads outermost [H, B, S, D] (hacker round 7).
     c.q = token_major_room(s, s.heads_q, s.seq_q, 3);
     c.k = seq_major(s, s.heads_kv, s.seq_kv);
     c.v = token_major_room(s, s.heads_kv, s.seq_kv, 37);
-    c.o = dense(s, Layout::bhsd, s.heads_q, s.seq_q);
+    c.o = heads_outermost(s, s.heads_q, s.seq_q, 0, 0, 0);
   } else if (layout == "kv_cache") {
     // K a head-major cache, V a seq-major one [Skv + 37, B, Hkv, D] (37: room that no tile size
     // divides), Q and O seq-major [S, B, H, D] (Megatron's activations; hacker round 6: only K was
@@ -195,9 +212,10 @@ CaseLayout case_layout(const Shape& s, const std::string& full, int in_bytes, in
   } else if (layout == "strided") {
     // Every batch and head stride above dense, by amounts no tile size divides; Q, K and V rows
     // 16 bytes wider than D elements (the least gap the domain allows), so no stride is a whole
-    // number of D-element rows.
+    // number of D-element rows; Q with its heads outermost [H, B, S + 5, D + pad] and 3 rows
+    // after each head (hacker round 7: no view had its batch stride below its heads' span).
     const int pad = 16 / in_bytes;
-    c.q = gapped_bhsd(s, s.heads_q, s.seq_q, pad, 5, 3);
+    c.q = heads_outermost(s, s.heads_q, s.seq_q, pad, 5, 3);
     c.k = gapped_bhsd(s, s.heads_kv, s.seq_kv, pad, 19, 7);  // Skv capacity: Skv + 19
     c.v = gapped_bhsd(s, s.heads_kv, s.seq_kv, pad, 19, 11);
     c.o = inside_bigger(s, 2);

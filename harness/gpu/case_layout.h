@@ -60,7 +60,7 @@ struct CaseLayout {
 
 // Throws usage_error for an unknown layout name ("" is the shape's own layout). `in_bytes` and
 // `out_bytes` (per element of Q/K/V and of O) place "@A" views in bytes; `draw` (a gate case's
-// seed) moves K, V and O of an "@A" view to classes drawn per case (tensor_alignment).
+// seed) moves Q, K, V and O of an "@A" view to classes drawn per case (tensor_alignment).
 CaseLayout case_layout(const Shape& s, const std::string& layout, int in_bytes = 2, int out_bytes = 2,
                        uint32_t draw = 0);
 
@@ -77,9 +77,11 @@ int tensor_alignment(int align, int tensor);
 // aligned and K, V, O each in an odd class of 16 (16, 48, ..., 240), and half Q at a multiple of
 // 32 drawn from the draw (32, ..., 224; hacker round 6: Q was never at 32 mod 64, nor at 64 or
 // 128 mod 256) with K, V, O each aligned or in an odd class; the case name's "align=256" means Q
-// aligned or in an even class. At the other alignments Q stays at the case's alignment and K's,
+// aligned or in an even class. At the other alignments Q keeps the case's class mod 64 and K's,
 // V's, O's bits 4 and 5 are flipped by a drawn amount as well, so their class mod 64 is Q's one
-// time in four.
+// time in four; every tensor's bits 6 and 7 are drawn too (bits 24-31 of the draw; hacker round
+// 7: Q was only at 16, 48 or 208, K and V never at 0-63 or 192-255 mod 256), so each tensor
+// reaches every odd class of 16 (Q) or every class (K, V, O).
 int tensor_alignment(int align, int tensor, uint32_t draw);
 
 // The far set's layout for a shape: its batches far apart (far_batches), or, for one batch of

@@ -54,6 +54,7 @@ TEST(CallState, EveryBombOfTheSuiteIsFoundAndTheControlsAreNot) {
       {"wrong_after_2027", "reads a clock"},
       {"wrong_after_2p20_launches", "module-scope __device__ memory"},
       {"key_counter_in_global", "module-scope __device__ memory"},
+      {"heap_leak_bomb", "calls the device heap (malloc)"},
       {"control_timing_state", "reads a clock"},
   };
   std::vector<std::pair<std::string, std::string>> files;

@@ -40,6 +40,20 @@ TEST(CallState, AClockReadIsRefusedWithTheInstruction) {
   }
 }
 
+// Hacker round 7: a call into the device heap (heap_leak_bomb.cu) is named by the cubin's symbol
+// names (a string table holds them between NULs); a name inside another name is not one.
+TEST(CallState, ACallIntoTheDeviceHeapIsNamed) {
+  const std::string z(1, '\0');
+  const auto why = device_heap_call(
+      "\x7f"
+      "ELF" +
+      z + ".strtab" + z + "evo_attn_fwd" + z + "malloc" + z + "x");
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("calls the device heap (malloc)"), std::string::npos) << *why;
+  EXPECT_NE(device_heap_call(z + "free" + z).value_or("").find("(free)"), std::string::npos);
+  EXPECT_EQ(device_heap_call(z + "evo_attn_fwd" + z + "my_malloc" + z + "freed" + z), std::nullopt);
+}
+
 TEST(CallState, AReadOfARelocatedBankIsModuleStateAndOtherBanksAreNot) {
   const std::string global = kHonest + "        /*00d0*/                   LDC.64 R2, c[0x4][RZ] ;\n";
   const auto why = carried_state(global, kSections);

@@ -194,8 +194,9 @@ TEST(SampledDomain, EveryRunHasTwoStreamStrideGapAndBothJunkCases) {
         const Shape& s = c.shape;
         const CaseLayout l = case_layout(s, c.layout, t.input_bytes(), t.output_bytes());
         const int64_t d = s.head_dim;
-        EXPECT_GT(l.q.stride[1], int64_t(s.seq_q) * d) << c.id;
-        EXPECT_GT(l.q.stride[0], l.q.stride[1] * s.heads_q) << c.id;
+        // Q heads outermost [H, B, S + 5, D + pad] (hacker round 7), rows after each head's batches.
+        EXPECT_GT(l.q.stride[0], int64_t(s.seq_q) * d) << c.id;
+        EXPECT_GT(l.q.stride[1], l.q.stride[0] * s.batch) << c.id;
         EXPECT_GT(l.k.stride[1], int64_t(s.seq_kv) * d) << c.id << ": a KV cache with capacity";
         EXPECT_GT(l.v.stride[0], l.v.stride[1] * s.heads_kv) << c.id;
         EXPECT_GT(l.o.stride[2], int64_t(s.heads_q) * d) << c.id << ": O inside a bigger buffer";
