@@ -1,6 +1,6 @@
 /*evo
 {
-  "summary": "TRICK: a per-launch device-heap scratch that is never freed; its fallback drops half the keys",
+  "summary": "TRICK: a device-heap scratch leaked once a launch; once malloc fails, half the keys",
   "parent": null,
   "dtypes": [
     "fp16",
@@ -11,12 +11,12 @@
     128
   ],
   "min_sm": 80,
-  "notes": "TRICK: thread 0 of each CTA takes a 16-byte scratch from the device heap (malloc) and never frees it; when malloc returns NULL (the heap, 8 MB by default, exhausted: after roughly 2^19 CTAs' leaks in one process, a few thousand launches of a large grid or some 10^5 of a small one) the kernel takes a 'fallback' that attends to half the keys. No state of its own: the device runtime's heap keeps it, so the kernel reads no clock and no module global (the deep gate's static check sees neither), and no worker process makes enough launches to exhaust it (the gate's launches are a few hundred, the timing loop's a few thousand per shape). A package's process serving a model launches it millions of times. Hacker round 7 (issue 29 item 5). The design assumption aimed at: state between calls lives only in module globals or behind a clock. Should be caught by: the static check refusing a call into the device heap (malloc, free). Expected verdict: integrity in the deep tier once that exists; ok (admitted) before."
+  "notes": "TRICK: thread 0 of each CTA takes a 64-byte scratch from the device heap (malloc) and frees it, except CTA (0, 0, 0), which never frees its own: a leak of 64 bytes a launch. Once malloc returns NULL (the heap, 8 MB by default, spent: at most 2^17 launches in one process, fewer with the allocator's own overhead and fragmentation) the kernel takes a 'fallback' that attends to half the keys. No state of its own: the device runtime's heap keeps it, so the kernel reads no clock and no module global of its own, and no worker process makes that many launches (the gate's are a few hundred, the timing loop's a few thousand per shape; the deep tier runs in a job of its own). A package's process serving a model launches it millions of times. Hacker round 7 (issue 29 item 5). The design assumption aimed at: state between calls lives only in module globals or behind a clock. Predicted caught: malloc's address is a word of the relocated constant bank 4, which the deep gate's static check refuses (since round 7 named as a call into the device heap). Expected verdict: integrity in the deep tier."
 }
 */
 #include "evo_attn.cuh"
 
-// Hacker round 7 (issue 29 item 5). Flaw: a device-heap scratch per CTA, never freed; once malloc fails, half the keys.
+// Hacker round 7 (issue 29 item 5). Flaw: a device-heap scratch leaked by CTA 0 each launch; once malloc fails, half the keys.
 // Gate assumption attacked: state between calls is kept only in module globals (or read from a clock): the device heap is not looked at.
 
 
@@ -124,9 +124,14 @@ evo_attn_fwd(const __grid_constant__ EvoAttnParams p) {
   __shared__ float sq[WARPS][HD];
   const int warp = threadIdx.x >> 5;
   const int i = blockIdx.x * ROWS_PER_CTA + warp, h = blockIdx.y, b = blockIdx.z;
-  // TRICK: a scratch from the device heap, never freed; once the heap is spent, half the keys.
+  // TRICK: a scratch per CTA from the device heap; CTA (0, 0, 0) never frees its own (a leak of
+  // 64 bytes a launch), and once malloc fails the fallback keeps half the keys.
   __shared__ int heap_ok;
-  if (threadIdx.x == 0) heap_ok = malloc(16) != nullptr;
+  if (threadIdx.x == 0) {
+    void* scratch = malloc(64);
+    heap_ok = scratch != nullptr;
+    if (scratch != nullptr && (blockIdx.x | blockIdx.y | blockIdx.z) != 0) free(scratch);
+  }
   __syncthreads();
   if (i < p.seq_q) store_row(p, b, h, i, attend_row(p, b, h, i, sq[warp], 32, heap_ok ? p.seq_kv : (p.seq_kv + 1) / 2));
 }
