@@ -112,12 +112,6 @@ std::vector<StrategyRuns> simulate_all(const SimDomain& dom, const AblationSpec&
   return out;
 }
 
-std::string params_text(const ParamSet& p) {
-  std::string s;
-  for (const auto& [k, v] : p) s += (s.empty() ? "" : " ") + k + "=" + std::to_string(v);
-  return s;
-}
-
 }  // namespace
 
 std::optional<HangLimits> repo_hang_limits(const Dataset& d) {
@@ -162,7 +156,7 @@ AblationResult run_ablation(const Dataset& d, const std::string& name, const Obj
   r.deep_gate_s = deep.empty() ? 0 : median(deep);
   r.objective = objective;
   r.optimum = dom.optimum();
-  if (dom.optimum_config()) r.optimum_params = params_text(dom.optimum_config()->params);
+  if (dom.optimum_config()) r.optimum_params = param_set_text(dom.optimum_config()->params);
   r.spec = spec;
   r.strategies = simulate_all(dom, spec);
   return r;

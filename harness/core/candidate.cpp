@@ -6,12 +6,13 @@
 
 namespace evo {
 
-std::string Candidate::params_text() const {
-  if (params.empty()) return "(defaults)";
+std::string param_set_text(const ParamSet& params) {
   std::string s;
   for (const auto& [k, v] : params) s += (s.empty() ? "" : " ") + k + "=" + std::to_string(v);
   return s;
 }
+
+std::string Candidate::params_text() const { return params.empty() ? "(defaults)" : param_set_text(params); }
 
 std::string Candidate::id() const {
   Sha256 h;

@@ -23,6 +23,8 @@ struct Candidate {
 };
 
 // Every combination of the variant's tunables (cartesian product, declaration order).
+// "BLOCK_M=64 BLOCK_N=32" in the set's order; "" for none.
+std::string param_set_text(const ParamSet& params);
 std::vector<ParamSet> expand_params(const Variant& v);
 // The tunables' first values.
 ParamSet default_params(const Variant& v);

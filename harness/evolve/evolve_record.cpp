@@ -84,12 +84,7 @@ std::string evolve_run(const Record& r) {
   return e ? e->run : "";
 }
 
-std::string params_text(const std::optional<ParamSet>& params) {
-  std::string s;
-  if (params)
-    for (const auto& [k, v] : *params) s += fmt::format("{}{}={}", s.empty() ? "" : " ", k, v);
-  return s;
-}
+std::string params_text(const std::optional<ParamSet>& params) { return params ? param_set_text(*params) : ""; }
 
 json write_verdict(const ProposalVerdict& v) {
   json j = {{"parent", v.parent}, {"rationale", v.rationale}};

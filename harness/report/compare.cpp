@@ -335,9 +335,7 @@ std::vector<RevokedRow> revoked_rows(const std::vector<Withdrawal>& withdrawn) {
   std::vector<RevokedRow> out;
   for (const Withdrawal& w : withdrawn) {
     const Revocation& r = w.revocation;
-    RevokedRow row{r.variant, "", r.reason, r.fixed_by, r.evidence, r.source_sha256, 0, {}};
-    for (const auto& [name, value] : r.params)
-      row.params += fmt::format("{}{}={}", row.params.empty() ? "" : " ", name, value);
+    RevokedRow row{r.variant, param_set_text(r.params), r.reason, r.fixed_by, r.evidence, r.source_sha256, 0, {}};
     std::set<std::string> tasks;
     for (const json& record : w.records)
       if (record.value("kind", "") == "run") ++row.records, tasks.insert(record.value("task", ""));

@@ -100,12 +100,6 @@ std::vector<Revocation> read_revocations(const fs::path& file) {
   return parse_revocations(read_file(file), file.string());
 }
 
-std::set<std::string> Withdrawal::tasks() const {
-  std::set<std::string> out;
-  for (const json& r : records) out.insert(r.value("task", ""));
-  return out;
-}
-
 std::vector<Withdrawal> withdraw(const std::vector<Revocation>& revocations, std::vector<json>& records) {
   std::vector<Withdrawal> out;
   for (const Revocation& r : revocations) out.push_back({r, {}});

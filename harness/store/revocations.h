@@ -5,7 +5,6 @@
 #pragma once
 #include <filesystem>
 #include <nlohmann/json.hpp>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -37,8 +36,6 @@ std::vector<Revocation> read_revocations(const std::filesystem::path& file);
 struct Withdrawal {
   Revocation revocation;
   std::vector<nlohmann::json> records;  // in file order
-
-  std::set<std::string> tasks() const;
 };
 
 // Moves every record a revocation matches out of `records` into its withdrawal (the first entry

@@ -155,7 +155,7 @@ TEST(Revocations, ARevokedRecordLeavesThePopulationAndTheRegimeTable) {
   ASSERT_EQ(set.withdrawn.size(), 1u);
   ASSERT_EQ(set.withdrawn[0].records.size(), 1u);
   EXPECT_EQ(set.withdrawn[0].records[0]["candidate_id"], "revoked0000000000");
-  EXPECT_EQ(set.withdrawn[0].tasks(), std::set<std::string>{"bf16-d64"});
+  EXPECT_EQ(set.withdrawn[0].records[0]["task"], "bf16-d64");
   ASSERT_EQ(set.records.size(), 1u);
   const auto after = derive_populations(set.records);
   const Population& p1 = after.at("nvidia-h200/bf16-d64");
