@@ -38,6 +38,8 @@ SHAPES = {
     "llama3-8b-decode-b1": ("bf16-d128", "1x32x8x1x8192x128:bshd"),
     "bert-base-b32": ("fp16-d64", "32x12x12x384x384x64:bshd"),
     "llama3-8b-prefill-b16": ("fp16-d128-causal", "16x32x8x512x512x128:bshd"),
+    # the causal shape furthest below tma_ws_m64's prediction (lab/notes/short-causal.md, "Measured")
+    "gpt2-b32-256-causal": ("fp16-d64-causal", "32x12x12x256x256x64:bshd"),
     "long-encoder-16k": ("fp16-d128", "1x16x16x16384x16384x128"),
 }
 

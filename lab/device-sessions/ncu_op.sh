@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 30 on the H200: Nsight Compute on the exported op's kernels and SDPA cuDNN's, one call each
-# on six representative shapes of the op report (scripts/ncu_op_shapes.py --list: three decode
-# steps, BERT and a batched causal prefill, the 16k encoder), in one device call:
+# on seven representative shapes of the op report (scripts/ncu_op_shapes.py --list: three decode
+# steps, BERT, two batched causal prefills, the 16k encoder), in one device call:
 #   run(command: "OUT=$OUT bash lab/device-sessions/ncu_op.sh")          (kind nvidia-h200)
 # Expected: about 4-6 min on a fresh machine (evo build ~2 min, export and package build ~1 min,
 # ncu ~1-2 min); every step is bounded so the call ends by ~7.5 min.
