@@ -6,12 +6,13 @@
     "BLOCK_N": [64, 128],
     "STAGES": [2, 3, 4],
     "CTAS_PER_SM": [2, 3],
-    "LPT": [0, 1]
+    "LPT": [0, 1],
+    "PERSISTENT": [0, 1]
   },
   "dtypes": ["fp16", "bf16"],
   "head_dims": [64, 128],
   "min_sm": 90,
-  "notes": "tma_ws with NCONS=1 (BLOCK_M = 64) and no ping-pong, launched for CTAS_PER_SM resident CTAs per SM (__launch_bounds__(256, CTAS_PER_SM)), so the shared memory of a CTA is capped at 228 KiB / CTAS_PER_SM (D=128 fits BLOCK_N=64 STAGES=2 at two CTAs; three CTAs only at D=64, BLOCK_N=64). Why (lab/notes/short-causal.md): at 512-1024 keys a stage-7 CTA runs 4-8 KV tiles and a fixed cost of about 3-4 us (Q and first K/V from memory, the first Q·Kᵀ and last P·V without overlap, the epilogue), alone on its SM; with several smaller CTAs per SM one CTA's fixed cost runs under another's GEMMs, and the wave holds 2-3x as many row tiles, so grids under one wave of 132 CTAs (1x8x512) spread over twice the SMs. Registers: the kernel launches with R = 64K / (256 CTAS_PER_SM) rounded down to 8 per thread (128 or 80); the producer warpgroup gives back to 24 and the consumer takes 2R - 24 (232 or 136): setmaxnreg.inc waits for registers the producer released, so a larger request would never return. The consumer's loop is tma_ws's: S(j+1) = Q·K(j+1)ᵀ issued with O += P(j)·V(j), softmax of tile j+1 under P(j)·V(j); O is written from the fragments. Causal: only the tile holding the diagonal is masked (with 64-row tiles and BLOCK_N=64 no tile is entirely masked, where stage 7's first consumer computes a dead 64-key block); tiles past the diagonal are never loaded. LPT=1 (causal only) maps the linear block index to (query tile, head, batch) with the query tile outermost and reversed, so every head's longest tile is dispatched before any shorter one (longest-processing-time-first across the whole grid; LPT=0 is stage 7's order, longest first within each head)."
+  "notes": "tma_ws with NCONS=1 (BLOCK_M = 64) and no ping-pong, launched for CTAS_PER_SM resident CTAs per SM (__launch_bounds__(256, CTAS_PER_SM)), so the shared memory of a CTA is capped at 228 KiB / CTAS_PER_SM (D=128 fits BLOCK_N=64 STAGES=2 at two CTAs; three CTAs only at D=64, BLOCK_N=64). Why (lab/notes/short-causal.md): at 512-1024 keys a stage-7 CTA runs 4-8 KV tiles and a fixed cost of about 3-4 us (Q and first K/V from memory, the first Q·Kᵀ and last P·V without overlap, the epilogue), alone on its SM; with several smaller CTAs per SM one CTA's fixed cost runs under another's GEMMs, and the wave holds 2-3x as many row tiles, so grids under one wave of 132 CTAs (1x8x512) spread over twice the SMs. Registers: the kernel launches with R = 64K / (256 CTAS_PER_SM) rounded down to 8 per thread (128 or 80); the producer warpgroup gives back to 24 and the consumer takes 2R - 24 (232 or 136): setmaxnreg.inc waits for registers the producer released, so a larger request would never return. The consumer's loop is tma_ws's: S(j+1) = Q·K(j+1)ᵀ issued with O += P(j)·V(j), softmax of tile j+1 under P(j)·V(j); O is written from the fragments. Causal: only the tile holding the diagonal is masked (with 64-row tiles and BLOCK_N=64 no tile is entirely masked, where stage 7's first consumer computes a dead 64-key block); tiles past the diagonal are never loaded. LPT=1 (causal only) maps the linear block index to (query tile, head, batch) with the query tile outermost and reversed, so every head's longest tile is dispatched before any shorter one (longest-processing-time-first across the whole grid; LPT=0 is stage 7's order, longest first within each head). PERSISTENT=1: a grid of CTAS_PER_SM CTAs per SM (the worker's persistent launch) walks the row tiles round-robin in the same order (LPT's across the grid, causal; all tiles of one head back to back without the mask); the mbarrier ring and its phases run on across tiles, and Q gets an empty barrier released after a tile's last Q·Kᵀ, so the producer loads the next tile's Q and first K/V under this tile's last P·V and epilogue (measured at 256-512 keys, most of a CTA's life is that start and end: lab/notes/short-causal.md, Measured)."
 }
 */
 #include "evo_attn.cuh"
@@ -28,6 +29,9 @@
 #ifndef LPT
 #define LPT 0
 #endif
+#ifndef PERSISTENT
+#define PERSISTENT 0
+#endif
 
 #define HD EVO_HEAD_DIM
 #define BLOCK_M 64      // one consumer warpgroup
@@ -43,6 +47,7 @@ EVO_CONSTRAINT(STAGES >= 2 && STAGES <= 4, "STAGES must be 2..4");
 EVO_CONSTRAINT(CTAS_PER_SM == 2 || CTAS_PER_SM == 3, "CTAS_PER_SM must be 2 or 3");
 EVO_CONSTRAINT(LPT == 0 || LPT == 1, "LPT is 0 or 1");
 EVO_CONSTRAINT(LPT == 0 || EVO_CAUSAL, "LPT reorders causal tiles; without the mask every tile is as long");
+EVO_CONSTRAINT(PERSISTENT == 0 || PERSISTENT == 1, "PERSISTENT is 0 (one CTA per tile) or 1 (CTAS_PER_SM CTAs per SM)");
 EVO_CONSTRAINT(CTAS_PER_SM == 2 || (HD == 64 && BLOCK_N == 64),
                "three CTAs per SM leave the consumer 136 registers: only D=64 with BLOCK_N=64 fits O, S and P");
 
@@ -54,7 +59,7 @@ EVO_CONSTRAINT(CTAS_PER_SM == 2 || (HD == 64 && BLOCK_N == 64),
 EVO_CONSTRAINT(CTAS_PER_SM * (SMEM_BYTES + 1024) <= 233472,
                "CTAS_PER_SM CTAs of these tiles and stages exceed the SM's 228 KiB of shared memory");
 
-EVO_EXPORT_LAUNCH(NTHREADS, SMEM_BYTES, BLOCK_M, 1, 0);
+EVO_EXPORT_LAUNCH(NTHREADS, SMEM_BYTES, BLOCK_M, 1, PERSISTENT ? CTAS_PER_SM : 0);
 EVO_EXPORT_TMA(EVO_TMA(EVO_TMA_Q, BLOCK_M, 64, EVO_TMA_SWIZZLE_128B, EVO_TMA_L2_128B),
                EVO_TMA(EVO_TMA_K, BLOCK_N, 64, EVO_TMA_SWIZZLE_128B, EVO_TMA_L2_256B),
                EVO_TMA(EVO_TMA_V, BLOCK_N, 64, EVO_TMA_SWIZZLE_128B, EVO_TMA_L2_256B));
@@ -195,6 +200,27 @@ __device__ __forceinline__ Tile tile_of_block() {
 #endif
 }
 
+// PERSISTENT=1: the w-th tile of the walk, in tile_of_block's order over the whole problem.
+__device__ __forceinline__ Tile tile_at(const EvoAttnParams& p, int w) {
+  const int n_qt = (p.seq_q + BLOCK_M - 1) / BLOCK_M;
+#if EVO_CAUSAL && LPT
+  const int heads_batches = p.heads_q * p.batch;
+  const int hb = w % heads_batches;
+  return {(n_qt - 1 - w / heads_batches) * BLOCK_M, hb % p.heads_q, hb / p.heads_q};
+#elif EVO_CAUSAL
+  const int hb = w / n_qt;
+  return {(n_qt - 1 - w % n_qt) * BLOCK_M, hb % p.heads_q, hb / p.heads_q};
+#else
+  const int hb = w / n_qt;
+  return {(w % n_qt) * BLOCK_M, hb % p.heads_q, hb / p.heads_q};
+#endif
+}
+
+// The KV tiles row tile `m0` reads.
+__device__ __forceinline__ int kv_tiles_of(const EvoAttnParams& p, int m0) {
+  return (evo_kv_limit(p, m0, min(BLOCK_M, p.seq_q - m0)) + BLOCK_N - 1) / BLOCK_N;
+}
+
 }  // namespace
 
 extern "C" __global__ void __launch_bounds__(NTHREADS, CTAS_PER_SM) evo_attn_fwd(const __grid_constant__ EvoAttnParams p) {
@@ -204,21 +230,25 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, CTAS_PER_SM) evo_attn_fwd
   const unsigned sQ = base;
   const unsigned sK = sQ + Q_BYTES;             // STAGES K tiles
   const unsigned sV = sK + STAGES * KV_BYTES;   // STAGES V tiles
-  const unsigned bars = sV + STAGES * KV_BYTES;  // q_full, full[STAGES], empty[STAGES]
-  const unsigned q_full = bars;
-  auto full = [&](int s) { return bars + 8u * (1 + s); };
-  auto empty = [&](int s) { return bars + 8u * (1 + STAGES + s); };
+  const unsigned bars = sV + STAGES * KV_BYTES;  // q_full, q_empty, full[STAGES], empty[STAGES]
+  const unsigned q_full = bars, q_empty = bars + 8u;
+  auto full = [&](int s) { return bars + 8u * (2 + s); };
+  auto empty = [&](int s) { return bars + 8u * (2 + STAGES + s); };
 
   const int tid = threadIdx.x;
-  const Tile tile = tile_of_block();
-  const int m0 = tile.m0, h = tile.h, b = tile.b;
-  const int hkv = evo_kv_head(p, h);
-  const int q_rows = min(BLOCK_M, p.seq_q - m0);
-  const int kv_end = evo_kv_limit(p, m0, q_rows);
-  const int ntiles = (kv_end + BLOCK_N - 1) / BLOCK_N;
+  // The row tiles this CTA computes: its own (w = 0 only), or every gridDim.x-th of the walk.
+#if PERSISTENT
+  const int n_items = (p.seq_q + BLOCK_M - 1) / BLOCK_M * p.heads_q * p.batch;
+  const int w_first = blockIdx.x, w_step = gridDim.x;
+#define TILE_OF(w) tile_at(p, (w))
+#else
+  const int n_items = 1, w_first = 0, w_step = 1;
+#define TILE_OF(w) tile_of_block()
+#endif
 
   if (tid == 0) {
     mbar_init(q_full, 1);
+    mbar_init(q_empty, 4);  // one arrival per consumer warp, after the tile's last Q·Kᵀ
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(full(s), 1);
       mbar_init(empty(s), 4);  // one arrival per consumer warp
@@ -231,17 +261,26 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, CTAS_PER_SM) evo_attn_fwd
     // ---------------- producer warpgroup: one thread issues every copy
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(PROD_REGS));
     if (tid == 0) {
-      mbar_expect_tx(q_full, Q_BYTES);
+      unsigned kv_it = 0;  // KV tiles loaded so far: the ring's slot and phase run on across row tiles
+      int n = 0;
+      for (int w = w_first; w < n_items; w += w_step, ++n) {
+        const Tile tile = TILE_OF(w);
+        const int hkv = evo_kv_head(p, tile.h);
+        const int ntiles = kv_tiles_of(p, tile.m0);
+        mbar_wait(q_empty, (n & 1) ^ 1);  // the previous tile's last Q·Kᵀ has read Q
+        mbar_expect_tx(q_full, Q_BYTES);
 #pragma unroll
-      for (int blk = 0; blk < DB; ++blk) tma_load(sQ + blk * (BLOCK_M * 128), &p.tma[TMA_Q][0], blk * 64, m0, h, b, q_full);
-      for (int j = 0; j < ntiles; ++j) {
-        const int s = j % STAGES;
-        mbar_wait(empty(s), ((j / STAGES) & 1) ^ 1);
-        mbar_expect_tx(full(s), 2 * KV_BYTES);
+        for (int blk = 0; blk < DB; ++blk)
+          tma_load(sQ + blk * (BLOCK_M * 128), &p.tma[TMA_Q][0], blk * 64, tile.m0, tile.h, tile.b, q_full);
+        for (int j = 0; j < ntiles; ++j, ++kv_it) {
+          const int s = kv_it % STAGES;
+          mbar_wait(empty(s), ((kv_it / STAGES) & 1) ^ 1);
+          mbar_expect_tx(full(s), 2 * KV_BYTES);
 #pragma unroll
-        for (int blk = 0; blk < DB; ++blk) {
-          tma_load(sK + s * KV_BYTES + blk * (BLOCK_N * 128), &p.tma[TMA_K][0], blk * 64, j * BLOCK_N, hkv, b, full(s));
-          tma_load(sV + s * KV_BYTES + blk * (BLOCK_N * 128), &p.tma[TMA_V][0], blk * 64, j * BLOCK_N, hkv, b, full(s));
+          for (int blk = 0; blk < DB; ++blk) {
+            tma_load(sK + s * KV_BYTES + blk * (BLOCK_N * 128), &p.tma[TMA_K][0], blk * 64, j * BLOCK_N, hkv, tile.b, full(s));
+            tma_load(sV + s * KV_BYTES + blk * (BLOCK_N * 128), &p.tma[TMA_V][0], blk * 64, j * BLOCK_N, hkv, tile.b, full(s));
+          }
         }
       }
     }
@@ -259,11 +298,10 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, CTAS_PER_SM) evo_attn_fwd
   const float sl2 = p.softmax_scale_log2;
 
   float o[HD / 2];
-#pragma unroll
-  for (int i = 0; i < HD / 2; ++i) o[i] = 0.f;
   float s[BLOCK_N / 2];
   unsigned pa[BLOCK_N / 4];
-  float m_run[2] = {NEG_INF, NEG_INF}, l_run[2] = {0.f, 0.f}, alpha[2] = {1.f, 1.f};
+  float m_run[2], l_run[2], alpha[2] = {1.f, 1.f};
+  int m0 = 0;  // the current row tile's first query row (softmax's diagonal)
 
   auto issue_qk = [&](int stage) {
     const unsigned kb = sK + stage * KV_BYTES;
@@ -356,50 +394,67 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, CTAS_PER_SM) evo_attn_fwd
     for (int i = 0; i < BLOCK_N / 4; ++i) pa[i] = pack2(s[2 * i], s[2 * i + 1]);
   };
 
-  mbar_wait(q_full, 0);
-  mbar_wait(full(0), 0);
-  issue_qk(0);
-  wgmma_wait_all();
-  softmax(0);
-  rescale_and_pack();
+  unsigned kv_it = 0;  // KV tiles consumed so far, as the producer counts them
+  int n = 0;
+  for (int w = w_first; w < n_items; w += w_step, ++n) {
+    const Tile tile = TILE_OF(w);
+    m0 = tile.m0;
+    const int ntiles = kv_tiles_of(p, m0);
+    auto slot = [&](int j) { return int((kv_it + j) % STAGES); };
+    auto phase = [&](int j) { return ((kv_it + j) / STAGES) & 1; };
+#pragma unroll
+    for (int i = 0; i < HD / 2; ++i) o[i] = 0.f;
+#pragma unroll
+    for (int hi = 0; hi < 2; ++hi) {
+      m_run[hi] = NEG_INF;
+      l_run[hi] = 0.f;
+    }
 
-  // Every tile but the last: issue S(j+1) and P(j)V(j) together, softmax j+1 under P(j)V(j).
-  // (No branch around the issue: ptxas serializes wgmma when it cannot prove the accumulators idle.)
-  for (int j = 0; j + 1 < ntiles; ++j) {
-    const int stage = j % STAGES;
-    mbar_wait(full((j + 1) % STAGES), ((j + 1) / STAGES) & 1);
-    issue_qk((j + 1) % STAGES);  // S(j+1) = Q K(j+1)ᵀ ...
-    issue_pv(stage);             // ... and O += P(j) V(j), back to back
-    wgmma_wait_one();            // S(j+1) is ready; P(j) V(j) may still run
-    softmax((j + 1) * BLOCK_N);
+    mbar_wait(q_full, n & 1);
+    mbar_wait(full(slot(0)), phase(0));
+    issue_qk(slot(0));
     wgmma_wait_all();
-    if (lane == 0) mbar_arrive(empty(stage));  // this warp is done with K(j), V(j)
+    if (ntiles == 1 && lane == 0) mbar_arrive(q_empty);  // that was the tile's only Q·Kᵀ
+    softmax(0);
     rescale_and_pack();
-  }
-  {
-    const int stage = (ntiles - 1) % STAGES;
-    issue_pv(stage);
-    wgmma_wait_all();
-    if (lane == 0) mbar_arrive(empty(stage));
-  }
-#pragma unroll
-  for (int i = 0; i < HD / 2; ++i) fence_operand(o[i]);
 
-  // ---- epilogue: O / l straight from the fragments (rows r0, r0 + 8).
-  evo_t* Og = evo_o_ptr(p, b, h);
-  const long long os = p.o_stride[2];
+    // Every tile but the last: issue S(j+1) and P(j)V(j) together, softmax j+1 under P(j)V(j).
+    // (No branch around the issue: ptxas serializes wgmma when it cannot prove the accumulators idle.)
+    for (int j = 0; j + 1 < ntiles; ++j) {
+      mbar_wait(full(slot(j + 1)), phase(j + 1));
+      issue_qk(slot(j + 1));  // S(j+1) = Q K(j+1)ᵀ ...
+      issue_pv(slot(j));      // ... and O += P(j) V(j), back to back
+      wgmma_wait_one();       // S(j+1) is ready; P(j) V(j) may still run
+      if (j + 2 == ntiles && lane == 0) mbar_arrive(q_empty);  // the last Q·Kᵀ has read Q
+      softmax((j + 1) * BLOCK_N);
+      wgmma_wait_all();
+      if (lane == 0) mbar_arrive(empty(slot(j)));  // this warp is done with K(j), V(j)
+      rescale_and_pack();
+    }
+    issue_pv(slot(ntiles - 1));
+    wgmma_wait_all();
+    if (lane == 0) mbar_arrive(empty(slot(ntiles - 1)));
+    kv_it += ntiles;
 #pragma unroll
-  for (int hi = 0; hi < 2; ++hi) {
-    float l = l_run[hi];
-    l += __shfl_xor_sync(0xffffffffu, l, 1);
-    l += __shfl_xor_sync(0xffffffffu, l, 2);
-    const float inv = l > 0.f ? fast_rcp(l) : 0.f;
-    const int r = r0 + hi * 8;
-    if (m0 + r < p.seq_q) {
-      evo_t* orow = Og + (long long)(m0 + r) * os;
+    for (int i = 0; i < HD / 2; ++i) fence_operand(o[i]);
+
+    // ---- epilogue: O / l straight from the fragments (rows r0, r0 + 8).
+    evo_t* Og = evo_o_ptr(p, tile.b, tile.h);
+    const long long os = p.o_stride[2];
 #pragma unroll
-      for (int d = 0; d < HD / 8; ++d)
-        *reinterpret_cast<evo_t2*>(orow + d * 8 + 2 * t) = evo2_from_float2(o[d * 4 + 2 * hi] * inv, o[d * 4 + 2 * hi + 1] * inv);
+    for (int hi = 0; hi < 2; ++hi) {
+      float l = l_run[hi];
+      l += __shfl_xor_sync(0xffffffffu, l, 1);
+      l += __shfl_xor_sync(0xffffffffu, l, 2);
+      const float inv = l > 0.f ? fast_rcp(l) : 0.f;
+      const int r = r0 + hi * 8;
+      if (m0 + r < p.seq_q) {
+        evo_t* orow = Og + (long long)(m0 + r) * os;
+#pragma unroll
+        for (int d = 0; d < HD / 8; ++d)
+          *reinterpret_cast<evo_t2*>(orow + d * 8 + 2 * t) = evo2_from_float2(o[d * 4 + 2 * hi] * inv, o[d * 4 + 2 * hi + 1] * inv);
+      }
     }
   }
+#undef TILE_OF
 }
