@@ -7,12 +7,11 @@ GateSideEffects::GateSideEffects(std::vector<ProblemProbes> problems)
   for (const ProblemProbes& p : problems_) gaps_.push_back(p.gaps());
 }
 
-void GateSideEffects::recheck_gaps() {
+void GateSideEffects::check_gaps() {
   for (size_t i = 0; i < problems_.size(); ++i) gaps_intact_ = gaps_intact_ && problems_[i].gaps() == gaps_[i];
 }
 
 void GateSideEffects::after_launch() {
-  recheck_gaps();  // the next launch's pre-fill rewrites O's elements, not its gaps
   ++launches_;
   for (size_t i = 0; i < problems_.size(); ++i) {
     const ProblemProbes& p = problems_[i];

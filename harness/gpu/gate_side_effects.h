@@ -21,20 +21,22 @@
 namespace evo {
 
 struct ProblemProbes {
-  std::function<uint64_t()> gaps;        // O's bytes outside its elements, hashed; 0 when O has none
-  std::function<bool()> split;           // whether the problem has a split workspace (its first launch allocates it)
-  std::function<bool()> counters_zero;   // its tile counters all 0
-  std::function<uint64_t()> workspace;   // its whole workspace, hashed
+  std::function<uint64_t()> gaps;       // O's bytes outside its elements, hashed; 0 when O has none
+  std::function<bool()> split;          // whether the problem has a split workspace (its first launch allocates it)
+  std::function<bool()> counters_zero;  // its tile counters all 0
+  std::function<uint64_t()> workspace;  // its whole workspace, hashed
 };
 
 class GateSideEffects {
  public:
   // Hashes O's gaps: call before the first launch.
   explicit GateSideEffects(std::vector<ProblemProbes> problems);
-  // After each of the two gate launches, in order.
+  // After each of the two gate launches, in order: the tile counters and the workspace.
   void after_launch();
-  // O's gaps again, after whatever read O's elements in between (the device comparison).
-  void recheck_gaps();
+  // O's gaps against their hash before the first launch. The probe overwrites O's elements
+  // (DeviceChecker::outside_elements), so call it only once the output has been read: after
+  // each launch's read-back or hash, and after the device comparison.
+  void check_gaps();
 
   bool gaps_intact() const { return gaps_intact_; }
   // Split kernels' cases only (nullopt otherwise): every launch left the tile counters at 0.

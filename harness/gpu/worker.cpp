@@ -230,13 +230,19 @@ class Worker {
       const auto before = timed("hash", [&] { return checker_->inputs(p); });
       // O's gaps, the tile counters and the repeat launch's workspace (check_on_device does the same).
       GateSideEffects effects = timed("hash", [&] { return GateSideEffects({side_effect_probes(*checker_, p)}); });
-      const UnwrittenEvidence first = launch_once(p, LaunchKind::gate_first);
-      timed("hash", [&] { effects.after_launch(); });
+      const UnwrittenEvidence first = launch_once(p, LaunchKind::gate_first);  // read back
+      timed("hash", [&] {
+        effects.check_gaps();
+        effects.after_launch();
+      });
       const UnwrittenEvidence second = launch_once(p, LaunchKind::gate_second);  // another pre-fill
       const bool deterministic = first.out == second.out;
       check(cu().cuCtxSynchronize(), "evo_attn_fwd", "crash");  // nothing of it runs while they are hashed
       const bool inputs_intact = timed("hash", [&] { return checker_->inputs(p); }) == before;
-      timed("hash", [&] { effects.after_launch(); });
+      timed("hash", [&] {
+        effects.check_gaps();
+        effects.after_launch();
+      });
       const bool guards_intact = p.guards_intact() && effects.gaps_intact();  // a changed gap: a write outside O
       timed("write", [&] { write_scratch_file(c.out_path, mark_unwritten(first, second)); });
       emit(case_done_event(c.id, c.out_path, deterministic, inputs_intact, guards_intact, effects.counters_zero(),

@@ -124,8 +124,9 @@ TEST(GateSideEffects, AnHonestSplitKernelLeavesNothingBehind) {
   FakeProblem p;
   GateSideEffects e({probes_of(p)});
   e.after_launch();
+  e.check_gaps();
   e.after_launch();  // the same partials written over the workspace the first launch left
-  e.recheck_gaps();
+  e.check_gaps();
   EXPECT_TRUE(e.gaps_intact());
   EXPECT_EQ(e.counters_zero(), true);
   EXPECT_EQ(e.workspace_repeat_same(), true);
@@ -155,17 +156,33 @@ TEST(GateSideEffects, NonzeroCountersAndGapWritesAreSeenAfterEitherLaunchOrTheCo
   FakeProblem q;
   GateSideEffects gaps({probes_of(q)});
   q.gaps = 8;  // the first launch wrote a gap byte, the second put it back
-  gaps.after_launch();
+  gaps.check_gaps();
   q.gaps = 7;
-  gaps.after_launch();
+  gaps.check_gaps();
   EXPECT_FALSE(gaps.gaps_intact());
   FakeProblem r;
   GateSideEffects late({probes_of(r)});
-  late.after_launch();
-  late.after_launch();
+  late.check_gaps();
+  late.check_gaps();
   r.gaps = 9;  // a grid still running during the comparison
-  late.recheck_gaps();
+  late.check_gaps();
   EXPECT_FALSE(late.gaps_intact());
+}
+
+// The gap probe overwrites O's elements (DeviceChecker::outside_elements): a launch's checks must
+// not call it, or the device comparison that follows the second launch would read zeros.
+TEST(GateSideEffects, OnlyTheGapCheckReadsTheGapsSoTheComparisonSeesTheOutput) {
+  FakeProblem p;
+  int gap_reads = 0;
+  ProblemProbes probes = probes_of(p);
+  probes.gaps = [&] { return ++gap_reads, p.gaps; };
+  GateSideEffects e({probes});
+  EXPECT_EQ(gap_reads, 1);  // before the first launch
+  e.after_launch();
+  e.after_launch();
+  EXPECT_EQ(gap_reads, 1);
+  e.check_gaps();
+  EXPECT_EQ(gap_reads, 2);
 }
 
 TEST(GateSideEffects, TheSplitFactsComeOnlyFromProblemsWithAWorkspace) {
