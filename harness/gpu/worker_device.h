@@ -240,7 +240,8 @@ struct Problem {
   // What a launch finds (gpu/launch_draws.h): in O's elements evo_fill's values with the drawn
   // seed, counter and spread, or nothing (the previous output stays); in a split workspace past
   // its tile counters stale partials (stale_partial_bits), as a package's workspace, reused
-  // across calls of every shape, holds them. Ordered on `stream`, no wait.
+  // across calls of every shape, holds them, or (keep_partials: a gate case's second launch) what
+  // the last launch left there. Ordered on `stream`, no wait.
   void prefill_async(const Support& sup, const Prefill& f, CUstream stream) {
     if (workspace.bytes > workspace_counters && workspace_counters > 0 && !f.keep_partials)
       stale_partials_async(sup, f, stream);
