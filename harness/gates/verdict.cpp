@@ -15,6 +15,11 @@ std::optional<Verdict> case_verdict(const CaseEvidence& e) {
   if (!e.counters_zero)
     return Verdict{Outcome::correctness,
                    e.where + ": left its split workspace's tile counters nonzero (state kept between calls)"};
+  if (!e.workspace_repeat_same)
+    return Verdict{Outcome::correctness,
+                   e.where +
+                       ": changed its split workspace on a repeat launch over what its last launch left "
+                       "(state kept between calls)"};
   if (!e.inputs_intact) return Verdict{Outcome::correctness, e.where + ": modified its inputs"};
   if (!e.output.pass) return Verdict{Outcome::correctness, e.where + ": " + e.output.reason};
   return std::nullopt;

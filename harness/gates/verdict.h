@@ -21,9 +21,12 @@ struct CaseEvidence {
   bool guards_intact = true, inputs_intact = true;
   OutputCheck output;
   bool counters_zero = true;  // a split workspace's tile counters back at 0 after every launch
+  // the second launch, over the split workspace the first left, left it as it found it
+  bool workspace_repeat_same = true;
 };
 // nullopt when the case passed; a guard-band write outranks nonzero tile counters, which
-// outrank modified inputs, which outrank a wrong output.
+// outrank a workspace changed by a repeat launch, which outranks modified inputs, which outrank
+// a wrong output.
 std::optional<Verdict> case_verdict(const CaseEvidence& e);
 
 // After the gate, before timing: two runs on the same inputs that differ bitwise.

@@ -161,6 +161,41 @@ int tensor_alignment(int align, int tensor, uint32_t draw) {
   return tensor_alignment(align, tensor) ^ (16 * (d & 3)) ^ high;  // bits 4-5 drawn too
 }
 
+BufferPool buffer_pool(const CaseLayout& lay, int in_bytes, int out_bytes, int64_t guard_bytes, uint32_t draw) {
+  BufferPool pool;
+  const TensorPlacement* const tensors[4] = {&lay.q, &lay.k, &lay.v, &lay.o};
+  int64_t total = 0;
+  for (int t = 0; t < 4; ++t) {
+    const int64_t bytes = tensors[t]->buffer_elements * (t == 3 ? out_bytes : in_bytes) + 2 * guard_bytes;
+    pool.region[t] = (bytes + 255) / 256 * 256;
+    total += pool.region[t] + 63 * 256;
+  }
+  if (draw == 0 || guard_bytes == 0 || total > kPoolLimitBytes) return pool;
+  pool.pooled = true;
+  // splitmix64 of the draw: bits independent of those tensor_alignment reads from the draw itself.
+  uint64_t h = uint64_t(draw) + 0x9E3779B97F4A7C15ull;
+  h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ull;
+  h = (h ^ (h >> 27)) * 0x94D049BB133111EBull;
+  h ^= h >> 31;
+  // The order: permutation number h mod 24, decoded as a factorial number (every order once).
+  int left[4] = {0, 1, 2, 3}, n = int(h % 24);
+  for (int i = 0, f = 6; i < 4; ++i) {
+    const int pick = f ? n / f : 0;
+    pool.order[i] = left[pick];
+    for (int j = pick; j < 3 - i; ++j) left[j] = left[j + 1];
+    if (f) n %= f;
+    f = i < 2 ? f / (3 - i) : 0;
+  }
+  int64_t at = 0;
+  for (int i = 0; i < 4; ++i) {
+    at += 256 * int64_t(h >> (8 + 6 * i) & 63);  // the gap before this region
+    pool.start[pool.order[i]] = at;
+    at += pool.region[pool.order[i]];
+  }
+  pool.bytes = at;
+  return pool;
+}
+
 std::string far_layout(const Shape& s) { return s.batch == 1 && s.heads_kv == 1 ? "far_rows" : "far_batches"; }
 
 std::string base_layout(const std::string& layout) { return layout.substr(0, layout.find_first_of("@+")); }

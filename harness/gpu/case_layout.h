@@ -84,6 +84,27 @@ int tensor_alignment(int align, int tensor);
 // reaches every odd class of 16 (Q) or every class (K, V, O).
 int tensor_alignment(int align, int tensor, uint32_t draw);
 
+// Where a gate case's four buffers lie in one allocation (hacker round 8): Q, K, V and O each
+// in its own region (its buffer between its two guard bands), the regions in an order drawn from
+// the case's draw (all 24 orders), each after a drawn gap of 0 to 63 · 256 bytes. Each region
+// starts on a 256-byte boundary, so every tensor keeps the class case_layout gave it. Before
+// round 8 the worker allocated the four in the order Q, K, V, O, so as far as the driver handed
+// out rising addresses K lay above Q, V above K and O above the inputs: a kernel that took any K
+// below Q as Q's slice (k_below_q_takes_q_strides.cu), the lower of K and V as K, or a distance
+// as unsigned was exact in every case. Not pooled (`pooled` false: four allocations as before)
+// for draw 0 (the reference, the timing loop), without guard bands (compute-sanitizer: memcheck
+// must see each tensor's own bounds) or above kPoolLimitBytes in all (the deep tier's large
+// cases keep the allocator's placement, whose distances past 2^31 elements they were built on).
+inline constexpr int64_t kPoolLimitBytes = int64_t(1) << 31;
+struct BufferPool {
+  bool pooled = false;
+  int order[4] = {0, 1, 2, 3};       // tensors (0 Q, 1 K, 2 V, 3 O) from the lowest address up
+  int64_t start[4] = {0, 0, 0, 0};   // bytes from the pool's start to tensor t's region
+  int64_t region[4] = {0, 0, 0, 0};  // tensor t's region: its buffer and both guard bands, rounded to 256
+  int64_t bytes = 0;                 // the whole pool
+};
+BufferPool buffer_pool(const CaseLayout& lay, int in_bytes, int out_bytes, int64_t guard_bytes, uint32_t draw);
+
 // The far set's layout for a shape: its batches far apart (far_batches), or, for one batch of
 // one KV head, where no batch or head index steps, its rows (far_rows).
 std::string far_layout(const Shape& s);

@@ -19,6 +19,16 @@ double since(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
+ProblemProbes side_effect_probes(const DeviceChecker& checker, const Problem& p) {
+  ProblemProbes probes;
+  // Only where O has bytes outside its elements: a dense O's buffer is its elements.
+  probes.gaps = [&checker, &p] { return p.o_has_gaps() ? checker.outside_elements(p) : 0; };
+  probes.split = [&p] { return p.workspace.bytes > 0; };
+  probes.counters_zero = [&checker, &p] { return checker.counters_zero(p); };
+  probes.workspace = [&checker, &p] { return checker.hash(p.workspace); };
+  return probes;
+}
+
 WorkerEvent check_on_device(const std::vector<Problem*>& problems, const CaseSpec& c, const Support& support,
                             const Task& task, CUstream stream,
                             const std::function<void(LaunchKind)>& launch_candidate) {
@@ -34,47 +44,34 @@ WorkerEvent check_on_device(const std::vector<Problem*>& problems, const CaseSpe
     for (const Problem* p : problems) h += checker.hash(p->o);
     return h;
   };
-  // O's bytes outside its elements (gaps, slack, an offset view's lead), as the case's junk left
-  // them: the same after every launch, or the kernel wrote memory that is not O's (hacker round 4,
-  // o_zeroes_row_slack.cu). Only where O has such bytes: a dense O's buffer is its elements.
-  auto gap_hashes = [&] {
-    std::vector<uint64_t> h;
-    for (const Problem* p : problems) h.push_back(p->o_has_gaps() ? checker.outside_elements(*p) : 0);
-    return h;
-  };
-  // A split kernel's tile counters back at 0 after each launch (evo_launch.h): a count kept there
-  // is state between calls (hacker round 7). Waits for the launch on this stream.
-  bool split = false, counters_zero = true;
-  auto check_counters = [&] {
-    for (const Problem* p : problems) {
-      split = split || p->workspace.bytes > 0;
-      counters_zero = counters_zero && checker.counters_zero(*p);
-    }
-  };
+  // O's gaps, the tile counters, the repeat launch's workspace (gpu/gate_side_effects.h; run_gate
+  // does the same). Each probe waits for the launch on this stream.
+  std::vector<ProblemProbes> probes;
+  for (const Problem* p : problems) probes.push_back(side_effect_probes(checker, *p));
   const auto before = input_hashes();
-  const auto gaps = gap_hashes();
+  GateSideEffects effects(std::move(probes));
   launch_candidate(LaunchKind::gate_first);
   const uint64_t first = output_hash();
-  bool gaps_intact = gap_hashes() == gaps;  // the next launch's pre-fill rewrites O's elements
-  check_counters();
-  launch_candidate(LaunchKind::gate_second);  // another pre-fill: an element left alone differs
+  effects.check_gaps();  // the next launch's pre-fill rewrites O's elements, not its gaps
+  effects.after_launch();
+  launch_candidate(LaunchKind::gate_second);  // another pre-fill, the workspace the first left
   const uint64_t second = output_hash();
   // Nothing of the candidate may still run when the inputs are re-hashed and the reference
   // computed from them (a grid on another stream, a child grid): wait for the whole context.
   check(cu().cuCtxSynchronize(), "evo_attn_fwd", "crash");
-  check_counters();
+  effects.after_launch();
   const bool inputs_intact = input_hashes() == before;
   bool guards_intact = true;
   for (const Problem* p : problems) guards_intact = guards_intact && p->guards_intact();
   const auto t_ref = std::chrono::steady_clock::now();
   DeviceCheckFacts facts;
   for (const Problem* p : problems) add_facts(facts, checker.compare(*p, c.device_check.atol, c.device_check.rtol));
-  gaps_intact = gaps_intact && gap_hashes() == gaps;  // after the comparison has read O's elements
-  guards_intact = guards_intact && gaps_intact;       // a changed gap is a write outside the tensors
+  effects.check_gaps();                                    // after the comparison has read O's elements
+  guards_intact = guards_intact && effects.gaps_intact();  // a changed gap is a write outside the tensors
   facts.reference_s = since(t_ref);
   facts.seconds = since(t0);
   WorkerEvent done = case_done_event(c.id, "", first == second, inputs_intact, guards_intact,  // no output file
-                                     split ? std::optional<bool>(counters_zero) : std::nullopt);
+                                     effects.counters_zero(), effects.workspace_repeat_same());
   done.device_check = facts;
   return done;
 }

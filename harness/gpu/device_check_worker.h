@@ -19,6 +19,8 @@
 #include <vector>
 
 #include "core/task.h"
+#include "gpu/device_checker.h"
+#include "gpu/gate_side_effects.h"
 #include "gpu/worker_device.h"
 #include "gpu/worker_events.h"
 
@@ -31,5 +33,9 @@ namespace evo {
 WorkerEvent check_on_device(const std::vector<worker_device::Problem*>& problems, const CaseSpec& c,
                             const worker_device::Support& support, const Task& task, CUstream stream,
                             const std::function<void(LaunchKind)>& launch_candidate);
+
+// What GateSideEffects reads of one problem, through `checker`'s keyed hashes (each waits for the
+// launch before it on the checker's stream); both must outlive the probes.
+ProblemProbes side_effect_probes(const DeviceChecker& checker, const worker_device::Problem& p);
 
 }  // namespace evo

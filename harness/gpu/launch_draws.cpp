@@ -26,6 +26,7 @@ Prefill LaunchDraws::prefill(LaunchKind kind) {
   // every sample): as in a model, where O comes from the caching allocator. Anywhere else the
   // previous output is of the same inputs, so it would already be the answer.
   p.keep_previous = kind == LaunchKind::timed && rng_.next() % 2 == 0;
+  p.keep_partials = kind == LaunchKind::gate_second;
   p.seed = uint32_t(rng_.next());
   p.nonce = rng_.next() | 1;  // 0 is the fixed cases' input counter
   p.stddev = float(kMinSpread * std::exp(rng_.unit() * std::log(kMaxSpread / kMinSpread)));

@@ -50,6 +50,11 @@ struct Prefill {
   // in every element let a kernel judge a row by its first element, and one NaN pattern let it
   // guard against that pattern alone). The other two thirds: kStaleSpread and kStaleNaN.
   bool stale_bits = false;
+  // A split workspace's partials as the previous launch left them, not refreshed with stale
+  // content: a gate case's second launch, over the workspace its first left, as a package's next
+  // call runs (GateSideEffects; hacker round 8: a count kept in the partials restarted at every
+  // gate launch).
+  bool keep_partials = false;
 };
 
 class LaunchDraws {

@@ -183,7 +183,9 @@ class Worker {
   // and are in flight at once (state a kernel keeps between launches is shared by both).
   void launch_in_flight(Problem& p, Problem& other, LaunchKind kind) {
     p.prefill_async(support_, draws_.prefill(kind), stream_);
-    other.prefill_async(support_, draws_.prefill(LaunchKind::concurrent), stream2_);
+    Prefill second = draws_.prefill(LaunchKind::concurrent);
+    second.keep_partials = kind == LaunchKind::gate_second;  // both repeat over their workspaces
+    other.prefill_async(support_, second, stream2_);
     sync("output pre-fill");
     check(cu().cuStreamSynchronize(stream2_), "output pre-fill", "crash");
     unsigned long long hold_ns = 200000;
@@ -226,23 +228,25 @@ class Worker {
       }
       // Keyed hashes on the GPU (gpu/device_checker.h): no host copy of the inputs.
       const auto before = timed("hash", [&] { return checker_->inputs(p); });
-      // O's bytes outside its elements unchanged by each launch (check_on_device does the same).
-      auto gap_hash = [&] { return p.o_has_gaps() ? timed("hash", [&] { return checker_->outside_elements(p); }) : 0; };
-      const uint64_t gaps = gap_hash();
-      const UnwrittenEvidence first = launch_once(p, LaunchKind::gate_first);
-      bool gaps_intact = gap_hash() == gaps;
-      // A split kernel's tile counters back at 0 after each launch (check_on_device does the same).
-      bool counters_zero = timed("hash", [&] { return checker_->counters_zero(p); });
+      // O's gaps, the tile counters and the repeat launch's workspace (check_on_device does the same).
+      GateSideEffects effects = timed("hash", [&] { return GateSideEffects({side_effect_probes(*checker_, p)}); });
+      const UnwrittenEvidence first = launch_once(p, LaunchKind::gate_first);  // read back
+      timed("hash", [&] {
+        effects.check_gaps();
+        effects.after_launch();
+      });
       const UnwrittenEvidence second = launch_once(p, LaunchKind::gate_second);  // another pre-fill
       const bool deterministic = first.out == second.out;
       check(cu().cuCtxSynchronize(), "evo_attn_fwd", "crash");  // nothing of it runs while they are hashed
       const bool inputs_intact = timed("hash", [&] { return checker_->inputs(p); }) == before;
-      gaps_intact = gaps_intact && gap_hash() == gaps;
-      counters_zero = counters_zero && timed("hash", [&] { return checker_->counters_zero(p); });
-      const bool guards_intact = p.guards_intact() && gaps_intact;  // a changed gap: a write outside O
+      timed("hash", [&] {
+        effects.check_gaps();
+        effects.after_launch();
+      });
+      const bool guards_intact = p.guards_intact() && effects.gaps_intact();  // a changed gap: a write outside O
       timed("write", [&] { write_scratch_file(c.out_path, mark_unwritten(first, second)); });
-      emit(case_done_event(c.id, c.out_path, deterministic, inputs_intact, guards_intact,
-                           p.workspace.bytes > 0 ? std::optional<bool>(counters_zero) : std::nullopt));
+      emit(case_done_event(c.id, c.out_path, deterministic, inputs_intact, guards_intact, effects.counters_zero(),
+                           effects.workspace_repeat_same()));
       current_ = nullptr;
     }
   }

@@ -50,12 +50,21 @@ struct GuardedBuffer {
   size_t bytes = 0;  // usable bytes
   size_t guard = kGuardBytes;
   unsigned char guard_byte = kGuardByte;
+  bool owned = true;  // false: a region of a case's pool (Problem::pool), freed with it
   CUdeviceptr data() const { return base + guard; }
   void allocate(size_t n, size_t guard_bytes, unsigned char band = kGuardByte) {
+    CUdeviceptr at = 0;
+    check(cu().cuMemAlloc(&at, n + 2 * guard_bytes), "cuMemAlloc", "runtime");
+    place(at, n, guard_bytes, band, true);
+  }
+  // The same buffer at `at` (n + 2 guard bytes; `own`: freed by this buffer, else by whoever
+  // allocated them), its bands filled.
+  void place(CUdeviceptr at, size_t n, size_t guard_bytes, unsigned char band = kGuardByte, bool own = false) {
+    base = at;
+    owned = own;
     bytes = n;
     guard = guard_bytes;
     guard_byte = band;
-    check(cu().cuMemAlloc(&base, n + 2 * guard), "cuMemAlloc", "runtime");
     if (guard == 0) return;
     check(cu().cuMemsetD8(base, guard_byte, guard), "guard fill");
     check(cu().cuMemsetD8(base + guard + n, guard_byte, guard), "guard fill");
@@ -78,7 +87,7 @@ struct GuardedBuffer {
     return h;
   }
   void release() {
-    if (base) cu().cuMemFree(base);
+    if (base && owned) cu().cuMemFree(base);
     base = 0;
     bytes = 0;
   }
@@ -107,8 +116,9 @@ struct Support {
 struct Problem {
   explicit Problem(const Task& task) : in_elem(task.input_bytes()), elem(task.output_bytes()) {}
   Shape shape;
-  int in_elem = 2;  // bytes per element of Q, K, V (fp8 tasks: 1)
-  int elem = 2;     // bytes per element of O
+  int in_elem = 2;     // bytes per element of Q, K, V (fp8 tasks: 1)
+  int elem = 2;        // bytes per element of O
+  GuardedBuffer pool;  // a gate case's one allocation for the four (buffer_pool); first, so freed last
   GuardedBuffer q, k, v, o;
   GuardedBuffer workspace;        // split-KV kernels: kept for every launch of this problem
   size_t workspace_counters = 0;  // its leading bytes that stay 0 (the tile counters, evo_launch.h)
@@ -129,8 +139,18 @@ struct Problem {
     padded = !layout.empty();
     junk = junk_bytes(junk_kind, in_elem);
     const CaseLayout lay = case_layout(s, layout, in_elem, elem, draw);  // "@A" views are placed in bytes
+    // A gate case's four buffers in one allocation, in a drawn order at drawn distances (hacker
+    // round 8); otherwise each in its own.
+    const BufferPool at = buffer_pool(lay, in_elem, elem, int64_t(guard), draw);
+    if (at.pooled) pool.allocate(size_t(at.bytes), 0);
+    int tensor = 0;
     auto place = [&](GuardedBuffer& b, const TensorPlacement& t, int heads, int seq, int bytes) {
-      b.allocate(size_t(t.buffer_elements) * bytes, guard, junk.guard);
+      const size_t n = size_t(t.buffer_elements) * bytes;
+      if (at.pooled)
+        b.place(pool.data() + CUdeviceptr(at.start[tensor]), n, guard, junk.guard);
+      else
+        b.allocate(n, guard, junk.guard);
+      ++tensor;
       TensorDesc d{b.data() + CUdeviceptr(t.offset * bytes),
                    {t.stride[0], t.stride[1], t.stride[2]},
                    s.batch,
@@ -220,9 +240,11 @@ struct Problem {
   // What a launch finds (gpu/launch_draws.h): in O's elements evo_fill's values with the drawn
   // seed, counter and spread, or nothing (the previous output stays); in a split workspace past
   // its tile counters stale partials (stale_partial_bits), as a package's workspace, reused
-  // across calls of every shape, holds them. Ordered on `stream`, no wait.
+  // across calls of every shape, holds them, or (keep_partials: a gate case's second launch) what
+  // the last launch left there. Ordered on `stream`, no wait.
   void prefill_async(const Support& sup, const Prefill& f, CUstream stream) {
-    if (workspace.bytes > workspace_counters && workspace_counters > 0) stale_partials_async(sup, f, stream);
+    if (workspace.bytes > workspace_counters && workspace_counters > 0 && !f.keep_partials)
+      stale_partials_async(sup, f, stream);
     if (f.keep_previous) return;
     TensorDesc d = dout;
     unsigned seed = f.seed, tensor = 3;

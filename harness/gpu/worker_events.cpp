@@ -87,8 +87,9 @@ DecodedWorkerEvent decode_worker_event(std::string_view line) {
   if (!read_strings(j, e, d.error) || !optional_field(j, "deterministic", e.deterministic, d.error) ||
       !optional_field(j, "inputs_intact", e.inputs_intact, d.error) ||
       !optional_field(j, "guards_intact", e.guards_intact, d.error) ||
-      !optional_field(j, "counters_zero", e.counters_zero, d.error) || !optional_field(j, "us", e.us, d.error) ||
-      !optional_field(j, "pruned", pruned, d.error))
+      !optional_field(j, "counters_zero", e.counters_zero, d.error) ||
+      !optional_field(j, "workspace_repeat_same", e.workspace_repeat_same, d.error) ||
+      !optional_field(j, "us", e.us, d.error) || !optional_field(j, "pruned", pruned, d.error))
     return {std::nullopt, d.error + " in a '" + std::string(to_string(e.kind)) + "' event"};
   if (e.kind == WorkerEventKind::post_done && !e.us) return {std::nullopt, "a 'post_done' event without 'us'"};
   if (j.contains("device_check")) {
@@ -127,6 +128,7 @@ std::string encode_worker_event(const WorkerEvent& e) {
   if (e.inputs_intact) j["inputs_intact"] = *e.inputs_intact;
   if (e.guards_intact) j["guards_intact"] = *e.guards_intact;
   if (e.counters_zero) j["counters_zero"] = *e.counters_zero;
+  if (e.workspace_repeat_same) j["workspace_repeat_same"] = *e.workspace_repeat_same;
   if (e.us) j["us"] = *e.us;
   if (e.device_check) j["device_check"] = to_json(*e.device_check);
   if (e.integrity) j["integrity"] = to_json(*e.integrity);
@@ -156,7 +158,7 @@ WorkerEvent device_event(json facts) {
 
 WorkerEvent case_done_event(std::string case_id, std::string out, std::optional<bool> deterministic,
                             std::optional<bool> inputs_intact, std::optional<bool> guards_intact,
-                            std::optional<bool> counters_zero) {
+                            std::optional<bool> counters_zero, std::optional<bool> workspace_repeat_same) {
   WorkerEvent e = worker_event(WorkerEventKind::case_done);
   e.case_id = std::move(case_id);
   e.out = std::move(out);
@@ -164,6 +166,7 @@ WorkerEvent case_done_event(std::string case_id, std::string out, std::optional<
   e.inputs_intact = inputs_intact;
   e.guards_intact = guards_intact;
   e.counters_zero = counters_zero;
+  e.workspace_repeat_same = workspace_repeat_same;
   return e;
 }
 

@@ -30,6 +30,9 @@ struct WorkerEvent {
   // case_done of a split kernel's case: its workspace's tile counters read 0 after every launch
   // (evo_launch.h's contract; hacker round 7: a count kept there is state between calls).
   std::optional<bool> counters_zero;
+  // case_done of a split kernel's case: the second launch, over the workspace the first left,
+  // left it as it found it (hacker round 8: a count kept in the partials is state between calls).
+  std::optional<bool> workspace_repeat_same;
   std::optional<double> us;     // post_done: the checked launch's time
   bool pruned = false;          // timing: the worker stopped timing this candidate early
   std::string outcome, reason;  // error
@@ -55,7 +58,7 @@ WorkerEvent phase_event(std::string phase, std::string case_id = "", std::string
 WorkerEvent device_event(nlohmann::json facts);
 WorkerEvent case_done_event(std::string case_id, std::string out, std::optional<bool> deterministic = {},
                             std::optional<bool> inputs_intact = {}, std::optional<bool> guards_intact = {},
-                            std::optional<bool> counters_zero = {});
+                            std::optional<bool> counters_zero = {}, std::optional<bool> workspace_repeat_same = {});
 // The worker's time_shape adds the statistics to `fields`, and `pruned` when it stopped early.
 WorkerEvent timing_event(std::string bench);
 // A benchmark shape's launch on fresh inputs of its post-timing distribution, every element

@@ -204,10 +204,17 @@ class GpuEvaluation {
     j.guards_intact = ev.guards_intact.value_or(true);
     j.deterministic = ev.deterministic;
     if (ev.counters_zero) j.extra["counters_zero"] = *ev.counters_zero;  // split kernels' cases only
-    const CaseEvidence evidence{prefix + spec.id, ev.guards_intact.value_or(true), ev.inputs_intact.value_or(true), oc,
-                                ev.counters_zero.value_or(true)};
+    if (ev.workspace_repeat_same) j.extra["workspace_repeat_same"] = *ev.workspace_repeat_same;
+    const CaseEvidence evidence{prefix + spec.id,
+                                ev.guards_intact.value_or(true),
+                                ev.inputs_intact.value_or(true),
+                                oc,
+                                ev.counters_zero.value_or(true),
+                                ev.workspace_repeat_same.value_or(true)};
     if (auto v = case_verdict(evidence)) {
-      if (!evidence.guards_intact || !evidence.inputs_intact || !evidence.counters_zero) j.pass = false;
+      if (!evidence.guards_intact || !evidence.inputs_intact || !evidence.counters_zero ||
+          !evidence.workspace_repeat_same)
+        j.pass = false;
       record_failure(found.verdict, v->outcome, v->reason);
     }
     if (!ev.out.empty()) fs::remove(ev.out);

@@ -109,6 +109,17 @@ TEST(LaunchDraws, StalePartialsAreNaNOrFiniteDrawnPerLaunch) {
   EXPECT_GT(finite, 0);
 }
 
+// A gate case's second launch runs over the split workspace its first left, as a package's next
+// call does (hacker round 8); every other launch finds stale partials drawn for it.
+TEST(LaunchDraws, OnlyAGateCasesSecondLaunchKeepsThePartials) {
+  LaunchDraws draws(31);
+  for (int n = 0; n < 16; ++n) {
+    EXPECT_TRUE(draws.prefill(LaunchKind::gate_second).keep_partials);
+    for (auto k : {LaunchKind::gate_first, LaunchKind::warm_up, LaunchKind::timed, LaunchKind::concurrent})
+      EXPECT_FALSE(draws.prefill(k).keep_partials);
+  }
+}
+
 // "finite" junk has 16-byte rows of large magnitude among its ordinary ones (a spare KV row holds
 // some nine times in ten at D = 64): a kernel that takes its max over a cache's spare rows before
 // masking them underflows every real score there (max_over_masked_keys.cu, hacker round 3).

@@ -46,6 +46,22 @@ TEST(Verdict, NonzeroTileCountersAreAFailureWithTheirOwnReason) {
   EXPECT_EQ(v->reason, "small/2: wrote outside its tensors (guard bytes or O's stride gaps changed)");
 }
 
+// Hacker round 8: a repeat launch over the workspace its first launch left must leave it so.
+TEST(Verdict, AWorkspaceChangedByARepeatLaunchIsAFailureWithItsOwnReason) {
+  EXPECT_FALSE(case_verdict({"small/0", true, true, passing(), true, true}));
+  OutputCheck wrong;
+  wrong.reason = "3 elements off";
+  auto v = case_verdict({"small/2", true, false, wrong, true, false});
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->outcome, Outcome::correctness);
+  EXPECT_EQ(v->reason,
+            "small/2: changed its split workspace on a repeat launch over what its last launch left (state kept "
+            "between calls)");
+  v = case_verdict({"small/2", true, true, passing(), false, false});
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->reason, "small/2: left its split workspace's tile counters nonzero (state kept between calls)");
+}
+
 TEST(Verdict, FirstFailureWins) {
   std::optional<Verdict> v;
   record_failure(v, Outcome::correctness, "first");

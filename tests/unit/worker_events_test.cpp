@@ -54,6 +54,12 @@ TEST(WorkerEvents, EncodeThenDecodeIsTheSameEvent) {
   auto s = decode_worker_event(encode_worker_event(split));
   ASSERT_TRUE(s.event) << s.error;
   EXPECT_EQ(s.event->counters_zero, false);
+  EXPECT_FALSE(s.event->workspace_repeat_same);
+  WorkerEvent repeat = case_done_event("c", "/o", true, true, true, true, false);
+  auto r = decode_worker_event(encode_worker_event(repeat));
+  ASSERT_TRUE(r.event) << r.error;
+  EXPECT_EQ(r.event->counters_zero, true);
+  EXPECT_EQ(r.event->workspace_repeat_same, false);
   for (auto k : {WorkerEventKind::phase, WorkerEventKind::device, WorkerEventKind::case_done, WorkerEventKind::await,
                  WorkerEventKind::timing, WorkerEventKind::post_done, WorkerEventKind::done, WorkerEventKind::error})
     EXPECT_EQ(worker_event_kind_from_string(to_string(k)), k);
@@ -72,6 +78,7 @@ const char* const kMalformed[] = {
     R"({"event":"post_done","bench":"b","out":"/x","us":"fast"})",
     R"({"event":"case_done","case":"c","out":"/x","guards_intact":"yes"})",
     R"({"event":"case_done","case":"c","out":"/x","counters_zero":0})",
+    R"({"event":"case_done","case":"c","out":"/x","workspace_repeat_same":"same"})",
     R"({"event":"timing","bench":"b","stats":[1]})",
     R"({"event":"timing","bench":"b","integrity":{"samples":-1}})",
     R"({"event":"timing","bench":"b","integrity":[]})",
