@@ -167,7 +167,8 @@ TEST_P(CommittedCache, IsWhatTheSimulatorSays) {
 }
 
 std::string committed_cache_name(const ::testing::TestParamInfo<const char*>& info) {
-  static const std::vector<std::string> names = {"H200", "Synthetic", "H200Stage9Bf16D128", "H200Stage9Fp16D64"};
+  static const std::vector<std::string> names = {"H200", "Synthetic", "H200Stage9Bf16D128", "H200Stage9Fp16D64",
+                                                 "H200Stage9Fp16D64Wide"};
   return names.at(info.index);
 }
 
@@ -175,7 +176,8 @@ INSTANTIATE_TEST_SUITE_P(AblationCache, CommittedCache,
                          ::testing::Values("results/datasets/nvidia-h200-stage7-fp16-d128.json",
                                            "tests/fixtures/datasets/synthetic-stage7-fp16-d128.json",
                                            "results/datasets/nvidia-h200-stage9-bf16-d128.json",
-                                           "results/datasets/nvidia-h200-stage9-fp16-d64.json"),
+                                           "results/datasets/nvidia-h200-stage9-fp16-d64.json",
+                                           "results/datasets/nvidia-h200-stage9-fp16-d64-wide.json"),
                          committed_cache_name);
 
 }  // namespace

@@ -114,6 +114,49 @@ TEST(Ablation, ReachIsTheMedianAndInterquartileRangeWithTheHorizonForMisses) {
   EXPECT_DOUBLE_EQ(r.q3, 4.75);
 }
 
+// Issue 31's decision rule (lab/notes/hard-domain-plan.md) judges the fitness of the landscape as
+// measured, without a prior: its verdict is rendered there and nowhere else.
+TEST(Ablation, TheDecisionRuleIsRenderedOnTheMeasuredFitnessOnly) {
+  auto runs = [](std::vector<double> reached_at) {  // GPU-s at which each seed's run hits the optimum
+    StrategyRuns s;
+    for (double at : reached_at) {
+      SimRun run;
+      SimStep st;
+      st.full = true, st.gpu_s = at, st.value_us = 100;
+      run.steps.push_back(st);
+      s.runs.push_back(SimSummary::of(run));
+    }
+    return s;
+  };
+  AblationResult r;
+  r.optimum = 100;
+  r.spec.budgets = {25};
+  r.strategies = {runs({40, 50, 60}), runs({110, 120, 130})};
+  r.strategies[0].strategy = "builtin", r.strategies[1].strategy = "screened";
+  std::string md = render_ablation_markdown(r);
+  EXPECT_NE(md.find("a hard domain: screened's median GPU-s to come within 2 % above 100: **yes** (120.0)"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("at most half of screened's median GPU-seconds: **met** (50.0 vs 120.0)"), std::string::npos) << md;
+  r.strategies[0] = runs({60, 70, 80});
+  r.strategies[0].strategy = "builtin";
+  r.strategies[1] = runs({90, 100, 110});
+  r.strategies[1].strategy = "screened";
+  md = render_ablation_markdown(r);
+  EXPECT_NE(md.find("above 100: **no** (100.0)"), std::string::npos) << md << "a median of 100 is not above 100";
+  EXPECT_NE(md.find("**missed** (70.0 vs 100.0)"), std::string::npos) << md;
+  AblationResult permuted = r;
+  permuted.permuted = 2;
+  AblationResult shape = r;
+  shape.objective.shape = "1x32x8x1x8192x64:bshd";
+  shape.why_objective = "The hard domain: ...";
+  for (const AblationResult& other : {permuted, shape}) {
+    md = render_ablation_markdown(other);
+    EXPECT_NE(md.find("builtin against screened"), std::string::npos) << md;
+    EXPECT_EQ(md.find("issue 31's rule"), std::string::npos) << md;
+  }
+}
+
 // The ablation keeps a summary of each run (and the cache stores it): it must answer every budget
 // and target as the run itself does, --quick's follow-up full evaluations included.
 TEST(Ablation, ARunsSummaryAnswersAsTheRunDoes) {
