@@ -97,14 +97,21 @@ std::string shared_case_id(const CaseSpec& from, const CaseSpec& c, const std::s
 
 // A tier's rows: the covering array, `random_cases` random valid rows, then more up to
 // `min_cases`; each row becomes a case.
-// K and V one view: K holds V's values, so the logits grow with V's spread. Past ~100 times Q's,
-// fp32's rounding of a logit (2^-24 of |q||k|) alone moves near-tied softmax weights by more
-// than the tolerance for any kernel (H200, 2026-11-29: an honest kernel failed bf16's huge_v,
-// V std 1e5, on deep/235/.../shared=kv with 69 elements off by up to 2.4e4, the reference's own
-// conditioning, while the same shape passed unshared). Such a case tests the reference, not the
-// kernel: it is made from another drawn case.
-constexpr double kMaxSharedKeySpread = 100;
-bool values_serve_as_keys(const CaseSpec& c) { return c.v_std <= kMaxSharedKeySpread * c.qk_std; }
+// K and V one view: K holds V's values, so the logits spread about v_std · qk_std · sqrt(D). A
+// logit is rounded to the Q·Kᵀ accumulator's mantissa (fp32's 23 bits; Hopper's FP8 wgmma keeps
+// about 13, the fp8 kernels' own notes), and once that rounding nears 1/40 of a logit unit
+// near-tied softmax weights move past the tolerance for any kernel. On the H200, 2026-11-29: an
+// honest bf16 tma_ws_m64 failed huge_v/shared=kv (V std 1e5, logits ~1e6: 69 of 67.8 M elements
+// off by 2.4e4; the same shape unshared passed), and three tma_ws_fp8 configurations of three
+// register and rescale schemes failed large_v/shared=kv at D=128 (V std 100, logits ~1e3: 1 120 to
+// 1 151 elements off by ~272, alike). Such a case tests the accumulator and the reference, not the
+// kernel: the shared case is made from another drawn case.
+constexpr double kRoundingPerLogitUnit = 40;
+bool values_serve_as_keys(const CaseSpec& c, const Task& task) {
+  const int mantissa_bits = task.dtype == DType::fp8 ? 13 : 23;
+  const double spread = c.v_std * c.qk_std * std::sqrt(double(c.shape.head_dim));
+  return spread * kRoundingPerLogitUnit <= std::ldexp(1.0, mantissa_bits);
+}
 
 std::vector<CaseSpec> draw_tier(const GatesConfig& gates, const Task& task, uint32_t seed, const CoverageTier& tier,
                                 const std::string& prefix) {
@@ -143,7 +150,7 @@ std::vector<CaseSpec> draw_tier(const GatesConfig& gates, const Task& task, uint
     for (size_t k = 0; k < drawn; ++k) {
       const CaseSpec& from = out[(start + k) % drawn];
       if (from.two_streams) continue;  // its second problem halves Sq
-      if (pair == "kv" && !values_serve_as_keys(from)) continue;
+      if (pair == "kv" && !values_serve_as_keys(from, task)) continue;
       CaseSpec c = from;
       if (pair == "qk") {
         c.shape.heads_kv = c.shape.heads_q;

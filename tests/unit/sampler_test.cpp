@@ -425,26 +425,29 @@ TEST(Sampler, BadSeedsAndMalformedSpacesAreUsageErrors) {
   }
 }
 
-// K and V one view puts V's values in K: bf16's huge_v (V std 1e5) there makes logits of ~1e6,
-// which fp32 cannot round finely enough to keep near-tied weights inside the tolerance, for any
-// kernel (H200, 2026-11-29, gate seed 2668932883: an honest tma_ws_m64 failed deep/235/...
-// /huge_v/shared=kv). No shared K/V case takes V's spread beyond 100 times Q's, in either tier.
-TEST(Sampler, AKAndVSharedCaseKeepsLogitsWhereFp32CanRoundThem) {
+// K and V one view puts V's values in K, so the logits spread about v_std · qk_std · sqrt(D);
+// past what the Q·Kᵀ accumulator rounds finely (fp32: bf16's huge_v, logits ~1e6; FP8 wgmma's
+// ~13 bits: large_v, logits ~1e3) near-tied weights leave the tolerance for any kernel (H200,
+// 2026-11-29: an honest tma_ws_m64 failed deep/235/.../huge_v/shared=kv at gate seed 2668932883,
+// three tma_ws_fp8 configurations deep/235/.../large_v/shared=kv at 2537626912). No shared K/V
+// case is made from such inputs, in either tier; fp8 keeps its normal-spread shared case.
+TEST(Sampler, AKAndVSharedCaseKeepsLogitsWhereTheAccumulatorRoundsThem) {
   const GatesConfig g = repo_gates();
   int shared_kv = 0;
-  for (const char* task : {"bf16-d64-causal", "bf16-d128", "fp16-d64"})
-    for (uint32_t seed : {2668932883u, 0u, 1u, 7u, 2025u}) {
+  for (const char* task : {"bf16-d64-causal", "bf16-d128", "fp16-d64", "fp8-d128-causal", "fp8-d64"})
+    for (uint32_t seed : {2668932883u, 2537626912u, 0u, 1u, 7u, 2025u}) {
       const Task t = parse_task(task);
+      const double limit = t.dtype == DType::fp8 ? 8192.0 / 40 : 8388608.0 / 40;
       auto cases = draw_sampled_cases(g, t, seed);
       for (auto& c : draw_deep_cases(g, t, seed)) cases.push_back(c);
       for (const auto& c : cases) {
         if (layout_shared(c.layout) != "kv") continue;
         ++shared_kv;
-        EXPECT_LE(c.v_std, 100 * c.qk_std) << task << " seed " << seed << ": " << c.id;
+        EXPECT_LE(c.v_std * c.qk_std * std::sqrt(double(c.shape.head_dim)), limit)
+            << task << " seed " << seed << ": " << c.id;
       }
     }
-  EXPECT_GE(shared_kv, 15) << "every task and seed draws a shared K/V case in each tier";
+  EXPECT_GE(shared_kv, 50) << "every task and seed draws a shared K/V case in each tier";
 }
-
 }  // namespace
 }  // namespace evo
