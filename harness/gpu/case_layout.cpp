@@ -1,6 +1,10 @@
 #include "gpu/case_layout.h"
 
+#include <algorithm>
+#include <numeric>
+
 #include "core/errors.h"
+#include "core/splitmix.h"
 
 namespace evo {
 
@@ -173,19 +177,10 @@ BufferPool buffer_pool(const CaseLayout& lay, int in_bytes, int out_bytes, int64
   if (draw == 0 || guard_bytes == 0 || total > kPoolLimitBytes) return pool;
   pool.pooled = true;
   // splitmix64 of the draw: bits independent of those tensor_alignment reads from the draw itself.
-  uint64_t h = uint64_t(draw) + 0x9E3779B97F4A7C15ull;
-  h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ull;
-  h = (h ^ (h >> 27)) * 0x94D049BB133111EBull;
-  h ^= h >> 31;
-  // The order: permutation number h mod 24, decoded as a factorial number (every order once).
-  int left[4] = {0, 1, 2, 3}, n = int(h % 24);
-  for (int i = 0, f = 6; i < 4; ++i) {
-    const int pick = f ? n / f : 0;
-    pool.order[i] = left[pick];
-    for (int j = pick; j < 3 - i; ++j) left[j] = left[j + 1];
-    if (f) n %= f;
-    f = i < 2 ? f / (3 - i) : 0;
-  }
+  const uint64_t h = SplitMix{draw}.next();
+  // The order: the (h mod 24)-th of the 24 in lexicographic order.
+  std::iota(pool.order, pool.order + 4, 0);
+  for (uint64_t n = h % 24; n > 0; --n) std::next_permutation(pool.order, pool.order + 4);
   int64_t at = 0;
   for (int i = 0; i < 4; ++i) {
     at += 256 * int64_t(h >> (8 + 6 * i) & 63);  // the gap before this region

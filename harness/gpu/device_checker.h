@@ -8,7 +8,6 @@
 
 #include <array>
 #include <cstdint>
-#include <map>
 
 #include "core/task.h"
 #include "gpu/device_check.h"
@@ -53,8 +52,8 @@ class DeviceChecker {
   // elements, so it runs after whatever reads the output (waits).
   uint64_t outside_elements(const worker_device::Problem& p) const;
   // Whether a split kernel's tile counters (its workspace's first bytes, up to the partials) are
-  // 0, as every launch must leave them (evo_launch.h): their hash against the hash of as many
-  // zero bytes. True without a workspace. Stream-ordered after the launch it checks (waits).
+  // 0, as every launch must leave them (evo_launch.h): read back (a few KiB). True without a
+  // workspace. Stream-ordered after the launch it checks (waits).
   // Hacker round 7: a launch count kept in a counter was state between calls no check read.
   bool counters_zero(const worker_device::Problem& p) const;
   // Adds the keyed hashes of Q, K and V (a key per tensor) into the 64-bit word at `sum`;
@@ -80,7 +79,6 @@ class DeviceChecker {
   CUstream stream_;
   CUfunction hash_ = nullptr, compare_ = nullptr, rows_ = nullptr;
   uint64_t key_ = 0;
-  mutable std::map<size_t, uint64_t> zero_hashes_;  // counters_zero: the hash of n zero bytes, by n
 };
 
 }  // namespace evo

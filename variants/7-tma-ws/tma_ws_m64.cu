@@ -240,10 +240,10 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, CTAS_PER_SM) evo_attn_fwd
 #if PERSISTENT
   const int n_items = (p.seq_q + BLOCK_M - 1) / BLOCK_M * p.heads_q * p.batch;
   const int w_first = blockIdx.x, w_step = gridDim.x;
-#define TILE_OF(w) tile_at(p, (w))
+  auto tile_of = [&](int w) { return tile_at(p, w); };
 #else
   const int n_items = 1, w_first = 0, w_step = 1;
-#define TILE_OF(w) tile_of_block()
+  auto tile_of = [](int) { return tile_of_block(); };
 #endif
 
   if (tid == 0) {
@@ -264,7 +264,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, CTAS_PER_SM) evo_attn_fwd
       unsigned kv_it = 0;  // KV tiles loaded so far: the ring's slot and phase run on across row tiles
       int n = 0;
       for (int w = w_first; w < n_items; w += w_step, ++n) {
-        const Tile tile = TILE_OF(w);
+        const Tile tile = tile_of(w);
         const int hkv = evo_kv_head(p, tile.h);
         const int ntiles = kv_tiles_of(p, tile.m0);
         mbar_wait(q_empty, (n & 1) ^ 1);  // the previous tile's last Q·Kᵀ has read Q
@@ -397,7 +397,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, CTAS_PER_SM) evo_attn_fwd
   unsigned kv_it = 0;  // KV tiles consumed so far, as the producer counts them
   int n = 0;
   for (int w = w_first; w < n_items; w += w_step, ++n) {
-    const Tile tile = TILE_OF(w);
+    const Tile tile = tile_of(w);
     m0 = tile.m0;
     const int ntiles = kv_tiles_of(p, m0);
     auto slot = [&](int j) { return int((kv_it + j) % STAGES); };
@@ -456,5 +456,4 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, CTAS_PER_SM) evo_attn_fwd
       }
     }
   }
-#undef TILE_OF
 }
