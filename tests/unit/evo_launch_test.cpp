@@ -9,6 +9,9 @@
 
 #include "common/evo_launch.h"
 #include "compile/cubin.h"
+#include "core/shape.h"
+#include "policy/config.h"
+#include "support/test_support.h"
 
 namespace evo {
 namespace {
@@ -103,6 +106,36 @@ TEST(EvoLaunchAbi, SplitsAreCappedByTheKernelAndTheKvBlocks) {
   EXPECT_EQ(evo_kv_blocks(kSplit, shape(1, 32, 8, 1, 8192, 128, 1)), 1);
   EXPECT_EQ(evo_num_splits(kSplit, shape(1, 32, 8, 1, 8192, 128, 1), kSms, kSmemPerSm), 1);
   EXPECT_EQ(evo_kv_blocks(kSplit, shape(1, 32, 8, 1000, 8192, 128, 1)), 16);  // ceil(1000 / 64)
+}
+
+// Hacker round 8 on the H200: a split kernel that kept state in a partial slot only a ragged last
+// tile leaves unused was admitted, because no fixed causal case split at all (a causal call reads
+// at most Sq keys, and the small shapes' causal rows stop at 300) and the sampled cases that split
+// with a ragged tile are a thin slice. Every split kernel must split on some fixed case, causal
+// and not, with a last query tile of fewer rows than its tile height: over the tile heights, KV
+// blocks, GQA packing and CTAs per SM the split kernels use, the default small set has one.
+TEST(EvoLaunchAbi, TheSmallGateSetSplitsEverySplitKernelWithARaggedLastTile) {
+  const GatesConfig gates = load_gates_config(test::source_root() / "gates" / "gates.json");
+  const auto& small = gates.shape_sets.at("small");
+  for (int d : {64, 128})
+    for (unsigned rows : {16u, 32u, 64u, 128u})
+      for (unsigned block : {64u, 128u, 256u})
+        for (unsigned pack : {0u, 1u})
+          for (unsigned smem : {40000u, 110000u, 200000u})
+            for (unsigned splits_max : {8u, 64u})
+              for (int causal : {0, 1}) {
+                const EvoLaunch L{128, smem, rows, 1, 0, 2, splits_max, block, pack};
+                bool covered = false;
+                for (const std::string& text : small) {
+                  const Shape s = parse_shape(text, d);
+                  const EvoShape es{s.batch, s.heads_q, s.heads_kv, s.seq_q, s.seq_kv, d, causal};
+                  covered =
+                      covered || (evo_num_splits(L, es, kSms, kSmemPerSm) > 1 && evo_packed_rows(L, es) % rows != 0);
+                }
+                EXPECT_TRUE(covered) << "no small case splits a kernel of " << rows << " rows, " << block
+                                     << "-key blocks, pack_gqa " << pack << ", " << smem << " B smem, causal " << causal
+                                     << " (D=" << d << ") with a ragged last tile";
+              }
 }
 
 TEST(EvoLaunchAbi, WorkspaceHoldsCountersPartialStatsAndRows) {

@@ -45,7 +45,8 @@ TEST(Fidelity, TheScreenTimesEveryShapeWithFewerSamplesAndRanksApart) {
   EXPECT_EQ(screen.benchmark.rfind("screen-", 0), 0u) << "never ranked with fitness that passed the full gate";
   EXPECT_EQ(full.benchmark, "default");
   ASSERT_EQ(screen.bench.size(), full.bench.size()) << "every benchmark shape";
-  EXPECT_EQ(screen.gate_cases.size(), 5u * gates.inputs.size()) << "the small set, one seed, no sampled cases";
+  EXPECT_EQ(screen.gate_cases.size(), gates.shape_sets.at("small").size() * gates.inputs.size())
+      << "the small set, one seed, no sampled cases";
   EXPECT_LT(screen.gate_cases.size(), full.gate_cases.size());
   EXPECT_EQ(reference_cases(screen).size(), screen.gate_cases.size()) << "benchmark shapes are checked on the GPU";
   ASSERT_TRUE(screen.timing.has_value());
