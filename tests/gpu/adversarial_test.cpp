@@ -260,8 +260,12 @@ void check_suite(const Suite& s, const std::string& sets) {
                          << ", deep_gate_s: " << r.value("phases", json::object()).value("deep_gate_s", json()).dump();
     const std::string reason = r["reason"];
     if (want == "integrity" && reason.rfind("deep gate: ", 0) == 0) {
-      // docs/safety.md §3g (hacker round 6): a would-be elite refused for what its SASS reads
-      EXPECT_NE(reason.find("(SASS `"), std::string::npos) << file << ": the reason quotes the instruction: " << reason;
+      // docs/safety.md §3g (hacker round 6): a would-be elite refused for what its SASS reads (the
+      // instruction quoted), or for linking the device heap (the function named: its call is found
+      // by the cubin's symbol, not by an instruction).
+      EXPECT_TRUE(reason.find("(SASS `") != std::string::npos ||
+                  reason.find("calls the device heap (") != std::string::npos)
+          << file << ": the reason quotes the instruction or names the heap call: " << reason;
     } else if (want == "integrity") {  // docs/safety.md §3e: the reason names the shape and the sample
       EXPECT_EQ(reason.rfind("timing ", 0), 0u) << file << ": an integrity reason starts with the shape: " << reason;
       EXPECT_NE(reason.find("sample"), std::string::npos)
