@@ -7,12 +7,13 @@
     "STAGES": [2, 3, 4],
     "CTAS_PER_SM": [2, 3],
     "LPT": [0, 1],
-    "PERSISTENT": [0, 1]
+    "PERSISTENT": [0, 1],
+    "ZIGZAG": [0, 1]
   },
   "dtypes": ["fp16", "bf16"],
   "head_dims": [64, 128],
   "min_sm": 90,
-  "notes": "tma_ws with NCONS=1 (BLOCK_M = 64) and no ping-pong, launched for CTAS_PER_SM resident CTAs per SM (__launch_bounds__(256, CTAS_PER_SM)), so the shared memory of a CTA is capped at 228 KiB / CTAS_PER_SM (D=128 fits BLOCK_N=64 STAGES=2 at two CTAs; three CTAs only at D=64, BLOCK_N=64). Why (lab/notes/short-causal.md): at 512-1024 keys a stage-7 CTA runs 4-8 KV tiles and a fixed cost of about 3-4 us (Q and first K/V from memory, the first Q·Kᵀ and last P·V without overlap, the epilogue), alone on its SM; with several smaller CTAs per SM one CTA's fixed cost runs under another's GEMMs, and the wave holds 2-3x as many row tiles, so grids under one wave of 132 CTAs (1x8x512) spread over twice the SMs. Registers: the kernel launches with R = 64K / (256 CTAS_PER_SM) rounded down to 8 per thread (128 or 80); the producer warpgroup gives back to 24 and the consumer takes 2R - 24 (232 or 136): setmaxnreg.inc waits for registers the producer released, so a larger request would never return. The consumer's loop is tma_ws's: S(j+1) = Q·K(j+1)ᵀ issued with O += P(j)·V(j), softmax of tile j+1 under P(j)·V(j); O is written from the fragments. Causal: only the tile holding the diagonal is masked (with 64-row tiles and BLOCK_N=64 no tile is entirely masked, where stage 7's first consumer computes a dead 64-key block); tiles past the diagonal are never loaded. LPT=1 (causal only) maps the linear block index to (query tile, head, batch) with the query tile outermost and reversed, so every head's longest tile is dispatched before any shorter one (longest-processing-time-first across the whole grid; LPT=0 is stage 7's order, longest first within each head). PERSISTENT=1: a grid of CTAS_PER_SM CTAs per SM (the worker's persistent launch) walks the row tiles round-robin in the same order (LPT's across the grid, causal; all tiles of one head back to back without the mask); the mbarrier ring and its phases run on across tiles, and Q gets an empty barrier released after a tile's last Q·Kᵀ, so the producer loads the next tile's Q and first K/V under this tile's last P·V and epilogue (measured at 256-512 keys, most of a CTA's life is that start and end: lab/notes/short-causal.md, Measured)."
+  "notes": "tma_ws with NCONS=1 (BLOCK_M = 64) and no ping-pong, launched for CTAS_PER_SM resident CTAs per SM (__launch_bounds__(256, CTAS_PER_SM)), so the shared memory of a CTA is capped at 228 KiB / CTAS_PER_SM (D=128 fits BLOCK_N=64 STAGES=2 at two CTAs; three CTAs only at D=64, BLOCK_N=64). Why (lab/notes/short-causal.md): at 512-1024 keys a stage-7 CTA runs 4-8 KV tiles and a fixed cost of about 3-4 us (Q and first K/V from memory, the first Q·Kᵀ and last P·V without overlap, the epilogue), alone on its SM; with several smaller CTAs per SM one CTA's fixed cost runs under another's GEMMs, and the wave holds 2-3x as many row tiles, so grids under one wave of 132 CTAs (1x8x512) spread over twice the SMs. Registers: the kernel launches with R = 64K / (256 CTAS_PER_SM) rounded down to 8 per thread (128 or 80); the producer warpgroup gives back to 24 and the consumer takes 2R - 24 (232 or 136): setmaxnreg.inc waits for registers the producer released, so a larger request would never return. The consumer's loop is tma_ws's: S(j+1) = Q·K(j+1)ᵀ issued with O += P(j)·V(j), softmax of tile j+1 under P(j)·V(j); O is written from the fragments. Causal: only the tile holding the diagonal is masked (with 64-row tiles and BLOCK_N=64 no tile is entirely masked, where stage 7's first consumer computes a dead 64-key block); tiles past the diagonal are never loaded. LPT=1 (causal only) maps the linear block index to (query tile, head, batch) with the query tile outermost and reversed, so every head's longest tile is dispatched before any shorter one (longest-processing-time-first across the whole grid; LPT=0 is stage 7's order, longest first within each head). PERSISTENT=1: a grid of CTAS_PER_SM CTAs per SM (the worker's persistent launch) walks the row tiles round-robin in the same order (LPT's across the grid, causal; all tiles of one head back to back without the mask); the mbarrier ring and its phases run on across tiles, and Q gets an empty barrier released after a tile's last Q·Kᵀ, so the producer loads the next tile's Q and first K/V under this tile's last P·V and epilogue (measured at 256-512 keys, most of a CTA's life is that start and end: lab/notes/short-causal.md, Measured). ZIGZAG=1 (persistent causal only): every other pass of the walk is taken from its far end, so a CTA that took one pass's longest tile takes the next pass's shortest; plain round-robin gives the same CTA every pass's longest, and the three CTAs of an SM end up to 3-7 % apart on causal 1k-16k keys (a count of KV tiles per CTA over the walk), which is about what PERSISTENT=1 lost there against the hardware's own dynamic dispatch (+4 to +10 %). Predicted before measurement: PERSISTENT=1 ZIGZAG=1 within 0-3 % of PERSISTENT=0 on causal 1k-16k keys, and unchanged on 256-key shapes (one pass)."
 }
 */
 #include "evo_attn.cuh"
@@ -32,6 +33,9 @@
 #ifndef PERSISTENT
 #define PERSISTENT 0
 #endif
+#ifndef ZIGZAG
+#define ZIGZAG 0
+#endif
 
 #define HD EVO_HEAD_DIM
 #define BLOCK_M 64      // one consumer warpgroup
@@ -48,6 +52,8 @@ EVO_CONSTRAINT(CTAS_PER_SM == 2 || CTAS_PER_SM == 3, "CTAS_PER_SM must be 2 or 3
 EVO_CONSTRAINT(LPT == 0 || LPT == 1, "LPT is 0 or 1");
 EVO_CONSTRAINT(LPT == 0 || EVO_CAUSAL, "LPT reorders causal tiles; without the mask every tile is as long");
 EVO_CONSTRAINT(PERSISTENT == 0 || PERSISTENT == 1, "PERSISTENT is 0 (one CTA per tile) or 1 (CTAS_PER_SM CTAs per SM)");
+EVO_CONSTRAINT(ZIGZAG == 0 || (ZIGZAG == 1 && PERSISTENT == 1 && EVO_CAUSAL),
+               "ZIGZAG reverses every other pass of a persistent causal walk; elsewhere every tile is as long");
 EVO_CONSTRAINT(CTAS_PER_SM == 2 || (HD == 64 && BLOCK_N == 64),
                "three CTAs per SM leave the consumer 136 registers: only D=64 with BLOCK_N=64 fits O, S and P");
 
@@ -236,13 +242,22 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, CTAS_PER_SM) evo_attn_fwd
   auto empty = [&](int s) { return bars + 8u * (2 + STAGES + s); };
 
   const int tid = threadIdx.x;
-  // The row tiles this CTA computes: its own (w = 0 only), or every gridDim.x-th of the walk.
+  // The row tiles this CTA computes: its own (w = 0 only), or one of every pass of gridDim.x
+  // tiles of the walk: the blockIdx.x-th, or with ZIGZAG=1 on odd passes the blockIdx.x-th from
+  // the pass's end. The causal walk runs longest tile first, so in plain round-robin the CTA that
+  // takes a pass's longest tile takes every pass's longest, and the CTAs of one SM finish up to
+  // 3-7 % apart (lab/notes/short-causal.md, PERSISTENT=1 measured); reversing every other pass
+  // pairs a pass's longest with the next one's shortest.
 #if PERSISTENT
   const int n_items = (p.seq_q + BLOCK_M - 1) / BLOCK_M * p.heads_q * p.batch;
-  const int w_first = blockIdx.x, w_step = gridDim.x;
+  auto walk_at = [&](int k) {
+    const int g = (int)gridDim.x, c = (int)blockIdx.x;
+    return k * g + (ZIGZAG && (k & 1) ? g - 1 - c : c);
+  };
   auto tile_of = [&](int w) { return tile_at(p, w); };
 #else
-  const int n_items = 1, w_first = 0, w_step = 1;
+  const int n_items = 1;
+  auto walk_at = [](int k) { return k; };
   auto tile_of = [](int) { return tile_of_block(); };
 #endif
 
@@ -262,8 +277,8 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, CTAS_PER_SM) evo_attn_fwd
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(PROD_REGS));
     if (tid == 0) {
       unsigned kv_it = 0;  // KV tiles loaded so far: the ring's slot and phase run on across row tiles
-      int n = 0;
-      for (int w = w_first; w < n_items; w += w_step, ++n) {
+      // The walk's positions rise with n; a pass that runs past n_items is the last one.
+      for (int n = 0, w; (w = walk_at(n)) < n_items; ++n) {
         const Tile tile = tile_of(w);
         const int hkv = evo_kv_head(p, tile.h);
         const int ntiles = kv_tiles_of(p, tile.m0);
@@ -395,8 +410,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, CTAS_PER_SM) evo_attn_fwd
   };
 
   unsigned kv_it = 0;  // KV tiles consumed so far, as the producer counts them
-  int n = 0;
-  for (int w = w_first; w < n_items; w += w_step, ++n) {
+  for (int n = 0, w; (w = walk_at(n)) < n_items; ++n) {
     const Tile tile = tile_of(w);
     m0 = tile.m0;
     const int ntiles = kv_tiles_of(p, m0);
