@@ -9,7 +9,8 @@
 #                       fp16/bf16 task, build the package (with the C++ op: PyTorch is there), then
 #                       tests/deploy/check_torch_op.py: correctness, torch.compile, graphs, opcheck,
 #                       refusals; the op (C++) against cuDNN and flash on the `models` set and the
-#                       benchmark sets, with the Python path's graph and back-to-back times.
+#                       benchmark sets, with the Python path's graph and back-to-back times;
+#                       then op_overhead.py: the host µs per call of each layer (overhead.md).
 #                       $OUT/models-op.tgz; its results/op/*.json goes to results/op/ (COMPARE.md's
 #                       "exported op" section).
 #   models.sh decode    (<= 9 min) stage 9 (split-KV decode) on the regime and model shapes: the
@@ -147,6 +148,9 @@ case "$PHASE" in
     timeout "$left" python3 tests/deploy/check_torch_op.py --package /tmp/evo-export --out "$OUT" --random 8 \
       --sets models,mission --budget-s $((left - 40)) >"$OUT/check.log" 2>&1
     echo "check_torch_op exit $? at ${SECONDS}s"; tail -3 "$OUT/check.log"
+    # Where the eager op's host time per call goes, layer by layer (~20 s): overhead.md.
+    timeout 90 python3 lab/device-sessions/op_overhead.py --package /tmp/evo-export --out "$OUT" >"$OUT/overhead.log" 2>&1
+    echo "op_overhead exit $? at ${SECONDS}s"; tail -7 "$OUT/overhead.md" 2>/dev/null
     # The report COMPARE.md's "exported op" section reads: results/op/<gpu key>-<time>.json.
     gpu_key=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | tr 'A-Z ' 'a-z-')
     mkdir -p "$OUT/results/op" && cp "$OUT/export_check.json" "$OUT/results/op/$gpu_key-$(date -u +%Y%m%dT%H%M%SZ).json"
