@@ -39,6 +39,8 @@ def make_inputs(dist, B, Hq, Hkv, Sq, Skv, D, dtype):
         rows = torch.rand(B, Hq, Sq, 1, device="cuda") < 1.0 / every
         q = torch.where(rows, q * dist.get("outlier_scale", 1.0), q)
     k = torch.randn(B, Hkv, Skv, D, device="cuda") * qk
+    if every and dist.get("outlier_scale", 1.0) == 0.0:  # padding rows: zero in K too (gpu/input_fill.h)
+        k = torch.where(torch.rand(B, Hkv, Skv, 1, device="cuda") < 1.0 / every, k * 0.0, k)
     if dist.get("k_sink", 0.0):
         k[:, :, 0, :] = dist["k_sink"]
     v = torch.randn(B, Hkv, Skv, D, device="cuda") * vs + dist.get("v_mean", 0.0)

@@ -108,11 +108,14 @@ TensorPlacement token_major_room(const Shape& s, int heads, int seq, int room) {
 }
 
 // A seq-major [S, B, H, D] tensor (Megatron's layout): the batch inside the row, its stride H·D
-// below the row stride B·H·D (hacker round 5: every view had its batch stride largest).
-TensorPlacement seq_major(const Shape& s, int heads, int seq) {
+// below the row stride B·H·D (hacker round 5: every view had its batch stride largest). With
+// `head_pad` elements after each head, a D-wide view of wider heads: Megatron's and GPT-NeoX's
+// fused QKV interleaved per head ([S, B, H, 3·D] split on the last dim), MLA's q_nope sliced out of
+// 192 columns (hacker round 9: every token-major view drawn had its heads exactly D apart).
+TensorPlacement seq_major(const Shape& s, int heads, int seq, int head_pad = 0) {
   TensorPlacement p;
-  p.stride[1] = s.head_dim;
-  p.stride[0] = int64_t(heads) * s.head_dim;
+  p.stride[1] = s.head_dim + head_pad;
+  p.stride[0] = int64_t(heads) * p.stride[1];
   p.stride[2] = p.stride[0] * s.batch;
   p.buffer_elements = p.stride[2] * seq;
   return p;
@@ -233,12 +236,13 @@ CaseLayout case_layout(const Shape& s, const std::string& full, int in_bytes, in
     c.v = token_major_room(s, s.heads_kv, s.seq_kv, 37);
     c.o = heads_outermost(s, s.heads_q, s.seq_q, 0, 0, 0);
   } else if (layout == "kv_cache") {
-    // K a head-major cache, V a seq-major one [Skv + 37, B, Hkv, D] (37: room that no tile size
-    // divides), Q and O seq-major [S, B, H, D] (Megatron's activations; hacker round 6: only K was
-    // ever seq-major).
-    c.q = c.o = seq_major(s, s.heads_q, s.seq_q);
+    // K a head-major cache, V a seq-major one [Skv + 37, B, Hkv, D] (37: room no tile size divides),
+    // Q and O seq-major [S, B, H, D] (Megatron's activations; hacker round 6), the three with heads
+    // 16 bytes wider than D, the least gap the domain allows (hacker round 9: head strides not D).
+    c.q = seq_major(s, s.heads_q, s.seq_q, 16 / in_bytes);
+    c.o = seq_major(s, s.heads_q, s.seq_q, 16 / out_bytes);
     c.k = cache(s, s.seq_kv + 37);
-    c.v = seq_major(s, s.heads_kv, s.seq_kv + 37);
+    c.v = seq_major(s, s.heads_kv, s.seq_kv + 37, 16 / in_bytes);
   } else if (layout == "strided") {
     // Every batch and head stride above dense, by amounts no tile size divides; Q, K and V rows
     // 16 bytes wider than D elements (the least gap the domain allows), so no stride is a whole

@@ -10,7 +10,9 @@
 //  - kv_cache: K a BHSD slice of a cache with room for more keys than Skv (head and batch
 //    strides larger than Skv·D), V a seq-major cache [Skv + 37, B, Hkv, D] with the same room
 //    after the sequence, Q and O seq-major [S, B, H, D] (Megatron's activations; hacker round 6:
-//    only mixed's K was seq-major, so a flaw only a seq-major Q, V or O shows was unseen);
+//    only mixed's K was seq-major, so a flaw only a seq-major Q, V or O shows was unseen); Q's,
+//    V's and O's heads 16 bytes wider than D (hacker round 9: every token-major view had its
+//    heads exactly D apart, as a fused QKV interleaved per head or MLA's q_nope slice has not);
 //  - strided: every stride larger than dense: Q BHSD with gaps between heads and batches, K and
 //    V a KV cache with capacity (Skv + 19) and gaps between batches, each of Q, K, V with rows
 //    16 bytes wider than D elements (no stride a whole number of rows), O a BSHD slice of a

@@ -23,6 +23,15 @@ struct TensorFills {
   FillParams q, k, v;
 };
 
+// Whether the case's outlier rows are padding rows (outlier_scale 0: near_uniform's every 16th).
+inline bool padding_rows(const CaseSpec& c) { return c.outlier_every > 0 && c.outlier_scale == 0; }
+
+// Whether logical row `row` ((b * heads + h) * seq + s) of a tensor filled with `every` and
+// `seed` is one of its outlier (or padding) rows: evo_fill's test (support_kernels.cu), on the host.
+inline bool fill_outlier_row(unsigned every, uint64_t row, unsigned seed) {
+  return every != 0 && SplitMix{row ^ (uint64_t(seed) << 32)}.next() % every == 0;
+}
+
 inline TensorFills tensor_fills(const CaseSpec& c) {
   TensorFills f;
   f.q.stddev = float(c.qk_std);
@@ -31,6 +40,14 @@ inline TensorFills tensor_fills(const CaseSpec& c) {
   f.q.outlier_every = unsigned(c.outlier_every);
   f.k.stddev = float(c.qk_std);
   f.k.sink = float(c.k_sink);
+  // Rows scaled by 0 are padding tokens (a zero hidden state after RMSNorm, a bias-free
+  // projection): exactly zero in K as in Q, each tensor's own rows by the same hash. Hacker round
+  // 9: no distribution had an exact zero, so a kernel that took an all-zero query row as padding
+  // (zeros out) or an all-zero key as an empty cache slot (masked) was exact on every case.
+  if (padding_rows(c)) {
+    f.k.outlier_every = f.q.outlier_every;
+    f.k.outlier_scale = 0;
+  }
   f.v.stddev = float(c.v_std);
   f.v.mean = float(c.v_mean);
   return f;

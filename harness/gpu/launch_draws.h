@@ -25,6 +25,7 @@ namespace evo {
 
 // Every launch of the candidate in a worker, by what it is for.
 enum class LaunchKind {
+  gate_primer,   // before a split kernel's gate case, on other inputs at the case's addresses
   gate_first,    // a gate case's first launch
   gate_second,   // its second (the pre-fill differs: every element written, bitwise equal)
   warm_up,       // before a shape's timed samples, on the case's own inputs
@@ -53,7 +54,9 @@ struct Prefill {
   // A split workspace's partials as the previous launch left them, not refreshed with stale
   // content: a gate case's second launch, over the workspace its first left, as a package's next
   // call runs (GateSideEffects; hacker round 8: a count kept in the partials restarted at every
-  // gate launch).
+  // gate launch); and a first launch right after a primer, over what a launch on other inputs at
+  // the same addresses left (hacker round 9: a memo of partials keyed on the call, not on its
+  // content, was right on the second launch's repeated inputs).
   bool keep_partials = false;
 };
 
@@ -63,11 +66,14 @@ class LaunchDraws {
 
   // The pre-fill of the next launch of `kind`; counts the launch.
   Prefill prefill(LaunchKind kind);
-  // Whether the launch just counted is verified: every launch but warm-ups, and a warm-up with
-  // probability 1/kWarmUpOdds, drawn now.
+  // Whether the launch just counted is verified: every launch but warm-ups and primers, and a
+  // warm-up with probability 1/kWarmUpOdds, drawn now.
   bool verify(LaunchKind kind);
   // Launches of the candidate in this process so far.
   uint64_t launches() const { return launches_; }
+  // A counter for evo_fill (odd, so never the fixed cases' 0) drawn now: a primer's inputs, content
+  // no launch has seen.
+  uint64_t fresh_inputs() { return rng_.next() | 1; }
 
   static constexpr int kWarmUpOdds = 8;
   // One pre-fill in kZeroOdds is all +0.0 (fresh memory, torch.zeros, a zeroed workspace), so a
@@ -87,6 +93,7 @@ class LaunchDraws {
  private:
   SplitMix rng_;
   uint64_t launches_ = 0;
+  LaunchKind last_ = LaunchKind::gate_first;  // the kind of the launch counted last
 };
 
 // One launch's output and the pre-fill it replaced, in logical BHSD order (2 bytes an element).

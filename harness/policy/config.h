@@ -29,7 +29,8 @@ struct ResourceCaps {
 
 // Inputs are mean + std·N(0,1) per element (Q gets q_mean, V v_mean; K and Q qk_std; V v_std). Real
 // activations also have outlier query rows (every `outlier_every`-th row, by hash, times
-// `outlier_scale`) and attention sinks (key 0 set to `k_sink` in every channel). `dtypes`
+// `outlier_scale`; a scale of 0 makes them padding rows, exactly zero in Q and K alike:
+// gpu/input_fill.h, hacker round 9) and attention sinks (key 0 set to `k_sink` in every channel). `dtypes`
 // limits a distribution to tasks of those input dtypes (empty: every task): bf16 holds |V| of
 // 10^5 and 10^-6, which fp16 cannot. V with a common offset (v_mean) makes P.V grow with the
 // row sum, not its square root (hacker round 3: an unnormalised fp16 sum overflows there).

@@ -28,6 +28,14 @@ CaseSpec make_case(const Shape& s, unsigned seed, const InputDistribution& in) {
   c.id = fmt::format("{}{}/s{}/{}", s.set.empty() ? "" : s.set + "/", s.dims(), seed, in.name);
   return c;
 }
+// A far shape as one decode step (Sq = 1) over the same far cache: the regime a serving loop
+// calls every step (hacker round 9: offsets past int32 were tried at Sq 1024 (far) and 129 (huge)
+// only, so a decode path with 32-bit K and V offsets passed every tier). Under a causal task's
+// top-left mask the step sees key 0 alone, so there only the far batch stride is exercised.
+Shape far_decode_twin(Shape s) {
+  s.seq_q = 1;
+  return s;
+}
 // The deep tier's cases: its covering array and random cases, then the fixed deep sets (first
 // seed; each deep_gate distribution: at large work outlier rows and sinks overflow what normal
 // inputs do not). All are checked on the GPU.
@@ -42,12 +50,14 @@ std::vector<CaseSpec> deep_cases(const GatesConfig& gates, const PlanRequest& r)
       out.back().id = kDeepPrefix + out.back().id;  // a deep case (run/large_cases.h checks it on the GPU)
     }
   // Each batch of K and V 2^31 elements from the next, or, for a shape of one sequence, each row
-  // far from the last (gpu/case_layout.h far_layout), normal inputs.
-  for (const Shape& s : gates.shapes(gates.deep_gate.far_stride_sets, r.task)) {
-    out.push_back(make_case(s, unsigned(r.seeds.empty() ? 0 : r.seeds.front()), gates.inputs.front()));
-    out.back().layout = far_layout(s);
-    out.back().id = kDeepPrefix + out.back().id + "/layout=" + out.back().layout;
-  }
+  // far from the last (gpu/case_layout.h far_layout), normal inputs; each shape also as one
+  // decode step over the same far cache (far_decode_twin).
+  for (const Shape& far : gates.shapes(gates.deep_gate.far_stride_sets, r.task))
+    for (const Shape& s : {far, far_decode_twin(far)}) {
+      out.push_back(make_case(s, unsigned(r.seeds.empty() ? 0 : r.seeds.front()), gates.inputs.front()));
+      out.back().layout = far_layout(s);
+      out.back().id = kDeepPrefix + out.back().id + "/layout=" + out.back().layout;
+    }
   for (CaseSpec& c : out) {
     const Tolerance& tol = gates.tolerance(r.task, c.inputs);
     c.device_check = {true, tol.atol, tol.rtol};

@@ -237,8 +237,8 @@ TEST(Sampler, EveryRunDrawsTheClassesHackerRound2FoundMissing) {
             ++points;
             off = off && std::abs(c.scale - p.value(t.head_dim)) > 0.01 * p.value(t.head_dim);
           }
-        EXPECT_EQ(points, 6);
-        seen["a scale off the six listed points"] |= off;
+        EXPECT_EQ(points, 7);  // six, and 0.125/D since hacker round 9
+        seen["a scale off the listed points"] |= off;
         const CaseLayout l = case_layout(s, c.layout, t.input_bytes(), t.output_bytes());
         const int64_t k_mod64 = l.k.offset * t.input_bytes() % 64;
         seen["K 32 or 48 bytes past a 64-byte boundary"] |= k_mod64 == 32 || k_mod64 == 48;
@@ -364,16 +364,18 @@ TEST(Sampler, APlanCarriesTheSeedAndTheSampledCases) {
   EXPECT_TRUE(make_plan(off, {t, g.gate_sets, g.benchmark_sets, g.seeds, false, 42u}).deep_cases.empty());
   const EvalPlan deep = make_plan(g, {t, g.gate_sets, g.benchmark_sets, g.seeds, false, 42u, true});
   ASSERT_GE(deep.deep_cases.size(), size_t(g.sampled.deep.min_cases) + 1);
-  // The far set: K's batch stride 2^31 elements (far_batches), and a sequence whose last K row
-  // lies past 2^31 elements from its first (far_rows, hacker round 3).
-  ASSERT_GE(deep.deep_cases.size(), 2u);
-  const CaseSpec& batches = deep.deep_cases[deep.deep_cases.size() - 2];
+  // The far set, last: K's batch stride 2^31 elements (far_batches), and a sequence whose last K
+  // row lies past 2^31 elements from its first (far_rows, hacker round 3), each also as a decode
+  // step (hacker round 9: tests/unit/hacker_round9_test.cpp).
+  ASSERT_GE(deep.deep_cases.size(), 4u);
+  const CaseSpec& batches = deep.deep_cases[deep.deep_cases.size() - 4];
   EXPECT_EQ(batches.id.rfind("deep/far/", 0), 0u) << batches.id;
   EXPECT_EQ(batches.layout, "far_batches");
-  EXPECT_EQ(deep.deep_cases.back().id.rfind("deep/far/", 0), 0u) << deep.deep_cases.back().id;
-  EXPECT_EQ(deep.deep_cases.back().layout, "far_rows");
-  const CaseLayout rows = case_layout(deep.deep_cases.back().shape, "far_rows");
-  EXPECT_GE((deep.deep_cases.back().shape.seq_kv - 1) * rows.k.stride[2], int64_t(1) << 31);
+  const CaseSpec& far_rows = deep.deep_cases[deep.deep_cases.size() - 2];
+  EXPECT_EQ(far_rows.id.rfind("deep/far/", 0), 0u) << far_rows.id;
+  EXPECT_EQ(far_rows.layout, "far_rows");
+  const CaseLayout rows = case_layout(far_rows.shape, "far_rows");
+  EXPECT_GE((far_rows.shape.seq_kv - 1) * rows.k.stride[2], int64_t(1) << 31);
   for (const auto& c : deep.deep_cases) {
     EXPECT_TRUE(c.device_check.on) << c.id;
     EXPECT_TRUE(is_deep_case(c.id)) << c.id;
