@@ -71,6 +71,11 @@ std::vector<nlohmann::json> read_jsonl(const fs::path& p) {
   return out;
 }
 
+bool crashed_during_gate_case(const nlohmann::json& record, const std::string& case_prefix) {
+  return record.value("outcome", "") == "crash" &&
+         record.value("reason", "").find("(during gate " + case_prefix) != std::string::npos;
+}
+
 fs::path scratch_dir(const std::string& name) {
   fs::path base = fs::temp_directory_path() / ("evo-test-" + std::to_string(::getpid()));
   fs::path d = base / name;

@@ -21,6 +21,10 @@ CliResult run_evo(const std::string& args, const std::string& env = "");
 std::string shell_quote(const std::filesystem::path& p);
 // Every non-empty line of a JSONL file, parsed.
 std::vector<nlohmann::json> read_jsonl(const std::filesystem::path& p);
+// Whether a run record's candidate crashed in a gate case whose id starts with `case_prefix`
+// ("" for any): a crash names the case at the end of its reason ("...: an illegal memory access
+// was encountered (during gate sampled/7/...)", run/worker_client.cpp).
+bool crashed_during_gate_case(const nlohmann::json& record, const std::string& case_prefix = "");
 
 // A fresh scratch directory under the test temp dir, removed at exit of the test binary.
 std::filesystem::path scratch_dir(const std::string& name);
