@@ -260,6 +260,10 @@ SampleSpace parse_sample_space(const json& j, const std::string& w) {
   s.junk = names_from(j, "junk", {"finite", "nonfinite"}, w);
   if (j.contains("shared")) s.shared = names_from(j, "shared", {"qk", "kv"}, w);
   if (j.contains("two_streams")) s.two_streams = int(integer(j.at("two_streams"), 0, 64, w + ".two_streams"));
+  if (j.contains("in_flight")) {
+    if (!j.at("in_flight").is_array()) throw usage_error(w + ".in_flight: must be a list of BxHqxHkvxSqxSkvxD shapes");
+    for (const auto& v : j.at("in_flight")) s.in_flight.push_back(text(v, w + ".in_flight"));
+  }
   s.alignments = alignments(j, w);
   for (const auto& v : nonempty_list(j, "scales", w))
     s.scales.push_back(parse_scale(text(v, w + ".scales"), w + ".scales"));

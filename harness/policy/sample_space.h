@@ -97,6 +97,11 @@ struct SampleSpace {
   std::vector<std::string> inputs;  // names of gates.json "inputs"
   std::vector<std::string> junk;    // what padding and guard bands hold: finite, nonfinite (gpu/input_fill.h)
   int two_streams = 0;              // cases per tier launched on two streams at once (CaseSpec::two_streams)
+  // Shapes (BxHqxHkvxSqxSkvxD) run on two streams once per share ("q", "kv") in every tier:
+  // few enough tiles that both grids are resident at once and long enough that every row of
+  // one is in flight beside its like-numbered row of the other. A drawn two-stream case may
+  // fill the GPU, so its second grid starts as the first drains (run/sampler.cpp).
+  std::vector<std::string> in_flight;
   // Per tier, one more case for each: "qk" (Q and K one view), "kv" (K and V one view), made
   // from a drawn case (gpu/case_layout.h "+qk", "+kv"): the domain lets the inputs share memory.
   std::vector<std::string> shared;

@@ -113,6 +113,27 @@ bool values_serve_as_keys(const CaseSpec& c, const Task& task) {
   return spread * kRoundingPerLogitUnit <= std::ldexp(1.0, mantissa_bits);
 }
 
+// The in-flight cases: each listed shape beside its second problem once per share. A drawn
+// two-stream case whose first grid fills the GPU starts the second as the first drains, so
+// like-numbered rows of the two never run together; these grids are small and their rows long
+// (sample_space.h). The H200 admitted a per-row counter in a global and a Q scaled in place and
+// restored (2026-11-29), both of which only concurrent like-numbered rows break.
+void append_in_flight_cases(const GatesConfig& gates, const Task& task, const SampleSpace& space, SplitMix& rng,
+                            const std::string& prefix, std::vector<CaseSpec>& out) {
+  for (const std::string& dims : space.in_flight)
+    for (const char* share : {"q", "kv"}) {
+      CaseSpec c;
+      c.shape = gates.shapes({dims}, task).front();
+      c.seed = uint32_t(rng.next());
+      c.junk = "finite";
+      c.two_streams = true;
+      c.streams_share = share;
+      c.id =
+          fmt::format("{}{}/{}/in_flight/junk=finite/normal/streams=2:{}", prefix, out.size(), c.shape.dims(), share);
+      out.push_back(c);
+    }
+}
+
 std::vector<CaseSpec> draw_tier(const GatesConfig& gates, const Task& task, uint32_t seed, const CoverageTier& tier,
                                 const std::string& prefix) {
   std::vector<CaseSpec> out;
@@ -164,6 +185,7 @@ std::vector<CaseSpec> draw_tier(const GatesConfig& gates, const Task& task, uint
       break;
     }
   }
+  append_in_flight_cases(gates, task, space, rng, prefix, out);
   return out;
 }
 

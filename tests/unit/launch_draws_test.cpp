@@ -190,13 +190,13 @@ TEST(SampledDomain, EveryRunHasTwoStreamStrideGapAndBothJunkCases) {
   for (const char* task : {"fp16-d64", "bf16-d128", "fp16-d128-causal", "fp8-d64"})
     for (uint32_t seed : {0u, 1u, 7u, 12345u}) {
       const Task t = parse_task(task);
-      int two = 0, strided = 0;
+      int two = 0, in_flight = 0, strided = 0;
       std::set<std::string> junk;
       for (const CaseSpec& c : draw_sampled_cases(g, t, seed)) {
         junk.insert(c.junk);
         EXPECT_NE(c.id.find("/junk=" + c.junk + "/"), std::string::npos) << c.id << ": the name records the junk";
         if (c.two_streams) {
-          ++two;
+          ++(c.id.find("/in_flight/") == std::string::npos ? two : in_flight);
           EXPECT_NE(c.id.find("/streams=2"), std::string::npos) << c.id;
         }
         if (base_layout(c.layout) != "strided") continue;
@@ -214,8 +214,38 @@ TEST(SampledDomain, EveryRunHasTwoStreamStrideGapAndBothJunkCases) {
         EXPECT_GT(l.o.stride[0], l.o.stride[2] * s.seq_q) << c.id;
       }
       EXPECT_EQ(two, g.sampled.two_streams) << task << " seed " << seed;
+      EXPECT_EQ(in_flight, 2 * int(g.sampled.in_flight.size())) << task << " seed " << seed;
       EXPECT_GT(strided, 0) << task << " seed " << seed;
       EXPECT_EQ(junk, (std::set<std::string>{"finite", "nonfinite"})) << task << " seed " << seed;
+    }
+}
+
+// The in-flight cases (run/sampler.cpp): a drawn two-stream case may be large enough that its
+// first grid fills the GPU and the second starts as it drains, so no row of one ever ran beside
+// its like-numbered row of the other, and a counter per row in a global or a Q scaled in place
+// and restored was admitted on the H200 (2026-11-29). Every tier of every task has, for each
+// share, a case whose two grids fit an H200's 132 SMs at one CTA of 64 query rows each and whose
+// rows each read at least 1 024 keys.
+TEST(SampledDomain, EveryTierRunsSmallLongRowedGridsInFlightForEachShare) {
+  const GatesConfig g = load_gates_config(test::source_root() / "gates" / "gates.json");
+  ASSERT_FALSE(g.sampled.in_flight.empty());
+  for (const char* task : {"fp16-d64", "bf16-d128", "fp16-d128-causal", "fp8-d64"})
+    for (uint32_t seed : {0u, 7u}) {
+      const Task t = parse_task(task);
+      for (const auto& cases : {draw_sampled_cases(g, t, seed), draw_deep_cases(g, t, seed)}) {
+        std::set<std::string> shares;
+        for (const CaseSpec& c : cases) {
+          if (c.id.find("/in_flight/") == std::string::npos) continue;
+          ASSERT_TRUE(c.two_streams) << c.id;
+          shares.insert(c.streams_share);
+          const Shape& s = c.shape;
+          const auto tiles = [&](int rows) { return int64_t(s.batch) * s.heads_q * ((rows + 63) / 64); };
+          EXPECT_LE(tiles(s.seq_q) + tiles((s.seq_q + 1) / 2), 132) << c.id << ": both grids resident";
+          EXPECT_GE(s.seq_kv, 1024) << c.id << ": rows long enough to overlap";
+          EXPECT_EQ(s.head_dim, t.head_dim) << c.id;
+        }
+        EXPECT_EQ(shares, (std::set<std::string>{"q", "kv"})) << task << " seed " << seed;
+      }
     }
 }
 
