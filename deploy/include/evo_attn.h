@@ -68,7 +68,8 @@ int evo_attn_plan_call(const evo_attn_call* call, evo_attn_plan* plan, char* mes
 
 /* Runs a call on `stream` (a CUstream or cudaStream_t; 0 is the legacy default stream) in the
  * device's primary context (the one the CUDA runtime and PyTorch use). Loads the package's
- * kernels on a device's first call. Safe inside CUDA graph capture once the device is loaded. */
+ * kernels on a device's first call. Safe inside CUDA graph capture, on any stream (a split
+ * kernel's workspace is allocated there if need be), once the device is loaded. */
 int evo_attn_forward(const evo_attn_call* call, void* stream, char* message, size_t message_size);
 
 /* Loads every kernel of the package on `device` (call it before capturing a CUDA graph). */

@@ -141,23 +141,36 @@ bool workspace_for(const Driver& d, int device, CUstream stream, const EvoLaunch
   if (!call(d, d.cuStreamIsCapturing(stream, &capture), "cuStreamIsCapturing", error)) return false;
   std::lock_guard<std::mutex> lock(g_mutex);
   Workspace& w = g_workspaces[{device, stream}];
+  const bool capturing = capture != CU_STREAM_CAPTURE_STATUS_NONE;
   if (w.bytes < bytes) {
     const size_t grown = std::max(bytes, w.bytes * 2);
     CUdeviceptr fresh = 0;
-    if (!call(d, d.cuMemAlloc(&fresh, grown), "cuMemAlloc(split-KV workspace, " + std::to_string(grown) + " bytes)",
-              error))
+    // A graph is captured on a stream of its own (torch.cuda.graph's), so its first split launch
+    // finds no workspace even after a warm-up elsewhere. cuMemAlloc is barred to a capturing
+    // thread in the default (global) mode; relaxed for this one call, as PyTorch's caching
+    // allocator does for its own cudaMalloc.
+    CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+    if (capturing && !call(d, d.cuThreadExchangeStreamCaptureMode(&mode), "relaxing the capture mode", error))
       return false;
-    if (!call(d, d.cuMemsetD8Async(fresh, 0, grown, stream), "zeroing the split-KV workspace", error)) {
+    const CUresult allocated = d.cuMemAlloc(&fresh, grown);
+    if (capturing) d.cuThreadExchangeStreamCaptureMode(&mode);  // the caller's mode back
+    if (!call(d, allocated, "cuMemAlloc(split-KV workspace, " + std::to_string(grown) + " bytes)", error))
+      return false;
+    // Outside a capture the buffer is zeroed now. A zeroing captured would run only at replay,
+    // so a buffer born in a capture counts as holding nothing zero: every launch clears what it
+    // needs (the captured one at every replay, an eager one before it runs).
+    if (!capturing && !call(d, d.cuMemsetD8Async(fresh, 0, grown, stream), "zeroing the split-KV workspace", error)) {
       d.cuMemFree(fresh);
       return false;
     }
     if (w.data) w.retired.push_back(w.data);
     w.data = fresh;
     w.bytes = grown;
-    w.use = evo_workspace_fresh(static_cast<long long>(grown));
+    w.use = capturing ? EvoWorkspaceUse{0, static_cast<long long>(grown)}
+                      : evo_workspace_fresh(static_cast<long long>(grown));
   }
   const long long clear = evo_workspace_clear_bytes(w.use, evo_tiles(L, shape), a.num_splits, int(L.rows_per_cta),
-                                                    shape.head_dim, capture != CU_STREAM_CAPTURE_STATUS_NONE);
+                                                    shape.head_dim, capturing);
   if (clear > 0 && !call(d, d.cuMemsetD8Async(w.data, 0, size_t(clear), stream), "clearing the split-KV tile counters",
                          error))
     return false;
