@@ -6,6 +6,7 @@
 // the GPU only.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <string>
