@@ -67,16 +67,18 @@ TensorPlacement heads_outermost(const Shape& s, int heads, int seq, int row_pad,
   return p;
 }
 
-// K or V of a cache holding each batch's sequence 2^31 elements from the next (kFarBatchStride):
-// the one stride at or past 2^31 a call within the domain's 2^32-element span can have.
-TensorPlacement far_batches(const Shape& s) {
+// A tensor of `heads` heads of `seq` rows per batch, each batch's 2^31 elements from the next
+// (kFarBatchStride): K or V of a cache holding each sequence far from the next, or a decode step's
+// Q or O in per-sequence slots of a large pool; the one stride at or past 2^31 a call within the
+// domain's 2^32-element span can have.
+TensorPlacement far_batches(const Shape& s, int heads, int seq) {
   TensorPlacement p;
   p.stride[2] = s.head_dim;
-  p.stride[1] = int64_t(s.seq_kv) * s.head_dim;
+  p.stride[1] = int64_t(seq) * s.head_dim;
   p.stride[0] = kFarBatchStride;
-  if (p.stride[1] * s.heads_kv > kFarBatchStride)
-    throw usage_error("case layout far_batches: a batch of K holds more than 2^31 elements");
-  p.buffer_elements = kFarBatchStride * (s.batch - 1) + p.stride[1] * s.heads_kv;
+  if (p.stride[1] * heads > kFarBatchStride)
+    throw usage_error("case layout far_batches: a batch holds more than 2^31 elements");
+  p.buffer_elements = kFarBatchStride * (s.batch - 1) + p.stride[1] * heads;
   return p;
 }
 
@@ -111,12 +113,15 @@ TensorPlacement token_major_room(const Shape& s, int heads, int seq, int room) {
 // below the row stride B·H·D (hacker round 5: every view had its batch stride largest). With
 // `head_pad` elements after each head, a D-wide view of wider heads: Megatron's and GPT-NeoX's
 // fused QKV interleaved per head ([S, B, H, 3·D] split on the last dim), MLA's q_nope sliced out of
-// 192 columns (hacker round 9: every token-major view drawn had its heads exactly D apart).
-TensorPlacement seq_major(const Shape& s, int heads, int seq, int head_pad = 0) {
+// 192 columns (hacker round 9: every token-major view drawn had its heads exactly D apart). With
+// `batch_room` spare batch slots in each row, [S, B + room, H, D]: a seq-major cache or output
+// preallocated for more sequences than the call has (hacker round 10: every seq-major view drawn
+// had its row stride B times its batch stride).
+TensorPlacement seq_major(const Shape& s, int heads, int seq, int head_pad = 0, int batch_room = 0) {
   TensorPlacement p;
   p.stride[1] = s.head_dim + head_pad;
   p.stride[0] = int64_t(heads) * p.stride[1];
-  p.stride[2] = p.stride[0] * s.batch;
+  p.stride[2] = p.stride[0] * (s.batch + batch_room);
   p.buffer_elements = p.stride[2] * seq;
   return p;
 }
@@ -238,11 +243,13 @@ CaseLayout case_layout(const Shape& s, const std::string& full, int in_bytes, in
   } else if (layout == "kv_cache") {
     // K a head-major cache, V a seq-major one [Skv + 37, B, Hkv, D] (37: room no tile size divides),
     // Q and O seq-major [S, B, H, D] (Megatron's activations; hacker round 6), the three with heads
-    // 16 bytes wider than D, the least gap the domain allows (hacker round 9: head strides not D).
-    c.q = seq_major(s, s.heads_q, s.seq_q, 16 / in_bytes);
-    c.o = seq_major(s, s.heads_q, s.seq_q, 16 / out_bytes);
+    // 16 bytes wider than D, the least gap the domain allows (hacker round 9: head strides not D),
+    // and a spare batch slot in each row, [S, B + 1, H, D] (hacker round 10: row stride not B
+    // times the batch stride).
+    c.q = seq_major(s, s.heads_q, s.seq_q, 16 / in_bytes, 1);
+    c.o = seq_major(s, s.heads_q, s.seq_q, 16 / out_bytes, 1);
     c.k = cache(s, s.seq_kv + 37);
-    c.v = seq_major(s, s.heads_kv, s.seq_kv + 37, 16 / in_bytes);
+    c.v = seq_major(s, s.heads_kv, s.seq_kv + 37, 16 / in_bytes, 1);
   } else if (layout == "strided") {
     // Every batch and head stride above dense, by amounts no tile size divides; Q, K and V rows
     // 16 bytes wider than D elements (the least gap the domain allows), so no stride is a whole
@@ -254,8 +261,12 @@ CaseLayout case_layout(const Shape& s, const std::string& full, int in_bytes, in
     c.v = gapped_bhsd(s, s.heads_kv, s.seq_kv, pad, 19, 11);
     c.o = inside_bigger(s, 2);
   } else if (layout == "far_batches") {
-    c.q = c.o = dense(s, Layout::bhsd, s.heads_q, s.seq_q);
-    c.k = c.v = far_batches(s);
+    // A decode step (Sq <= 16) writes its O, and reads its Q, in per-sequence slots 2^31 elements
+    // apart too (hacker round 10: every decode case's Q and O were small and dense).
+    const bool decode = s.seq_q <= kFarDecodeRows;
+    c.q = decode ? far_batches(s, s.heads_q, s.seq_q) : dense(s, Layout::bhsd, s.heads_q, s.seq_q);
+    c.o = decode ? far_batches(s, s.heads_q, s.seq_q) : c.q;
+    c.k = c.v = far_batches(s, s.heads_kv, s.seq_kv);
   } else if (layout == "far_rows") {
     c.q = c.o = dense(s, Layout::bhsd, s.heads_q, s.seq_q);
     c.k = c.v = far_rows(s);

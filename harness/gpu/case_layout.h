@@ -12,14 +12,19 @@
 //    after the sequence, Q and O seq-major [S, B, H, D] (Megatron's activations; hacker round 6:
 //    only mixed's K was seq-major, so a flaw only a seq-major Q, V or O shows was unseen); Q's,
 //    V's and O's heads 16 bytes wider than D (hacker round 9: every token-major view had its
-//    heads exactly D apart, as a fused QKV interleaved per head or MLA's q_nope slice has not);
+//    heads exactly D apart, as a fused QKV interleaved per head or MLA's q_nope slice has not),
+//    and a spare batch slot in each of their rows, [S, B + 1, H, D] (hacker round 10: every
+//    seq-major view had its row stride B times its batch stride, as a cache preallocated for more
+//    sequences than the call has, or a micro-batch's slice, has not);
 //  - strided: every stride larger than dense: Q BHSD with gaps between heads and batches, K and
 //    V a KV cache with capacity (Skv + 19) and gaps between batches, each of Q, K, V with rows
 //    16 bytes wider than D elements (no stride a whole number of rows), O a BSHD slice of a
 //    buffer with Hq + 1 heads per row and gaps between batches.
 //  - far_batches (the deep tier's fixed `far` set, not sampled): Q and O BHSD, K and V BHSD per
 //    batch with a batch stride of 2^31 elements (kFarBatchStride): one stride past int32, as a
-//    cache of two sequences far apart in a large pool has it.
+//    cache of two sequences far apart in a large pool has it. A decode step's (Sq <= 16, the far
+//    set's decode twins) Q and O lie in such slots too, each batch 2^31 elements from the next
+//    (hacker round 10: a decode step writing into a large preallocated output).
 //  - far_rows (the `far` set's shapes of one batch and one KV head, not sampled): Q and O BHSD,
 //    K and V rows kFarRowStride elements apart, so the last row of the sequence lies past 2^31
 //    elements from its first: a seq-major [S, B, H, D] view of a wide fused buffer (Megatron's
@@ -46,6 +51,8 @@
 namespace evo {
 
 inline constexpr int64_t kFarBatchStride = int64_t(1) << 31;
+// Query rows up to which a far_batches case is a decode step, its Q and O far apart too.
+inline constexpr int kFarDecodeRows = 16;
 // 2^21 + 4096 elements: 1023 rows of it pass 2^31 (a 1024-key sequence's last row), and it is a
 // multiple of 16 bytes for every element size.
 inline constexpr int64_t kFarRowStride = (int64_t(1) << 21) + 4096;

@@ -193,7 +193,8 @@ struct Problem {
     descale[0] = run(dq, 0, f.q);
     descale[1] = run(dk, 1, f.k);
     // A V offset sits on two drawn bands of columns, one of each sign, the rest zero-mean
-    // (v_offset_bands, hacker round 5); fp8 tasks draw no offset.
+    // (v_offset_bands, hacker round 5). An fp8 task's offset (drawn since hacker round 10) covers
+    // every column: each fill_e4m3 call takes its own amax, so bands would get their own descales.
     const bool banded = f.v.mean != 0 && !sup.amax;
     FillParams v_fill = f.v;
     if (banded) v_fill.mean = 0;

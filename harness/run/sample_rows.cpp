@@ -64,6 +64,7 @@ SampleRows::SampleRows(const SampleSpace& space, const Task& task) : sp_(space),
           for (int d = 0; d < nd; ++d) lengths_.push_back(smallest(q, k, rq, rk, d));
   sizes_count_ = indices(CoverRow(kSampleDims, -1), kSizeDims, sizes).size();
   valid_.assign(lengths_.size() * sizes_count_, 0);
+  turns_.assign(sp_.heads.size(), 0);
   CoverRow row(kSampleDims, 0);
   for (size_t li : indices(CoverRow(kSampleDims, -1), kLengthDims, sizes)) {
     if (lengths_[li].seq_q < 0) continue;
@@ -202,7 +203,23 @@ SampleRows::Drawn SampleRows::realize(const CoverRow& row, SplitMix& rng) const 
     s.seq_kv = least.seq_kv;
     if (fits(s, out.layout)) fitting.push_back(h);
   }
-  const HeadConfig h = fitting[rng.below(fitting.size())];
+  // The class's configs in turn (hacker round 10): the next one after the class's last case that
+  // fits, so every config of a class with as many cases as configs is drawn in every run (at
+  // random, a run could miss a config: an odd head count, say). The draw is still consumed, so the
+  // stream of the other dimensions moves only where a config changed.
+  const size_t drawn = rng.below(fitting.size());
+  const std::vector<HeadConfig>& configs = sp_.heads[size_t(row[kDimHeads])].configs;
+  size_t& turn = turns_[size_t(row[kDimHeads])];
+  HeadConfig h = fitting[drawn];
+  for (size_t k = 0; k < configs.size(); ++k) {
+    const HeadConfig& next = configs[(turn + k) % configs.size()];
+    if (std::any_of(fitting.begin(), fitting.end(),
+                    [&](const HeadConfig& f) { return f.heads_q == next.heads_q && f.heads_kv == next.heads_kv; })) {
+      h = next;
+      turn = (turn + k + 1) % configs.size();
+      break;
+    }
+  }
   const int batch = b.lo + int(rng.below(size_t(b.hi - b.lo + 1)));
   for (int attempt = 0; attempt < 40; ++attempt) {  // batch halves first, then the lengths shrink
     out.shape = base_shape(row, h, std::max(b.lo, batch >> std::min(attempt, 16)));

@@ -2,7 +2,8 @@
 // a case within the space's bounds (max_tensor_elements, max_flops), and the case a row becomes.
 // A row holds one value index per dimension (policy/sample_space.h: SampleDim); its lengths
 // are drawn log-uniformly in their classes with the row's residues and diagonal, its batch in
-// its class, its head config among its class's, then shrunk (batch first) until it fits.
+// its class, its head config the class's next in turn (of those that fit), then shrunk (batch
+// first) until it fits.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -54,6 +55,7 @@ class SampleRows {
   std::vector<char> valid_;       // [length_index][size_index]
   size_t sizes_count_ = 0;
   mutable std::unordered_map<uint64_t, bool> memo_;
+  mutable std::vector<size_t> turns_;  // per head class: the config realize takes next (in turn)
 };
 
 }  // namespace evo
