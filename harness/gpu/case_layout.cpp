@@ -220,6 +220,24 @@ int layout_alignment(const std::string& layout) {
   throw usage_error("bad case layout '" + layout + "': the alignment after '@' is a multiple of 16 up to 256");
 }
 
+namespace {
+// A layout's "@A" alignment class per tensor and its "+qk" or "+kv" sharing, on the placements
+// its base layout made.
+void align_and_share(CaseLayout& c, const Shape& s, const std::string& full, int align, int in_bytes, int out_bytes,
+                     uint32_t draw) {
+  if (align) {
+    TensorPlacement* const tensors[4] = {&c.q, &c.k, &c.v, &c.o};
+    for (int t = 0; t < 4; ++t)
+      offset_view(*tensors[t], tensor_alignment(align, t, draw), t == 3 ? out_bytes : in_bytes);
+  }
+  const std::string shared = layout_shared(full);
+  if (shared == "qk" && (s.heads_q != s.heads_kv || s.seq_q != s.seq_kv))
+    throw usage_error("case layout '" + full + "': Q and K one view needs Hq = Hkv and Sq = Skv");
+  if (shared == "qk") c.k = c.q;
+  if (shared == "kv") c.v = c.k;
+}
+}  // namespace
+
 CaseLayout case_layout(const Shape& s, const std::string& full, int in_bytes, int out_bytes, uint32_t draw) {
   const std::string layout = base_layout(full);
   const int align = layout_alignment(full);
@@ -274,16 +292,7 @@ CaseLayout case_layout(const Shape& s, const std::string& full, int in_bytes, in
     throw usage_error("unknown case layout '" + layout +
                       "': use packed_qkv, mixed, kv_cache, strided, far_batches or far_rows");
   }
-  if (align) {
-    TensorPlacement* const tensors[4] = {&c.q, &c.k, &c.v, &c.o};
-    for (int t = 0; t < 4; ++t)
-      offset_view(*tensors[t], tensor_alignment(align, t, draw), t == 3 ? out_bytes : in_bytes);
-  }
-  const std::string shared = layout_shared(full);
-  if (shared == "qk" && (s.heads_q != s.heads_kv || s.seq_q != s.seq_kv))
-    throw usage_error("case layout '" + full + "': Q and K one view needs Hq = Hkv and Sq = Skv");
-  if (shared == "qk") c.k = c.q;
-  if (shared == "kv") c.v = c.k;
+  align_and_share(c, s, full, align, in_bytes, out_bytes, draw);
   return c;
 }
 
