@@ -12,7 +12,7 @@ namespace evo_attn {
   X(cuDeviceGet) X(cuDeviceGetAttribute) X(cuDeviceGetName) X(cuDevicePrimaryCtxRetain) X(cuCtxGetCurrent)    \
       X(cuCtxPushCurrent) X(cuCtxPopCurrent) X(cuModuleLoadData) X(cuModuleGetFunction) X(cuFuncSetAttribute) \
           X(cuLaunchKernel) X(cuLaunchKernelEx) X(cuGetErrorName) X(cuGetErrorString) X(cuGetProcAddress) X(cuMemAlloc) X(cuMemFree) X(cuMemsetD8Async) \
-              X(cuStreamIsCapturing) X(cuThreadExchangeStreamCaptureMode)
+              X(cuStreamGetCaptureInfo) X(cuThreadExchangeStreamCaptureMode)
 
 struct Driver {
 #define EVO_ATTN_MEMBER(fn) decltype(&::fn) fn = nullptr;

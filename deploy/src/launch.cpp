@@ -32,7 +32,7 @@ struct DeviceState {
 struct Workspace {
   CUdeviceptr data = 0;
   size_t bytes = 0;
-  EvoWorkspaceUse use{0};
+  EvoWorkspaceUse use{0, 0, 0, 0};
   std::vector<CUdeviceptr> retired;
 };
 
@@ -138,7 +138,10 @@ bool workspace_for(const Driver& d, int device, CUstream stream, const EvoLaunch
   const size_t bytes = size_t(evo_workspace_bytes(L, shape, a.num_splits));
   if (bytes == 0) return true;
   CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
-  if (!call(d, d.cuStreamIsCapturing(stream, &capture), "cuStreamIsCapturing", error)) return false;
+  cuuint64_t capture_id = 0;
+  if (!call(d, d.cuStreamGetCaptureInfo(stream, &capture, &capture_id, nullptr, nullptr, nullptr, nullptr),
+            "cuStreamGetCaptureInfo", error))
+    return false;
   std::lock_guard<std::mutex> lock(g_mutex);
   Workspace& w = g_workspaces[{device, stream}];
   const bool capturing = capture != CU_STREAM_CAPTURE_STATUS_NONE;
@@ -166,11 +169,11 @@ bool workspace_for(const Driver& d, int device, CUstream stream, const EvoLaunch
     if (w.data) w.retired.push_back(w.data);
     w.data = fresh;
     w.bytes = grown;
-    w.use = capturing ? EvoWorkspaceUse{0, static_cast<long long>(grown)}
+    w.use = capturing ? EvoWorkspaceUse{0, static_cast<long long>(grown), 0, 0}
                       : evo_workspace_fresh(static_cast<long long>(grown));
   }
   const long long clear = evo_workspace_clear_bytes(w.use, evo_tiles(L, shape), a.num_splits, int(L.rows_per_cta),
-                                                    shape.head_dim, capturing);
+                                                    shape.head_dim, capturing ? capture_id : 0);
   if (clear > 0 && !call(d, d.cuMemsetD8Async(w.data, 0, size_t(clear), stream), "clearing the split-KV tile counters",
                          error))
     return false;

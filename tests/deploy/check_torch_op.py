@@ -220,6 +220,8 @@ def features(env, tasks):
         decode = (1, 32, 8, 1, 8192, task["head_dim"])
         feature(rows, "CUDA graph of a split-KV decode step, %s" % task["name"],
                 lambda: graph_equal(env, task, f, decode, gen))
+        feature(rows, "CUDA graph of several split calls between eager calls on its stream, %s" % task["name"],
+                lambda: graph_of_calls_equal(env, task, f, gen))
         feature(rows, "opcheck (schema, fake tensor), %s" % task["name"],
                 lambda: (torch.library.opcheck(torch.ops.evo.attention.default, (q, k, v, c, None, *ds, False),
                                                test_utils=("test_schema", "test_faketensor")) is not None, "ok"))
@@ -255,6 +257,35 @@ def graph_equal(env, task, f, shape, gen):
     torch.cuda.synchronize()
     same = torch.equal(out, f(q, k, v))
     return same, "replayed output %s the eager op's on the new inputs" % ("equals" if same else "differs from")
+
+
+def graph_of_calls_equal(env, task, f, gen):
+    """A graph of split decode calls (one shape three times, as a model's layers, and a larger
+    tile count between), captured on a stream the test then also runs eager calls of other shapes
+    on: the package clears the split counters at the graph's first launch and where the graph's own
+    order dirtied them, and each replay must equal the eager op bitwise."""
+    torch = env.torch
+    d = task["head_dim"]
+    shapes = [(1, 32, 8, 1, 8192, d), (1, 32, 8, 1, 8192, d), (8, 32, 8, 1, 4096, d), (1, 32, 8, 1, 8192, d)]
+    inputs = [make_qkv(env, task, s, "bshd", gen)[0] for s in shapes]
+    env.evo_attn.load(0)
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=stream):
+        outs = [f(*x) for x in inputs]
+    same = True
+    with torch.cuda.stream(stream):
+        for eager in [(2, 32, 8, 1, 2048, d), (16, 32, 8, 1, 1024, d), (1, 32, 8, 1, 8192, d)]:
+            for x, s in zip(inputs, shapes):
+                for t, n in zip(x, make_qkv(env, task, s, "bshd", gen)[0]):
+                    t.copy_(n)
+            f(*make_qkv(env, task, eager, "bshd", gen)[0])  # dirties the stream's workspace
+            graph.replay()
+            refs = [f(*x) for x in inputs]
+            torch.cuda.synchronize()
+            same = same and all(torch.equal(o, r) for o, r in zip(outs, refs))
+    return same, "replays %s the eager op's outputs" % ("equal" if same else "differ from")
 
 
 def expect_refusal(env, rows, name, needle, fn):

@@ -235,8 +235,9 @@ struct SimulatedWorkspace {
     int splits;
     long long clear;
   };
-  Launch enqueue(long long tiles, int splits, bool capturing, bool follow_rule = true) {
-    const long long clear = evo_workspace_clear_bytes(use, tiles, splits, 16, 128, capturing);
+  // capture: the id of the capture the launch is recorded into, 0 for an eager launch.
+  Launch enqueue(long long tiles, int splits, unsigned long long capture, bool follow_rule = true) {
+    const long long clear = evo_workspace_clear_bytes(use, tiles, splits, 16, 128, capture);
     return {tiles, splits, follow_rule ? clear : 0};
   }
   void run(const Launch& l) {
@@ -254,8 +255,8 @@ TEST(AbiFloor, AReusedSplitWorkspaceClearsTheCountersAnEarlierLaunchDirtied) {
   // splits, then more tiles than the first launch's counters cover (their counters on its partials).
   {
     SimulatedWorkspace without(bytes);
-    without.run(without.enqueue(4, 16, false, false));
-    without.run(without.enqueue(66, 4, false, false));
+    without.run(without.enqueue(4, 16, 0, false));
+    without.run(without.enqueue(66, 4, 0, false));
     EXPECT_TRUE(without.misread) << "the simulation must see the hazard the rule removes";
   }
   SimulatedWorkspace ws(bytes);
@@ -263,7 +264,7 @@ TEST(AbiFloor, AReusedSplitWorkspaceClearsTheCountersAnEarlierLaunchDirtied) {
   const long long tiles[] = {4, 66, 8, 512, 2, 1000, 65, 64, 3000, 1, 129};
   for (long long t : tiles)
     for (int splits : {16, 1, 3}) {
-      const auto l = ws.enqueue(t, splits, false);
+      const auto l = ws.enqueue(t, splits, 0);
       cleared += l.clear;
       ws.run(l);
     }
@@ -271,21 +272,54 @@ TEST(AbiFloor, AReusedSplitWorkspaceClearsTheCountersAnEarlierLaunchDirtied) {
   EXPECT_GT(cleared, 0);
   // Once the counters a shape needs are clean, repeating it clears nothing: the eager op keeps
   // its one launch per call.
-  ws.run(ws.enqueue(4000, 2, false));
-  const auto again = ws.enqueue(4000, 2, false);
+  ws.run(ws.enqueue(4000, 2, 0));
+  const auto again = ws.enqueue(4000, 2, 0);
   EXPECT_EQ(again.clear, 0);
   ws.run(again);
   // A captured launch clears inside the graph every time; replays between eager launches of
   // other shapes never leave counters dirty for either.
-  const auto graph = ws.enqueue(200, 4, true);
+  const auto graph = ws.enqueue(200, 4, 1);
   EXPECT_GT(graph.clear, 0);
   for (long long t : {2ll, 300ll, 300ll, 7ll, 300ll}) {
     ws.run(graph);
-    ws.run(ws.enqueue(t, 8, false));
+    ws.run(ws.enqueue(t, 8, 0));
   }
   EXPECT_FALSE(ws.misread);
   // One split: no workspace, nothing cleared or dirtied.
-  EXPECT_EQ(ws.enqueue(100000, 1, false).clear, 0);
+  EXPECT_EQ(ws.enqueue(100000, 1, 0).clear, 0);
+}
+
+// A graph of many split launches (a decode step's layers, or calls of several shapes) clears at
+// its first launch only, and again only where its own order dirtied a later launch's counters:
+// one memset node a graph, not one a layer. Replays of two graphs between eager launches of
+// other shapes never find a dirty counter.
+TEST(AbiFloor, ACapturedGraphClearsOnceWhereItsOwnOrderLeavesTheCountersClean) {
+  SimulatedWorkspace ws(1 << 20);
+  ws.run(ws.enqueue(900, 3, 0));  // an eager launch left partials low in the buffer
+  std::vector<SimulatedWorkspace::Launch> layers;
+  for (int layer = 0; layer < 32; ++layer) layers.push_back(ws.enqueue(64, 16, 7));
+  EXPECT_GT(layers[0].clear, 0) << "a replay may follow anything: the first launch clears";
+  for (int layer = 1; layer < 32; ++layer) EXPECT_EQ(layers[size_t(layer)].clear, 0) << layer;
+  // A second capture: a small shape, then one with more tiles than its counters cover.
+  const auto small = ws.enqueue(4, 16, 8);
+  const auto large = ws.enqueue(66, 4, 8);
+  EXPECT_GT(small.clear, 0);
+  EXPECT_GT(large.clear, 0) << "the small launch's partials lie on the large one's counters";
+  for (long long eager : {2ll, 3000ll, 66ll, 1ll}) {
+    for (const auto& l : layers) ws.run(l);
+    ws.run(ws.enqueue(eager, 8, 0));
+    ws.run(small);
+    ws.run(large);
+    ws.run(ws.enqueue(eager, 2, 0));
+  }
+  EXPECT_FALSE(ws.misread);
+  // Without the first launch's clear, a replay after the eager launches misreads.
+  SimulatedWorkspace bare(1 << 20);
+  bare.run(bare.enqueue(4, 16, 0));
+  auto first = bare.enqueue(66, 4, 9);
+  first.clear = 0;
+  bare.run(first);
+  EXPECT_TRUE(bare.misread) << "the simulation must see the hazard the first clear removes";
 }
 
 // A package as `evo export` lays it out, with a package_data.cpp for two tasks whose regimes

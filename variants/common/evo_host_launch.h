@@ -157,23 +157,45 @@ inline CUresult evo_encode_tma(EvoEncodeTiled encode, const EvoTmaArgs& a, CUdev
 struct EvoWorkspaceUse {
   long long zero_prefix;
   long long replay_floor;  // the lowest partials offset of a launch captured into a graph
+  // Within the capture being recorded (capture_id, 0 for none): how many leading bytes are zero
+  // once the launches captured so far have run, counted from the capture's first clear.
+  unsigned long long capture_id;
+  long long capture_prefix;
 };
-inline EvoWorkspaceUse evo_workspace_fresh(long long bytes) { return EvoWorkspaceUse{bytes, bytes}; }
+inline EvoWorkspaceUse evo_workspace_fresh(long long bytes) { return EvoWorkspaceUse{bytes, bytes, 0, 0}; }
+
+// The zero prefix after a launch whose partials start at `ml_offset`, from `zero` before it
+// (`cleared`: the launch's clear ran first, so its counters and everything below ml_offset are 0).
+inline long long evo_workspace_zero_after(long long zero, long long ml_offset, bool cleared) {
+  const long long after = cleared ? ml_offset : zero;
+  return after < ml_offset ? after : ml_offset;
+}
 
 // How many leading bytes to clear, in stream order, before a launch of `num_splits` splits over
-// `tiles` query tiles (0: none), and `use` after that launch. A launch being captured into a
-// CUDA graph clears always (the clear becomes part of the graph, so every replay clears for
-// itself) and assumes nothing cleared now; since a replay may come between any later launches,
-// no later launch counts on bytes past its partials offset either.
+// `tiles` query tiles (0: none), and `use` after that launch. `capture_id` is the id of the CUDA
+// graph capture the launch is recorded into (cuStreamGetCaptureInfo), 0 for an eager launch.
+// A replay may come after any launches, so a capture's first split launch clears (the clear is
+// part of the graph: every replay clears for itself); its later launches run in the graph's own
+// order and clear only where that order dirtied their counters, as eager launches do (a decode
+// graph of many layers of one shape clears once, not once a layer). Since a replay may come
+// between any later eager launches, none counts on bytes past a captured launch's partials offset.
 inline long long evo_workspace_clear_bytes(EvoWorkspaceUse& use, long long tiles, int num_splits, int rows,
-                                           int head_dim, bool capturing) {
+                                           int head_dim, unsigned long long capture_id) {
   if (num_splits <= 1) return 0;
   const EvoWorkspace w = evo_workspace_layout(tiles, num_splits, rows, head_dim);
-  const long long clear = capturing || tiles * 4 > use.zero_prefix ? w.ml_offset : 0;
-  if (capturing && w.ml_offset < use.replay_floor) use.replay_floor = w.ml_offset;
-  // After the launch its counters are 0 again and its partials start at ml_offset.
-  long long zero = clear && !capturing ? w.ml_offset : use.zero_prefix;
-  if (zero > w.ml_offset) zero = w.ml_offset;
+  if (capture_id != 0) {
+    if (use.capture_id != capture_id) {
+      use.capture_id = capture_id;
+      use.capture_prefix = 0;
+    }
+    const long long clear = tiles * 4 > use.capture_prefix ? w.ml_offset : 0;
+    use.capture_prefix = evo_workspace_zero_after(use.capture_prefix, w.ml_offset, clear > 0);
+    if (w.ml_offset < use.replay_floor) use.replay_floor = w.ml_offset;
+    if (use.zero_prefix > use.replay_floor) use.zero_prefix = use.replay_floor;
+    return clear;
+  }
+  const long long clear = tiles * 4 > use.zero_prefix ? w.ml_offset : 0;
+  const long long zero = evo_workspace_zero_after(use.zero_prefix, w.ml_offset, clear > 0);
   use.zero_prefix = zero < use.replay_floor ? zero : use.replay_floor;
   return clear;
 }
