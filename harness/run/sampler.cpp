@@ -125,11 +125,13 @@ void append_in_flight_cases(const GatesConfig& gates, const Task& task, const Sa
       CaseSpec c;
       c.shape = gates.shapes({dims}, task).front();
       c.seed = uint32_t(rng.next());
+      c.layout = "bhsd";
       c.junk = "finite";
+      c.scale = 1.0 / std::sqrt(double(task.head_dim));
       c.two_streams = true;
       c.streams_share = share;
-      c.id =
-          fmt::format("{}{}/{}/in_flight/junk=finite/normal/streams=2:{}", prefix, out.size(), c.shape.dims(), share);
+      c.id = fmt::format("{}{}/{}/in_flight/layout=bhsd/junk=finite/scale=1/sqrt(D)/normal/streams=2:{}", prefix,
+                         out.size(), c.shape.dims(), share);
       out.push_back(c);
     }
 }
