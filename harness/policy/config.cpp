@@ -134,7 +134,11 @@ void parse_tolerances(const json& j, const std::string& origin, GatesConfig& c) 
     for (const auto& dims : c.sampled.in_flight) {  // D stands for any task's head dim
       if (dims.find('x') == std::string::npos)
         throw usage_error(fmt::format("{} sampled.in_flight: '{}' is not BxHqxHkvxSqxSkvxD", origin, dims));
-      validate_shape(parse_shape(dims, 64), 64);
+      try {
+        validate_shape(parse_shape(dims, 64), 64);
+      } catch (const EvoError& e) {
+        throw usage_error(fmt::format("{} sampled.in_flight: {}", origin, e.what()));
+      }
     }
   }
 }
