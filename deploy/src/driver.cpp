@@ -27,7 +27,7 @@ void load() {
 #define EVO_ATTN_LOAD(fn)                                                                                \
   g_driver.fn = reinterpret_cast<decltype(g_driver.fn)>(dlsym(h, EVO_ATTN_STR(fn)));                     \
   if (!g_driver.fn) {                                                                                    \
-    g_error = std::string("the NVIDIA driver lacks ") + EVO_ATTN_STR(fn) + ": it is older than CUDA 12"; \
+    g_error = std::string("the NVIDIA driver lacks ") + EVO_ATTN_STR(fn) + ": it is older than CUDA 12.3"; \
     return;                                                                                              \
   }
   EVO_ATTN_DRIVER_FUNCTIONS(EVO_ATTN_LOAD)
