@@ -10,7 +10,8 @@
 #                       tests/deploy/check_torch_op.py: correctness, torch.compile, graphs, opcheck,
 #                       refusals; the op (C++) against cuDNN and flash on the `models` set and the
 #                       benchmark sets, with the Python path's graph and back-to-back times;
-#                       then op_overhead.py: the host µs per call of each layer (overhead.md).
+#                       then op_overhead.py: the host µs per call of each layer (overhead.md),
+#                       and host_launch_bench.cpp: the C API's driver calls (host_launch.md).
 #                       $OUT/models-op.tgz; its results/op/*.json goes to results/op/ (COMPARE.md's
 #                       "exported op" section).
 #   models.sh decode    (<= 9 min) stage 9 (split-KV decode) on the regime and model shapes: the
@@ -151,6 +152,13 @@ case "$PHASE" in
     # Where the eager op's host time per call goes, layer by layer (~20 s): overhead.md.
     timeout 90 python3 lab/device-sessions/op_overhead.py --package /tmp/evo-export --out "$OUT" >"$OUT/overhead.log" 2>&1
     echo "op_overhead exit $? at ${SECONDS}s"; tail -7 "$OUT/overhead.md" 2>/dev/null
+    # The C API's host time split into the driver calls it makes (~10 s): host_launch.md.
+    cuda=/usr/local/cuda
+    g++ -O2 -std=c++17 lab/device-sessions/host_launch_bench.cpp -I/tmp/evo-export/include -I/tmp/evo-export/kernels \
+      -I$cuda/include -L/tmp/evo-export/build -levo_attn -L$cuda/lib64/stubs -lcuda -Wl,-rpath,/tmp/evo-export/build \
+      -o /tmp/host_launch_bench >"$OUT/host_launch.log" 2>&1 &&
+      timeout 60 /tmp/host_launch_bench >"$OUT/host_launch.md" 2>>"$OUT/host_launch.log"
+    echo "host_launch_bench exit $? at ${SECONDS}s"; cat "$OUT/host_launch.md" 2>/dev/null
     # The report COMPARE.md's "exported op" section reads: results/op/<gpu key>-<time>.json.
     gpu_key=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | tr 'A-Z ' 'a-z-')
     mkdir -p "$OUT/results/op" && cp "$OUT/export_check.json" "$OUT/results/op/$gpu_key-$(date -u +%Y%m%dT%H%M%SZ).json"
