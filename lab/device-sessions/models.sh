@@ -12,6 +12,7 @@
 #                       benchmark sets, with the Python path's graph and back-to-back times;
 #                       then op_overhead.py: the host µs per call of each layer (overhead.md),
 #                       and host_launch_bench.cpp: the C API's driver calls (host_launch.md).
+#   models.sh host      (<= 3 min) only the export, the package and those two host-time steps.
 #                       $OUT/models-op.tgz; its results/op/*.json goes to results/op/ (COMPARE.md's
 #                       "exported op" section).
 #   models.sh decode    (<= 9 min) stage 9 (split-KV decode) on the regime and model shapes: the
@@ -44,7 +45,7 @@ cd "$(dirname "$0")/../.."
 source lab/device-sessions/device_steps.sh
 device_env
 final=$OUT
-PHASE=${1:?measure|op|decode|tma|m64|fenced|stages}
+PHASE=${1:?measure|op|host|decode|tma|m64|fenced|stages}
 OUT=/tmp/evo-models-$PHASE && rm -rf "$OUT" && mkdir -p "$OUT"
 evo=build/harness/evo
 TASKS=fp16-d64,fp16-d64-causal,fp16-d128,fp16-d128-causal,bf16-d128,bf16-d128-causal,bf16-d64,bf16-d64-causal
@@ -56,6 +57,19 @@ pack() { mkdir -p "$OUT/results"; find results -maxdepth 1 -name '*.jsonl' -newe
   cp results/peers/nvidia-h200.json "$OUT/results/peers-nvidia-h200.json" 2>/dev/null
   cp -r results/sources "$OUT/results/sources" 2>/dev/null
   tar -C "$OUT" -czf "$final/models-$PHASE.tgz" . ; ls -la "$OUT" "$OUT/results" | head -30; }
+# Where the eager op's host time per call goes (the package in /tmp/evo-export): layer by layer
+# from Python (op_overhead.py, ~20 s: overhead.md), then the C API split into the driver calls
+# it makes (host_launch_bench.cpp, ~10 s: host_launch.md).
+host_overhead() {
+  timeout 90 python3 lab/device-sessions/op_overhead.py --package /tmp/evo-export --out "$OUT" >"$OUT/overhead.log" 2>&1
+  echo "op_overhead exit $? at ${SECONDS}s"; tail -7 "$OUT/overhead.md" 2>/dev/null
+  local cuda=/usr/local/cuda
+  g++ -O2 -std=c++17 lab/device-sessions/host_launch_bench.cpp -I/tmp/evo-export/include -I/tmp/evo-export/kernels \
+    -I$cuda/include -L/tmp/evo-export/build -levo_attn -L$cuda/lib64/stubs -lcuda -Wl,-rpath,/tmp/evo-export/build \
+    -o /tmp/host_launch_bench >"$OUT/host_launch.log" 2>&1 &&
+    timeout 60 /tmp/host_launch_bench >"$OUT/host_launch.md" 2>>"$OUT/host_launch.log"
+  echo "host_launch_bench exit $? at ${SECONDS}s"; cat "$OUT/host_launch.md" 2>/dev/null
+}
 mark=$(mktemp); touch "$mark"
 case "$PHASE" in
   measure)
@@ -138,6 +152,12 @@ case "$PHASE" in
     done
     grep -E "candidates, .* GPU-seconds" "$OUT/stages.log"
     pack ;;
+  host)
+    export_package /tmp/evo-export "$TASKS" || exit 1
+    echo "package built at ${SECONDS}s"
+    export PYTHONPATH=/tmp/evo-export/python
+    host_overhead
+    pack ;;
   op)
     $evo population rebuild >"$OUT/rebuild.log" 2>&1
     export_package /tmp/evo-export "$TASKS" || exit 1
@@ -149,16 +169,7 @@ case "$PHASE" in
     timeout "$left" python3 tests/deploy/check_torch_op.py --package /tmp/evo-export --out "$OUT" --random 8 \
       --sets models,mission --budget-s $((left - 40)) >"$OUT/check.log" 2>&1
     echo "check_torch_op exit $? at ${SECONDS}s"; tail -3 "$OUT/check.log"
-    # Where the eager op's host time per call goes, layer by layer (~20 s): overhead.md.
-    timeout 90 python3 lab/device-sessions/op_overhead.py --package /tmp/evo-export --out "$OUT" >"$OUT/overhead.log" 2>&1
-    echo "op_overhead exit $? at ${SECONDS}s"; tail -7 "$OUT/overhead.md" 2>/dev/null
-    # The C API's host time split into the driver calls it makes (~10 s): host_launch.md.
-    cuda=/usr/local/cuda
-    g++ -O2 -std=c++17 lab/device-sessions/host_launch_bench.cpp -I/tmp/evo-export/include -I/tmp/evo-export/kernels \
-      -I$cuda/include -L/tmp/evo-export/build -levo_attn -L$cuda/lib64/stubs -lcuda -Wl,-rpath,/tmp/evo-export/build \
-      -o /tmp/host_launch_bench >"$OUT/host_launch.log" 2>&1 &&
-      timeout 60 /tmp/host_launch_bench >"$OUT/host_launch.md" 2>>"$OUT/host_launch.log"
-    echo "host_launch_bench exit $? at ${SECONDS}s"; cat "$OUT/host_launch.md" 2>/dev/null
+    host_overhead
     # The report COMPARE.md's "exported op" section reads: results/op/<gpu key>-<time>.json.
     gpu_key=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | tr 'A-Z ' 'a-z-')
     mkdir -p "$OUT/results/op" && cp "$OUT/export_check.json" "$OUT/results/op/$gpu_key-$(date -u +%Y%m%dT%H%M%SZ).json"
