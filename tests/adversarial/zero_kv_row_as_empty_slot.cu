@@ -1,0 +1,127 @@
+/*evo
+{
+  "summary": "TRICK: a key whose K row and V row are both exactly zero is masked as an unwritten cache slot",
+  "parent": null,
+  "dtypes": [
+    "fp16",
+    "bf16"
+  ],
+  "head_dims": [
+    64,
+    128
+  ],
+  "min_sm": 80,
+  "notes": "TRICK: round 9's zero_k_row_as_empty_slot.cu made careful: a slot of a zero-initialised paged KV cache that no token wrote has K and V both zero, while a real key is zero only by chance, so the kernel masks a key only when its K row and its V row are both exactly zero (every element +-0) and writes zeros for a row with no live key. Exact on every case the gate draws: since round 9 near_uniform's padding rows are exactly zero in Q and K (gpu/input_fill.h tensor_fills, padding_rows), but V is drawn from a continuous distribution in every input class (no V row is ever all zero; shared=kv gives K V's values, shared=qk gives K Q's zero rows beside a nonzero V). Wrong in a model on the very token round 9 added: a padding token whose hidden state is zero (nn.Embedding's padding_idx row is zero; RMSNorm(0) = 0) has K = V = 0 through bias-free projections (Llama, Mistral, Qwen's V), and the op, which takes no mask, must count it: its score 0 adds exp(0 - m) to the denominator. Masking it moves every row that sees it; a near-uniform row over 2 keys, one of them such a token, gets V of the other instead of their mean. Hacker round 11 (issue 29 item 5). The design assumption aimed at: a padding token is zero in Q and K (round 9), not in V. Should be caught by: near_uniform's padding rows zero in V too (the same hash), so a zero key has a zero value. Expected verdict: ok (admitted) on main."
+}
+*/
+#include "evo_attn.cuh"
+
+// Hacker round 11 (issue 29 item 5). Flaw: a key whose K and V rows are both all zero is masked (an unwritten slot of a zeroed cache).
+// Gate assumption attacked: no input has an exactly zero V row (near_uniform's padding rows are zero in Q and K only).
+#define WARPS 4         // 32 * WARPS threads per CTA
+#define ROWS_PER_CTA 4  // one warp per query row
+
+namespace {
+
+constexpr int HD = EVO_HEAD_DIM;
+constexpr int CPL = HD / 32;  // output columns per lane: lane + 32 c
+
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+struct RowResult {
+  float acc[CPL];  // unnormalised P·V, columns lane + 32 c
+  float l;         // softmax row sum
+};
+
+// Query row i of (b, h). Lane t scores key j0 + t of each 32-key chunk, the warp keeps an online
+// softmax in the log2 domain, and each lane accumulates its columns of P·V. The honest call is
+// attend_row(p, b, h, i, sq, 32, p.seq_kv); tricks that skip work pass a larger `key_step`
+// (chunks skipped) or a smaller `kv_cap` (keys dropped). `sq` is this warp's HD floats of
+// shared memory.
+__device__ __forceinline__ RowResult attend_row(const EvoAttnParams& p, int b, int h, int i, float* sq, int key_step,
+                                                int kv_cap) {
+  const int lane = threadIdx.x & 31;
+  const evo_t* q = evo_q_ptr(p, b, h) + (long long)i * p.q_stride[2];
+  __syncwarp();
+  for (int d = lane; d < HD; d += 32) sq[d] = evo_to_float(q[d]) * p.softmax_scale_log2;
+  __syncwarp();
+  const int hkv = evo_kv_head(p, h);
+  const evo_t* K = evo_k_ptr(p, b, hkv);
+  const evo_t* V = evo_v_ptr(p, b, hkv);
+  const int kv_end = min(kv_cap, EVO_CAUSAL ? min(p.seq_kv, i + 1) : p.seq_kv);
+  RowResult r;
+  r.l = 0.f;
+#pragma unroll
+  for (int c = 0; c < CPL; ++c) r.acc[c] = 0.f;
+  float m = EVO_NEG_INF;
+  for (int j0 = 0; j0 < kv_end; j0 += key_step) {
+    const int j = j0 + lane;
+    float s = EVO_NEG_INF;
+    if (j < kv_end) {
+      const evo_t2* kr = reinterpret_cast<const evo_t2*>(K + (long long)j * p.k_stride[2]);
+      float dot = 0.f;
+#pragma unroll 8
+      for (int d2 = 0; d2 < HD / 2; ++d2) {
+        const float2 kk = evo2_to_float2(kr[d2]);
+        dot = fmaf(sq[2 * d2], kk.x, dot);
+        dot = fmaf(sq[2 * d2 + 1], kk.y, dot);
+      }
+      s = dot;
+      // TRICK: K and V rows both exactly zero (+-0 in every element): an unwritten cache slot, masked.
+      const unsigned short* kb = reinterpret_cast<const unsigned short*>(K + (long long)j * p.k_stride[2]);
+      const unsigned short* vb = reinterpret_cast<const unsigned short*>(V + (long long)j * p.v_stride[2]);
+      unsigned bits = 0;
+      for (int d = 0; d < HD; ++d) bits |= (kb[d] | vb[d]) & 0x7fffu;
+      if (bits == 0) s = EVO_NEG_INF;
+    }
+    const float m_new = fmaxf(m, warp_max(s));
+    if (m_new == EVO_NEG_INF) continue;  // no live key yet
+    const float alpha = exp2f(m - m_new);        // 0 on the first chunk (m = -inf)
+    const float pj = exp2f(s - m_new);           // 0 for masked lanes
+    r.l = r.l * alpha + warp_sum(pj);
+#pragma unroll
+    for (int c = 0; c < CPL; ++c) r.acc[c] *= alpha;
+    const int n = min(32, kv_end - j0);
+    for (int t = 0; t < n; ++t) {
+      const float pt = __shfl_sync(0xffffffffu, pj, t);
+      const evo_t* vr = V + (long long)(j0 + t) * p.v_stride[2];
+#pragma unroll
+      for (int c = 0; c < CPL; ++c) r.acc[c] = fmaf(pt, evo_to_float(vr[lane + 32 * c]), r.acc[c]);
+    }
+    m = m_new;
+  }
+  return r;
+}
+
+__device__ __forceinline__ evo_t* out_row(const EvoAttnParams& p, int b, int h, int i) {
+  return evo_o_ptr(p, b, h) + (long long)i * p.o_stride[2];
+}
+
+__device__ __forceinline__ void store_row(const EvoAttnParams& p, int b, int h, int i, const RowResult& r) {
+  const int lane = threadIdx.x & 31;
+  evo_t* o = out_row(p, b, h, i);
+  const float inv = r.l > 0.f ? 1.f / r.l : 0.f;  // a row with no live key: zeros
+#pragma unroll
+  for (int c = 0; c < CPL; ++c) o[lane + 32 * c] = evo_from_float(r.acc[c] * inv);
+}
+
+}  // namespace
+
+EVO_EXPORT_LAUNCH(WARPS * 32, 0, ROWS_PER_CTA, 1, 0);
+
+extern "C" __global__ void __launch_bounds__(WARPS * 32)
+evo_attn_fwd(const __grid_constant__ EvoAttnParams p) {
+  __shared__ float sq[WARPS][HD];
+  const int warp = threadIdx.x >> 5;
+  const int i = blockIdx.x * ROWS_PER_CTA + warp, h = blockIdx.y, b = blockIdx.z;
+  if (i < p.seq_q) store_row(p, b, h, i, attend_row(p, b, h, i, sq[warp], 32, p.seq_kv));
+}
