@@ -47,16 +47,14 @@ bool call(const Driver& d, CUresult r, const std::string& what, std::string& err
 }
 
 bool check_gpu(const Package& p, const Driver& d, CUdevice dev, int device, std::string& error) {
-  int major = 0, minor = 0;
+  int major = 0, minor = 0, sms = 0;
   d.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
   d.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
-  if (major * 10 + minor == p.arch) return true;
+  d.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
   char name[256] = {};
   d.cuDeviceGetName(name, sizeof(name), dev);
-  error = "device: GPU " + std::to_string(device) + " (" + name + ") is compute capability " + std::to_string(major) +
-          "." + std::to_string(minor) + "; this package's kernels are " + p.arch_name + " cubins, measured on " +
-          p.gpu + ": export again from that GPU's records";
-  return false;
+  error = gpu_problem(p, device, name, major * 10 + minor, sms);
+  return error.empty();
 }
 
 bool load_modules(const Package& p, const Driver& d, DeviceState& st, std::string& error) {

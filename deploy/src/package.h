@@ -53,6 +53,10 @@ struct Package {
   const Task* tasks;
   int task_count;
   const char* task_list;  // "fp16-d64,fp16-d64-causal"
+  // The SM count of the GPU the kernels were gated and timed on; 0 when unknown. A persistent or
+  // split-KV kernel's grid and split count follow the SM count, and no gate case ran with another
+  // (hacker round 11, persistent_132_sms.cu: a tile loop stepping by 8 x 132 instead of gridDim.x).
+  long long sms;
 };
 
 extern const Package kPackage;  // package_data.cpp
@@ -61,6 +65,10 @@ struct Plan {
   int task = -1, kernel = -1, regime = -1;
   int64_t tiles = 0;
 };
+
+// Why the package cannot run on a device of compute capability `cc` (major * 10 + minor) with `sms`
+// SMs, as one line naming the device (ordinal `device`, `name`); "" when it can.
+std::string gpu_problem(const Package& package, int device, const char* name, int cc, int sms);
 
 // The call as the ABI floor takes it (evo_host_launch.h: its parameters, shape and TMA maps).
 EvoCall call_of(const evo_attn_call& call);

@@ -199,6 +199,19 @@ bool check_extent(const evo_attn_call& c, const Kernel& k, std::string& error) {
 
 }  // namespace
 
+std::string gpu_problem(const Package& p, int device, const char* name, int cc, int sms) {
+  const std::string gpu = "device: GPU " + std::to_string(device) + " (" + name + ")";
+  if (cc != p.arch)
+    return format("%s is compute capability %d.%d; this package's kernels are %s cubins, measured on %s: export "
+                  "again from that GPU's records",
+                  gpu.c_str(), cc / 10, cc % 10, p.arch_name, p.gpu);
+  if (p.sms > 0 && sms != p.sms)
+    return format("%s has %d SMs; this package's kernels were gated and timed with %lld (%s), and a persistent or "
+                  "split-KV kernel's grid follows the SM count: export again from that GPU's records",
+                  gpu.c_str(), sms, p.sms, p.gpu);
+  return "";
+}
+
 EvoCall call_of(const evo_attn_call& c) {
   EvoCall out{};
   const evo_attn_tensor* t[4] = {&c.q, &c.k, &c.v, &c.o};

@@ -96,10 +96,10 @@ std::string package_data_source(const PackageData& d) {
   }
   s += "};\n\n}  // namespace\n\n";
   s += fmt::format(
-      "const Package kPackage = {{{}, {}, {}, {{{}, {}, {}LL}}, kKernels, {}, kTasks, {}, {}}};\n\n}}  // namespace "
-      "evo_attn\n",
+      "const Package kPackage = {{{}, {}, {}, {{{}, {}, {}LL}}, kKernels, {}, kTasks, {}, {}, {}}};\n\n}}  // "
+      "namespace evo_attn\n",
       evo::quoted(d.gpu), d.arch, evo::quoted(d.arch_name), d.rule.decode_max_seq_q, d.rule.short_max_seq_q,
-      d.rule.batched_min_batch_heads, d.kernels.size(), d.tasks.size(), evo::quoted(list));
+      d.rule.batched_min_batch_heads, d.kernels.size(), d.tasks.size(), evo::quoted(list), d.sms);
   return s;
 }
 

@@ -34,6 +34,7 @@ struct PackageData {
   RegimeRule rule;
   std::vector<PackageKernelData> kernels;
   std::vector<PackageTaskData> tasks;
+  long long sms = 0;  // the SM count the kernels were gated and timed with; 0: unknown (not checked)
 };
 
 std::string package_data_source(const PackageData& data);

@@ -74,6 +74,20 @@ json task_manifest(const ExportPlan& plan, const ExportTask& t) {
   return {{"task", t.task.name()}, {"dispatch", dispatch}};
 }
 
+// The SM count every kernel was gated with (the package refuses a device with another), or 0 when
+// some kernel's records do not say (populations written before it was recorded: not checked).
+long long gated_sms(const std::vector<ExportKernel>& kernels) {
+  for (const ExportKernel& k : kernels)
+    if (!k.kernel.gated_sms) return 0;
+  for (const ExportKernel& k : kernels)
+    if (*k.kernel.gated_sms != *kernels.front().kernel.gated_sms)
+      throw usage_error(
+          fmt::format("{} was gated on a GPU of {} SMs and {} on one of {}: one package, one SM count "
+                      "(export the tasks of each GPU apart)",
+                      kernels.front().label(), *kernels.front().kernel.gated_sms, k.label(), *k.kernel.gated_sms));
+  return kernels.empty() ? 0 : *kernels.front().kernel.gated_sms;
+}
+
 int arch_number(const std::string& arch) {
   // "sm_90a" -> 90; the package's kernels must share one.
   return arch.size() >= 5 && arch.rfind("sm_", 0) == 0 ? std::atoi(arch.substr(3, 2).c_str()) : 0;
@@ -104,6 +118,7 @@ ExportResult write_package(const Context& ctx, const Compiler& compiler, const E
     kernels.push_back(kernel_manifest(k, b));
     w.result.warnings.insert(w.result.warnings.end(), b.warnings.begin(), b.warnings.end());
   }
+  data.sms = gated_sms(plan.kernels);
   for (const auto& t : plan.tasks) {
     data.tasks.push_back({t.task, t.kernel});
     tasks.push_back(task_manifest(plan, t));
@@ -111,13 +126,10 @@ ExportResult write_package(const Context& ctx, const Compiler& compiler, const E
   w.file("src/package_data.cpp", package_data_source(data));
   w.file("manifest.json", "");  // listed in itself: the next export replaces it too
   std::sort(w.result.files.begin(), w.result.files.end());
-  const json manifest = {{"format", kExportFormat},
-                         {"evo", evo_version()},
-                         {"gpu", plan.gpu},
-                         {"arch", data.arch_name},
-                         {"rule", regime_rule_json(plan.rule)},
-                         {"tasks", tasks},
-                         {"kernels", kernels},
+  const json manifest = {{"format", kExportFormat}, {"evo", evo_version()},
+                         {"gpu", plan.gpu},         {"arch", data.arch_name},
+                         {"sms", data.sms},         {"rule", regime_rule_json(plan.rule)},
+                         {"tasks", tasks},          {"kernels", kernels},
                          {"files", w.result.files}};  // what the next export may replace, and nothing else
   w.staged["manifest.json"] = manifest.dump(2) + "\n";
   replace_export(out, w.staged);

@@ -31,16 +31,6 @@ TensorPlacement packed(const Shape& s, int seq, int first) {
   return p;
 }
 
-// A BHSD slice of a KV cache with capacity for `capacity` keys per head.
-TensorPlacement cache(const Shape& s, int capacity) {
-  TensorPlacement p;
-  p.stride[2] = s.head_dim;
-  p.stride[1] = int64_t(capacity) * s.head_dim;
-  p.stride[0] = p.stride[1] * s.heads_kv;
-  p.buffer_elements = p.stride[0] * s.batch;
-  return p;
-}
-
 // A BHSD tensor with `row_pad` elements after each row (its rows are not a whole number of D
 // elements apart: a D-wide view of wider rows), gaps between its heads (`head_gap` rows) and
 // between its batches (`batch_gap` rows): a KV cache with capacity for more than `seq`
@@ -253,30 +243,33 @@ CaseLayout case_layout(const Shape& s, const std::string& full, int in_bytes, in
     c.o = dense(s, Layout::bshd, s.heads_q, s.seq_q);
   } else if (layout == "mixed") {
     // Q and V token-major with room after each batch (3 and 37 rows: no tile size divides them),
-    // K seq-major [Skv, B, Hkv, D], O dense with its heads outermost [H, B, S, D] (hacker round 7).
+    // K seq-major [Skv, B + 1, Hkv, D + pad] (padded heads, a spare batch slot: hacker round 11,
+    // as kv_cache's Q, V, O), O dense with its heads outermost [H, B, S, D] (hacker round 7).
     c.q = token_major_room(s, s.heads_q, s.seq_q, 3);
-    c.k = seq_major(s, s.heads_kv, s.seq_kv);
+    c.k = seq_major(s, s.heads_kv, s.seq_kv, 16 / in_bytes, 1);
     c.v = token_major_room(s, s.heads_kv, s.seq_kv, 37);
     c.o = heads_outermost(s, s.heads_q, s.seq_q, 0, 0, 0);
   } else if (layout == "kv_cache") {
-    // K a head-major cache, V a seq-major one [Skv + 37, B, Hkv, D] (37: room no tile size divides),
-    // Q and O seq-major [S, B, H, D] (Megatron's activations; hacker round 6), the three with heads
-    // 16 bytes wider than D, the least gap the domain allows (hacker round 9: head strides not D),
-    // and a spare batch slot in each row, [S, B + 1, H, D] (hacker round 10: row stride not B
-    // times the batch stride).
+    // K a per-head cache pool [Hkv, B, Skv + 37, D] (heads outermost: hacker round 11, only Q and
+    // O had a batch stride below their heads' span), V a seq-major cache [Skv + 37, B, Hkv, D] (37:
+    // room no tile size divides), Q and O seq-major [S, B, H, D] (Megatron's activations; hacker
+    // round 6), the three with heads 16 bytes wider than D, the least gap the domain allows (hacker
+    // round 9: head strides not D), and a spare batch slot in each row, [S, B + 1, H, D] (hacker
+    // round 10: row stride not B times the batch stride).
     c.q = seq_major(s, s.heads_q, s.seq_q, 16 / in_bytes, 1);
     c.o = seq_major(s, s.heads_q, s.seq_q, 16 / out_bytes, 1);
-    c.k = cache(s, s.seq_kv + 37);
+    c.k = heads_outermost(s, s.heads_kv, s.seq_kv, 0, 37, 0);
     c.v = seq_major(s, s.heads_kv, s.seq_kv + 37, 16 / in_bytes, 1);
   } else if (layout == "strided") {
     // Every batch and head stride above dense, by amounts no tile size divides; Q, K and V rows
     // 16 bytes wider than D elements (the least gap the domain allows), so no stride is a whole
-    // number of D-element rows; Q with its heads outermost [H, B, S + 5, D + pad] and 3 rows
-    // after each head (hacker round 7: no view had its batch stride below its heads' span).
+    // number of D-element rows; Q and V with their heads outermost [H, B, S + gap, D + pad] and
+    // rows after each head (hacker rounds 7 and 11: no view of Q, then of K or V, had its batch
+    // stride below its heads' span); K BHSD with gaps after each head and batch.
     const int pad = 16 / in_bytes;
     c.q = heads_outermost(s, s.heads_q, s.seq_q, pad, 5, 3);
     c.k = gapped_bhsd(s, s.heads_kv, s.seq_kv, pad, 19, 7);  // Skv capacity: Skv + 19
-    c.v = gapped_bhsd(s, s.heads_kv, s.seq_kv, pad, 19, 11);
+    c.v = heads_outermost(s, s.heads_kv, s.seq_kv, pad, 19, 11);
     c.o = inside_bigger(s, 2);
   } else if (layout == "far_batches") {
     // A decode step (Sq <= 16) writes its O, and reads its Q, in per-sequence slots 2^31 elements

@@ -41,15 +41,17 @@ inline TensorFills tensor_fills(const CaseSpec& c) {
   f.k.stddev = float(c.qk_std);
   f.k.sink = float(c.k_sink);
   // Rows scaled by 0 are padding tokens (a zero hidden state after RMSNorm, a bias-free
-  // projection): exactly zero in K as in Q, each tensor's own rows by the same hash. Hacker round
-  // 9: no distribution had an exact zero, so a kernel that took an all-zero query row as padding
-  // (zeros out) or an all-zero key as an empty cache slot (masked) was exact on every case.
-  if (padding_rows(c)) {
-    f.k.outlier_every = f.q.outlier_every;
-    f.k.outlier_scale = 0;
-  }
+  // projection): exactly zero in K and V as in Q, each tensor's own rows by the same hash (the
+  // logical row index, so K's and V's zero rows are the same tokens). Hacker round 9: no
+  // distribution had an exact zero, so a kernel that took an all-zero query row as padding (zeros
+  // out) or an all-zero key as an empty cache slot (masked) was exact on every case. Hacker round
+  // 11: V was never zero, so a key masked only when its K and V rows were both zero was.
   f.v.stddev = float(c.v_std);
   f.v.mean = float(c.v_mean);
+  if (padding_rows(c)) {
+    f.k.outlier_every = f.v.outlier_every = f.q.outlier_every;
+    f.k.outlier_scale = f.v.outlier_scale = 0;
+  }
   return f;
 }
 

@@ -64,7 +64,8 @@ SampleRows::SampleRows(const SampleSpace& space, const Task& task) : sp_(space),
           for (int d = 0; d < nd; ++d) lengths_.push_back(smallest(q, k, rq, rk, d));
   sizes_count_ = indices(CoverRow(kSampleDims, -1), kSizeDims, sizes).size();
   valid_.assign(lengths_.size() * sizes_count_, 0);
-  turns_.assign(sp_.heads.size(), 0);
+  drawn_.clear();
+  for (const auto& cls : sp_.heads) drawn_.emplace_back(cls.configs.size(), 0);
   CoverRow row(kSampleDims, 0);
   for (size_t li : indices(CoverRow(kSampleDims, -1), kLengthDims, sizes)) {
     if (lengths_[li].seq_q < 0) continue;
@@ -203,22 +204,26 @@ SampleRows::Drawn SampleRows::realize(const CoverRow& row, SplitMix& rng) const 
     s.seq_kv = least.seq_kv;
     if (fits(s, out.layout)) fitting.push_back(h);
   }
-  // The class's configs in turn (hacker round 10): the next one after the class's last case that
-  // fits, so every config of a class with as many cases as configs is drawn in every run (at
-  // random, a run could miss a config: an odd head count, say). The draw is still consumed, so the
+  // The class's least-drawn config that fits, the first listed among equals (hacker round 10 took
+  // them in turn; round 11: a turn skipped a config that did not fit the row and came back to it
+  // only a whole cycle later, so a run whose odd config fitted only some rows could miss it). Every
+  // config is drawn as soon as a row of its class fits it. The draw is still consumed, so the
   // stream of the other dimensions moves only where a config changed.
   const size_t drawn = rng.below(fitting.size());
   const std::vector<HeadConfig>& configs = sp_.heads[size_t(row[kDimHeads])].configs;
-  size_t& turn = turns_[size_t(row[kDimHeads])];
+  std::vector<int>& counts = drawn_[size_t(row[kDimHeads])];
   HeadConfig h = fitting[drawn];
+  size_t pick = configs.size();
   for (size_t k = 0; k < configs.size(); ++k) {
-    const HeadConfig& next = configs[(turn + k) % configs.size()];
-    if (std::any_of(fitting.begin(), fitting.end(),
-                    [&](const HeadConfig& f) { return f.heads_q == next.heads_q && f.heads_kv == next.heads_kv; })) {
-      h = next;
-      turn = (turn + k + 1) % configs.size();
-      break;
-    }
+    const HeadConfig& c = configs[k];
+    const bool fits_row = std::any_of(fitting.begin(), fitting.end(), [&](const HeadConfig& f) {
+      return f.heads_q == c.heads_q && f.heads_kv == c.heads_kv;
+    });
+    if (fits_row && (pick == configs.size() || counts[k] < counts[pick])) pick = k;
+  }
+  if (pick < configs.size()) {
+    h = configs[pick];
+    ++counts[pick];
   }
   const int batch = b.lo + int(rng.below(size_t(b.hi - b.lo + 1)));
   for (int attempt = 0; attempt < 40; ++attempt) {  // batch halves first, then the lengths shrink

@@ -55,7 +55,7 @@ class SampleRows {
   std::vector<char> valid_;       // [length_index][size_index]
   size_t sizes_count_ = 0;
   mutable std::unordered_map<uint64_t, bool> memo_;
-  mutable std::vector<size_t> turns_;  // per head class: the config realize takes next (in turn)
+  mutable std::vector<std::vector<int>> drawn_;  // per head class and config: cases realize gave it
 };
 
 }  // namespace evo

@@ -30,6 +30,7 @@ struct Kernel {
   const Record* newest = nullptr;           // launch, compile key, stage
   std::map<std::string, ShapeTime> shapes;  // shape dims -> time
   long long max_checked_elements = 0;       // the largest tensor of any checked gate case
+  std::set<long long> sms;                  // the SM counts its records ran with (0: not recorded)
 };
 
 std::string identity(const Record& r) { return candidate_identity(r.variant, r.params, r.task, r.source_sha256); }
@@ -75,6 +76,7 @@ std::map<std::string, Kernel> kernels_of(const std::vector<const Record*>& recor
     Kernel& k = out[identity(*r)];
     if (!k.newest || r->newer_than(*k.newest)) k.newest = r;
     k.max_checked_elements = std::max(k.max_checked_elements, max_checked(*r));
+    k.sms.insert(r->env ? r->env->sms.value_or(0) : 0);
     if (!r->timing) continue;
     for (const TimingEntry& t : *r->timing) {
       if (!timed(t)) continue;
@@ -136,6 +138,7 @@ RegimeKernel kernel_summary(const Kernel& k) {
     s.launch = object_or_null(r.compile->extra, "launch");
   }
   s.max_checked_elements = k.max_checked_elements;
+  if (k.sms.size() == 1 && *k.sms.begin() > 0) s.gated_sms = *k.sms.begin();
   return s;
 }
 

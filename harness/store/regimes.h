@@ -41,6 +41,9 @@ struct RegimeKernel {
   std::optional<std::string> source_path, arch, compile_key;  // null in the file when unknown
   nlohmann::json launch;                                      // compile.launch as recorded, or null
   long long max_checked_elements = 0;                         // the largest tensor of any gate case it passed
+  // The SM count of the GPU every record of it ran on (persistent and split-KV grids follow it);
+  // absent when unknown (older files) or when its records disagree.
+  std::optional<long long> gated_sms;
   std::vector<RegimeKernelTime> timing;
   nlohmann::json extra = nlohmann::json::object();  // fields of a newer minor version
 };

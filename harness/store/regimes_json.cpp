@@ -40,6 +40,7 @@ json regime_kernel_json(const RegimeKernel& k) {
   j["launch"] = k.launch;
   j["timing"] = std::move(timing);
   j["max_checked_elements"] = k.max_checked_elements;
+  if (k.gated_sms) j["gated_sms"] = *k.gated_sms;
   return j;
 }
 
@@ -97,6 +98,7 @@ RegimeKernel read_kernel(const json& j, const std::string& at, const FileContext
   k.compile_key = f.text_or_null("compile_key");
   k.launch = f.object_or_null("launch");
   k.max_checked_elements = f.count("max_checked_elements");
+  k.gated_sms = f.count_or_absent("gated_sms");
   k.timing = read_list<RegimeKernelTime>(
       f, "timing", [&](const json& e, const std::string& where) { return read_kernel_time(e, where, file); });
   k.extra = std::move(f.rest);

@@ -32,7 +32,7 @@ const evo_attn::Task kTasks[] = {
     {EVO_ATTN_FP16, 128, 0, "fp16-d128", {0, 0, 0, 0}},        {EVO_ATTN_BF16, 128, 0, "bf16-d128", {0, 0, 0, 0}},
     {EVO_ATTN_FP16, 128, 1, "fp16-d128-causal", {0, 0, 0, 0}}, {EVO_ATTN_FP8_E4M3, 64, 0, "fp8-d64", {0, 0, 0, 0}},
 };
-const evo_attn::Package kPackage = {"nvidia-h200", 90, "sm_90a", {16, 1024, 128}, &kKernel, 1, kTasks, 6, "all"};
+const evo_attn::Package kPackage = {"nvidia-h200", 90, "sm_90a", {16, 1024, 128}, &kKernel, 1, kTasks, 6, "all", 132};
 
 bool accepts(const evo_attn_call& c, std::string& error) {
   evo_attn::Plan p;
@@ -135,6 +135,20 @@ std::vector<Bound> bounds() {
         "scale = 1: the softmax scale must be in (0, 1]");
   }
   return out;
+}
+
+// The device a package runs on: the compute capability and the SM count its kernels were gated
+// with (hacker round 11, persistent_132_sms.cu: a grid that follows the SM count met only 132).
+TEST(Domain, APackageRefusesAGpuOfAnotherSmCountOrArch) {
+  EXPECT_EQ(evo_attn::gpu_problem(kPackage, 0, "NVIDIA H200", 90, 132), "");
+  const std::string fewer = evo_attn::gpu_problem(kPackage, 1, "NVIDIA H100 PCIe", 90, 114);
+  EXPECT_NE(fewer.find("device: GPU 1 (NVIDIA H100 PCIe) has 114 SMs"), std::string::npos) << fewer;
+  EXPECT_NE(fewer.find("gated and timed with 132"), std::string::npos) << fewer;
+  const std::string ampere = evo_attn::gpu_problem(kPackage, 0, "NVIDIA A100", 80, 108);
+  EXPECT_NE(ampere.find("compute capability 8.0"), std::string::npos) << ampere;
+  evo_attn::Package unknown = kPackage;
+  unknown.sms = 0;  // a population written before the SM count was recorded: not checked
+  EXPECT_EQ(evo_attn::gpu_problem(unknown, 0, "NVIDIA H100 PCIe", 90, 114), "");
 }
 
 TEST(Domain, EveryBoundIsAcceptedAndEveryValueJustPastItRefused) {

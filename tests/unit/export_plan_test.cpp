@@ -141,7 +141,7 @@ TEST(PackageSource, CubinBytesSurviveTheLiteralsAndTheTableIsComplete) {
       << src.substr(src.find("kKernels"));
   EXPECT_NE(src.find("{0, 64, 1, \"fp16-d64-causal\", {0, 0, 0, 0}},"), std::string::npos);
   EXPECT_NE(src.find("const Package kPackage = {\"nvidia-h200\", 90, \"sm_90a\", {16, 1024, 128LL}, kKernels, 1, "
-                     "kTasks, 1, \"fp16-d64-causal\"};"),
+                     "kTasks, 1, \"fp16-d64-causal\", 0};"),
             std::string::npos);
 }
 

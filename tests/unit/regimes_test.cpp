@@ -1,6 +1,8 @@
 // Shape regimes (core/regime.h) and the per-regime elites derived from records (store/regimes.h).
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "core/param_json.h"
 #include "core/regime.h"
 #include "run/remeasure.h"
@@ -128,6 +130,23 @@ TEST(Regimes, FastestPerRegimeTiesKeepTheDefaultUnmeasuredFallBack) {
     EXPECT_EQ(k["launch"]["threads"], 128);
     EXPECT_EQ(k["timing"][0]["graph_us"], k["timing"][0]["median_us"].get<double>() * 0.9);
   }
+}
+
+// The SM count a kernel was gated with (the package refuses another: hacker round 11,
+// persistent_132_sms.cu): its records' when they agree, absent when they do not or do not say.
+TEST(Regimes, AKernelCarriesTheSmCountItsRecordsRanWith) {
+  json a1 = rec("a", 8, "2026-01-01T00:00:00Z", {{"1x8x8x512x512x64", 12.0, 12.2}});
+  json a2 = rec("a", 8, "2026-01-02T00:00:00Z", {{"8x32x32x2048x2048x64", 100.0, 101.0}});
+  json b1 = rec("b", 7, "2026-01-01T00:00:00Z", {{"1x8x8x512x512x64", 10.0, 10.1}});
+  json b2 = rec("b", 7, "2026-01-02T00:00:00Z", {{"8x32x32x2048x2048x64", 99.0, 100.5}});
+  for (json* r : {&a1, &a2, &b1}) (*r)["env"] = {{"gpu_key", "nvidia-h200"}, {"sms", 132}};
+  b2["env"] = {{"gpu_key", "nvidia-h200"}, {"sms", 114}};
+  const json regimes = derive({a1, a2, b1, b2}, population_with_default(a1));
+  std::map<std::string, json> by_id;
+  for (const auto& k : regimes["kernels"]) by_id[k["candidate_id"].get<std::string>()] = k;
+  ASSERT_EQ(by_id.size(), 2u);
+  EXPECT_EQ(by_id["a-default"]["gated_sms"], 132);
+  EXPECT_FALSE(by_id["b-default"].contains("gated_sms")) << "records of 132 and 114 SMs: not one count";
 }
 
 TEST(Regimes, ShapesOfEveryBenchmarkSetCountAndANewerRecordWins) {
