@@ -6,6 +6,7 @@
 // ships (hacker rounds 2 and 6: wrong_after_10min.cu, wrong_after_2p20_launches.cu,
 // wrong_after_2027.cu). Read from the SASS (nvdisasm) and the cubin's section names, no GPU.
 #pragma once
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -16,8 +17,15 @@ namespace evo {
 // The first way the kernel could carry state or time, as a one-line reason quoting the SASS
 // instruction, or nullopt. Module globals are reached through the addresses a relocated constant
 // bank holds (sm_90: bank 4, ".nv.constant4" with ".rela.nv.constant4"), so any read of such a
-// bank counts; reading a special register SR_GLOBALTIMER* or SR_CLOCK* counts as a clock.
-std::optional<std::string> carried_state(const std::string& sass, const std::vector<std::string>& sections);
+// bank counts; reading a special register SR_GLOBALTIMER* or SR_CLOCK* counts as a clock. Beyond
+// those, an allowlist (hacker round 11, grid_id_after_2p26.cu: %gridid, the context's launch
+// count, is bank 0's word 0x30): a special register other than the launch's geometry
+// ("reads special register SR_PM0"), or a word of bank 0 below `parameter_block` (where the
+// kernel's parameters start, parameter_bank_offset of cubin.h) other than the launch's geometry
+// and memory windows, or at an offset computed from a register ("reads launch constant
+// c[0x0][0x30]"), is refused too.
+std::optional<std::string> carried_state(const std::string& sass, const std::vector<std::string>& sections,
+                                         uint32_t parameter_block = 0x210);
 
 // A call into the device heap (hacker round 7, heap_leak_bomb.cu): `malloc` or `free` among the
 // cubin's symbol names (its string table: the loader binds them). Memory it keeps outlives the

@@ -122,6 +122,32 @@ std::vector<std::string> section_names(const std::string& cubin) {
   return out;
 }
 
+std::optional<uint32_t> parameter_bank_offset(const std::string& cubin) {
+  const std::vector<std::string> names = section_names(cubin);
+  Elf64_Ehdr eh;
+  if (names.empty() || !read_at(cubin, 0, &eh)) return std::nullopt;
+  std::optional<uint32_t> lowest;
+  for (uint32_t i = 0; i < names.size(); ++i) {
+    Elf64_Shdr sh;
+    if (names[i].rfind(".nv.info.", 0) != 0 || !read_at(cubin, eh.e_shoff + uint64_t(i) * sizeof(Elf64_Shdr), &sh) ||
+        sh.sh_offset > cubin.size() || sh.sh_size > cubin.size() - sh.sh_offset)
+      continue;
+    // Attributes: format byte, attribute byte, then 2 bytes (a value, or the size of the
+    // EIFMT_SVAL (4) payload that follows). PARAM_CBANK (0x0a): bank symbol u32, offset u16, size u16.
+    const std::string info = cubin.substr(sh.sh_offset, sh.sh_size);
+    for (size_t at = 0; at + 4 <= info.size();) {
+      const uint8_t format = info[at], attribute = info[at + 1];
+      uint16_t size = 0;
+      read_at(info, at + 2, &size);
+      uint16_t offset = 0;
+      if (format == 0x04 && attribute == 0x0a && size >= 8 && read_at(info, at + 8, &offset))
+        lowest = std::min<uint32_t>(lowest.value_or(offset), offset);
+      at += 4 + (format == 0x04 ? size : 0);
+    }
+  }
+  return lowest;
+}
+
 std::string code_identity(const std::string& cubin) {
   Elf64_Ehdr eh;
   if (!read_at(cubin, 0, &eh) || std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||

@@ -1,6 +1,7 @@
 // The deep gate's static check (compile/call_state.h) on real sm_90a cubins: no variant under
-// variants/ and no control of the adversarial suite that must pass a real run reads a clock or a
-// module global, and every bomb of the suite does (hacker rounds 2 and 6). control_timing_state.cu
+// variants/ and no control of the adversarial suite that must pass a real run reads a clock, a
+// module global, a special register or launch constant outside the allowlist, and every bomb of
+// the suite does (hacker rounds 2, 6, 7 and 11: %gridid is c[0x0][0x30]). control_timing_state.cu
 // keeps state on purpose (what the timing checks must not fail a kernel for): it is flagged, which
 // the cheap suite, whose deep gate is off, never asks.
 #include <gtest/gtest.h>
@@ -55,6 +56,7 @@ TEST(CallState, EveryBombOfTheSuiteIsFoundAndTheControlsAreNot) {
       {"wrong_after_2p20_launches", "module-scope __device__ memory"},
       {"key_counter_in_global", "module-scope __device__ memory"},
       {"heap_leak_bomb", "calls the device heap (malloc)"},
+      {"grid_id_after_2p26", "reads launch constant c[0x0][0x30]"},
       {"control_timing_state", "reads a clock"},
   };
   std::vector<std::pair<std::string, std::string>> files;

@@ -68,5 +68,65 @@ TEST(CallState, AReadOfARelocatedBankIsModuleStateAndOtherBanksAreNot) {
   EXPECT_EQ(carried_state(kHonest, {".rela.nv.constant0.evo_attn_fwd"}), std::nullopt);
 }
 
+// Hacker round 11 (grid_id_after_2p26.cu): what a kernel may read besides its parameters is an
+// allowlist. Every special register and launch constant below the parameter block the committed
+// variants read (sm_90a, every stage and task) passes.
+TEST(CallState, TheLaunchGeometryAndMemoryWindowsMayBeRead) {
+  const std::string sass = kHonest + R"(
+        /*0100*/                   S2UR UR5, SR_CTAID.Y ;
+        /*0110*/                   S2R R3, SR_LANEID ;
+        /*0120*/                   S2R R4, SR_LTMASK ;
+        /*0130*/                   S2R R7, SR_SWINHI ;
+        /*0140*/                   LDC R14, c[0x0][0xc] ;
+        /*0150*/                   ULDC UR5, c[0x0][0x14] ;
+        /*0160*/                   LDC R5, c[0x0][RZ] ;
+        /*0170*/                   LDC R2, c[0x0][0x140] ;
+        /*0180*/               @!P0 ULDC.64 UR14, c[0x0][0x198] ;
+        /*0190*/                   ULDC.64 UR4, c[0x0][0x208] ;
+        /*01a0*/                   IMAD R5, R4, c[0x0][0x2f4], R3 ;
+)";
+  EXPECT_EQ(carried_state(sass, kSections), std::nullopt);
+}
+
+TEST(CallState, ASpecialRegisterOutsideTheAllowlistIsRefused) {
+  for (const char* ins :
+       {"S2UR UR4, SR_PM0", "CS2R.32 R5, SR_PM7", "S2R R5, SR_VIRTUALSMID", "S2R R5, SR_VIRTID", "S2R R5, SR_SMEMSZ"}) {
+    const std::string reg = std::string(ins).substr(std::string(ins).find("SR_"));
+    const auto why = carried_state(kHonest + "        /*0100*/                   " + ins + " ;\n", kSections);
+    ASSERT_TRUE(why) << ins;
+    EXPECT_NE(why->find("reads special register " + reg + " "), std::string::npos) << *why;
+    EXPECT_NE(why->find(std::string("`") + ins + "`"), std::string::npos) << *why;
+  }
+}
+
+// %gridid (0x30, the context's launch count), %envreg0 (0x40), %nsmid (0x10c),
+// %current_graph_exec (0x190); a 64-bit read from 0x2c (%dynamic_smem_size) reaches 0x30.
+TEST(CallState, ALaunchConstantOutsideTheAllowlistIsRefused) {
+  for (const auto& [ins, word] :
+       std::vector<std::pair<std::string, std::string>>{{"ULDC.64 UR4, c[0x0][0x30]", "c[0x0][0x30]"},
+                                                        {"LDC R5, c[0x0][0x40]", "c[0x0][0x40]"},
+                                                        {"LDC R5, c[0x0][0x10c]", "c[0x0][0x10c]"},
+                                                        {"LDC.64 R4, c[0x0][0x190]", "c[0x0][0x190]"},
+                                                        {"LDC.64 R4, c[0x0][0x2c]", "c[0x0][0x2c]"},
+                                                        {"IADD3 R4, R4, c[0x0][0x44], RZ", "c[0x0][0x44]"}}) {
+    const auto why = carried_state(kHonest + "        /*0100*/                   " + ins + " ;\n", kSections);
+    ASSERT_TRUE(why) << ins;
+    EXPECT_NE(why->find("reads launch constant " + word + " "), std::string::npos) << *why;
+    EXPECT_NE(why->find("`" + ins + "`"), std::string::npos) << *why;
+  }
+  EXPECT_EQ(carried_state(kHonest + "        /*0100*/      LDC R5, c[0x0][0x2c] ;\n", kSections), std::nullopt);
+  // A register's offset could be anything: refused, whatever the immediate.
+  const auto why = carried_state(kHonest + "        /*0100*/      LDC.64 R8, c[0x0][R8+0x210] ;\n", kSections);
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("computed offset c[0x0][R8+0x210]"), std::string::npos) << *why;
+}
+
+// The parameter block's start is the cubin's (EIATTR_PARAM_CBANK): words from it on are parameters.
+TEST(CallState, WordsFromTheParameterBlockOnAreParameters) {
+  const std::string sass = kHonest + "        /*0100*/      LDC R5, c[0x0][0x1a0] ;\n";
+  EXPECT_EQ(carried_state(sass, kSections, 0x160), std::nullopt);
+  EXPECT_NE(carried_state(sass, kSections, 0x210).value_or("").find("c[0x0][0x1a0]"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace evo
