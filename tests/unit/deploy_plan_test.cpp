@@ -18,7 +18,7 @@ const Task kTasks[] = {
     {EVO_ATTN_FP16, 64, 1, "fp16-d64-causal", {2, 2, 2, 2}},
 };
 const Package kTest = {
-    "nvidia-h200", 90, "sm_90a", {16, 1024, 128}, kKernels, 3, kTasks, 2, "fp16-d64,fp16-d64-causal"};
+    "nvidia-h200", 90, "sm_90a", {16, 1024, 128}, kKernels, 3, kTasks, 2, "fp16-d64,fp16-d64-causal", 132};
 
 evo_attn_tensor bhsd(uint64_t data, int64_t b, int64_t h, int64_t s, int64_t d) {
   return {data, {b, h, s, d}, {h * s * d, s * d, d, 1}};
