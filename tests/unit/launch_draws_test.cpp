@@ -212,7 +212,9 @@ TEST(SampledDomain, EveryRunHasTwoStreamStrideGapAndBothJunkCases) {
         // V heads outermost too (hacker round 11), rows after each sequence and each head's batches
         // (a shared=kv case's V is K's view).
         EXPECT_GT(l.v.stride[0], int64_t(s.seq_kv) * d) << c.id;
-        if (layout_shared(c.layout) != "kv") EXPECT_GT(l.v.stride[1], l.v.stride[0] * s.batch) << c.id;
+        if (layout_shared(c.layout) != "kv") {
+          EXPECT_GT(l.v.stride[1], l.v.stride[0] * s.batch) << c.id;
+        }
         EXPECT_GT(l.o.stride[2], int64_t(s.heads_q) * d) << c.id << ": O inside a bigger buffer";
         EXPECT_GT(l.o.stride[0], l.o.stride[2] * s.seq_q) << c.id;
       }
