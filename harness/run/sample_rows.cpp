@@ -197,34 +197,26 @@ SampleRows::Drawn SampleRows::realize(const CoverRow& row, SplitMix& rng) const 
   Drawn out;
   out.layout = layout_name(row);
   const NamedRange& b = sp_.batch[size_t(row[kDimBatch])];
-  std::vector<HeadConfig> fitting;  // the class's configs that fit at the row's smallest case
-  for (const HeadConfig& h : sp_.heads[size_t(row[kDimHeads])].configs) {
-    Shape s = base_shape(row, h, b.lo);
+  const std::vector<HeadConfig>& configs = sp_.heads[size_t(row[kDimHeads])].configs;
+  std::vector<size_t> fitting;  // the class's configs (indices) that fit at the row's smallest case
+  for (size_t i = 0; i < configs.size(); ++i) {
+    Shape s = base_shape(row, configs[i], b.lo);
     s.seq_q = least.seq_q;
     s.seq_kv = least.seq_kv;
-    if (fits(s, out.layout)) fitting.push_back(h);
+    if (fits(s, out.layout)) fitting.push_back(i);
   }
   // The class's least-drawn config that fits, the first listed among equals (hacker round 10 took
   // them in turn; round 11: a turn skipped a config that did not fit the row and came back to it
   // only a whole cycle later, so a run whose odd config fitted only some rows could miss it). Every
-  // config is drawn as soon as a row of its class fits it. The draw is still consumed, so the
-  // stream of the other dimensions moves only where a config changed.
-  const size_t drawn = rng.below(fitting.size());
-  const std::vector<HeadConfig>& configs = sp_.heads[size_t(row[kDimHeads])].configs;
+  // config is drawn as soon as a row of its class fits it. A draw is still consumed, so the stream
+  // of the other dimensions moves only where a config changed.
+  (void)rng.below(fitting.size());
   std::vector<int>& counts = drawn_[size_t(row[kDimHeads])];
-  HeadConfig h = fitting[drawn];
-  size_t pick = configs.size();
-  for (size_t k = 0; k < configs.size(); ++k) {
-    const HeadConfig& c = configs[k];
-    const bool fits_row = std::any_of(fitting.begin(), fitting.end(), [&](const HeadConfig& f) {
-      return f.heads_q == c.heads_q && f.heads_kv == c.heads_kv;
-    });
-    if (fits_row && (pick == configs.size() || counts[k] < counts[pick])) pick = k;
-  }
-  if (pick < configs.size()) {
-    h = configs[pick];
-    ++counts[pick];
-  }
+  size_t pick = fitting.front();
+  for (size_t i : fitting)
+    if (counts[i] < counts[pick]) pick = i;
+  ++counts[pick];
+  const HeadConfig& h = configs[pick];
   const int batch = b.lo + int(rng.below(size_t(b.hi - b.lo + 1)));
   for (int attempt = 0; attempt < 40; ++attempt) {  // batch halves first, then the lengths shrink
     out.shape = base_shape(row, h, std::max(b.lo, batch >> std::min(attempt, 16)));
