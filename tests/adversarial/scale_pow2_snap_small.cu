@@ -1,0 +1,124 @@
+/*evo
+{
+  "summary": "TRICK: a softmax scale below 1/32 snapped to the nearest power of two (MuP's 1/D folded as an exponent)",
+  "parent": null,
+  "dtypes": [
+    "fp16",
+    "bf16"
+  ],
+  "head_dims": [
+    64,
+    128
+  ],
+  "min_sm": 80,
+  "notes": "TRICK: scales below 1/32 are taken to be MuP's 1/D, a power of two, and snapped to the nearest one (so the scale can be folded into Q's exponent): off by up to a factor of sqrt(2). Exact at every point scale below 1/32 the gate lists (1/D = 2^-6 at D = 64, 2^-7 at D = 128); the points 0.5/sqrt(D), 2/sqrt(D), 1/12, 1/sqrt(D), 1 and the range 0.25/sqrt(D)..1 lie at or above 1/32 at D = 64 (at D = 128 the range starts at 0.0221, below it). Between 0.125/D and 0.25/sqrt(D) (0.00195 to 0.03125 at D = 64) the gate draws only 1/D, so a flaw confined to that gap would pass; this one also touches the range 1e-05..0.125/D, log-uniform, where scores are small but a scale off by up to 41 % still moves the output by about 0.4 * scale * qk_std^2 * sqrt(D) of its spread: past rel_l2 0.002 above a scale of about 6e-4 on normal inputs, 7e-5 on large_logits, less on outlier_rows. Predicted caught by that range, by odds (several cases in it per run, a pair with every input), not by the gap. Hacker round 12 (issue 29 item 5). The design assumption aimed at: very small scales (the points and ranges of gates.json sampled.scales). Should be caught by: scale=1e-05..0.125/D (cheap; at D = 128 also scale=0.25/sqrt(D)..1). Expected verdict: correctness."
+}
+*/
+#include "evo_attn.cuh"
+
+// Hacker round 12 (issue 29 item 5). Flaw: a scale below 1/32 snapped to the nearest power of two.
+// Gate assumption attacked: small scales are drawn densely enough (only 1/D between 0.125/D and 0.25/sqrt(D)).
+#define WARPS 4         // 32 * WARPS threads per CTA
+#define ROWS_PER_CTA 4  // one warp per query row
+
+namespace {
+
+constexpr int HD = EVO_HEAD_DIM;
+constexpr int CPL = HD / 32;  // output columns per lane: lane + 32 c
+
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+struct RowResult {
+  float acc[CPL];  // unnormalised P·V, columns lane + 32 c
+  float l;         // softmax row sum
+};
+
+// Query row i of (b, h). Lane t scores key j0 + t of each 32-key chunk, the warp keeps an online
+// softmax in the log2 domain, and each lane accumulates its columns of P·V. The honest call is
+// attend_row(p, b, h, i, sq, 32, p.seq_kv); tricks that skip work pass a larger `key_step`
+// (chunks skipped) or a smaller `kv_cap` (keys dropped). `sq` is this warp's HD floats of
+// shared memory.
+__device__ __forceinline__ RowResult attend_row(const EvoAttnParams& p, int b, int h, int i, float* sq, int key_step,
+                                                int kv_cap) {
+  const int lane = threadIdx.x & 31;
+  const evo_t* q = evo_q_ptr(p, b, h) + (long long)i * p.q_stride[2];
+  __syncwarp();
+  // TRICK: a scale below 1/32 snapped to the nearest power of two (log2(e) = 1.442695, ln 2 = 0.693147).
+  const float sl2 = p.softmax_scale_log2 < 0.0450842f
+                        ? exp2f(rintf(log2f(p.softmax_scale_log2 * 0.693147f))) * 1.442695f
+                        : p.softmax_scale_log2;
+  for (int d = lane; d < HD; d += 32) sq[d] = evo_to_float(q[d]) * sl2;
+  __syncwarp();
+  const int hkv = evo_kv_head(p, h);
+  const evo_t* K = evo_k_ptr(p, b, hkv);
+  const evo_t* V = evo_v_ptr(p, b, hkv);
+  const int kv_end = min(kv_cap, EVO_CAUSAL ? min(p.seq_kv, i + 1) : p.seq_kv);
+  RowResult r;
+  r.l = 0.f;
+#pragma unroll
+  for (int c = 0; c < CPL; ++c) r.acc[c] = 0.f;
+  float m = EVO_NEG_INF;
+  for (int j0 = 0; j0 < kv_end; j0 += key_step) {
+    const int j = j0 + lane;
+    float s = EVO_NEG_INF;
+    if (j < kv_end) {
+      const evo_t2* kr = reinterpret_cast<const evo_t2*>(K + (long long)j * p.k_stride[2]);
+      float dot = 0.f;
+#pragma unroll 8
+      for (int d2 = 0; d2 < HD / 2; ++d2) {
+        const float2 kk = evo2_to_float2(kr[d2]);
+        dot = fmaf(sq[2 * d2], kk.x, dot);
+        dot = fmaf(sq[2 * d2 + 1], kk.y, dot);
+      }
+      s = dot;
+    }
+    const float m_new = fmaxf(m, warp_max(s));  // finite: key j0 is always visible
+    const float alpha = exp2f(m - m_new);        // 0 on the first chunk (m = -inf)
+    const float pj = exp2f(s - m_new);           // 0 for masked lanes
+    r.l = r.l * alpha + warp_sum(pj);
+#pragma unroll
+    for (int c = 0; c < CPL; ++c) r.acc[c] *= alpha;
+    const int n = min(32, kv_end - j0);
+    for (int t = 0; t < n; ++t) {
+      const float pt = __shfl_sync(0xffffffffu, pj, t);
+      const evo_t* vr = V + (long long)(j0 + t) * p.v_stride[2];
+#pragma unroll
+      for (int c = 0; c < CPL; ++c) r.acc[c] = fmaf(pt, evo_to_float(vr[lane + 32 * c]), r.acc[c]);
+    }
+    m = m_new;
+  }
+  return r;
+}
+
+__device__ __forceinline__ evo_t* out_row(const EvoAttnParams& p, int b, int h, int i) {
+  return evo_o_ptr(p, b, h) + (long long)i * p.o_stride[2];
+}
+
+__device__ __forceinline__ void store_row(const EvoAttnParams& p, int b, int h, int i, const RowResult& r) {
+  const int lane = threadIdx.x & 31;
+  evo_t* o = out_row(p, b, h, i);
+  const float inv = 1.f / r.l;
+#pragma unroll
+  for (int c = 0; c < CPL; ++c) o[lane + 32 * c] = evo_from_float(r.acc[c] * inv);
+}
+
+}  // namespace
+
+EVO_EXPORT_LAUNCH(WARPS * 32, 0, ROWS_PER_CTA, 1, 0);
+
+extern "C" __global__ void __launch_bounds__(WARPS * 32)
+evo_attn_fwd(const __grid_constant__ EvoAttnParams p) {
+  __shared__ float sq[WARPS][HD];
+  const int warp = threadIdx.x >> 5;
+  const int i = blockIdx.x * ROWS_PER_CTA + warp, h = blockIdx.y, b = blockIdx.z;
+  if (i < p.seq_q) store_row(p, b, h, i, attend_row(p, b, h, i, sq[warp], 32, p.seq_kv));
+}
