@@ -65,9 +65,10 @@ uint32_t operand_width(const std::string& ins) {
   return op.find(".64") != std::string::npos || (!op.empty() && op[0] == 'D') ? 8 : 4;
 }
 
-// The first bank-0 operand of `ins` outside the parameter block and the launch constants, or "".
-// An offset from a register (c[0x0][R2+0x210]) is refused too: the register could reach 0x30.
-std::string bank0_outside(const std::string& ins, uint32_t parameter_block) {
+// The first bank-0 operand of `ins` outside the parameter block [begin, end) and the launch
+// constants, or "". An offset from a register (c[0x0][R2+0x210]) is refused too: the register
+// could reach 0x30. A word past the block's end is the driver's too (hacker round 12).
+std::string bank0_outside(const std::string& ins, uint32_t parameter_block, uint32_t parameter_end) {
   const std::string bank0 = "c[0x0][";
   for (size_t at = ins.find(bank0); at != std::string::npos; at = ins.find(bank0, at + 1)) {
     const size_t end = ins.find(']', at + bank0.size());
@@ -81,6 +82,7 @@ std::string bank0_outside(const std::string& ins, uint32_t parameter_block) {
       constant = true;
     }
     if (!constant) return operand;
+    if (offset >= parameter_end || offset + operand_width(ins) > parameter_end) return operand;
     if (offset >= parameter_block) continue;
     if (!allowed_launch_constant(offset, operand_width(ins))) return operand;
   }
@@ -104,7 +106,7 @@ std::string special_register_outside(const std::string& ins) {
 }  // namespace
 
 std::optional<std::string> carried_state(const std::string& sass, const std::vector<std::string>& sections,
-                                         uint32_t parameter_block) {
+                                         uint32_t parameter_block, uint32_t parameter_end) {
   // Constant banks whose words the loader relocates: they hold module symbols' addresses.
   std::set<std::string> banks;
   const std::string rela = ".rela.nv.constant";
@@ -127,7 +129,7 @@ std::optional<std::string> carried_state(const std::string& sass, const std::vec
     if (const std::string reg = special_register_outside(instruction(line)); !reg.empty())
       return fmt::format("reads special register {} (SASS `{}`): only the launch's geometry may be read", reg,
                          instruction(line));
-    const std::string word = bank0_outside(instruction(line), parameter_block);
+    const std::string word = bank0_outside(instruction(line), parameter_block, parameter_end);
     if (!word.empty() && word.find('R') != std::string::npos)
       return fmt::format(
           "reads launch constants at a computed offset {} (SASS `{}`): a register could reach the driver's words "
@@ -136,8 +138,8 @@ std::optional<std::string> carried_state(const std::string& sass, const std::vec
     if (!word.empty())
       return fmt::format(
           "reads launch constant {} (SASS `{}`): below its parameters only the launch's geometry and memory windows "
-          "may be read",
-          word, instruction(line));
+          "may be read, and nothing past their end (0x{:x})",
+          word, instruction(line), parameter_end);
   }
   return std::nullopt;
 }
@@ -165,10 +167,10 @@ CallStateCheck check_call_state(const std::filesystem::path& cubin) {
   if (!sass) return r;
   r.checked = true;
   r.state = device_heap_call(bytes);  // named first: its address is also a relocated bank's word
-  const std::optional<uint32_t> parameters = parameter_bank_offset(bytes);
+  const std::optional<ParameterBlock> parameters = parameter_block(bytes);
   if (!r.state && !parameters)
     r.state = "has no parameter block in its .nv.info (EIATTR_PARAM_CBANK): its constant bank 0 cannot be read";
-  if (!r.state) r.state = carried_state(*sass, section_names(bytes), *parameters);
+  if (!r.state) r.state = carried_state(*sass, section_names(bytes), parameters->begin, parameters->end);
   return r;
 }
 

@@ -21,11 +21,12 @@ namespace evo {
 // those, an allowlist (hacker round 11, grid_id_after_2p26.cu: %gridid, the context's launch
 // count, is bank 0's word 0x30): a special register other than the launch's geometry
 // ("reads special register SR_PM0"), or a word of bank 0 below `parameter_block` (where the
-// kernel's parameters start, parameter_bank_offset of cubin.h) other than the launch's geometry
-// and memory windows, or at an offset computed from a register ("reads launch constant
-// c[0x0][0x30]"), is refused too.
+// kernel's parameters start, parameter_block of cubin.h) other than the launch's geometry and
+// memory windows, at or past `parameter_end` (hacker round 12: what the driver leaves after the
+// parameters was never measured), or at an offset computed from a register ("reads launch
+// constant c[0x0][0x30]"), is refused too.
 std::optional<std::string> carried_state(const std::string& sass, const std::vector<std::string>& sections,
-                                         uint32_t parameter_block = 0x210);
+                                         uint32_t parameter_block = 0x210, uint32_t parameter_end = 0x10000);
 
 // A call into the device heap (hacker round 7, heap_leak_bomb.cu): `malloc` or `free` among the
 // cubin's symbol names (its string table: the loader binds them). Memory it keeps outlives the

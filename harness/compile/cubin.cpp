@@ -122,11 +122,11 @@ std::vector<std::string> section_names(const std::string& cubin) {
   return out;
 }
 
-std::optional<uint32_t> parameter_bank_offset(const std::string& cubin) {
+std::optional<ParameterBlock> parameter_block(const std::string& cubin) {
   const std::vector<std::string> names = section_names(cubin);
   Elf64_Ehdr eh;
   if (names.empty() || !read_at(cubin, 0, &eh)) return std::nullopt;
-  std::optional<uint32_t> lowest;
+  std::optional<ParameterBlock> block;
   for (uint32_t i = 0; i < names.size(); ++i) {
     Elf64_Shdr sh;
     if (names[i].rfind(".nv.info.", 0) != 0 || !read_at(cubin, eh.e_shoff + uint64_t(i) * sizeof(Elf64_Shdr), &sh) ||
@@ -139,13 +139,16 @@ std::optional<uint32_t> parameter_bank_offset(const std::string& cubin) {
       const uint8_t format = info[at], attribute = info[at + 1];
       uint16_t size = 0;
       read_at(info, at + 2, &size);
-      uint16_t offset = 0;
-      if (format == 0x04 && attribute == 0x0a && size >= 8 && read_at(info, at + 8, &offset))
-        lowest = std::min<uint32_t>(lowest.value_or(offset), offset);
+      uint16_t offset = 0, bytes = 0;
+      if (format == 0x04 && attribute == 0x0a && size >= 8 && read_at(info, at + 8, &offset) &&
+          read_at(info, at + 10, &bytes)) {
+        const ParameterBlock b{offset, uint32_t(offset) + bytes};
+        block = block ? ParameterBlock{std::min(block->begin, b.begin), std::max(block->end, b.end)} : b;
+      }
       at += 4 + (format == 0x04 ? size : 0);
     }
   }
-  return lowest;
+  return block;
 }
 
 std::string code_identity(const std::string& cubin) {

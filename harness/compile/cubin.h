@@ -29,10 +29,15 @@ std::string code_identity(const std::string& cubin);
 // The names of the cubin's ELF sections, in order; empty when it is not a 64-bit ELF.
 std::vector<std::string> section_names(const std::string& cubin);
 
-// Where the kernel's parameters start in constant bank 0: the offset EIATTR_PARAM_CBANK of its
-// .nv.info.<kernel> section gives (0x210 on sm_90; the words below it are the driver's), the
-// lowest over the cubin's kernels. nullopt when no kernel has the attribute or the ELF is not one.
-std::optional<uint32_t> parameter_bank_offset(const std::string& cubin);
+// Where the kernels' parameters lie in constant bank 0: [begin, end) from the offset and size
+// EIATTR_PARAM_CBANK of each .nv.info.<kernel> section gives (begin 0x210 on sm_90; the words
+// below it and past the end are the driver's): the lowest start and the highest end over the
+// cubin's kernels. nullopt when no kernel has the attribute or the ELF is not one.
+struct ParameterBlock {
+  uint32_t begin = 0;
+  uint32_t end = 0;
+};
+std::optional<ParameterBlock> parameter_block(const std::string& cubin);
 
 // One TMA tensor map a variant wants: EvoTmaSpec of evo_launch.h (EVO_EXPORT_TMA in
 // evo_attn.cuh), the type the exported runtime reads too.

@@ -35,18 +35,29 @@ Support load_support_kernels(const std::string& cubin_path, const Task& task) {
 
 float fill_e4m3(const Support& sup, const TensorDesc& d, unsigned seed, unsigned tensor, const FillParams& f,
                 CUstream stream, unsigned long long nonce) {
-  TensorDesc desc = d;
-  FillParams fp = f;
+  return fill_e4m3_parts(sup, {{d, f}}, seed, tensor, stream, nonce);
+}
+
+float fill_e4m3_parts(const Support& sup, const std::vector<std::pair<TensorDesc, FillParams>>& parts, unsigned seed,
+                      unsigned tensor, CUstream stream, unsigned long long nonce) {
   CUdeviceptr bits = sup.amax_bits;
   check(cu().cuMemsetD8Async(bits, 0, sizeof(unsigned), stream), "amax reset", "runtime");
-  void* amax_args[] = {&desc, &seed, &tensor, &fp, &nonce, &bits};
-  check(cu().cuLaunchKernel(sup.amax, 1024, 1, 1, 256, 1, 1, 0, stream, amax_args, nullptr), "amax", "runtime");
+  for (const auto& [d, f] : parts) {  // evo_amax keeps the largest |value| over every part
+    TensorDesc desc = d;
+    FillParams fp = f;
+    void* amax_args[] = {&desc, &seed, &tensor, &fp, &nonce, &bits};
+    check(cu().cuLaunchKernel(sup.amax, 1024, 1, 1, 256, 1, 1, 0, stream, amax_args, nullptr), "amax", "runtime");
+  }
   float amax = 0;
   check(cu().cuStreamSynchronize(stream), "amax");
   check(cu().cuMemcpyDtoH(&amax, bits, sizeof(amax)), "amax readback");
   float scale = amax > 0 ? kE4m3Max / amax : 1.0f;
-  void* fill_args[] = {&desc, &seed, &tensor, &fp, &scale, &nonce};
-  check(cu().cuLaunchKernel(sup.fill, 1024, 1, 1, 256, 1, 1, 0, stream, fill_args, nullptr), "input fill", "runtime");
+  for (const auto& [d, f] : parts) {
+    TensorDesc desc = d;
+    FillParams fp = f;
+    void* fill_args[] = {&desc, &seed, &tensor, &fp, &scale, &nonce};
+    check(cu().cuLaunchKernel(sup.fill, 1024, 1, 1, 256, 1, 1, 0, stream, fill_args, nullptr), "input fill", "runtime");
+  }
   return 1.0f / scale;
 }
 

@@ -7,6 +7,8 @@
 #include <cuda.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/task.h"
 
@@ -26,6 +28,12 @@ Support load_support_kernels(const std::string& cubin_path, const Task& task);
 // (amax / 448; 1 for an all-zero tensor).
 float fill_e4m3(const Support& sup, const TensorDesc& d, unsigned seed, unsigned tensor, const FillParams& f,
                 CUstream stream, unsigned long long nonce = 0);
+
+// One tensor filled in parts, later parts over earlier ones (V's zero-mean columns, then its two
+// offset bands), quantized with one amax over every part: one descale, as a real fp8 tensor has
+// (hacker round 12: with a descale per part the bands could not be drawn for fp8).
+float fill_e4m3_parts(const Support& sup, const std::vector<std::pair<TensorDesc, FillParams>>& parts, unsigned seed,
+                      unsigned tensor, CUstream stream, unsigned long long nonce = 0);
 
 // Reference mode with dump_inputs: <out>.q/.k/.v (logical BHSD, the input dtype's bytes) and
 // <out>.descale (three floats: Q, K, V) for the tests that recompute the reference on the CPU.

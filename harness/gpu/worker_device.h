@@ -10,6 +10,8 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common/evo_host_launch.h"
 #include "core/sha256.h"
@@ -193,21 +195,26 @@ struct Problem {
     descale[0] = run(dq, 0, f.q);
     descale[1] = run(dk, 1, f.k);
     // A V offset sits on two drawn bands of columns, one of each sign, the rest zero-mean
-    // (v_offset_bands, hacker round 5). An fp8 task's offset (drawn since hacker round 10) covers
-    // every column: each fill_e4m3 call takes its own amax, so bands would get their own descales.
-    const bool banded = f.v.mean != 0 && !sup.amax;
-    FillParams v_fill = f.v;
-    if (banded) v_fill.mean = 0;
-    descale[2] = run(dv, 2, v_fill);
-    if (banded)
+    // (v_offset_bands, hacker round 5); an fp8 V's parts share one amax (hacker round 12: with
+    // the offset on every column, column 0 told an overflow guard when fp16 sums could overflow).
+    std::vector<std::pair<TensorDesc, FillParams>> v_parts{{dv, f.v}};
+    if (f.v.mean != 0) {
+      v_parts[0].second.mean = 0;
       for (const ColumnBand& band : v_offset_bands(c.seed, shape.head_dim, f.v.mean)) {
         TensorDesc d = dv;
         d.data += CUdeviceptr(band.begin) * CUdeviceptr(in_elem);
         d.dim = band.end - band.begin;
         FillParams fb = f.v;
         fb.mean = band.mean;
-        run(d, 2, fb);
+        v_parts.emplace_back(d, fb);
       }
+    }
+    if (sup.amax) {
+      descale[2] = fill_e4m3_parts(sup, v_parts, c.seed, 2, stream, nonce);
+    } else {
+      for (const auto& [d, fp] : v_parts) run(d, 2, fp);
+      descale[2] = 1.0f;
+    }
     // A shared view holds what was filled last (K's values for "qk", V's for "kv"), with its descale.
     if (shared == "qk") descale[0] = descale[1];
     if (shared == "kv") descale[1] = descale[2];

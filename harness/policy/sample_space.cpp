@@ -138,7 +138,10 @@ std::vector<int> SampleSpace::sizes() const {
 }
 
 Residue residue_of(const std::string& n) {
-  return n == "x64" ? Residue::x64 : n == "x8" ? Residue::x8 : n == "x2" ? Residue::x2 : Residue::odd;
+  if (n == "x64") return Residue::x64;
+  if (n == "x8") return Residue::x8;
+  if (n == "x4") return Residue::x4;
+  return n == "x2" ? Residue::x2 : Residue::odd;
 }
 Diagonal diagonal_of(const std::string& n) {
   return n == "lt" ? Diagonal::lt : n == "eq" ? Diagonal::eq : Diagonal::gt;
@@ -254,7 +257,7 @@ SampleSpace parse_sample_space(const json& j, const std::string& w) {
   s.batch = ranges_from(j, "batch", int(kEvoDomainMaxBatch), w);
   s.heads = head_classes(j, w);
   s.lengths = ranges_from(j, "lengths", int(kEvoDomainMaxSeq), w);
-  s.residues = names_from(j, "residues", {"x64", "x8", "x2", "odd"}, w);
+  s.residues = names_from(j, "residues", {"x64", "x8", "x4", "x2", "odd"}, w);
   s.diagonals = names_from(j, "diagonals", {"lt", "eq", "gt"}, w);
   s.layouts = names_from(j, "layouts", {"bhsd", "bshd", "packed_qkv", "mixed", "kv_cache", "strided"}, w);
   s.junk = names_from(j, "junk", {"finite", "nonfinite"}, w);

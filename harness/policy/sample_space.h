@@ -51,7 +51,7 @@ struct NamedRange {
 
 // A length's remainder: x64 (a multiple of 64), x8 (a multiple of 8, not of 64), x2 (2 mod 4:
 // even, not a multiple of 4, so no vector or pair path of 4 or 8 divides it), odd.
-enum class Residue { x64, x8, x2, odd };
+enum class Residue { x64, x8, x4, x2, odd };
 // Where the causal diagonal ends: Sq < Skv, Sq = Skv, Sq > Skv.
 enum class Diagonal { lt, eq, gt };
 
@@ -89,7 +89,7 @@ struct SampleSpace {
   std::vector<NamedRange> batch;
   std::vector<HeadClass> heads;
   std::vector<NamedRange> lengths;
-  std::vector<std::string> residues;   // "x64", "x8", "x2", "odd"
+  std::vector<std::string> residues;   // "x64", "x8", "x4", "x2", "odd"
   std::vector<std::string> diagonals;  // "lt", "eq", "gt"
   std::vector<std::string> layouts;    // bhsd, bshd, packed_qkv, mixed, kv_cache, strided
   std::vector<int> alignments;         // bytes: each tensor's address is this mod 256 (256: 0)

@@ -128,5 +128,19 @@ TEST(CallState, WordsFromTheParameterBlockOnAreParameters) {
   EXPECT_NE(carried_state(sass, kSections, 0x210).value_or("").find("c[0x0][0x1a0]"), std::string::npos);
 }
 
+// Hacker round 12: the block has an end too (EIATTR_PARAM_CBANK's size). A word past it is the
+// driver's, whatever it holds, and a read straddling the end is refused with it.
+TEST(CallState, WordsPastTheParameterBlockAreRefused) {
+  const std::string last = kHonest + "        /*0100*/      LDC R5, c[0x0][0x38c] ;\n";
+  EXPECT_EQ(carried_state(last, kSections, 0x210, 0x390), std::nullopt);
+  const std::string past = kHonest + "        /*0100*/      LDC R5, c[0x0][0x390] ;\n";
+  const auto why = carried_state(past, kSections, 0x210, 0x390);
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("c[0x0][0x390]"), std::string::npos) << *why;
+  EXPECT_NE(why->find("past their end (0x390)"), std::string::npos) << *why;
+  const std::string straddle = kHonest + "        /*0100*/      LDC.64 R4, c[0x0][0x38c] ;\n";
+  EXPECT_TRUE(carried_state(straddle, kSections, 0x210, 0x390));
+}
+
 }  // namespace
 }  // namespace evo

@@ -37,7 +37,7 @@ int index_of(const std::vector<T>& v, const std::function<bool(const T&)>& pred)
 }
 
 std::string residue(int v) {
-  return v % 64 == 0 ? "x64" : v % 8 == 0 ? "x8" : v % 4 == 2 ? "x2" : v % 2 == 1 ? "odd" : "4 mod 8";
+  return v % 64 == 0 ? "x64" : v % 8 == 0 ? "x8" : v % 8 == 4 ? "x4" : v % 4 == 2 ? "x2" : "odd";
 }
 
 // The covering row a case is, read from what the worker will run: -1 where no value matches.
@@ -196,7 +196,7 @@ void expect_every_run_sees(const GatesConfig& g, size_t classes, const Look& loo
 TEST(Sampler, EveryRunDrawsTheCasesNoRunUsedTo) {
   const GatesConfig g = repo_gates();
   expect_every_run_sees(
-      g, 8u + 2 * g.sampled.layouts.size() + 4 * 4,
+      g, 8u + 2 * g.sampled.layouts.size() + 4 * 5,
       [&](const Task& t, const CaseSpec& c, std::map<std::string, bool>& seen) {
         const Shape& s = c.shape;
         const bool x8 = s.seq_kv % 8 == 0 && s.seq_kv % 64 != 0;
@@ -213,7 +213,7 @@ TEST(Sampler, EveryRunDrawsTheCasesNoRunUsedTo) {
         seen["a Q pointer not 256-byte aligned, " + base_layout(c.layout)] |= unaligned;
         seen["a Q pointer 256-byte aligned, " + base_layout(c.layout)] |= !unaligned;
         for (const auto& lc : g.sampled.lengths)
-          for (const char* r : {"x64", "x8", "x2", "odd"}) {
+          for (const char* r : {"x64", "x8", "x4", "x2", "odd"}) {
             const bool in = s.seq_kv >= lc.lo && s.seq_kv <= lc.hi && residue(s.seq_kv) == r;
             if (lc.hi >= 64) seen[fmt::format("Skv in {} with residue {}", lc.name, r)] |= in;
           }
