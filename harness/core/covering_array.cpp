@@ -49,12 +49,39 @@ void check_request(const CoveringRequest& r) {
         throw std::invalid_argument("covering array: a triple names three different dimensions");
 }
 
-// The greedy state: which required interactions are still missing.
+// The greedy state: which required interactions are still missing. An interaction is found by
+// its slot in a dense table (each pair of dimensions, then each asked triple, a block of all
+// their values), or where that table would pass 2^24 slots by its key in a hash map.
 class Builder {
  public:
   explicit Builder(const CoveringRequest& r) : r_(r), req_(required_interactions(r)), covered_(req_.size(), 0) {
-    for (size_t i = 0; i < req_.size(); ++i) index_[key_of(req_[i])] = i;
     left_ = req_.size();
+    const size_t n = r.sizes.size();
+    size_t slots = 0;
+    pair_base_.assign(n * n, 0);
+    for (size_t a = 0; a < n; ++a)
+      for (size_t b = a + 1; b < n; ++b) {
+        pair_base_[a * n + b] = slots;
+        slots += size_t(r.sizes[a]) * size_t(r.sizes[b]);
+      }
+    for (auto t : r.triples) {
+      std::sort(t.begin(), t.end());
+      sorted_.push_back(t);
+      triple_base_.push_back(slots);
+      slots += size_t(r.sizes[size_t(t[0])]) * size_t(r.sizes[size_t(t[1])]) * size_t(r.sizes[size_t(t[2])]);
+    }
+    dense_ = slots <= (size_t(1) << 24);
+    if (dense_) slot_.assign(slots, -1);
+    for (size_t i = 0; i < req_.size(); ++i) {
+      const Interaction& t = req_[i];
+      if (!dense_)
+        index_[key_of(t)] = i;
+      else if (t.n == 2)
+        slot_[pair_slot(t.dims[0], t.dims[1], t.values[0], t.values[1])] = int32_t(i);
+      else
+        for (size_t j = 0; j < sorted_.size(); ++j)
+          if (sorted_[j] == t.dims) slot_[triple_slot(j, t.values[0], t.values[1], t.values[2])] = int32_t(i);
+    }
   }
 
   bool done() const { return left_ == 0; }
@@ -80,39 +107,64 @@ class Builder {
   size_t gain_of(const CoverRow& row) const {
     size_t g = 0;
     for (int a = 0; a < int(row.size()); ++a)
-      for (int b = a + 1; b < int(row.size()); ++b) g += missing(from_row(row, {a, b, 0}, 2));
-    for (const auto& t : r_.triples) g += missing(from_row(row, t, 3));
+      for (int b = a + 1; b < int(row.size()); ++b) g += !covered(find_pair(row, a, b));
+    for (size_t j = 0; j < sorted_.size(); ++j) g += !covered(find_triple(row, j));
     return g;
   }
 
   void take(const CoverRow& row) {
     for (int a = 0; a < int(row.size()); ++a)
-      for (int b = a + 1; b < int(row.size()); ++b) cover(from_row(row, {a, b, 0}, 2));
-    for (const auto& t : r_.triples) cover(from_row(row, t, 3));
+      for (int b = a + 1; b < int(row.size()); ++b) cover(find_pair(row, a, b));
+    for (size_t j = 0; j < sorted_.size(); ++j) cover(find_triple(row, j));
   }
 
  private:
-  size_t missing(const Interaction& t) const {
-    auto it = index_.find(key_of(t));
-    return it != index_.end() && !covered_[it->second] ? 1 : 0;
+  static constexpr size_t kNone = size_t(-1);
+  size_t pair_slot(int a, int b, int va, int vb) const {
+    return pair_base_[size_t(a) * r_.sizes.size() + size_t(b)] + size_t(va) * size_t(r_.sizes[size_t(b)]) + size_t(vb);
   }
-  void cover(const Interaction& t) {
+  size_t triple_slot(size_t j, int va, int vb, int vc) const {
+    const auto& d = sorted_[j];
+    return triple_base_[j] +
+           (size_t(va) * size_t(r_.sizes[size_t(d[1])]) + size_t(vb)) * size_t(r_.sizes[size_t(d[2])]) + size_t(vc);
+  }
+  size_t lookup(const Interaction& t) const {
     auto it = index_.find(key_of(t));
-    if (it != index_.end() && !covered_[it->second]) {
-      covered_[it->second] = 1;
-      --left_;
-    }
+    return it == index_.end() ? kNone : it->second;
+  }
+  // The required interaction (its index) of a row's values of dimensions a and b, or kNone.
+  size_t find_pair(const CoverRow& row, int a, int b) const {
+    if (a > b) std::swap(a, b);
+    if (!dense_) return lookup(from_row(row, {a, b, 0}, 2));
+    const int32_t i = slot_[pair_slot(a, b, row[size_t(a)], row[size_t(b)])];
+    return i < 0 ? kNone : size_t(i);
+  }
+  // Likewise of the j-th asked triple.
+  size_t find_triple(const CoverRow& row, size_t j) const {
+    if (!dense_) return lookup(from_row(row, r_.triples[j], 3));
+    const auto& d = sorted_[j];
+    const int32_t i = slot_[triple_slot(j, row[size_t(d[0])], row[size_t(d[1])], row[size_t(d[2])])];
+    return i < 0 ? kNone : size_t(i);
+  }
+  // Not required, or covered already.
+  bool covered(size_t i) const { return i == kNone || covered_[i]; }
+  void cover(size_t i) {
+    if (covered(i)) return;
+    covered_[i] = 1;
+    --left_;
   }
 
   // Missing interactions that value v of d completes with the dimensions already chosen.
   size_t gain(const CoverRow& row, int d) const {
     size_t g = 0;
     for (int e = 0; e < int(row.size()); ++e)
-      if (e != d && row[size_t(e)] >= 0) g += missing(from_row(row, {d, e, 0}, 2));
-    for (const auto& t : r_.triples)
+      if (e != d && row[size_t(e)] >= 0) g += !covered(find_pair(row, d, e));
+    for (size_t j = 0; j < sorted_.size(); ++j) {
+      const auto& t = r_.triples[j];
       if ((t[0] == d || t[1] == d || t[2] == d) && row[size_t(t[0])] >= 0 && row[size_t(t[1])] >= 0 &&
           row[size_t(t[2])] >= 0)
-        g += missing(from_row(row, t, 3));
+        g += !covered(find_triple(row, j));
+    }
     return g;
   }
 
@@ -139,8 +191,12 @@ class Builder {
   const CoveringRequest& r_;
   std::vector<Interaction> req_;
   std::vector<char> covered_;
-  std::unordered_map<uint64_t, size_t> index_;
   size_t left_ = 0;
+  bool dense_ = true;
+  std::vector<size_t> pair_base_, triple_base_;  // [a * dims + b], [asked triple]: a block's first slot
+  std::vector<std::array<int, 3>> sorted_;       // the asked triples' dimensions, ascending
+  std::vector<int32_t> slot_;                    // the required interaction's index, or -1
+  std::unordered_map<uint64_t, size_t> index_;   // by key_of, when not dense_
 };
 
 }  // namespace

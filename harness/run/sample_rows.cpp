@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <mutex>
+#include <utility>
 
 #include "core/errors.h"
 #include "gpu/case_layout.h"
@@ -51,39 +54,142 @@ std::vector<size_t> indices(const CoverRow& row, const std::vector<int>& dims, c
 const std::vector<int> kLengthDims{kDimSeqQ, kDimSeqKv, kDimSeqQResidue, kDimSeqKvResidue, kDimDiagonal};
 const std::vector<int> kSizeDims{kDimLayout, kDimAlignment, kDimBatch, kDimHeads};
 
+// Patterns of some dimensions: each dimension's digit is 0 (free) or 1 + its value, the first
+// dimension's the slowest.
+size_t patterns(const std::vector<int>& dims, const std::vector<int>& sizes) {
+  size_t n = 1;
+  for (int d : dims) n *= size_t(sizes[size_t(d)] + 1);
+  return n;
+}
+size_t pattern_of(const CoverRow& row, const std::vector<int>& dims, const std::vector<int>& sizes) {
+  size_t p = 0;
+  for (int d : dims) p = p * size_t(sizes[size_t(d)] + 1) + size_t(row[size_t(d)] + 1);
+  return p;
+}
+
+// Every pattern's bit set (`words` each). A complete pattern's is `leaf(its odometer index, bits)`;
+// one with a free dimension is the union of those with its last free dimension's every value,
+// which are numbered after it (so built first, from the last pattern down).
+template <class Leaf>
+std::vector<uint64_t> pattern_masks(const std::vector<int>& dims, const std::vector<int>& sizes, size_t words,
+                                    Leaf leaf) {
+  const size_t n = patterns(dims, sizes);
+  std::vector<uint64_t> out(n * words, 0);
+  for (size_t p = n; p-- > 0;) {
+    size_t rest = p, place = 1, index = 0, index_place = 1, free_place = 0;
+    int free_values = 0;
+    for (auto it = dims.rbegin(); it != dims.rend(); ++it) {
+      const size_t values = size_t(sizes[size_t(*it)]), digit = rest % (values + 1);
+      rest /= values + 1;
+      if (digit == 0 && free_values == 0) {
+        free_place = place;
+        free_values = int(values);
+      }
+      index += (digit ? digit - 1 : 0) * index_place;
+      index_place *= values;
+      place *= values + 1;
+    }
+    uint64_t* bits = &out[p * words];
+    if (free_values == 0) leaf(index, bits);
+    for (int v = 1; v <= free_values; ++v)
+      for (size_t w = 0; w < words; ++w) bits[w] |= out[(p + size_t(v) * free_place) * words + w];
+  }
+  return out;
+}
+
+// Everything the tables read: the space's bounds and the values of the dimensions that decide
+// a row's fit (lengths, residues, diagonals, layouts, alignments, batch and head classes), the
+// dimensions' sizes, and the task (head dim, element sizes).
+std::string tables_key(const SampleSpace& sp, const Task& task) {
+  std::string k = fmt::format("{} {} {} {} {}|", task.name(), task.input_bytes(), task.output_bytes(),
+                              sp.max_tensor_elements, sp.max_flops);
+  for (int n : sp.sizes()) k += fmt::format("{},", n);
+  for (const NamedRange& r : sp.lengths) k += fmt::format("|{}..{}", r.lo, r.hi);
+  for (const NamedRange& r : sp.batch) k += fmt::format("|{}..{}", r.lo, r.hi);
+  for (const HeadClass& c : sp.heads) {
+    k += "|";
+    for (const HeadConfig& h : c.configs) k += fmt::format("{}/{},", h.heads_q, h.heads_kv);
+  }
+  for (const auto* names : {&sp.residues, &sp.diagonals, &sp.layouts})
+    for (const std::string& n : *names) k += "|" + n;
+  for (int a : sp.alignments) k += fmt::format("|{}", a);
+  return k;
+}
+
 }  // namespace
 
-SampleRows::SampleRows(const SampleSpace& space, const Task& task) : sp_(space), task_(task) {
-  const std::vector<int> sizes = sp_.sizes();
-  for (int n : sizes)
+SampleRows::SampleRows(const SampleSpace& space, const Task& task) : sp_(space), task_(task), sizes_(sp_.sizes()) {
+  for (int n : sizes_)
     if (n < 1 || n > 100) throw usage_error("gates.json sampled: each dimension needs 1 to 100 values");
+  for (const std::string& layout : sp_.layouts)
+    for (int align : sp_.alignments) layout_names_.push_back(fmt::format("{}@{}", layout, align));
+  drawn_.clear();
+  for (const auto& cls : sp_.heads) drawn_.emplace_back(cls.configs.size(), 0);
+  // The tables of the spaces this process drew from: a run draws each tier more than once, a
+  // test many runs of a few spaces.
+  static std::mutex mutex;
+  static std::map<std::string, Tables> cache;
+  const std::string key = tables_key(sp_, task_);
+  {
+    const std::lock_guard lock(mutex);
+    if (const auto it = cache.find(key); it != cache.end()) {
+      t_ = it->second;
+      return;
+    }
+  }
   const int nl = int(sp_.lengths.size()), nr = int(sp_.residues.size()), nd = int(sp_.diagonals.size());
   for (int q = 0; q < nl; ++q)
     for (int k = 0; k < nl; ++k)
       for (int rq = 0; rq < nr; ++rq)
         for (int rk = 0; rk < nr; ++rk)
-          for (int d = 0; d < nd; ++d) lengths_.push_back(smallest(q, k, rq, rk, d));
-  sizes_count_ = indices(CoverRow(kSampleDims, -1), kSizeDims, sizes).size();
-  valid_.assign(lengths_.size() * sizes_count_, 0);
-  drawn_.clear();
-  for (const auto& cls : sp_.heads) drawn_.emplace_back(cls.configs.size(), 0);
+          for (int d = 0; d < nd; ++d) t_.lengths.push_back(smallest(q, k, rq, rk, d));
+  t_.sizes_count = indices(CoverRow(kSampleDims, -1), kSizeDims, sizes_).size();
+  build_valid();
+  build_masks();
+  const std::lock_guard lock(mutex);
+  if (cache.size() >= 64) cache.clear();  // a bound for a long-lived process
+  cache.emplace(key, t_);
+}
+
+// Whether each row of a length index and a size index fits the bounds. A row's fit reads its
+// length dimensions only through their smallest lengths, so length indices of one pair of them
+// share their part of the table (computed once).
+void SampleRows::build_valid() {
+  t_.valid.assign(t_.lengths.size() * t_.sizes_count, 0);
+  std::map<std::pair<int, int>, size_t> computed;  // smallest (Sq, Skv) -> its first length index
   CoverRow row(kSampleDims, 0);
-  for (size_t li : indices(CoverRow(kSampleDims, -1), kLengthDims, sizes)) {
-    if (lengths_[li].seq_q < 0) continue;
-    size_t rest = li;  // decode the length dims back into the row (odometer order, last fastest)
-    for (auto it = kLengthDims.rbegin(); it != kLengthDims.rend(); ++it) {
-      row[size_t(*it)] = int(rest % size_t(sizes[size_t(*it)]));
-      rest /= size_t(sizes[size_t(*it)]);
+  for (size_t li = 0; li < t_.lengths.size(); ++li) {
+    const Lengths& l = t_.lengths[li];
+    if (l.seq_q < 0) continue;
+    char* out = &t_.valid[li * t_.sizes_count];
+    const auto [first, fresh] = computed.emplace(std::pair{l.seq_q, l.seq_kv}, li);
+    if (!fresh) {
+      std::copy_n(&t_.valid[first->second * t_.sizes_count], t_.sizes_count, out);
+      continue;
     }
-    for (size_t si = 0; si < sizes_count_; ++si) {
-      size_t r = si;
+    for (size_t si = 0; si < t_.sizes_count; ++si) {
+      size_t r = si;  // decode the size dims into the row (odometer order, last fastest)
       for (auto it = kSizeDims.rbegin(); it != kSizeDims.rend(); ++it) {
-        row[size_t(*it)] = int(r % size_t(sizes[size_t(*it)]));
-        r /= size_t(sizes[size_t(*it)]);
+        row[size_t(*it)] = int(r % size_t(sizes_[size_t(*it)]));
+        r /= size_t(sizes_[size_t(*it)]);
       }
-      valid_[li * sizes_count_ + si] = row_fits(row, lengths_[li]);
+      out[si] = row_fits(row, l);
     }
   }
+}
+
+void SampleRows::build_masks() {
+  t_.words = (t_.sizes_count + 63) / 64;
+  if ((patterns(kLengthDims, sizes_) + patterns(kSizeDims, sizes_)) * t_.words > (size_t(1) << 24)) {
+    t_.words = 0;  // over 128 MiB: completable_by_indices instead
+    return;
+  }
+  t_.length_masks = pattern_masks(kLengthDims, sizes_, t_.words, [&](size_t li, uint64_t* m) {
+    for (size_t si = 0; si < t_.sizes_count; ++si)
+      if (t_.valid[li * t_.sizes_count + si]) m[si / 64] |= uint64_t(1) << (si % 64);
+  });
+  t_.size_masks = pattern_masks(kSizeDims, sizes_, t_.words,
+                                [](size_t si, uint64_t* m) { m[si / 64] |= uint64_t(1) << (si % 64); });
 }
 
 SampleRows::Lengths SampleRows::smallest(int qc, int kc, int rq, int rk, int d) const {
@@ -107,11 +213,11 @@ SampleRows::Lengths SampleRows::smallest(int qc, int kc, int rq, int rk, int d) 
   return l;
 }
 
-size_t SampleRows::length_index(const CoverRow& row) const { return indices(row, kLengthDims, sp_.sizes()).front(); }
-size_t SampleRows::size_index(const CoverRow& row) const { return indices(row, kSizeDims, sp_.sizes()).front(); }
+size_t SampleRows::length_index(const CoverRow& row) const { return indices(row, kLengthDims, sizes_).front(); }
+size_t SampleRows::size_index(const CoverRow& row) const { return indices(row, kSizeDims, sizes_).front(); }
 
-std::string SampleRows::layout_name(const CoverRow& row) const {
-  return fmt::format("{}@{}", sp_.layouts[size_t(row[kDimLayout])], sp_.alignments[size_t(row[kDimAlignment])]);
+const std::string& SampleRows::layout_name(const CoverRow& row) const {
+  return layout_names_[size_t(row[kDimLayout]) * sp_.alignments.size() + size_t(row[kDimAlignment])];
 }
 
 Shape SampleRows::base_shape(const CoverRow& row, const HeadConfig& h, int batch) const {
@@ -147,14 +253,22 @@ bool SampleRows::row_fits(const CoverRow& row, const Lengths& l) const {
 }
 
 bool SampleRows::completable(const CoverRow& partial) const {
+  if (!t_.words) return completable_by_indices(partial);
+  const uint64_t* l = &t_.length_masks[pattern_of(partial, kLengthDims, sizes_) * t_.words];
+  const uint64_t* s = &t_.size_masks[pattern_of(partial, kSizeDims, sizes_) * t_.words];
+  for (size_t w = 0; w < t_.words; ++w)
+    if (l[w] & s[w]) return true;
+  return false;
+}
+
+bool SampleRows::completable_by_indices(const CoverRow& partial) const {
   uint64_t key = 0;
   for (int d = 0; d < kDimScale; ++d) key = (key << 7) | uint64_t(partial[size_t(d)] + 1);
   if (auto it = memo_.find(key); it != memo_.end()) return it->second;
-  const std::vector<int> sizes = sp_.sizes();
-  const std::vector<size_t> ls = indices(partial, kLengthDims, sizes), ss = indices(partial, kSizeDims, sizes);
+  const std::vector<size_t> ls = indices(partial, kLengthDims, sizes_), ss = indices(partial, kSizeDims, sizes_);
   bool ok = false;
   for (size_t li = 0; li < ls.size() && !ok; ++li)
-    for (size_t si = 0; si < ss.size() && !ok; ++si) ok = valid_[ls[li] * sizes_count_ + ss[si]];
+    for (size_t si = 0; si < ss.size() && !ok; ++si) ok = t_.valid[ls[li] * t_.sizes_count + ss[si]];
   memo_[key] = ok;
   return ok;
 }
@@ -192,8 +306,8 @@ bool SampleRows::draw_lengths(const CoverRow& row, double shrink, SplitMix& rng,
 }
 
 SampleRows::Drawn SampleRows::realize(const CoverRow& row, SplitMix& rng) const {
-  const Lengths& least = lengths_[length_index(row)];
-  if (least.seq_q < 0 || !valid_[length_index(row) * sizes_count_ + size_index(row)])
+  const Lengths& least = t_.lengths[length_index(row)];
+  if (least.seq_q < 0 || !t_.valid[length_index(row) * t_.sizes_count + size_index(row)])
     throw std::logic_error("sampled gate: a covering row outside the space's bounds");
   Drawn out;
   out.layout = layout_name(row);

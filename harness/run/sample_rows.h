@@ -45,15 +45,29 @@ class SampleRows {
   size_t size_index(const CoverRow& row) const;
   Lengths smallest(int sq_class, int skv_class, int sq_res, int skv_res, int diag) const;
   Shape base_shape(const CoverRow& row, const HeadConfig& h, int batch) const;
-  std::string layout_name(const CoverRow& row) const;
+  const std::string& layout_name(const CoverRow& row) const;
   bool row_fits(const CoverRow& row, const Lengths& l) const;
   bool draw_lengths(const CoverRow& row, double shrink, SplitMix& rng, Shape& s) const;
+  void build_valid();
+  void build_masks();
+  bool completable_by_indices(const CoverRow& partial) const;
 
   const SampleSpace& sp_;
   Task task_;
-  std::vector<Lengths> lengths_;  // by length_index
-  std::vector<char> valid_;       // [length_index][size_index]
-  size_t sizes_count_ = 0;
+  std::vector<int> sizes_;                 // sp_.sizes()
+  std::vector<std::string> layout_names_;  // [layout][alignment]: layout_name's
+  // What the space and the task alone decide: most of a draw's time to build, so kept per
+  // process for the spaces drawn from (sample_rows.cpp: tables_key).
+  struct Tables {
+    std::vector<Lengths> lengths;  // by length_index
+    std::vector<char> valid;       // [length_index][size_index]
+    size_t sizes_count = 0;
+    // `completable` as bit sets over the size indices (when they fit in memory, else empty):
+    // per pattern of the length dimensions (each a value or free), the size indices some length
+    // index of the pattern holds a valid row with; per pattern of the size dimensions, its own.
+    size_t words = 0;
+    std::vector<uint64_t> length_masks, size_masks;
+  } t_;
   mutable std::unordered_map<uint64_t, bool> memo_;
   mutable std::vector<std::vector<int>> drawn_;  // per head class and config: cases realize gave it
 };
