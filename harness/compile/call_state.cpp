@@ -82,7 +82,7 @@ std::string bank0_outside(const std::string& ins, uint32_t parameter_block, uint
       constant = true;
     }
     if (!constant) return operand;
-    if (offset >= parameter_end || offset + operand_width(ins) > parameter_end) return operand;
+    if (offset + operand_width(ins) > parameter_end) return operand;
     if (offset >= parameter_block) continue;
     if (!allowed_launch_constant(offset, operand_width(ins))) return operand;
   }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <utility>
 
@@ -128,7 +129,7 @@ SampleRows::SampleRows(const SampleSpace& space, const Task& task) : sp_(space),
   // The tables of the spaces this process drew from: a run draws each tier more than once, a
   // test many runs of a few spaces.
   static std::mutex mutex;
-  static std::map<std::string, Tables> cache;
+  static std::map<std::string, std::shared_ptr<const Tables>> cache;
   const std::string key = tables_key(sp_, task_);
   {
     const std::lock_guard lock(mutex);
@@ -137,15 +138,17 @@ SampleRows::SampleRows(const SampleSpace& space, const Task& task) : sp_(space),
       return;
     }
   }
+  auto built = std::make_shared<Tables>();
   const int nl = int(sp_.lengths.size()), nr = int(sp_.residues.size()), nd = int(sp_.diagonals.size());
   for (int q = 0; q < nl; ++q)
     for (int k = 0; k < nl; ++k)
       for (int rq = 0; rq < nr; ++rq)
         for (int rk = 0; rk < nr; ++rk)
-          for (int d = 0; d < nd; ++d) t_.lengths.push_back(smallest(q, k, rq, rk, d));
-  t_.sizes_count = indices(CoverRow(kSampleDims, -1), kSizeDims, sizes_).size();
-  build_valid();
-  build_masks();
+          for (int d = 0; d < nd; ++d) built->lengths.push_back(smallest(q, k, rq, rk, d));
+  built->sizes_count = indices(CoverRow(kSampleDims, -1), kSizeDims, sizes_).size();
+  build_valid(*built);
+  build_masks(*built);
+  t_ = built;
   const std::lock_guard lock(mutex);
   if (cache.size() >= 64) cache.clear();  // a bound for a long-lived process
   cache.emplace(key, t_);
@@ -154,20 +157,20 @@ SampleRows::SampleRows(const SampleSpace& space, const Task& task) : sp_(space),
 // Whether each row of a length index and a size index fits the bounds. A row's fit reads its
 // length dimensions only through their smallest lengths, so length indices of one pair of them
 // share their part of the table (computed once).
-void SampleRows::build_valid() {
-  t_.valid.assign(t_.lengths.size() * t_.sizes_count, 0);
+void SampleRows::build_valid(Tables& t) const {
+  t.valid.assign(t.lengths.size() * t.sizes_count, 0);
   std::map<std::pair<int, int>, size_t> computed;  // smallest (Sq, Skv) -> its first length index
   CoverRow row(kSampleDims, 0);
-  for (size_t li = 0; li < t_.lengths.size(); ++li) {
-    const Lengths& l = t_.lengths[li];
+  for (size_t li = 0; li < t.lengths.size(); ++li) {
+    const Lengths& l = t.lengths[li];
     if (l.seq_q < 0) continue;
-    char* out = &t_.valid[li * t_.sizes_count];
+    char* out = &t.valid[li * t.sizes_count];
     const auto [first, fresh] = computed.emplace(std::pair{l.seq_q, l.seq_kv}, li);
     if (!fresh) {
-      std::copy_n(&t_.valid[first->second * t_.sizes_count], t_.sizes_count, out);
+      std::copy_n(&t.valid[first->second * t.sizes_count], t.sizes_count, out);
       continue;
     }
-    for (size_t si = 0; si < t_.sizes_count; ++si) {
+    for (size_t si = 0; si < t.sizes_count; ++si) {
       size_t r = si;  // decode the size dims into the row (odometer order, last fastest)
       for (auto it = kSizeDims.rbegin(); it != kSizeDims.rend(); ++it) {
         row[size_t(*it)] = int(r % size_t(sizes_[size_t(*it)]));
@@ -178,18 +181,18 @@ void SampleRows::build_valid() {
   }
 }
 
-void SampleRows::build_masks() {
-  t_.words = (t_.sizes_count + 63) / 64;
-  if ((patterns(kLengthDims, sizes_) + patterns(kSizeDims, sizes_)) * t_.words > (size_t(1) << 24)) {
-    t_.words = 0;  // over 128 MiB: completable_by_indices instead
+void SampleRows::build_masks(Tables& t) const {
+  t.words = (t.sizes_count + 63) / 64;
+  if ((patterns(kLengthDims, sizes_) + patterns(kSizeDims, sizes_)) * t.words > (size_t(1) << 24)) {
+    t.words = 0;  // over 128 MiB: completable_by_indices instead
     return;
   }
-  t_.length_masks = pattern_masks(kLengthDims, sizes_, t_.words, [&](size_t li, uint64_t* m) {
-    for (size_t si = 0; si < t_.sizes_count; ++si)
-      if (t_.valid[li * t_.sizes_count + si]) m[si / 64] |= uint64_t(1) << (si % 64);
+  t.length_masks = pattern_masks(kLengthDims, sizes_, t.words, [&t](size_t li, uint64_t* m) {
+    for (size_t si = 0; si < t.sizes_count; ++si)
+      if (t.valid[li * t.sizes_count + si]) m[si / 64] |= uint64_t(1) << (si % 64);
   });
-  t_.size_masks = pattern_masks(kSizeDims, sizes_, t_.words,
-                                [](size_t si, uint64_t* m) { m[si / 64] |= uint64_t(1) << (si % 64); });
+  t.size_masks =
+      pattern_masks(kSizeDims, sizes_, t.words, [](size_t si, uint64_t* m) { m[si / 64] |= uint64_t(1) << (si % 64); });
 }
 
 SampleRows::Lengths SampleRows::smallest(int qc, int kc, int rq, int rk, int d) const {
@@ -253,10 +256,10 @@ bool SampleRows::row_fits(const CoverRow& row, const Lengths& l) const {
 }
 
 bool SampleRows::completable(const CoverRow& partial) const {
-  if (!t_.words) return completable_by_indices(partial);
-  const uint64_t* l = &t_.length_masks[pattern_of(partial, kLengthDims, sizes_) * t_.words];
-  const uint64_t* s = &t_.size_masks[pattern_of(partial, kSizeDims, sizes_) * t_.words];
-  for (size_t w = 0; w < t_.words; ++w)
+  if (!t_->words) return completable_by_indices(partial);
+  const uint64_t* l = &t_->length_masks[pattern_of(partial, kLengthDims, sizes_) * t_->words];
+  const uint64_t* s = &t_->size_masks[pattern_of(partial, kSizeDims, sizes_) * t_->words];
+  for (size_t w = 0; w < t_->words; ++w)
     if (l[w] & s[w]) return true;
   return false;
 }
@@ -268,7 +271,7 @@ bool SampleRows::completable_by_indices(const CoverRow& partial) const {
   const std::vector<size_t> ls = indices(partial, kLengthDims, sizes_), ss = indices(partial, kSizeDims, sizes_);
   bool ok = false;
   for (size_t li = 0; li < ls.size() && !ok; ++li)
-    for (size_t si = 0; si < ss.size() && !ok; ++si) ok = t_.valid[ls[li] * t_.sizes_count + ss[si]];
+    for (size_t si = 0; si < ss.size() && !ok; ++si) ok = t_->valid[ls[li] * t_->sizes_count + ss[si]];
   memo_[key] = ok;
   return ok;
 }
@@ -306,8 +309,8 @@ bool SampleRows::draw_lengths(const CoverRow& row, double shrink, SplitMix& rng,
 }
 
 SampleRows::Drawn SampleRows::realize(const CoverRow& row, SplitMix& rng) const {
-  const Lengths& least = t_.lengths[length_index(row)];
-  if (least.seq_q < 0 || !t_.valid[length_index(row) * t_.sizes_count + size_index(row)])
+  const Lengths& least = t_->lengths[length_index(row)];
+  if (least.seq_q < 0 || !t_->valid[length_index(row) * t_->sizes_count + size_index(row)])
     throw std::logic_error("sampled gate: a covering row outside the space's bounds");
   Drawn out;
   out.layout = layout_name(row);

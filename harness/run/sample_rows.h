@@ -6,6 +6,7 @@
 // first) until it fits.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -48,8 +49,9 @@ class SampleRows {
   const std::string& layout_name(const CoverRow& row) const;
   bool row_fits(const CoverRow& row, const Lengths& l) const;
   bool draw_lengths(const CoverRow& row, double shrink, SplitMix& rng, Shape& s) const;
-  void build_valid();
-  void build_masks();
+  struct Tables;
+  void build_valid(Tables& t) const;
+  void build_masks(Tables& t) const;
   bool completable_by_indices(const CoverRow& partial) const;
 
   const SampleSpace& sp_;
@@ -67,7 +69,8 @@ class SampleRows {
     // index of the pattern holds a valid row with; per pattern of the size dimensions, its own.
     size_t words = 0;
     std::vector<uint64_t> length_masks, size_masks;
-  } t_;
+  };
+  std::shared_ptr<const Tables> t_;  // shared by every SampleRows of one space and task
   mutable std::unordered_map<uint64_t, bool> memo_;
   mutable std::vector<std::vector<int>> drawn_;  // per head class and config: cases realize gave it
 };
