@@ -6,7 +6,7 @@
 # message names what to install and the exit code is 2.
 #
 #   scripts/install-deps.sh           the main job: compiler, cmake, ninja, CLI11, nlohmann/json,
-#                                     spdlog, fmt, python3, the CUDA toolkit, nvdisasm
+#                                     spdlog, fmt, zlib, python3, the CUDA toolkit, nvdisasm
 #   scripts/install-deps.sh --tests   also GoogleTest, and Slurm for the cluster test (optional)
 #   scripts/install-deps.sh --fuzz    also clang with the libFuzzer runtime (the fuzz smoke)
 set -euo pipefail
@@ -61,8 +61,8 @@ probe_missing() {  # find_package names... -> the missing ones, space-separated
   rm -rf "$dir"
 }
 declare -A package_of=([CLI11]=libcli11-dev [nlohmann_json]=nlohmann-json3-dev [spdlog]=libspdlog-dev
-                       [fmt]=libfmt-dev [GTest]=libgtest-dev)
-libraries=(CLI11 nlohmann_json spdlog fmt)
+                       [fmt]=libfmt-dev [ZLIB]=zlib1g-dev [GTest]=libgtest-dev)
+libraries=(CLI11 nlohmann_json spdlog fmt ZLIB)
 ((tests)) && libraries+=(GTest)
 missing=()
 for name in $(probe_missing "${libraries[@]}"); do missing+=("${package_of[$name]}"); done

@@ -96,7 +96,9 @@ CompareInput load_compare_input(const fs::path& results_dir) {
   std::vector<std::string> problems = set.problems;
   in.records = std::move(set.records);
   in.withdrawn = std::move(set.withdrawn);
-  for (const auto& f : files_with_extension(results_dir, ".jsonl")) in.record_files.push_back(f.filename().string());
+  for (const auto& e : fs::directory_iterator(results_dir))
+    if (e.is_regular_file() && is_records_file(e.path())) in.record_files.push_back(e.path().filename().string());
+  std::sort(in.record_files.begin(), in.record_files.end());
   for (const auto& f : files_with_extension(results_dir / "peers", ".json")) {
     parse_peer_list(read_file(f), f.string(), in.peers, problems);
     in.peer_files.push_back("peers/" + f.filename().string());

@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 
 #include <unistd.h>
+#include <zlib.h>
 
 #include <algorithm>
 
+#include "core/errors.h"
 #include "core/paths.h"
 #include "store/atomic_file.h"
 #include "store/record.h"
@@ -44,6 +46,38 @@ bool nesting_ok(const std::string& s) {
   return true;
 }
 }  // namespace
+
+bool is_records_file(const fs::path& p) {
+  const std::string name = p.filename().string();
+  const auto ends_with = [&](const std::string& tail) {
+    return name.size() > tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  return ends_with(".jsonl") || ends_with(".jsonl.gz");
+}
+
+std::string read_records_file(const fs::path& p) {
+  if (p.extension() != ".gz") return read_file(p);
+  gzFile in = gzopen(p.c_str(), "rb");
+  if (in == nullptr) throw usage_error("cannot read " + p.string());
+  std::string text;
+  char buf[1 << 16];
+  int n = 0;
+  while ((n = gzread(in, buf, sizeof buf)) > 0) {
+    text.append(buf, size_t(n));
+    // A stream that inflates past any file of ours is not a records file (a decompression bomb).
+    if (text.size() > (size_t(1) << 32)) break;
+  }
+  // A stream cut off mid-way reads as far as it goes and then reports Z_BUF_ERROR (here or at
+  // gzclose): records silently missing, unless asked.
+  int err = Z_OK;
+  const char* message = gzerror(in, &err);
+  std::string why = n < 0 || (err != Z_OK && err != Z_STREAM_END) ? std::string(message) : "";
+  if (text.size() > (size_t(1) << 32)) why = "inflates past 4 GiB";
+  const int closed = gzclose(in);
+  if (why.empty() && closed != Z_OK) why = closed == Z_BUF_ERROR ? "cut off mid-stream" : "cannot close";
+  if (!why.empty()) throw usage_error(p.string() + ": damaged gzip stream (" + why + ")");
+  return text;
+}
 
 void parse_records_text(const std::string& text, const std::string& origin, RecordSet& out) {
   size_t start = 0, line_no = 0;
@@ -89,14 +123,14 @@ RecordSet read_records(const fs::path& dir_or_file) {
   std::vector<fs::path> files;
   if (fs::is_directory(dir_or_file)) {
     for (const auto& e : fs::directory_iterator(dir_or_file))
-      if (e.is_regular_file() && e.path().extension() == ".jsonl") files.push_back(e.path());
+      if (e.is_regular_file() && is_records_file(e.path())) files.push_back(e.path());
     std::sort(files.begin(), files.end());
   } else if (fs::exists(dir_or_file)) {
     files.push_back(dir_or_file);
   } else {
     out.problems.push_back(dir_or_file.string() + ": no such file or directory");
   }
-  for (const auto& f : files) parse_records_text(read_file(f), f.string(), out);
+  for (const auto& f : files) parse_records_text(read_records_file(f), f.string(), out);
   if (fs::is_directory(dir_or_file) && fs::exists(dir_or_file / kRevocationsFile))
     out.withdrawn = withdraw(read_revocations(dir_or_file / kRevocationsFile), out.records);
   return out;

@@ -1,5 +1,7 @@
 // Reading and appending results/*.jsonl. Appends are durable (fsync under flock); reads
-// skip nothing silently: a bad line is reported with file:line and what is wrong.
+// skip nothing silently: a bad line is reported with file:line and what is wrong. A finished
+// records file may be kept gzip-compressed as *.jsonl.gz (scripts/pack_results.sh): the records
+// are the bulk of the repository, and every device call carries the whole working tree.
 #pragma once
 #include <filesystem>
 #include <memory>
@@ -21,9 +23,15 @@ struct RecordSet {
   std::vector<Withdrawal> withdrawn;
 };
 
-// Reads every *.jsonl under `dir` (not recursive), then withdraws what <dir>/revoked.json revokes
-// (a bad revoked.json is a usage error naming the file and field). One file is read as it is:
-// a single log (evo gate --replay, evo merge's inputs) carries no revocations.
+// A records file by its name: *.jsonl, or *.jsonl.gz (read decompressed; never appended to).
+bool is_records_file(const std::filesystem::path& p);
+// A records file's text, decompressed where it is gzip; throws usage_error naming the file when it
+// cannot be read or its compressed stream is damaged.
+std::string read_records_file(const std::filesystem::path& p);
+
+// Reads every records file (*.jsonl, *.jsonl.gz) under `dir` (not recursive), then withdraws what <dir>/revoked.json
+// revokes (a bad revoked.json is a usage error naming the file and field). One file is read as it is: a single log (evo
+// gate --replay, evo merge's inputs) carries no revocations.
 RecordSet read_records(const std::filesystem::path& dir_or_file);
 // Parses one JSONL text (for tests and fuzzing); `origin` prefixes messages.
 void parse_records_text(const std::string& text, const std::string& origin, RecordSet& out);

@@ -8,11 +8,13 @@
 # carries, the sha256 of every part and of every whole wheel (the cu13 libs wheel, 92 MB, is split).
 #
 # On the CPU host first (the parts are built by pip download + split, see the manifest's head):
-#   mkdir -p .whl && cp -r /work/wheels-fa4/parts/call1 .whl/fa4-part1 && cp -r /work/wheels-fa4/parts/call2 .whl/fa4-part2
+#   mkdir -p .whl && for c in 1 2 3; do cp -r /work/wheels-fa4/parts3/call$c .whl/fa4-part$c; done
+# (three parts of at most 42 MB: each travels beside the working tree under the 64 MiB limit)
 # Then these `run` calls in this order, each within the warm window of the one before
 # (a cold machine has lost /tmp: start again at call 1):
-#   1. run  command="bash lab/device-sessions/fa4.sh stash"  carry=[".whl/fa4-part1"]   (~60 MiB)
-#   2. run  command="bash lab/device-sessions/fa4.sh stash"  carry=[".whl/fa4-part2"]   (~46 MiB)
+#   1. run  command="bash lab/device-sessions/fa4.sh stash"  carry=[".whl/fa4-part1"]   (~38 MiB)
+#   2. run  command="bash lab/device-sessions/fa4.sh stash"  carry=[".whl/fa4-part2"]   (~40 MiB)
+#   2b. run command="bash lab/device-sessions/fa4.sh stash"  carry=[".whl/fa4-part3"]   (~28 MiB)
 #      stash copies the carried part into /tmp/fa4-wheels, checks each file's sha256, and says
 #      which calls are still missing.
 #   3. run  command="TASKS=fp16-d64,fp16-d64-causal,fp16-d128,fp16-d128-causal bash lab/device-sessions/fa4.sh peers"

@@ -11,6 +11,7 @@
 
 #include "core/errors.h"
 #include "gpu/cuda_driver.h"
+#include "store/records.h"
 
 namespace evo::test {
 
@@ -63,9 +64,15 @@ CliResult run_evo(const std::string& args, const std::string& env) {
 
 std::string shell_quote(const fs::path& p) { return "'" + p.string() + "'"; }
 
+fs::path records_file(const fs::path& p) {
+  if (fs::exists(p) || !fs::exists(p.string() + ".gz")) return p;
+  return p.string() + ".gz";
+}
+
 std::vector<nlohmann::json> read_jsonl(const fs::path& p) {
   std::vector<nlohmann::json> out;
-  std::ifstream in(p);
+  const fs::path file = records_file(p);
+  std::istringstream in(file.extension() == ".gz" ? read_records_file(file) : read_text(file));
   for (std::string l; std::getline(in, l);)
     if (!l.empty()) out.push_back(nlohmann::json::parse(l));
   return out;
@@ -135,7 +142,7 @@ fs::path committed_results() {
   const fs::path copy = scratch_dir("committed-results");
   std::istringstream lines(listed.out);
   for (std::string rel; std::getline(lines, rel);) {
-    if (rel.empty()) continue;
+    if (rel.empty() || !fs::exists(root / rel)) continue;  // a deletion not committed yet
     const fs::path to = copy / fs::path(rel).lexically_relative("results");
     fs::create_directories(to.parent_path());
     fs::copy_file(root / rel, to, fs::copy_options::overwrite_existing);

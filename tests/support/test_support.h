@@ -20,6 +20,9 @@ CliResult run_evo(const std::string& args, const std::string& env = "");
 // A path in single quotes for a shell command line (test paths hold no quotes).
 std::string shell_quote(const std::filesystem::path& p);
 // Every non-empty line of a JSONL file, parsed.
+// A records file by its plain name: the file, or its packed twin <name>.gz (scripts/pack_results.sh).
+std::filesystem::path records_file(const std::filesystem::path& p);
+// The records of a *.jsonl file, or of its packed twin.
 std::vector<nlohmann::json> read_jsonl(const std::filesystem::path& p);
 // Whether a run record's candidate crashed in a gate case whose id starts with `case_prefix`
 // ("" for any): a crash names the case at the end of its reason ("...: an illegal memory access

@@ -51,10 +51,7 @@ std::set<std::string> fields_of(const json& record, const std::vector<std::strin
 }
 
 json committed_record(const std::string& file, int line) {
-  std::istringstream in(test::read_text(test::source_root() / "results" / file));
-  std::string text;
-  for (int i = 0; i <= line; ++i) std::getline(in, text);
-  return json::parse(text);
+  return test::read_jsonl(test::source_root() / "results" / file).at(size_t(line));
 }
 
 // Everything one candidate's evaluation needs, on a tiny shape, with a fake `evo __worker`.

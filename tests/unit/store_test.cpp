@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <thread>
 
@@ -60,6 +61,40 @@ TEST(Records, ValidateAndReportBadLines) {
   EXPECT_NE(rs.problems[1].find("not 1.x"), std::string::npos);
   ASSERT_EQ(rs.warnings.size(), 1u);  // the torn last line
   EXPECT_NE(rs.warnings[0].find("torn"), std::string::npos);
+}
+
+// Packed records (scripts/pack_results.sh): a folder of *.jsonl and *.jsonl.gz reads as one, in
+// file-name order; a cut-off archive is an error that names it, never records silently lost.
+TEST(Records, PackedFilesReadLikePlainOnes) {
+  auto dir = test::scratch_dir("packed");
+  const std::string a = record("a", "0-x/v", 0, 10).dump() + "\n", b = record("b", "0-x/w", 0, 9).dump() + "\n";
+  test::write_text(dir / "1-first.jsonl", a);
+  std::string packed_b;
+  {
+    gzFile out = gzopen((dir / "2-second.jsonl.gz").c_str(), "wb9");
+    ASSERT_NE(out, nullptr);
+    for (int i = 0; i < 200; ++i) ASSERT_EQ(gzwrite(out, b.data(), unsigned(b.size())), int(b.size()));
+    ASSERT_EQ(gzclose(out), Z_OK);
+    packed_b = test::read_text(dir / "2-second.jsonl.gz");
+  }
+  test::write_text(dir / "notes.txt", "not records");
+  EXPECT_TRUE(is_records_file("x/2-second.jsonl.gz"));
+  EXPECT_FALSE(is_records_file("x/notes.txt"));
+  EXPECT_FALSE(is_records_file("x/peers.json.gz"));
+  RecordSet rs = read_records(dir);
+  EXPECT_TRUE(rs.problems.empty());
+  ASSERT_EQ(rs.records.size(), 201u);
+  EXPECT_EQ(rs.records.front()["candidate_id"], "a");
+  EXPECT_EQ(rs.records.back()["candidate_id"], "b");
+  EXPECT_LT(packed_b.size(), b.size() * 200 / 20);  // what packing is for
+  // The same archive cut in half: an error naming it, not 100 records quietly missing.
+  test::write_text(dir / "2-second.jsonl.gz", packed_b.substr(0, packed_b.size() / 2));
+  try {
+    read_records(dir);
+    FAIL() << "a cut-off archive read without complaint";
+  } catch (const EvoError& e) {
+    EXPECT_NE(std::string(e.what()).find("2-second.jsonl.gz"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Population, TopThreeLatestOkOnly) {

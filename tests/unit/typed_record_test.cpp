@@ -6,9 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <sstream>
 
 #include "store/json_fields.h"
 #include "store/record.h"
+#include "store/records.h"
 #include "support/test_support.h"
 
 namespace evo {
@@ -19,8 +21,8 @@ using nlohmann::json;
 TEST(TypedRecord, EveryCommittedRecordRoundTrips) {
   size_t n = 0, sanitized = 0, sampled = 0, detailed = 0;
   for (const auto& e : std::filesystem::directory_iterator(test::source_root() / "results")) {
-    if (e.path().extension() != ".jsonl") continue;
-    std::ifstream in(e.path());
+    if (!is_records_file(e.path())) continue;
+    std::istringstream in(read_records_file(e.path()));
     std::string line;
     while (std::getline(in, line)) {
       if (line.empty()) continue;
