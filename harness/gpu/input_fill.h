@@ -3,6 +3,7 @@
 // V its own spread and mean.
 #pragma once
 #include <array>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -62,13 +63,16 @@ inline constexpr unsigned char kPaddingByteE4m3 = 0x7F;
 
 // What padding bytes (outside a padded buffer's tensor elements) and guard bands hold. A sampled
 // case draws its kind (CaseSpec::junk): "nonfinite" fills both with 0xFF (NaN in fp16, bf16 and
-// e4m3), so a masked read of them spoils the output (0 · NaN is NaN); "finite" fills padding
-// with varied finite values (`varied`: finite_junk_fill's values of the case's seed, as a used
-// KV cache's spare rows hold stale keys, some of them large; bands 0xA5), so a kernel can tell a
-// gate case neither by NaN neighbours nor by one byte repeated. "" is the fixed cases'.
+// e4m3), and a padding of 16-bit elements then with NaN and infinities of both signs
+// (`infinities`: nonfinite_junk_fill), so a masked read of them spoils the output (0 · NaN and
+// 0 · Inf are NaN); "finite" fills padding with varied finite values (`varied`:
+// finite_junk_fill's values of the case's seed, as a used KV cache's spare rows hold stale keys,
+// some of them large; bands 0xA5), so a kernel can tell a gate case neither by NaN neighbours nor
+// by one byte repeated. "" is the fixed cases'.
 struct JunkBytes {
   unsigned char padding = kPaddingByte, guard = kGuardByte;
-  bool varied = false;  // padding then holds varied finite values (0x3C only in a tail under 16 bytes)
+  bool varied = false;      // padding then holds varied finite values (0x3C only in a tail under 16 bytes)
+  bool infinities = false;  // fp16 and bf16 padding then holds NaN and +-Inf (0xFF in a tail, e4m3 and bands)
 };
 
 // The values of "finite" junk (JunkBytes::varied): evo_fill's normal values, with one 16-byte row
@@ -103,8 +107,21 @@ inline std::array<ColumnBand, 2> v_offset_bands(unsigned seed, int head_dim, flo
           ColumnBand{first + head_dim / 2, first + head_dim / 2 + width, -mean}};
 }
 
+// The values of "nonfinite" junk in fp16 and bf16 padding (JunkBytes::infinities): evo_fill's normal
+// values times +Inf, so +Inf or -Inf element by element, with every other 16-byte row (by hash)
+// times NaN. Hacker round 13: non-finite junk was the byte 0xFF throughout, one NaN pattern, and a
+// masked over-read of V guarded against NaN (isnan(v) ? 0 : v) was exact in every case; 0 · Inf
+// is NaN too. e4m3 has no infinity: its padding stays 0xFF.
+inline FillParams nonfinite_junk_fill() {
+  FillParams f;
+  f.stddev = std::numeric_limits<float>::infinity();
+  f.outlier_every = 2;
+  f.outlier_scale = std::numeric_limits<float>::quiet_NaN();
+  return f;
+}
+
 inline JunkBytes junk_bytes(const std::string& kind, int in_bytes) {
-  if (kind == "nonfinite") return {0xFF, 0xFF};
+  if (kind == "nonfinite") return {0xFF, 0xFF, false, true};
   if (kind == "finite") return {0x3C, kGuardByte, true};
   if (!kind.empty()) throw std::invalid_argument("unknown junk kind '" + kind + "': use finite or nonfinite");
   return {in_bytes == 1 ? kPaddingByteE4m3 : kPaddingByte, kGuardByte};

@@ -27,7 +27,8 @@ Prefill LaunchDraws::prefill(LaunchKind kind) {
   // previous output is of the same inputs, so it would already be the answer.
   p.keep_previous = kind == LaunchKind::timed && rng_.next() % 2 == 0;
   p.keep_partials =
-      kind == LaunchKind::gate_second || (kind == LaunchKind::gate_first && last_ == LaunchKind::gate_primer);
+      kind == LaunchKind::gate_second ||
+      ((kind == LaunchKind::gate_first || kind == LaunchKind::gate_primer) && last_ == LaunchKind::gate_primer);
   last_ = kind;
   p.seed = uint32_t(rng_.next());
   p.nonce = rng_.next() | 1;  // 0 is the fixed cases' input counter
@@ -48,6 +49,14 @@ bool LaunchDraws::verify(LaunchKind kind) {
   if (kind == LaunchKind::gate_primer) return false;  // its output is overwritten by the case's first launch
   if (kind != LaunchKind::warm_up) return true;
   return rng_.below(kWarmUpOdds) == 0;
+}
+
+int LaunchDraws::primer_splits(int splits, long long kv_splits_max, long long blocks) {
+  const int top = int(std::min({kv_splits_max, blocks, 1LL << 16}));
+  const int own = splits >= 2 && splits <= top;  // the case's count is among 2..top: skipped
+  if (top - 1 - own < 1) return splits;
+  const int drawn = 2 + int(rng_.below(size_t(top - 1 - own)));
+  return own && drawn >= splits ? drawn + 1 : drawn;
 }
 
 std::string mark_unwritten(const UnwrittenEvidence& first, const UnwrittenEvidence& second) {

@@ -56,7 +56,8 @@ struct Prefill {
   // call runs (GateSideEffects; hacker round 8: a count kept in the partials restarted at every
   // gate launch); and a first launch right after a primer, over what a launch on other inputs at
   // the same addresses left (hacker round 9: a memo of partials keyed on the call, not on its
-  // content, was right on the second launch's repeated inputs).
+  // content, was right on the second launch's repeated inputs); and a primer right after a
+  // primer, over what one of another split count left (hacker round 13).
   bool keep_partials = false;
 };
 
@@ -74,6 +75,13 @@ class LaunchDraws {
   // A counter for evo_fill (odd, so never the fixed cases' 0) drawn now: a primer's inputs, content
   // no launch has seen.
   uint64_t fresh_inputs() { return rng_.next() | 1; }
+  // The split count of a split case's primer, drawn now: any count from 2 to the kernel's
+  // `kv_splits_max` and the call's KV `blocks` (so no split of a call without empty splits is
+  // empty) but the case's own `splits`; `splits` when there is no other. A package's workspace holds the
+  // partials of earlier calls of every shape, laid out for their own split and tile counts (hacker
+  // round 13: with the primer at the case's own count, a slot that an empty split of the case never
+  // writes was never written by any launch, so a combine trusting a flag it never clears was exact).
+  int primer_splits(int splits, long long kv_splits_max, long long blocks);
 
   static constexpr int kWarmUpOdds = 8;
   // One pre-fill in kZeroOdds is all +0.0 (fresh memory, torch.zeros, a zeroed workspace), so a

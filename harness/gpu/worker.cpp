@@ -151,7 +151,7 @@ class Worker {
 
   // Pre-fill (drawn: gpu/launch_draws.h), launch, wait, read back: the output bytes in logical
   // BHSD order and the pre-fill they replaced (none if !read_back).
-  UnwrittenEvidence launch_once(Problem& p, LaunchKind kind, bool read_back = true) {
+  UnwrittenEvidence launch_once(Problem& p, LaunchKind kind, bool read_back = true, int splits = 0) {
     p.prefill_async(support_, draws_.prefill(kind), stream_);
     UnwrittenEvidence r;
     auto output = [&] { return p.logical(Problem::Tensor::o); };
@@ -159,7 +159,7 @@ class Worker {
       sync("output pre-fill");
       r.prefill = timed("readback", output);
     }
-    Params a = params(p);
+    Params a = params(p, splits);
     launch(a);
     sync("evo_attn_fwd");
     if (read_back) r.out = timed("readback", output);
@@ -199,20 +199,26 @@ class Worker {
     check(cu().cuStreamSynchronize(stream2_), "evo_attn_fwd (second stream)", "crash");
   }
 
+  // A split case first runs on other inputs at its addresses, its first launch finding what those
+  // launches left, as a package's next call does (a model's next step through the same buffers;
+  // hacker round 9: a memo keyed on the call): split another way (drawn), as an earlier call of
+  // another shape left it (round 13), then the case's way. Their outputs are not checked.
+  void prime_split_workspace(Problem& p, const CaseSpec& c) {
+    const int splits = c.device_check.on && c.two_streams ? 1 : params(p).num_splits;
+    if (splits <= 1) return;
+    p.fill(support_, c, stream_, draws_.fresh_inputs());
+    const long long blocks = evo_kv_blocks(job_.launch, evo_call_shape(evo_call(p, job_.task.causal)));
+    launch_once(p, LaunchKind::gate_primer, false, draws_.primer_splits(splits, job_.launch.kv_splits_max, blocks));
+    launch_once(p, LaunchKind::gate_primer, false);
+  }
+
   void run_gate() {
     for (const auto& c : job_.cases) {
       emit(phase_event("gate", c.id));
       Problem p(job_.task);
       current_ = &p;
       p.allocate(c.shape, c.layout, kGuardBytes, c.junk, c.seed);
-      // A split kernel's case first runs once on other inputs at the same addresses, so the case's
-      // first launch finds the partials that launch left, as a package's next call over its
-      // workspace does (a model's next step through the same buffers; hacker round 9: a memo keyed
-      // on the call was right on the second launch's repeated inputs). Its output is not checked.
-      if (!(c.device_check.on && c.two_streams) && params(p).num_splits > 1) {
-        p.fill(support_, c, stream_, draws_.fresh_inputs());
-        launch_once(p, LaunchKind::gate_primer, false);
-      }
+      prime_split_workspace(p, c);
       p.fill(support_, c, stream_);              // the case's own inputs, padding and O's gaps anew
       if (c.device_check.on && c.two_streams) {  // beside a second problem, both launches in flight
         Problem other(job_.task);
@@ -337,13 +343,13 @@ class Worker {
 
   // EvoAttnParams for a problem, with the tensor maps the variant exports (evo_tma) encoded
   // for this problem's tensors (an encoding error is the candidate's `load` verdict), and for a
-  // split-KV kernel the split count of evo_launch.h and the problem's workspace (counters 0,
-  // partials stale).
-  Params params(Problem& p) const {
+  // split-KV kernel the split count of evo_launch.h (or `splits`: a primer's) and the problem's
+  // workspace (counters 0, partials stale; it only grows, so a primer's larger one is kept).
+  Params params(Problem& p, int splits = 0) const {
     const EvoCall call = evo_call(p, job_.task.causal);
     Params a = evo_call_params(call);
     const EvoShape shape = evo_call_shape(call);
-    a.num_splits = evo_num_splits(job_.launch, shape, sms_, smem_per_sm_);
+    a.num_splits = splits > 0 ? splits : evo_num_splits(job_.launch, shape, sms_, smem_per_sm_);
     const long long counters =
         evo_workspace_layout(evo_tiles(job_.launch, shape), a.num_splits, int(job_.launch.rows_per_cta), shape.head_dim)
             .ml_offset;

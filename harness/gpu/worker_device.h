@@ -184,7 +184,7 @@ struct Problem {
       for (GuardedBuffer* b : {&q, &k, &v, &o})
         check(cu().cuMemsetD8(b->data(), junk.padding, b->bytes), "padding fill");
     if (padded) check(cu().cuCtxSynchronize(), "padding fill");  // legacy-stream memsets done before the fill
-    if (padded && junk.varied) vary_padding(sup, c.seed, stream);
+    if (padded && (junk.varied || junk.infinities)) vary_padding(sup, c.seed, stream);
     const TensorFills f = tensor_fills(c);
     auto run = [&](TensorDesc d, unsigned tensor, const FillParams& fp) {
       if (sup.amax) return fill_e4m3(sup, d, c.seed, tensor, fp, stream, nonce);
@@ -224,15 +224,16 @@ struct Problem {
   // "finite" junk: every buffer's bytes (padding included; the tensors' own elements are filled
   // after) get evo_fill's values of another tensor index (finite_junk_fill: normal, some 16-byte
   // rows scaled to thousands), read as rows of 16 bytes; a tail under 16 bytes keeps the
-  // constant byte. Ordered on `stream` before the inputs' fill.
+  // constant byte. "nonfinite" junk: the same rows of NaN and +-Inf (nonfinite_junk_fill) in
+  // fp16 and bf16 buffers; e4m3 keeps 0xFF. Ordered on `stream` before the inputs' fill.
   void vary_padding(const Support& sup, unsigned seed, CUstream stream) {
     const GuardedBuffer* buffers[] = {&q, &k, &v, &o};
     for (unsigned i = 0; i < 4; ++i) {
       const int bytes = i == 3 ? elem : in_elem;
       const int row = 16 / bytes;
       TensorDesc d{buffers[i]->data(), {0, 0, row}, 1, 1, int(buffers[i]->bytes / 16), row};
-      if (d.seq == 0) continue;
-      FillParams fp = finite_junk_fill();
+      if (d.seq == 0 || (junk.infinities && bytes == 1)) continue;
+      FillParams fp = junk.infinities ? nonfinite_junk_fill() : finite_junk_fill();
       unsigned tensor = 4 + i;
       unsigned long long nonce = 0;
       if (i < 3 && sup.amax) {  // fp8 inputs: quantized as the tensors are
