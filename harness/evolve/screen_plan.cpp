@@ -23,6 +23,8 @@ EvalPlan screen_plan(const GatesConfig& gates, const Task& task, const std::vect
   t.shape_budget_ms = std::min(t.shape_budget_ms, 300.0);
   // The timing loop draws its repeat probes among the first min_samples, apart from one.
   t.repeat_probes = std::min(t.repeat_probes, t.min_samples - 1);
+  // Full checks of drawn rows (config.h says why): 4096 rows, 32 samples' worth.
+  t.full_check_rows = 4096;
   p.timing = t;
   // A kernel that hangs (a register split at the limit can) costs the screen seconds, not ten:
   // the small gate's cases take milliseconds, a screened shape well under a second.

@@ -71,7 +71,10 @@ class DeviceChecker {
                         long long count, uint64_t key, CUdeviceptr sums) const;
   // Every query row of the problem's O recomputed and compared, in one pass (waits): the full
   // check of a timed sample. The same arithmetic as compare(), without its FP32 copy of the output.
-  DeviceCheckFacts check_all_rows(const worker_device::Problem& p, double atol, double rtol) const;
+  // With `max_rows` > 0 and fewer rows than the problem has: that many rows drawn by `key`
+  // (nonzero) instead (TimingConfig::full_check_rows); the facts count what was compared.
+  DeviceCheckFacts check_all_rows(const worker_device::Problem& p, double atol, double rtol, long long max_rows = 0,
+                                  uint64_t key = 0) const;
 
  private:
   const worker_device::Support& support_;

@@ -159,7 +159,7 @@ void ShapeTimer::verify(Sample& s, const CaseSpec& c, bool probe, bool full) {
     rig_.checker.check_rows_async(p_, p_.dout, atol, rtol, rows, rng_(), sums_.ptr + offsetof(SampleSums, probe_rows));
   if (full) {
     s.full = FullCheck{};
-    s.full->facts = rig_.checker.check_all_rows(p_, atol, rtol);  // waits
+    s.full->facts = rig_.checker.check_all_rows(p_, atol, rtol, rig_.job.timing.full_check_rows, rng_());  // waits
   }
   check(cu().cuStreamSynchronize(rig_.stream), "checks of a timed sample", "runtime");
   check(cu().cuMemcpyDtoH(&s.sums, sums_.ptr, sizeof(s.sums)), "sample facts readback", "runtime");
@@ -180,7 +180,8 @@ FullCheck ShapeTimer::launch_and_check(const CaseSpec& c, const char* why) {
   // Nothing of the candidate may still run when the inputs are hashed and referenced.
   check(cu().cuCtxSynchronize(), "evo_attn_fwd", "crash");
   f.inputs_intact = rig_.checker.inputs(p_) == before;
-  f.facts = rig_.checker.check_all_rows(p_, c.device_check.atol, c.device_check.rtol);
+  f.facts = rig_.checker.check_all_rows(p_, c.device_check.atol, c.device_check.rtol, rig_.job.timing.full_check_rows,
+                                        rng_());
   return f;
 }
 

@@ -112,7 +112,8 @@ json to_json(const WorkerJob& w) {
             {"prune_factor", t.prune_factor},
             {"rows_per_sample", t.rows_per_sample},
             {"repeat_probes", t.repeat_probes},
-            {"isolation_pause_ms", t.isolation_pause_ms}}},
+            {"isolation_pause_ms", t.isolation_pause_ms},
+            {"full_check_rows", t.full_check_rows}}},
           {"prune_us", w.prune_us},
           {"dump_inputs", w.dump_inputs}};
 }
@@ -137,6 +138,7 @@ WorkerJob worker_job_from_json(const json& j) {
   w.timing.rows_per_sample = t.at("rows_per_sample");
   w.timing.repeat_probes = t.at("repeat_probes");
   w.timing.isolation_pause_ms = t.at("isolation_pause_ms");
+  w.timing.full_check_rows = t.at("full_check_rows");
   w.prune_us = j.at("prune_us");
   w.dump_inputs = j.at("dump_inputs");
   return w;

@@ -60,6 +60,12 @@ struct TimingConfig {
   int rows_per_sample = 128;
   int repeat_probes = 4;
   double isolation_pause_ms = 100;
+  // Rows a "full" check (the drawn sample's, the last one's, a pruned shape's) recomputes, drawn
+  // after the launch; 0: every row. Only `evo evolve`'s screen caps it: a full check of a 16k
+  // shape recomputes 2.2 TFLOP in the FP32 checker, and ten of them made a screen cost as much as
+  // a full evaluation (3.2 GPU-s at fp8-d128 on the H200, 2026-11-30). A screen never enters a
+  // population; what does is checked in full.
+  long long full_check_rows = 0;
 };
 
 struct Limits {

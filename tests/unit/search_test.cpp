@@ -53,7 +53,9 @@ TEST(Fidelity, TheScreenTimesEveryShapeWithFewerSamplesAndRanksApart) {
   EXPECT_EQ(screen.timing->min_samples, 5);
   EXPECT_LT(screen.timing->repeat_probes, screen.timing->min_samples) << "probes are drawn among the first samples";
   EXPECT_LE(screen.timing->shape_budget_ms, 300.0);
+  EXPECT_GT(screen.timing->full_check_rows, 0) << "a screen's full checks recompute drawn rows, not every row";
   EXPECT_FALSE(full.timing.has_value()) << "the full run times as gates.json says";
+  EXPECT_EQ(gates.timing.full_check_rows, 0) << "what can enter a population is checked on every row";
 }
 
 TEST(SimDomain, KnowsTheOptimumOfEachObjective) {

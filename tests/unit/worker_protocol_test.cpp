@@ -39,6 +39,7 @@ TEST(WorkerJobs, EncodeThenDecodeKeepsEveryField) {
   j.cases = {sample_case("g0", 7)};
   j.bench = {{"b0", sample_case("t0", 8), sample_case("f0", 9)}};
   j.timing = TimingConfig{25, 10, 200, 0.005, 3000, 40, 50, 1.5};
+  j.timing.full_check_rows = 4096;
   j.prune_us = 12.5;
   j.dump_inputs = true;
 
@@ -84,6 +85,7 @@ TEST(WorkerJobs, EncodeThenDecodeKeepsEveryField) {
   EXPECT_EQ(back.timing.launch_bound_us, 40);
   EXPECT_EQ(back.timing.graph_launches, 50);
   EXPECT_EQ(back.timing.prune_factor, 1.5);
+  EXPECT_EQ(back.timing.full_check_rows, 4096);
   EXPECT_EQ(back.prune_us, 12.5);
   EXPECT_TRUE(back.dump_inputs);
   EXPECT_EQ(to_json(back), to_json(j)) << "decode -> encode gives the same job file";
