@@ -92,8 +92,11 @@ common=(--stage "$STAGE" --task "$TASK" --generator exhaustive --rng-seed 26 --r
 resume=()
 [ -n "$RUN" ] && resume=(--resume "$RUN")
 budget=$(python3 -c "print(int($(spent) + max(30, $(left) - 150) * 0.6))")
-$evo evolve "${common[@]}" "${resume[@]}" --population 400 --generations 1000 --budget-gpu-s "$budget" \
-  >"$OUT/screen.log" 2>&1
+# The budget is in GPU-s and a screen's wall time per GPU-s varies (0.6 when its checks dominated
+# it, more once they were capped): `timeout` keeps the call's wall time; the records written so
+# far stay and the next step resumes them.
+timeout $(($(left) - 150)) $evo evolve "${common[@]}" "${resume[@]}" --population 400 --generations 1000 \
+  --budget-gpu-s "$budget" >"$OUT/screen.log" 2>&1
 log "screen: exit $? (budget $budget GPU-s in all); $(tail -1 "$OUT/screen.log" | cut -c1-200)"
 [ -n "$RUN" ] || RUN=$(grep -o 'evo evolve ev-[^:]*' "$OUT/screen.log" | head -1 | cut -d' ' -f3)
 [ -n "$RUN" ] || { log "no run id in screen.log"; tail -20 "$OUT/screen.log"; exit 1; }
@@ -101,8 +104,8 @@ log "screen: exit $? (budget $budget GPU-s in all); $(tail -1 "$OUT/screen.log" 
 # 4. the best screens in full, one per generation, until the run's GPU-second budget (screens
 #    included) is spent; a full evaluation takes ~6 s of wall time for ~5 GPU-s.
 budget=$(python3 -c "print(int($(spent) + max(0, $(left) - 25) * 0.75))")
-$evo evolve "${common[@]}" --resume "$RUN" --population 1 --generations 1000 --budget-gpu-s "$budget" \
-  >"$OUT/full.log" 2>&1
+timeout $(($(left) - 20)) $evo evolve "${common[@]}" --resume "$RUN" --population 1 --generations 1000 \
+  --budget-gpu-s "$budget" >"$OUT/full.log" 2>&1
 log "full: exit $? (budget $budget GPU-s in all); $(tail -1 "$OUT/full.log" | cut -c1-200)"
 
 # 5. the dataset, from the records
