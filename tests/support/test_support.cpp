@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -96,6 +97,13 @@ fs::path scratch_dir(const std::string& name) {
     }
   } cleanup{base};
   return d;
+}
+
+fs::path nvrtc_cache(const std::string& name) {
+  const char* shared = std::getenv("EVO_TEST_NVRTC_CACHE");
+  if (!shared || !*shared) return scratch_dir(name);
+  fs::create_directories(shared);
+  return shared;
 }
 
 fs::path make_repo(const std::string& name, const std::vector<std::pair<std::string, std::string>>& files) {
