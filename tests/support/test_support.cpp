@@ -12,6 +12,7 @@
 
 #include "core/errors.h"
 #include "gpu/cuda_driver.h"
+#include "policy/config.h"
 #include "store/records.h"
 
 namespace evo::test {
@@ -19,6 +20,8 @@ namespace evo::test {
 namespace fs = std::filesystem;
 
 fs::path source_root() { return EVO_SOURCE_ROOT; }
+
+GatesConfig repo_gates() { return load_gates_config(source_root() / "gates" / "gates.json"); }
 
 namespace {
 // Child processes (__compile, __worker) must be the evo binary, not this test binary.

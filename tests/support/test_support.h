@@ -6,6 +6,10 @@
 #include <string>
 #include <vector>
 
+namespace evo {
+struct GatesConfig;
+}
+
 namespace evo::test {
 
 struct CliResult {
@@ -52,6 +56,8 @@ std::filesystem::path make_repo(const std::string& name, const std::vector<std::
 void set_deep_gate(const std::filesystem::path& repo, bool on);
 
 std::filesystem::path source_root();
+// The source tree's gates/gates.json, loaded.
+GatesConfig repo_gates();
 // The repository's results/ as committed: a scratch copy of the files git tracks there, so a
 // user's own runs (scripts/setup.sh runs stage 0 into results/) do not make the "committed
 // docs match the committed records" tests fail. Without git, results/ itself.
