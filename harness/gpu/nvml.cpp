@@ -15,10 +15,10 @@ nvmlReturn (*p_init)() = nullptr;
 nvmlReturn (*p_by_index)(unsigned, nvmlDevice*) = nullptr;
 nvmlReturn (*p_clock)(nvmlDevice, int, unsigned*) = nullptr;
 nvmlReturn (*p_max_clock)(nvmlDevice, int, unsigned*) = nullptr;
-std::once_flag g_once;
+std::once_flag g_nvml_once;
 bool g_ok = false;
 
-void load() {
+void load_nvml() {
   void* h = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!h) return;
   p_init = reinterpret_cast<decltype(p_init)>(dlsym(h, "nvmlInit_v2"));
@@ -29,7 +29,7 @@ void load() {
 }
 
 std::optional<unsigned> query(int index, bool max) {
-  std::call_once(g_once, load);
+  std::call_once(g_nvml_once, load_nvml);
   if (!g_ok) return std::nullopt;
   nvmlDevice dev = nullptr;
   if (p_by_index(unsigned(index), &dev) != 0) return std::nullopt;
@@ -42,7 +42,7 @@ std::optional<unsigned> query(int index, bool max) {
 std::optional<unsigned> nvml_sm_clock_mhz(int device_index) { return query(device_index, false); }
 std::optional<unsigned> nvml_max_sm_clock_mhz(int device_index) { return query(device_index, true); }
 bool nvml_available() {
-  std::call_once(g_once, load);
+  std::call_once(g_nvml_once, load_nvml);
   return g_ok;
 }
 

@@ -16,7 +16,8 @@ namespace evo {
 namespace {
 
 // Screened, not failed, not yet evaluated in full: best screen first.
-std::vector<const Observation*> promotable(const SearchState& s, const std::map<std::string, Evaluated>& seen) {
+std::vector<const Observation*> screened_best_first(const SearchState& s,
+                                                    const std::map<std::string, Evaluated>& seen) {
   std::vector<std::pair<double, const Observation*>> ranked;
   for (const auto& o : s.run) {
     const auto& e = seen.at(config_key(*o.variant, o.params));
@@ -44,7 +45,7 @@ class ExhaustiveStrategy : public Strategy {
     const auto seen = evaluated(s);
     std::vector<Config> open = unevaluated(s, seen);
     shuffle(open, rng);
-    const auto best = promotable(s, seen);
+    const auto best = screened_best_first(s, seen);
     // One promotion a generation while screens remain; all of them once none does.
     const size_t promote = std::min(best.size(), open.empty() ? count : std::min<size_t>(count, 1));
     std::vector<Proposal> out;

@@ -19,8 +19,6 @@ namespace {
 
 const char* const kFix = " (restore it from the logs with `evo population rebuild`)";
 
-void put_or_null(json& j, const char* key, const std::optional<std::string>& v) { j[key] = v ? json(*v) : json(); }
-
 }  // namespace
 
 json elite_json(const Elite& e) {
@@ -29,7 +27,7 @@ json elite_json(const Elite& e) {
   for (const auto& [key, v] : {std::pair{"candidate_id", &e.candidate_id}, std::pair{"parent", &e.parent},
                                std::pair{"source_path", &e.source_path}, std::pair{"source_sha256", &e.source_sha256},
                                std::pair{"run_id", &e.run_id}, std::pair{"time", &e.time}})
-    put_or_null(j, key, *v);
+    j[key] = *v ? json(**v) : json();
   j["variant"] = e.variant;
   j["params"] = params_json(e.params);
   j["fitness"] = record_io::write_fitness(e.fitness);
@@ -49,7 +47,7 @@ json elite_json(const Elite& e) {
 namespace {
 
 // The record's fitness rules (store/record_values.h): geomeans null or > 0, shapes a count.
-Fitness read_fitness(StrictFields& elite) {
+Fitness read_elite_fitness(StrictFields& elite) {
   const json* v = elite.take("fitness");
   if (!v) elite.fail(elite.field("fitness"), json(json::value_t::discarded), "an object");
   StrictFields f(*v, elite.field("fitness"), elite.file());
@@ -99,7 +97,7 @@ Elite read_elite(const json& j, const std::string& at, const FileContext& file) 
   e.time = f.text_or_null("time");
   e.variant = f.text("variant");
   e.params = f.params("params");
-  e.fitness = read_fitness(f);
+  e.fitness = read_elite_fitness(f);
   e.resources = f.object_or_null("resources");
   e.launch = f.object_or_null("launch");
   e.technique = f.object_or_null("technique");

@@ -33,7 +33,9 @@ struct Kernel {
   std::set<long long> sms;                  // the SM counts its records ran with (0: not recorded)
 };
 
-std::string identity(const Record& r) { return candidate_identity(r.variant, r.params, r.task, r.source_sha256); }
+std::string kernel_identity(const Record& r) {
+  return candidate_identity(r.variant, r.params, r.task, r.source_sha256);
+}
 
 bool timed(const TimingEntry& t) {
   return t.median_us && std::isfinite(*t.median_us) && *t.median_us > 0 && t.shape && !t.shape->empty();
@@ -73,7 +75,7 @@ long long max_checked(const Record& r) {
 std::map<std::string, Kernel> kernels_of(const std::vector<const Record*>& records) {
   std::map<std::string, Kernel> out;
   for (const Record* r : records) {
-    Kernel& k = out[identity(*r)];
+    Kernel& k = out[kernel_identity(*r)];
     if (!k.newest || r->newer_than(*k.newest)) k.newest = r;
     k.max_checked_elements = std::max(k.max_checked_elements, max_checked(*r));
     k.sms.insert(r->env ? r->env->sms.value_or(0) : 0);
@@ -207,7 +209,7 @@ RegimeChoice regime_row(const RegimeRule& rule, Regime regime, const std::map<st
   }
   if (chosen) {
     row.kernel = chosen->newest->candidate_id;
-    used.insert(identity(*chosen->newest));
+    used.insert(kernel_identity(*chosen->newest));
   } else {
     row.choice = "none (not deep-gated)";  // no kernel of the task passed the deep tier: nothing ships
   }

@@ -29,8 +29,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-std::string quoted(const fs::path& p) { return "'" + p.string() + "'"; }
-
 const fs::path kSuite = source_root() / "tests" / "adversarial";
 // The real stage-0 kernel, copied in under a name that sorts first: it is evaluated first and
 // becomes the elite every later candidate is compared (and pruned) against.
@@ -211,9 +209,9 @@ Suite make_suite(const std::string& task, bool deep = false) {
 
 CliResult evo_run(const Suite& s, size_t budget, const std::string& sets) {
   return run_evo("run --stage 0 --task " + s.task + " --budget " + std::to_string(budget) + " " + sets +
-                     " --rng-seed 1 --gate-seed " + kGateSeed + " --results-dir " + quoted(s.results) +
-                     " --populations-dir " + quoted(s.populations) + " --cache-dir " + quoted(s.cache),
-                 "cd " + quoted(s.root) + " && EVO_ROOT=" + quoted(s.root));
+                     " --rng-seed 1 --gate-seed " + kGateSeed + " --results-dir " + shell_quote(s.results) +
+                     " --populations-dir " + shell_quote(s.populations) + " --cache-dir " + shell_quote(s.cache),
+                 "cd " + shell_quote(s.root) + " && EVO_ROOT=" + shell_quote(s.root));
 }
 
 // Runs one task's suite and checks every verdict, the population, and that a damaged
@@ -261,7 +259,7 @@ void check_suite(const Suite& s, const std::string& sets) {
     const std::string reason = r["reason"];
     if (want == "integrity" && reason.rfind("deep gate: ", 0) == 0) {
       // docs/safety.md §3g (hacker round 6): a would-be elite refused for what its SASS reads (the
-      // instruction quoted), or for linking the device heap (the function named: its call is found
+      // instruction shell_quote), or for linking the device heap (the function named: its call is found
       // by the cubin's symbol, not by an instruction).
       EXPECT_TRUE(reason.find("(SASS `") != std::string::npos ||
                   reason.find("calls the device heap (") != std::string::npos)
@@ -352,8 +350,8 @@ void check_suite(const Suite& s, const std::string& sets) {
                                                                       << tail(refused.out);
     EXPECT_NE(refused.out.find(what), std::string::npos) << tail(refused.out);
     EXPECT_NE(refused.out.find("evo population rebuild"), std::string::npos) << tail(refused.out);
-    const CliResult rebuilt = run_evo("population rebuild --results-dir " + quoted(s.results) + " --populations-dir " +
-                                      quoted(s.populations));
+    const CliResult rebuilt = run_evo("population rebuild --results-dir " + shell_quote(s.results) +
+                                      " --populations-dir " + shell_quote(s.populations));
     EXPECT_EQ(rebuilt.exit_code, 0) << rebuilt.out;
     EXPECT_EQ(read_text(pop_file), good) << "rebuild must restore the population from the records";
   }

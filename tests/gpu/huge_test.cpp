@@ -18,7 +18,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-const fs::path kSuite = source_root() / "tests" / "adversarial";
+const fs::path kAdversarialDir = source_root() / "tests" / "adversarial";
 constexpr double kHugeDeviceBytes = 40e9;  // 4 buffers of 4.3 GB, the FP32 reference (8.6 GB), room
 
 // Device 0's memory, or 0 when the driver cannot say.
@@ -43,12 +43,13 @@ TEST(HugeSet, HonestKernelPassesAndThirtyTwoBitOffsetsAreRejected) {
   if (device_memory_bytes() < kHugeDeviceBytes)
     GTEST_SKIP() << fmt::format("the huge set needs {:.0f} GB of device memory; device 0 has {:.1f} GB",
                                 kHugeDeviceBytes / 1e9, device_memory_bytes() / 1e9);
-  const json expected = json::parse(read_text(kSuite / "expected.json")).at("offsets_32bit.cu");
+  const json expected = json::parse(read_text(kAdversarialDir / "expected.json")).at("offsets_32bit.cu");
   std::vector<std::string> verdicts{expected.at("verdict").get<std::string>()};
   for (const auto& v : expected.value("also", json::array())) verdicts.push_back(v);
   const fs::path root = make_repo(
-      "huge", {{"variants/0-adversarial/control_scalar_pattern.cu", read_text(kSuite / "control_scalar_pattern.cu")},
-               {"variants/0-adversarial/offsets_32bit.cu", read_text(kSuite / "offsets_32bit.cu")}});
+      "huge",
+      {{"variants/0-adversarial/control_scalar_pattern.cu", read_text(kAdversarialDir / "control_scalar_pattern.cu")},
+       {"variants/0-adversarial/offsets_32bit.cu", read_text(kAdversarialDir / "offsets_32bit.cu")}});
   set_deep_gate(root, false);  // the huge set alone decides here
   const std::string q = "'" + root.string() + "'";
   const CliResult run = run_evo(

@@ -25,17 +25,18 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-const fs::path kSuite = source_root() / "tests" / "adversarial" / "sanitizer";
+const fs::path kSanitizerSuite = source_root() / "tests" / "adversarial" / "sanitizer";
 // Evaluated first (names sort first): the pattern every trick starts from; it sets the bar.
 const std::string kPatternControl = "00_control_scalar_pattern.cu";
 // Evaluated last: the real stage-0 kernel (wmma, shared memory), faster than the pattern.
 const std::string kBaselineControl = "zz_control_wmma_scalar_pv.cu";
 
-std::string quoted(const fs::path& p) { return "'" + p.string() + "'"; }
-std::string variant_id(const std::string& file) { return "0-adversarial/" + fs::path(file).stem().string(); }
-std::string tail(const std::string& s, size_t n = 6000) { return s.size() > n ? "…" + s.substr(s.size() - n) : s; }
+std::string sanitizer_variant_id(const std::string& file) { return "0-adversarial/" + fs::path(file).stem().string(); }
+std::string output_tail(const std::string& s, size_t n = 6000) {
+  return s.size() > n ? "…" + s.substr(s.size() - n) : s;
+}
 
-struct Expected {
+struct SanitizerExpected {
   std::string verdict, tool;
 };
 
@@ -50,20 +51,20 @@ bool caught_by_sampled_gate(const json& r) {
          crashed_during_gate_case(r);
 }
 
-struct Suite {
+struct SanitizerSuite {
   fs::path root;
-  std::map<std::string, Expected> expected;  // file -> verdict under --sanitize
+  std::map<std::string, SanitizerExpected> expected;  // file -> verdict under --sanitize
 };
 
-Suite make_suite() {
-  Suite s;
+SanitizerSuite make_sanitizer_suite() {
+  SanitizerSuite s;
   std::vector<std::pair<std::string, std::string>> files;
-  const json expected = json::parse(read_text(kSuite / "expected.json"));
+  const json expected = json::parse(read_text(kSanitizerSuite / "expected.json"));
   for (auto& [file, e] : expected.items()) {
     s.expected[file] = {e.at("verdict").get<std::string>(), e.at("tool").get<std::string>()};
-    files.emplace_back("variants/0-adversarial/" + file, read_text(kSuite / file));
+    files.emplace_back("variants/0-adversarial/" + file, read_text(kSanitizerSuite / file));
   }
-  for (const auto& e : fs::directory_iterator(kSuite)) {
+  for (const auto& e : fs::directory_iterator(kSanitizerSuite)) {
     if (e.path().extension() != ".cu") continue;
     EXPECT_EQ(s.expected.count(e.path().filename().string()), 1u) << e.path() << " has no entry in expected.json";
   }
@@ -79,12 +80,12 @@ Suite make_suite() {
 }
 
 // One config per file (--budget = number of files); small gate shapes, one timed shape.
-CliResult evo_run(const Suite& s, const std::string& dir, const std::string& extra) {
+CliResult evo_run(const SanitizerSuite& s, const std::string& dir, const std::string& extra) {
   return run_evo(fmt::format("run --stage 0 --task fp16-d64 --budget {} --shapes small --bench mission --seeds 0,1 "
                              "--rng-seed 1 --gate-seed 2025 --results-dir {} --populations-dir {} --cache-dir {} {}",
-                             s.expected.size(), quoted(s.root / dir / "results"), quoted(s.root / dir / "populations"),
-                             quoted(s.root / "cache"), extra),
-                 "cd " + quoted(s.root) + " && EVO_ROOT=" + quoted(s.root));
+                             s.expected.size(), shell_quote(s.root / dir / "results"),
+                             shell_quote(s.root / dir / "populations"), shell_quote(s.root / "cache"), extra),
+                 "cd " + shell_quote(s.root) + " && EVO_ROOT=" + shell_quote(s.root));
 }
 
 std::map<std::string, json> records_by_variant(const fs::path& results) {
@@ -99,17 +100,18 @@ TEST(Sanitizer, WouldBeElitesRunUnderComputeSanitizerAndAReportKeepsThemOut) {
   EVO_REQUIRE_GPU();
   const auto tool = find_compute_sanitizer();
   if (!tool) GTEST_SKIP() << "compute-sanitizer not found (PATH, CUDA_HOME, /usr/local/cuda/bin)";
-  const Suite s = make_suite();
+  const SanitizerSuite s = make_sanitizer_suite();
 
   // 1. Without --sanitize every trick passes the fixed gate sets: what catches them below is the
   // sanitizer alone, unless the sampled gate's larger shapes catch one first (expected.json says
   // which may be caught that way).
   const CliResult plain = evo_run(s, "plain", "");
-  ASSERT_EQ(plain.exit_code, 0) << tail(plain.out);
+  ASSERT_EQ(plain.exit_code, 0) << output_tail(plain.out);
   auto plain_records = records_by_variant(s.root / "plain" / "results");
   for (const auto& [file, want] : s.expected) {
-    ASSERT_TRUE(plain_records.count(variant_id(file))) << file << ": no record\n" << tail(plain.out, 3000);
-    const json& r = plain_records[variant_id(file)];
+    ASSERT_TRUE(plain_records.count(sanitizer_variant_id(file))) << file << ": no record\n"
+                                                                 << output_tail(plain.out, 3000);
+    const json& r = plain_records[sanitizer_variant_id(file)];
     // The covering array's cases reach lengths and layouts where a memory bug can corrupt the
     // output; a trick the sampled gate rejects first got a right verdict too (issue 25 item 5).
     if (want.verdict != "ok" && caught_by_sampled_gate(r)) continue;
@@ -119,12 +121,12 @@ TEST(Sanitizer, WouldBeElitesRunUnderComputeSanitizerAndAReportKeepsThemOut) {
 
   // 2. With --sanitize: the same candidates, each trick rejected by its tool.
   const CliResult run = evo_run(s, "sanitize", "--sanitize");
-  ASSERT_EQ(run.exit_code, 0) << "evo run must finish (exit 0) whatever its candidates do:\n" << tail(run.out);
+  ASSERT_EQ(run.exit_code, 0) << "evo run must finish (exit 0) whatever its candidates do:\n" << output_tail(run.out);
   auto by_variant = records_by_variant(s.root / "sanitize" / "results");
   size_t tricks = 0, rejected = 0, rejected_by_sampled_gate = 0;
   for (const auto& [file, want] : s.expected) {
-    ASSERT_TRUE(by_variant.count(variant_id(file))) << file << ": no record\n" << tail(run.out, 3000);
-    const json& r = by_variant[variant_id(file)];
+    ASSERT_TRUE(by_variant.count(sanitizer_variant_id(file))) << file << ": no record\n" << output_tail(run.out, 3000);
+    const json& r = by_variant[sanitizer_variant_id(file)];
     const json& san = r["gates"]["sanitizer"];
     if (want.verdict != "ok" && caught_by_sampled_gate(r)) {
       ++tricks, ++rejected_by_sampled_gate;  // rejected before the sanitizer, which runs for would-be elites only
@@ -158,11 +160,12 @@ TEST(Sanitizer, WouldBeElitesRunUnderComputeSanitizerAndAReportKeepsThemOut) {
   const Population pop = read_population(population_path(s.root / "sanitize" / "populations", gpu, "fp16-d64", bench));
   std::set<std::string> elites;
   for (const auto& e : stage_elites(pop, 0)) elites.insert(e.variant);
-  EXPECT_EQ(elites, (std::set<std::string>{variant_id(kPatternControl), variant_id(kBaselineControl)}))
+  EXPECT_EQ(elites,
+            (std::set<std::string>{sanitizer_variant_id(kPatternControl), sanitizer_variant_id(kBaselineControl)}))
       << population_json(pop).dump(1);
   size_t admitted = 0;
   for (const auto& id : elites)
-    if (id != variant_id(kPatternControl) && id != variant_id(kBaselineControl)) ++admitted;
+    if (id != sanitizer_variant_id(kPatternControl) && id != sanitizer_variant_id(kBaselineControl)) ++admitted;
 
   const std::string figure = fmt::format(
       "--sanitize: {} sanitizer-only tricks tried (each ok on the fixed gate sets), {} rejected by the expected tool, "
@@ -193,11 +196,11 @@ TEST(Sanitizer, AnHonestElitePassesTheDeepTiersLayoutsUnderEveryTool) {
   const fs::path dir = scratch_dir("sanitizer-deep");
   const CliResult r = run_evo(fmt::format(
       "run --stage 7 --task fp16-d64 --budget 1 --sanitize --gate-seed 2025 --results-dir {} --populations-dir {}",
-      quoted(dir / "results"), quoted(dir / "populations")));
-  ASSERT_EQ(r.exit_code, 0) << tail(r.out);
+      shell_quote(dir / "results"), shell_quote(dir / "populations")));
+  ASSERT_EQ(r.exit_code, 0) << output_tail(r.out);
   const RecordSet rs = read_records(dir / "results");
   ASSERT_TRUE(rs.problems.empty()) << rs.problems.front();
-  ASSERT_EQ(rs.records.size(), 1u) << tail(r.out);
+  ASSERT_EQ(rs.records.size(), 1u) << output_tail(r.out);
   const json& rec = rs.records.front();
   EXPECT_EQ(rec["outcome"], "ok") << rec["reason"];
   const json& san = rec["gates"]["sanitizer"];

@@ -12,6 +12,7 @@
 
 #include "compile/call_state.h"
 #include "compile/sass_technique.h"
+#include "support/compile_sweep.h"
 #include "support/test_support.h"
 
 namespace evo {
@@ -19,10 +20,9 @@ namespace {
 
 using nlohmann::json;
 
-// variant -> what check_call_state found ("" for nothing), for every config `evo compile` printed.
-std::map<std::string, std::string> states(const std::string& args, const std::filesystem::path& cache,
-                                          const std::string& env = "") {
-  const auto r = test::run_evo(args + " --arch sm_90a --json --cache-dir " + cache.string(), env);
+// "<variant> <task>" -> what check_call_state found ("" for nothing), for every config an
+// `evo compile --json` into `cache` printed.
+std::map<std::string, std::string> states(const test::CliResult& r, const std::filesystem::path& cache) {
   EXPECT_EQ(r.exit_code, 0) << r.out.substr(0, 2000);
   std::map<std::string, std::string> out;
   std::istringstream in(r.out);
@@ -41,8 +41,11 @@ std::map<std::string, std::string> states(const std::string& args, const std::fi
 
 TEST(CallState, NoVariantReadsAClockOrAModuleGlobal) {
   if (!find_nvdisasm()) GTEST_SKIP() << "nvdisasm not found (PATH, CUDA_HOME, the nvidia wheel)";
-  const auto found = states("compile --stage all --sample 1 --task fp16-d64,fp16-d128,bf16-d128-causal,fp8-d64",
-                            test::scratch_dir("call-state-variants"));
+  const auto cache = test::nvrtc_cache("call-state-variants");
+  const auto found = states(test::compile_every_stage("--sample 1 --task fp16-d64,fp16-d128,bf16-d128-causal,fp8-d64 "
+                                                      "--arch sm_90a --json --cache-dir " +
+                                                      cache.string()),
+                            cache);
   EXPECT_GE(found.size(), 30u) << "one config of every variant at four tasks";
   for (const auto& [variant, why] : found) EXPECT_EQ(why, "") << variant;
 }
@@ -59,18 +62,25 @@ TEST(CallState, EveryBombOfTheSuiteIsFoundAndTheControlsAreNot) {
       {"grid_id_after_2p26", "reads launch constant c[0x0][0x30]"},
       {"control_timing_state", "reads a clock"},
   };
-  std::vector<std::pair<std::string, std::string>> files;
-  for (const auto& [name, _] : want)
-    files.emplace_back("variants/0-adversarial/" + name + ".cu",
-                       test::read_text(test::source_root() / "tests/adversarial" / (name + ".cu")));
-  for (const char* control : {"control_split_kv", "control_fp8_pattern"})
-    files.emplace_back(std::string("variants/0-adversarial/") + control + ".cu",
-                       test::read_text(test::source_root() / "tests/adversarial" / (std::string(control) + ".cu")));
-  const auto root = test::make_repo("call-state-suite", files);
-  const std::string env = "cd '" + root.string() + "' && EVO_ROOT='" + root.string() + "'";
-  auto found = states("compile --stage 0 --task fp16-d64", root / "cache", env);
-  for (const auto& [k, v] : states("compile --stage 0 --task fp16-d64-causal,fp8-d64", root / "cache", env))
-    found[k] = v;
+  // Each file at the one task its verdict is read at, one repository per task: the suite's other
+  // tasks would be compiled and disassembled for nothing.
+  std::map<std::string, std::vector<std::string>> at_task = {{"fp16-d64-causal", {"control_split_kv"}},
+                                                             {"fp8-d64", {"control_fp8_pattern"}}};
+  for (const auto& [name, _] : want) at_task["fp16-d64"].push_back(name);
+  std::map<std::string, std::string> found;
+  for (const auto& [task, names] : at_task) {
+    std::vector<std::pair<std::string, std::string>> files;
+    for (const auto& name : names)
+      files.emplace_back("variants/0-adversarial/" + name + ".cu",
+                         test::read_text(test::source_root() / "tests/adversarial" / (name + ".cu")));
+    const auto root = test::make_repo("call-state-suite-" + task, files);
+    // No technique counts: the fixtures' stage requires none, and check_call_state reads the SASS itself.
+    const std::string env =
+        "cd '" + root.string() + "' && EVO_ROOT='" + root.string() + "' " + test::kNoTechniqueCounts;
+    const auto r = test::run_evo(
+        "compile --stage 0 --task " + task + " --arch sm_90a --json --cache-dir " + (root / "cache").string(), env);
+    for (const auto& [k, v] : states(r, root / "cache")) found[k] = v;
+  }
   for (const auto& [name, what] : want) {
     const std::string at = "0-adversarial/" + name + " fp16-d64";
     ASSERT_TRUE(found.count(at)) << at;
@@ -80,8 +90,11 @@ TEST(CallState, EveryBombOfTheSuiteIsFoundAndTheControlsAreNot) {
       EXPECT_NE(found[at].find(what), std::string::npos) << at << ": " << found[at];
     }
   }
-  EXPECT_EQ(found["0-adversarial/control_split_kv fp16-d64-causal"], "");
-  EXPECT_EQ(found["0-adversarial/control_fp8_pattern fp8-d64"], "");
+  for (const char* control :
+       {"0-adversarial/control_split_kv fp16-d64-causal", "0-adversarial/control_fp8_pattern fp8-d64"}) {
+    ASSERT_TRUE(found.count(control)) << control;
+    EXPECT_EQ(found[control], "") << control;
+  }
 }
 
 }  // namespace

@@ -17,7 +17,7 @@ using nlohmann::json;
 
 TEST(ConstraintRulesNvrtc, ParserAndCompilerAgreeOnStages7And8AndFp8) {
   const auto stages = discover_stages(source_root());
-  const auto cache = scratch_dir("rules-nvrtc");
+  const auto cache = nvrtc_cache("rules-nvrtc");
   size_t violated = 0, feasible = 0;
   for (const char* what : {"--stage 7 --task fp16-d128", "--stage 8 --task fp16-d128", "--stage 7 --task fp8-d128"}) {
     const auto r =

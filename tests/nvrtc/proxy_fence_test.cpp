@@ -38,7 +38,7 @@ std::vector<std::string> unfenced_arrivals(const std::string& sass, int* arrival
 // Compiles one sampled configuration of every variant of `stage` per task for sm_90a and checks
 // the SASS of each that uses mbarriers; returns how many it checked.
 int expect_fenced(const std::string& stage, const std::string& tasks) {
-  const auto cache = test::scratch_dir("proxy-fence-" + stage);
+  const auto cache = test::nvrtc_cache("proxy-fence-" + stage);
   auto r = test::run_evo("compile --stage " + stage + " --sample 1 --arch sm_90a --task " + tasks +
                          " --json --cache-dir " + cache.string());
   EXPECT_EQ(r.exit_code, 0) << r.out.substr(0, 2000);

@@ -63,7 +63,7 @@ TEST(Technique, Stage8CandidateWithoutMulticastIsRejected) {
 
 TEST(Technique, Stage8KernelShowsMulticastAndExportsAClusterLaunch) {
   auto r = test::run_evo("compile --stage 8 --task fp16-d128,bf16-d64-causal --sample 1 --json --cache-dir " +
-                         test::scratch_dir("technique8-real-cache").string());
+                         test::nvrtc_cache("technique8-real-cache").string());
   ASSERT_EQ(r.exit_code, 0) << r.out.substr(0, 3000);
   auto recs = records_of(r.out);
   ASSERT_EQ(recs.size(), 2u);

@@ -55,7 +55,7 @@ TEST(Technique, Stage7CandidateWithoutTmaIsRejected) {
 
 TEST(Technique, Stage7KernelShowsItsTechnique) {
   auto r = test::run_evo("compile --stage 7 --task fp16-d128,bf16-d64-causal --sample 1 --json --cache-dir " +
-                         test::scratch_dir("technique7-cache").string());
+                         test::nvrtc_cache("technique7-cache").string());
   ASSERT_EQ(r.exit_code, 0) << r.out.substr(0, 3000);
   std::vector<json> recs;  // the fp16/bf16 variants; tma_ws_fp8 is unsupported at these tasks
   for (auto& j : records(r.out))
@@ -88,7 +88,7 @@ TEST(Technique, RequirementWithoutDisassemblerIsAnEnvironmentError) {
 
 TEST(TmaSpecs, ReadFromTheCubin) {
   // The stage-7 kernel's evo_tma, compiled with NVRTC through evo (the cache keeps the cubin).
-  const auto cache = test::scratch_dir("tma-spec-cache");
+  const auto cache = test::nvrtc_cache("tma-spec-cache");
   auto r = test::run_evo("compile --stage 7 --task fp16-d128 --sample 1 --json --cache-dir " + cache.string());
   ASSERT_EQ(r.exit_code, 0) << r.out.substr(0, 2000);
   const std::string key = records(r.out).at(0)["compile"]["cache_key"];

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -11,6 +12,7 @@
 
 #include "core/errors.h"
 #include "gpu/cuda_driver.h"
+#include "policy/config.h"
 #include "store/records.h"
 
 namespace evo::test {
@@ -18,6 +20,8 @@ namespace evo::test {
 namespace fs = std::filesystem;
 
 fs::path source_root() { return EVO_SOURCE_ROOT; }
+
+GatesConfig repo_gates() { return load_gates_config(source_root() / "gates" / "gates.json"); }
 
 namespace {
 // Child processes (__compile, __worker) must be the evo binary, not this test binary.
@@ -96,6 +100,13 @@ fs::path scratch_dir(const std::string& name) {
     }
   } cleanup{base};
   return d;
+}
+
+fs::path nvrtc_cache(const std::string& name) {
+  const char* shared = std::getenv("EVO_TEST_NVRTC_CACHE");
+  if (!shared || !*shared) return scratch_dir(name);
+  fs::create_directories(shared);
+  return shared;
 }
 
 fs::path make_repo(const std::string& name, const std::vector<std::pair<std::string, std::string>>& files) {

@@ -6,6 +6,10 @@
 #include <string>
 #include <vector>
 
+namespace evo {
+struct GatesConfig;
+}
+
 namespace evo::test {
 
 struct CliResult {
@@ -29,8 +33,19 @@ std::vector<nlohmann::json> read_jsonl(const std::filesystem::path& p);
 // was encountered (during gate sampled/7/...)", run/worker_client.cpp).
 bool crashed_during_gate_case(const nlohmann::json& record, const std::string& case_prefix = "");
 
+// An environment for run_evo: `evo compile` without nvdisasm's SASS technique counts. They decide a
+// verdict only in a stage whose stage.json requires them (Compiler::check_technique); a test that
+// reads none elsewhere need not pay for them: nvdisasm takes ~0.9 CPU-s for a sm_90a cubin, most of
+// it its start, more than NVRTC takes to compile a fixture or most configurations (2026-11-30).
+inline constexpr const char* kNoTechniqueCounts = "EVO_NVDISASM=/nonexistent/nvdisasm";
+
 // A fresh scratch directory under the test temp dir, removed at exit of the test binary.
 std::filesystem::path scratch_dir(const std::string& name);
+// The NVRTC cache for a test that compiles the repository's own variants. Under ctest it is the
+// nvrtc label's one cache (EVO_TEST_NVRTC_CACHE, emptied by the label's first test,
+// tests/CMakeLists.txt): a configuration several tests compile is compiled once a run. Run by
+// hand, the test binary gets a fresh scratch_dir(name).
+std::filesystem::path nvrtc_cache(const std::string& name);
 
 // A minimal repo (gates/gates.json copied from the source tree, variants/common, and the given
 // variant files as variants/<stage dir>/<name>.cu) for fixture tests.
@@ -41,6 +56,8 @@ std::filesystem::path make_repo(const std::string& name, const std::vector<std::
 void set_deep_gate(const std::filesystem::path& repo, bool on);
 
 std::filesystem::path source_root();
+// The source tree's gates/gates.json, loaded.
+GatesConfig repo_gates();
 // The repository's results/ as committed: a scratch copy of the files git tracks there, so a
 // user's own runs (scripts/setup.sh runs stage 0 into results/) do not make the "committed
 // docs match the committed records" tests fail. Without git, results/ itself.

@@ -8,6 +8,15 @@
 
 namespace evo::test {
 
+// tests/fixtures/datasets/'s synthetic stage-7 dataset, and the dataset read from it (once).
+inline std::filesystem::path synthetic_fixture() {
+  return source_root() / "tests/fixtures/datasets/synthetic-stage7-fp16-d128.json";
+}
+inline const Dataset& synthetic() {
+  static const Dataset d = read_dataset(synthetic_fixture());
+  return d;
+}
+
 // Four allowed configurations (A=4 breaks the rule), each measured in full at 1 GPU-s, none
 // screened: A=1 B=0 the optimum (100 µs), A=1 B=1 +0.5 %, A=2 B=0 +1.5 %, A=2 B=1 +10 %.
 inline Dataset tiny_dataset() {

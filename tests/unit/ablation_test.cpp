@@ -22,11 +22,6 @@ const Dataset& h200() {
   return d;
 }
 
-const Dataset& synthetic() {
-  static const Dataset d = read_dataset(source_root() / "tests/fixtures/datasets/synthetic-stage7-fp16-d128.json");
-  return d;
-}
-
 TEST(Strategies, ScreenedDrawsScreensUniformlyAndPromotesByTheBuiltinsRule) {
   ASSERT_TRUE(is_strategy("screened")) << "usable by evo evolve --generator too";
   EXPECT_NE(strategy_names().find("screened"), std::string::npos);

@@ -19,14 +19,14 @@ using test::source_root;
 using test::write_text;
 
 fs::path fixture_dir() { return source_root() / "tests" / "fixtures" / "compare"; }
-std::string quoted(const fs::path& p) { return "'" + p.string() + "'"; }
 
 // ---------------------------------------------------------------------------------------------
 // End to end
 
 TEST(CompareCli, FixtureRecordsGiveTheGoldenFile) {
   const fs::path out = scratch_dir("compare-golden") / "COMPARE.md";
-  const auto r = run_evo("compare --results " + quoted(fixture_dir() / "results") + " --out " + quoted(out));
+  const auto r =
+      run_evo("compare --results " + test::shell_quote(fixture_dir() / "results") + " --out " + test::shell_quote(out));
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_EQ(read_text(out), read_text(fixture_dir() / "COMPARE.md"))
       << "COMPARE.md changed; if on purpose, regenerate the golden file with\n  evo compare --results "
@@ -37,8 +37,8 @@ TEST(CompareCli, EveryFormatIsByteIdenticalAcrossRuns) {
   const fs::path dir = scratch_dir("compare-determinism");
   for (const std::string format : {"md", "json", "csv"}) {
     for (int i = 0; i < 2; ++i) {
-      const auto r = run_evo("compare --results " + quoted(fixture_dir() / "results") + " --format " + format +
-                             " --out " + quoted(dir / (format + std::to_string(i))));
+      const auto r = run_evo("compare --results " + test::shell_quote(fixture_dir() / "results") + " --format " +
+                             format + " --out " + test::shell_quote(dir / (format + std::to_string(i))));
       ASSERT_EQ(r.exit_code, 0) << r.out;
     }
     EXPECT_EQ(read_text(dir / (format + "0")), read_text(dir / (format + "1"))) << format;
@@ -51,37 +51,37 @@ TEST(CompareCli, EveryFormatIsByteIdenticalAcrossRuns) {
 }
 
 TEST(CompareCli, StdoutEqualsTheFile) {
-  const auto r = run_evo("compare --results " + quoted(fixture_dir() / "results") + " --out -");
+  const auto r = run_evo("compare --results " + test::shell_quote(fixture_dir() / "results") + " --out -");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_EQ(r.out, read_text(fixture_dir() / "COMPARE.md"));
 }
 
 TEST(CompareCli, FiltersSelectOneSectionAndUnknownOnesExit1) {
-  auto r = run_evo("compare --results " + quoted(fixture_dir() / "results") +
+  auto r = run_evo("compare --results " + test::shell_quote(fixture_dir() / "results") +
                    " --gpu nvidia-h200 --task fp16-d64-causal --out -");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("## fp16-d64-causal on nvidia-h200"), std::string::npos);
   EXPECT_EQ(r.out.find("## fp16-d64 on"), std::string::npos);
-  r = run_evo("compare --results " + quoted(fixture_dir() / "results") + " --gpu nvidia-b200 --out -");
+  r = run_evo("compare --results " + test::shell_quote(fixture_dir() / "results") + " --gpu nvidia-b200 --out -");
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("GPUs in the records: nvidia-a100-sxm4-80gb, nvidia-h200"), std::string::npos) << r.out;
-  r = run_evo("compare --results " + quoted(fixture_dir() / "results") + " --task fp32 --out -");
+  r = run_evo("compare --results " + test::shell_quote(fixture_dir() / "results") + " --task fp32 --out -");
   EXPECT_EQ(r.exit_code, 1) << r.out;
-  r = run_evo("compare --results " + quoted(fixture_dir() / "results") + " --format html --out -");
+  r = run_evo("compare --results " + test::shell_quote(fixture_dir() / "results") + " --format html --out -");
   EXPECT_EQ(r.exit_code, 1) << r.out;
 }
 
 TEST(CompareCli, UnreadableRecordExits1NamingFileAndLine) {
   const fs::path dir = scratch_dir("compare-bad");
   write_text(dir / "a.jsonl", read_text(fixture_dir() / "results" / "run-a.jsonl") + "{\"kind\": \"run\"}\n");
-  auto r = run_evo("compare --results " + quoted(dir) + " --out -");
+  auto r = run_evo("compare --results " + test::shell_quote(dir) + " --out -");
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("a.jsonl:10"), std::string::npos) << r.out;
 
   fs::remove(dir / "a.jsonl");
   fs::copy_file(fixture_dir() / "results" / "run-a.jsonl", dir / "a.jsonl");
   write_text(dir / "peers" / "nvidia-h200.json", "{\"not\": \"a list\"}");
-  r = run_evo("compare --results " + quoted(dir) + " --out -");
+  r = run_evo("compare --results " + test::shell_quote(dir) + " --out -");
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("nvidia-h200.json: not a JSON list"), std::string::npos) << r.out;
 }
@@ -92,7 +92,8 @@ TEST(CompareCli, RepoCompareMdIsUpToDate) {
   const fs::path committed = source_root() / "results" / "COMPARE.md";
   if (!fs::exists(committed)) GTEST_SKIP() << committed.string() << " is not committed yet";
   const fs::path out = scratch_dir("compare-repo") / "COMPARE.md";
-  const auto r = run_evo("compare --results " + quoted(test::committed_results()) + " --out " + quoted(out));
+  const auto r =
+      run_evo("compare --results " + test::shell_quote(test::committed_results()) + " --out " + test::shell_quote(out));
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_EQ(read_text(out), read_text(committed)) << "results/COMPARE.md is stale: run `evo compare` and commit it";
 }

@@ -18,8 +18,6 @@ namespace {
 
 using nlohmann::json;
 
-GatesConfig repo_gates() { return load_gates_config(test::source_root() / "gates" / "gates.json"); }
-
 DeviceCheckFacts passing_facts() {
   DeviceCheckFacts f;
   f.n = 2147616768;
@@ -33,7 +31,7 @@ DeviceCheckFacts passing_facts() {
 }
 
 TEST(DeviceCheck, TheHugeSetAndTheSampledCasesAreCheckedOnTheGpuAndNeedNoReferenceFile) {
-  const GatesConfig g = repo_gates();
+  const GatesConfig g = test::repo_gates();
   ASSERT_TRUE(g.sampled.device_check);
   for (const char* task : {"fp16-d64", "bf16-d128", "fp16-d64-causal"}) {
     const Task t = parse_task(task);
@@ -63,7 +61,7 @@ TEST(DeviceCheck, TheHugeSetAndTheSampledCasesAreCheckedOnTheGpuAndNeedNoReferen
 }
 
 TEST(DeviceCheck, TheWatchdogGrowsWithTheWorkAndKeepsItsFloor) {
-  const GatesConfig g = repo_gates();
+  const GatesConfig g = test::repo_gates();
   const Task t = parse_task("fp16-d64");
   const EvalPlan plan = make_plan(g, {t, {"small", "huge"}, {"mission"}, {0}, false, 99u});
   double small_max = 0, huge_min = 1e300;
@@ -129,7 +127,7 @@ TEST(DeviceCheck, ReportsRoundTripAndMalformedOnesAreRefused) {
 }
 
 TEST(DeviceCheck, TheVerdictOverCountsIsTheVerdictOverAFileAndNamesTheElement) {
-  const GatesConfig g = repo_gates();
+  const GatesConfig g = test::repo_gates();
   const Task t = parse_task("fp16-d64");
   const Tolerance& tol = g.tolerance(t, "normal");
   Shape s = parse_shape("8129x32x32x129x129x64", 64);

@@ -18,7 +18,7 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-json timing(const std::string& shape, double median) {
+json doc_timing(const std::string& shape, double median) {
   return {{"shape", shape},
           {"median_us", median},
           {"p10_us", median * 0.99},
@@ -28,7 +28,7 @@ json timing(const std::string& shape, double median) {
           {"rse", 0.0004}};
 }
 
-json run(const std::string& task, int stage, const std::string& id, std::vector<json> timings) {
+json doc_run(const std::string& task, int stage, const std::string& id, std::vector<json> timings) {
   double log_sum = 0;
   for (const auto& t : timings) log_sum += std::log(t["median_us"].get<double>());
   return {{"schema_version", "1.0"},
@@ -48,7 +48,7 @@ json run(const std::string& task, int stage, const std::string& id, std::vector<
           {"fitness", {{"geomean_median_us", std::exp(log_sum / double(timings.size()))}, {"complete", true}}}};
 }
 
-json peer(const std::string& task, const std::string& backend, const std::string& shape, double median) {
+json doc_peer(const std::string& task, const std::string& backend, const std::string& shape, double median) {
   return {{"schema_version", "1.0"},
           {"kind", "peer"},
           {"run_id", "p"},
@@ -63,7 +63,7 @@ json peer(const std::string& task, const std::string& backend, const std::string
           {"env", {{"gpu_key", "nvidia-h200"}}},
           {"outcome", "ok"},
           {"reason", ""},
-          {"timing", json::array({timing(shape, median)})}};
+          {"timing", json::array({doc_timing(shape, median)})}};
 }
 
 const std::string kShort = "1x8x8x512x512x64", kLong = "1x16x16x4096x4096x64";
@@ -71,10 +71,10 @@ const std::string kShort = "1x8x8x512x512x64", kLong = "1x16x16x4096x4096x64";
 // fp16-d64: stage 0 then stage 1 twice as fast; bf16-d64: stage 0 only; flash peers on fp16-d64.
 Comparison sample() {
   CompareInput in;
-  in.records = {run("fp16-d64", 0, "a", {timing(kShort, 100), timing(kLong, 4000)}),
-                run("fp16-d64", 1, "b", {timing(kShort, 50), timing(kLong, 2000)}),
-                run("bf16-d64", 0, "c", {timing(kShort, 110), timing(kLong, 4400)})};
-  in.peers = {peer("fp16-d64", "flash", kShort, 40), peer("fp16-d64", "flash", kLong, 2000)};
+  in.records = {doc_run("fp16-d64", 0, "a", {doc_timing(kShort, 100), doc_timing(kLong, 4000)}),
+                doc_run("fp16-d64", 1, "b", {doc_timing(kShort, 50), doc_timing(kLong, 2000)}),
+                doc_run("bf16-d64", 0, "c", {doc_timing(kShort, 110), doc_timing(kLong, 4400)})};
+  in.peers = {doc_peer("fp16-d64", "flash", kShort, 40), doc_peer("fp16-d64", "flash", kLong, 2000)};
   return build_comparison(in, {});
 }
 
@@ -89,9 +89,9 @@ TEST(DocFigures, SummaryTableHasEveryTaskListedOnesFirst) {
 
 TEST(DocFigures, SummaryQuotesTheFastestStageNotTheLast) {
   CompareInput in;
-  in.records = {run("fp16-d64", 0, "a", {timing(kShort, 100), timing(kLong, 4000)}),
-                run("fp16-d64", 1, "b", {timing(kShort, 50), timing(kLong, 2000)}),
-                run("fp16-d64", 2, "c", {timing(kShort, 60), timing(kLong, 2400)})};
+  in.records = {doc_run("fp16-d64", 0, "a", {doc_timing(kShort, 100), doc_timing(kLong, 4000)}),
+                doc_run("fp16-d64", 1, "b", {doc_timing(kShort, 50), doc_timing(kLong, 2000)}),
+                doc_run("fp16-d64", 2, "c", {doc_timing(kShort, 60), doc_timing(kLong, 2400)})};
   const std::string t =
       render_figure(build_comparison(in, {}), "summary", {{"tasks", "fp16-d64"}, {"peers", "pytorch-sdpa-flash"}});
   EXPECT_NE(t.find("| fp16-d64 | 0 → 2 | 1 | 2.00× | - |"), std::string::npos) << t;
@@ -187,7 +187,8 @@ TEST(DocsCli, StaleDocIsNamedByCheckAndFixedByDocs) {
   const fs::path dir = test::scratch_dir("docs-cli");
   fs::create_directories(dir / "results" / "peers");
   std::string lines;
-  for (const auto& r : {run("fp16-d64", 0, "a", {timing(kShort, 100)}), run("fp16-d64", 1, "b", {timing(kShort, 50)})})
+  for (const auto& r :
+       {doc_run("fp16-d64", 0, "a", {doc_timing(kShort, 100)}), doc_run("fp16-d64", 1, "b", {doc_timing(kShort, 50)})})
     lines += r.dump() + "\n";
   test::write_text(dir / "results" / "r.jsonl", lines);
   const fs::path doc = dir / "doc.md";

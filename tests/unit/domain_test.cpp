@@ -27,12 +27,13 @@ namespace {
 const unsigned char kNoCubin[] = "";
 // One kernel gated up to the domain's largest span, so the domain alone decides.
 const evo_attn::Kernel kKernel = {"k0", "test", "c0", kNoCubin, 0, {128, 0, 64, 1, 0, 2, 0, 0, 0}, {}, 1LL << 32};
-const evo_attn::Task kTasks[] = {
+const evo_attn::Task kPackageTasks[] = {
     {EVO_ATTN_FP16, 64, 0, "fp16-d64", {0, 0, 0, 0}},          {EVO_ATTN_FP16, 64, 1, "fp16-d64-causal", {0, 0, 0, 0}},
     {EVO_ATTN_FP16, 128, 0, "fp16-d128", {0, 0, 0, 0}},        {EVO_ATTN_BF16, 128, 0, "bf16-d128", {0, 0, 0, 0}},
     {EVO_ATTN_FP16, 128, 1, "fp16-d128-causal", {0, 0, 0, 0}}, {EVO_ATTN_FP8_E4M3, 64, 0, "fp8-d64", {0, 0, 0, 0}},
 };
-const evo_attn::Package kPackage = {"nvidia-h200", 90, "sm_90a", {16, 1024, 128}, &kKernel, 1, kTasks, 6, "all", 132};
+const evo_attn::Package kPackage = {"nvidia-h200", 90, "sm_90a", {16, 1024, 128}, &kKernel, 1, kPackageTasks, 6,
+                                    "all",         132};
 
 bool accepts(const evo_attn_call& c, std::string& error) {
   evo_attn::Plan p;
@@ -174,7 +175,7 @@ TEST(Domain, EveryBoundIsAcceptedAndEveryValueJustPastItRefused) {
 }
 
 const std::vector<const char*> kTaskNames{"fp16-d64", "fp16-d64-causal", "bf16-d128", "fp8-d64"};
-const std::vector<uint32_t> kSeeds{0u, 7u, 2025u};
+const std::vector<uint32_t> kDomainSeeds{0u, 7u, 2025u};
 
 // What the cases of one tier reached, per corner of the domain.
 struct Reach {
@@ -215,7 +216,7 @@ struct Reach {
 Reach check_inside(const GatesConfig& g, bool deep) {
   Reach r;
   for (const char* name : kTaskNames)
-    for (uint32_t seed : kSeeds) {
+    for (uint32_t seed : kDomainSeeds) {
       const Task t = parse_task(name);
       const std::vector<CaseSpec> cases =
           deep ? make_plan(g, {t, g.gate_sets, g.benchmark_sets, g.seeds, false, seed, true}).deep_cases

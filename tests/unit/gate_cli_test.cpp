@@ -11,11 +11,9 @@ namespace fs = std::filesystem;
 
 fs::path fixture(const std::string& name) { return source_root() / "tests" / "fixtures" / "gate" / name; }
 
-std::string quoted(const fs::path& p) { return "'" + p.string() + "'"; }
-
 CliResult gate(const std::string& replay, const std::string& extra = "") {
-  return run_evo("gate --baseline " + quoted(fixture("baseline.json")) + " --replay " + quoted(fixture(replay)) +
-                 (extra.empty() ? "" : " " + extra));
+  return run_evo("gate --baseline " + shell_quote(fixture("baseline.json")) + " --replay " +
+                 shell_quote(fixture(replay)) + (extra.empty() ? "" : " " + extra));
 }
 
 size_t count(const std::string& text, const std::string& what) {
@@ -87,17 +85,18 @@ TEST(GateCli, TaskFilterLimitsTheChecks) {
 
 TEST(GateCli, WriteBaselineReproducesTheCommittedFixture) {
   const fs::path out = scratch_dir("gate-write") / "baseline.json";
-  const auto r = run_evo("gate --write-baseline " + quoted(out) + " --replay " + quoted(fixture("base.jsonl")));
+  const auto r =
+      run_evo("gate --write-baseline " + shell_quote(out) + " --replay " + shell_quote(fixture("base.jsonl")));
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_EQ(read_text(out), read_text(fixture("baseline.json")))
       << "regenerate with the command in tests/fixtures/gate/make_fixtures.py and review the diff";
-  const auto again = run_evo("gate --baseline " + quoted(out) + " --replay " + quoted(fixture("base.jsonl")));
+  const auto again = run_evo("gate --baseline " + shell_quote(out) + " --replay " + shell_quote(fixture("base.jsonl")));
   EXPECT_EQ(again.exit_code, 0) << "a run against its own baseline is SAME:\n" << again.out;
 }
 
 TEST(GateCli, JunitHasOneTestcasePerTaskAndShape) {
   const fs::path dir = scratch_dir("gate-junit");
-  auto r = gate("slow.jsonl", "--junit " + quoted(dir / "slow.xml"));
+  auto r = gate("slow.jsonl", "--junit " + shell_quote(dir / "slow.xml"));
   EXPECT_EQ(r.exit_code, 4) << r.out;
   std::string xml = read_text(dir / "slow.xml");
   EXPECT_EQ(count(xml, "<testcase "), 5u) << xml;
@@ -105,16 +104,16 @@ TEST(GateCli, JunitHasOneTestcasePerTaskAndShape) {
   EXPECT_NE(xml.find("<failure type=\"SLOW\""), std::string::npos) << xml;
   EXPECT_NE(xml.find("classname=\"evo.gate.fp16-d64\" name=\"8x32x32x2048x2048x64\""), std::string::npos) << xml;
 
-  r = gate("noisy.jsonl", "--junit " + quoted(dir / "noisy.xml"));
+  r = gate("noisy.jsonl", "--junit " + shell_quote(dir / "noisy.xml"));
   xml = read_text(dir / "noisy.xml");
   EXPECT_NE(xml.find("skipped=\"1\""), std::string::npos) << xml;
   EXPECT_NE(xml.find("<skipped message=\"AMBIGUOUS"), std::string::npos) << xml;
 
-  r = gate("noisy.jsonl", "--strict --junit " + quoted(dir / "strict.xml"));
+  r = gate("noisy.jsonl", "--strict --junit " + shell_quote(dir / "strict.xml"));
   xml = read_text(dir / "strict.xml");
   EXPECT_NE(xml.find("<failure type=\"AMBIGUOUS\""), std::string::npos) << xml;
 
-  r = gate("wrong.jsonl", "--junit " + quoted(dir / "wrong.xml"));
+  r = gate("wrong.jsonl", "--junit " + shell_quote(dir / "wrong.xml"));
   xml = read_text(dir / "wrong.xml");
   EXPECT_NE(xml.find("<failure type=\"CORRECTNESS\""), std::string::npos) << xml;
   EXPECT_NE(xml.find("&gt; atol"), std::string::npos) << "reasons are XML-escaped:\n" << xml;
@@ -126,16 +125,19 @@ TEST(GateCli, BadBaselineExits1NamingFileAndField) {
   const std::string key = "\"median_us\"";
   text.replace(text.find(key), key.size(), "\"median\"");
   write_text(dir / "bad.json", text);
-  auto r = run_evo("gate --baseline " + quoted(dir / "bad.json") + " --replay " + quoted(fixture("unchanged.jsonl")));
+  auto r = run_evo("gate --baseline " + shell_quote(dir / "bad.json") + " --replay " +
+                   shell_quote(fixture("unchanged.jsonl")));
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("bad.json: entries[0].median_us"), std::string::npos) << r.out;
 
   write_text(dir / "torn.json", "{\"schema_version\": \"1.0\", \"kind\": \"gate-baseline\"");
-  r = run_evo("gate --baseline " + quoted(dir / "torn.json") + " --replay " + quoted(fixture("unchanged.jsonl")));
+  r = run_evo("gate --baseline " + shell_quote(dir / "torn.json") + " --replay " +
+              shell_quote(fixture("unchanged.jsonl")));
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("torn.json: not a JSON object"), std::string::npos) << r.out;
 
-  r = run_evo("gate --baseline " + quoted(dir / "absent.json") + " --replay " + quoted(fixture("unchanged.jsonl")));
+  r = run_evo("gate --baseline " + shell_quote(dir / "absent.json") + " --replay " +
+              shell_quote(fixture("unchanged.jsonl")));
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("absent.json"), std::string::npos) << r.out;
 }
@@ -144,13 +146,13 @@ TEST(GateCli, BadReplayExits1NamingFileAndLine) {
   const fs::path dir = scratch_dir("gate-bad-replay");
   write_text(dir / "r.jsonl", read_text(fixture("unchanged.jsonl")) + "{\"schema_version\": \"1.0\"}\n");
   const auto r =
-      run_evo("gate --baseline " + quoted(fixture("baseline.json")) + " --replay " + quoted(dir / "r.jsonl"));
+      run_evo("gate --baseline " + shell_quote(fixture("baseline.json")) + " --replay " + shell_quote(dir / "r.jsonl"));
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("r.jsonl:3"), std::string::npos) << r.out;
 }
 
 TEST(GateCli, NeedsABaselineOrAFileToWrite) {
-  auto r = run_evo("gate --replay " + quoted(fixture("unchanged.jsonl")));
+  auto r = run_evo("gate --replay " + shell_quote(fixture("unchanged.jsonl")));
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("--baseline"), std::string::npos) << r.out;
   r = run_evo("gate --baseline a.json --write-baseline b.json");
@@ -161,8 +163,8 @@ TEST(GateCli, WithoutReplayAndWithoutGpuExits2) {
   std::string why;
   if (gpu_available(&why)) GTEST_SKIP() << "a GPU is present: measuring would run for real";
   const fs::path dir = scratch_dir("gate-nogpu");
-  const auto r = run_evo("gate --baseline " + quoted(fixture("baseline.json")) + " --record " +
-                         quoted(dir / "r.jsonl") + " --cache-dir " + quoted(dir / "cache"));
+  const auto r = run_evo("gate --baseline " + shell_quote(fixture("baseline.json")) + " --record " +
+                         shell_quote(dir / "r.jsonl") + " --cache-dir " + shell_quote(dir / "cache"));
   EXPECT_EQ(r.exit_code, 2) << r.out;
 }
 

@@ -16,32 +16,17 @@
 #include "policy/config.h"
 #include "run/plan.h"
 #include "run/sampler.h"
+#include "support/pinned_runs.h"
 #include "support/test_support.h"
 
 namespace evo {
 namespace {
 
-const char* const kTasks[] = {"fp16-d64", "bf16-d128", "fp16-d128-causal", "fp8-d64"};
-const uint32_t kSeeds[] = {0u, 1u, 7u, 12345u, 1511791795u, 4294967295u, 2025u};
-
-GatesConfig repo_gates() { return load_gates_config(test::source_root() / "gates" / "gates.json"); }
-
-// `check(task, run, cases)` for every pinned run of the cheap tier.
-template <class Check>
-void each_run(Check check) {
-  const GatesConfig g = repo_gates();
-  for (const char* task : kTasks)
-    for (uint32_t seed : kSeeds) {
-      const Task t = parse_task(task);
-      check(t, std::string(task) + " seed " + std::to_string(seed), draw_sampled_cases(g, t, seed));
-    }
-}
-
 // kv_heads_in_pairs.cu, mha_heads_in_pairs.cu: a GQA case with an odd Hkv above 1 and an MHA case
 // with an odd head count above 1 in every run (each head class's configs in turn, each class with
 // an odd config).
 TEST(HackerRound10, EveryRunHasAnOddKvHeadCountAndAnOddMhaHeadCount) {
-  each_run([](const Task&, const std::string& run, const std::vector<CaseSpec>& cases) {
+  test::each_pinned_run([](const Task&, const std::string& run, const std::vector<CaseSpec>& cases) {
     bool odd_gqa = false, odd_mha = false;
     for (const CaseSpec& c : cases) {
       const Shape& s = c.shape;
@@ -56,7 +41,7 @@ TEST(HackerRound10, EveryRunHasAnOddKvHeadCountAndAnOddMhaHeadCount) {
 // many_batches_dense_kv.cu: more than 16 sequences in every layout, in every run (the batch class
 // `crowd`, a pair of the covering array with every layout).
 TEST(HackerRound10, EveryRunHasMoreThan16SequencesInEveryLayout) {
-  each_run([](const Task&, const std::string& run, const std::vector<CaseSpec>& cases) {
+  test::each_pinned_run([](const Task&, const std::string& run, const std::vector<CaseSpec>& cases) {
     std::map<std::string, int> most;  // base layout -> the largest batch
     for (const CaseSpec& c : cases) most[base_layout(c.layout)] = std::max(most[base_layout(c.layout)], c.shape.batch);
     for (const char* layout : {"bhsd", "bshd", "packed_qkv", "mixed", "kv_cache", "strided"})
@@ -73,7 +58,7 @@ bool room_between_batches(const TensorPlacement& p, int batch, int seq) {
 // kv_seq_major_rows_from_batch.cu, o_seq_major_rows_from_batch.cu: kv_cache's seq-major V and O
 // with a spare batch slot in each row, with several batches and rows, in every run.
 TEST(HackerRound10, EveryRunHasSeqMajorViewsWithRoomBetweenTheirBatches) {
-  each_run([](const Task& t, const std::string& run, const std::vector<CaseSpec>& cases) {
+  test::each_pinned_run([](const Task& t, const std::string& run, const std::vector<CaseSpec>& cases) {
     std::map<std::string, bool> seen;
     for (const CaseSpec& c : cases) {
       const Shape& s = c.shape;
@@ -89,8 +74,8 @@ TEST(HackerRound10, EveryRunHasSeqMajorViewsWithRoomBetweenTheirBatches) {
 // o_decode_offsets_int32.cu: the far set's decode twin over far batches reads Q and writes O past
 // 2^31 elements from their bases (batch 1's slot).
 TEST(HackerRound10, TheDeepTierDecodesIntoFarQAndO) {
-  const GatesConfig g = repo_gates();
-  for (const char* task : kTasks) {
+  const GatesConfig g = test::repo_gates();
+  for (const char* task : test::kPinnedTasks) {
     const Task t = parse_task(task);
     const EvalPlan deep = make_plan(g, {t, g.gate_sets, g.benchmark_sets, g.seeds, false, 2025u, true});
     int64_t q_reach = 0, o_reach = 0;
@@ -115,7 +100,7 @@ TEST(HackerRound10, TheDeepTierDecodesIntoFarQAndO) {
 // scale_floor_2p10.cu: a scale below 2^-11 in every run (the range 1e-05..0.125/D in place of the
 // point 0.125/D), where a floor at 2^-10 at least doubles the scores.
 TEST(HackerRound10, EveryRunDrawsAScaleBelowOneIn2048) {
-  each_run([](const Task&, const std::string& run, const std::vector<CaseSpec>& cases) {
+  test::each_pinned_run([](const Task&, const std::string& run, const std::vector<CaseSpec>& cases) {
     double least = 1;
     for (const CaseSpec& c : cases) least = std::min(least, c.scale);
     EXPECT_LT(least, 1.0 / 2048) << run;
@@ -126,7 +111,7 @@ TEST(HackerRound10, EveryRunDrawsAScaleBelowOneIn2048) {
 // fp8_pv_fp16_accumulator.cu: fp8 tasks draw V with an offset (v_offset) over rows of more than
 // 256 keys, where a raw-e4m3 sum near 448 a key passes 65 504.
 TEST(HackerRound10, Fp8RunsDrawVWithAnOffsetOverLongRows) {
-  each_run([](const Task& t, const std::string& run, const std::vector<CaseSpec>& cases) {
+  test::each_pinned_run([](const Task& t, const std::string& run, const std::vector<CaseSpec>& cases) {
     if (t.dtype != DType::fp8) return;
     bool seen = false;
     for (const CaseSpec& c : cases) seen |= c.inputs == "v_offset" && c.v_mean != 0 && c.shape.seq_kv > 256;

@@ -14,24 +14,11 @@
 #include "gpu/input_fill.h"
 #include "policy/config.h"
 #include "run/sampler.h"
+#include "support/pinned_runs.h"
 #include "support/test_support.h"
 
 namespace evo {
 namespace {
-
-const char* const kTasks[] = {"fp16-d64", "bf16-d128", "fp16-d128-causal", "fp8-d64"};
-const uint32_t kSeeds[] = {0u, 1u, 7u, 12345u, 1511791795u, 4294967295u, 2025u};
-
-// `check(task, run, cases)` for every pinned run of the cheap tier.
-template <class Check>
-void each_run(Check check) {
-  const GatesConfig g = load_gates_config(test::source_root() / "gates" / "gates.json");
-  for (const char* task : kTasks)
-    for (uint32_t seed : kSeeds) {
-      const Task t = parse_task(task);
-      check(t, std::string(task) + " seed " + std::to_string(seed), draw_sampled_cases(g, t, seed));
-    }
-}
 
 // The stride classes of one view of [B, H, S, D] (strides in elements: batch, head, row), each
 // read only where the dims it is about step (B > 1, H > 1, S > 1): a kernel that assumes the
@@ -54,7 +41,7 @@ TEST(HackerRound11, EveryRunDrawsEveryStrideClassForEachTensor) {
   const char* const names[4] = {"Q", "K", "V", "O"};
   const char* const classes[] = {"heads outermost", "token-major, heads not D apart", "seq-major with batch room",
                                  "batch gap"};
-  each_run([&](const Task& t, const std::string& run, const std::vector<CaseSpec>& cases) {
+  test::each_pinned_run([&](const Task& t, const std::string& run, const std::vector<CaseSpec>& cases) {
     std::map<std::string, bool> seen;
     for (const CaseSpec& c : cases) {
       const Shape& s = c.shape;
@@ -76,7 +63,7 @@ TEST(HackerRound11, EveryRunDrawsEveryStrideClassForEachTensor) {
 // zero_kv_row_as_empty_slot.cu: near_uniform's padding tokens are exactly zero in K and in V, the
 // same tokens (one hash of the logical row), in every run.
 TEST(HackerRound11, EveryRunHasKeysWhoseKAndVRowsAreBothZero) {
-  each_run([](const Task&, const std::string& run, const std::vector<CaseSpec>& cases) {
+  test::each_pinned_run([](const Task&, const std::string& run, const std::vector<CaseSpec>& cases) {
     int64_t both = 0;
     for (const CaseSpec& c : cases) {
       if (!padding_rows(c)) continue;

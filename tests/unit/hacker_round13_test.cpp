@@ -44,7 +44,7 @@ struct PinnedRun {
 
 // Both tiers' cases of every pinned run (the tasks and seeds of the earlier rounds' tests), each
 // named "<task> <tier> seed <seed>"; drawn once for the whole file.
-const std::vector<PinnedRun>& pinned_runs() {
+const std::vector<PinnedRun>& both_tier_runs() {
   static const std::vector<PinnedRun> runs = [] {
     std::vector<PinnedRun> out;
     for (const char* task : {"fp16-d64", "bf16-d128", "fp16-d128-causal", "fp8-d64"})
@@ -65,7 +65,7 @@ bool gqa(const CaseSpec& c) { return c.shape.heads_kv < c.shape.heads_q; }
 // run draws MHA head counts in every class mod 8 (before: 25, 12, 32, 256 and, through shared=qk
 // from 71/1, by odds 71: classes 0, 1, 4 and sometimes 7).
 TEST(HackerRound13, EveryRunDrawsEveryMhaHeadCountModEight) {
-  for (const PinnedRun& run : pinned_runs()) {
+  for (const PinnedRun& run : both_tier_runs()) {
     std::set<int> classes;
     for (const CaseSpec& c : run.cases)
       if (c.shape.heads_q == c.shape.heads_kv) classes.insert(c.shape.heads_q % 8);
@@ -78,7 +78,7 @@ TEST(HackerRound13, EveryRunDrawsEveryMhaHeadCountModEight) {
 // Sq class x heads x Skv residue puts a GQA or MQA decode step over Skv = 4 (mod 8) in every run.
 TEST(HackerRound13, EveryRunDecodesOverEveryKeyResidue) {
   int cheap_gqa_quad = 0, cheap_runs = 0;
-  for (const PinnedRun& run : pinned_runs()) {
+  for (const PinnedRun& run : both_tier_runs()) {
     std::map<std::string, int> seen;
     for (const CaseSpec& c : run.cases) {
       if (c.shape.seq_q != 1) continue;
@@ -144,7 +144,7 @@ TEST(HackerRound13, EveryReciprocalDivisionWrongSomewhereIsWrongOnADrawnConfig) 
     for (int hq = 2; hq <= 256 && !somewhere; ++hq)
       for (int hkv = 1; hkv < hq && !somewhere; ++hkv) somewhere = hq % hkv == 0 && wrong_on(div, hq, hkv);
     if (!somewhere) continue;
-    for (const PinnedRun& run : pinned_runs()) {
+    for (const PinnedRun& run : both_tier_runs()) {
       std::set<std::pair<int, int>> configs;
       for (const CaseSpec& c : run.cases)
         if (gqa(c)) configs.insert({c.shape.heads_q, c.shape.heads_kv});
@@ -168,7 +168,7 @@ TEST(HackerRound13, EveryReciprocalDivisionWrongSomewhereIsWrongOnADrawnConfig) 
 // The split control (tests/adversarial/control_split_kv.cu) at D = 64: 128 threads, 57 600 bytes of
 // shared memory, tiles of 16 packed rows, up to 64 splits of 64-key blocks; the H200's 132 SMs.
 const EvoLaunch kSplitControl{128, 57600, 16, 1, 0, 2, 64, 64, 1};
-constexpr int kSms = 132, kSmemPerSm = 233472;
+constexpr int kH200Sms = 132, kH200SmemPerSm = 233472;
 
 // The rows (bit r) of query tile `qtile` that split s of `splits` writes a partial for: split_tile's
 // partition of the tile's KV blocks, a row counted where one of its visible keys is in the split.
@@ -225,7 +225,7 @@ TEST(HackerRound13, APrimerOfAnotherSplitCountLeavesPartialsWhereEmptySplitRowsR
     for (const std::string& text : gates().shape_sets.at(set)) {
       const Shape sh = parse_shape(text, 64);
       const EvoShape s{sh.batch, sh.heads_q, sh.heads_kv, sh.seq_q, sh.seq_kv, 64, 1};
-      const int splits = evo_num_splits(kSplitControl, s, kSms, kSmemPerSm);
+      const int splits = evo_num_splits(kSplitControl, s, kH200Sms, kH200SmemPerSm);
       if (splits <= 1) continue;
       ++split_cases;
       EXPECT_EQ(foreign_slots(s, splits, splits), 0) << text << ": the case's own split count leaves none";
@@ -301,7 +301,7 @@ TEST(HackerRound13, NonFiniteJunkHoldsNaNAndInfinitiesOfBothSigns) {
 // decode_gqa_pack_64_rows.cu: every run has a GQA decode call (Sq <= 16) whose group's rows,
 // ratio x Sq, pass one tile of 64.
 TEST(HackerRound13, EveryRunHasGqaDecodeCallsPastOne64RowTile) {
-  for (const PinnedRun& run : pinned_runs()) {
+  for (const PinnedRun& run : both_tier_runs()) {
     int n = 0;
     for (const CaseSpec& c : run.cases)
       n += gqa(c) && c.shape.seq_q <= 16 && (c.shape.heads_q / c.shape.heads_kv) * c.shape.seq_q > 64;
@@ -316,7 +316,7 @@ TEST(HackerRound13, Fp8RunsGiveKAndVDescalesFarApart) {
   bool fixed = false;
   for (const InputDistribution& in : gates().inputs) fixed = fixed || in.qk_std >= 3 * in.v_std;
   EXPECT_TRUE(fixed) << "a fixed input distribution with K's spread 3 times V's";
-  for (const PinnedRun& run : pinned_runs()) {
+  for (const PinnedRun& run : both_tier_runs()) {
     if (run.name.rfind("fp8-d64", 0) != 0) continue;
     std::set<std::string> inputs;
     for (const CaseSpec& c : run.cases)

@@ -22,13 +22,11 @@
 #include "gpu/launch_draws.h"
 #include "policy/config.h"
 #include "run/sampler.h"
+#include "support/pinned_runs.h"
 #include "support/test_support.h"
 
 namespace evo {
 namespace {
-
-const char* const kTasks[] = {"fp16-d64", "bf16-d128", "fp16-d128-causal", "fp8-d64"};
-const uint32_t kSeeds[] = {0u, 1u, 7u, 12345u, 1511791795u, 4294967295u, 2025u};
 
 float f16_to_float(uint16_t h) {
   const int e = (h >> 10) & 31, m = h & 1023;
@@ -39,8 +37,8 @@ float f16_to_float(uint16_t h) {
 
 TEST(HackerRound5, EveryRunDrawsTheAlignmentsAndStrideOrderRound5FoundMissing) {
   const GatesConfig g = load_gates_config(test::source_root() / "gates" / "gates.json");
-  for (const char* task : kTasks)
-    for (uint32_t seed : kSeeds) {
+  for (const char* task : test::kPinnedTasks)
+    for (uint32_t seed : test::kPinnedSeeds) {
       const Task t = parse_task(task);
       std::map<std::string, bool> seen;
       for (const CaseSpec& c : draw_sampled_cases(g, t, seed)) {
@@ -177,7 +175,7 @@ TEST(HackerRound5, VOffsetSitsOnTwoBandsOfBothSigns) {
 TEST(HackerRound5, EveryRunHasAVOffsetCaseWithColumn0Unbiased) {
   const GatesConfig g = load_gates_config(test::source_root() / "gates" / "gates.json");
   for (const char* task : {"fp16-d64", "bf16-d128", "fp16-d128-causal"})
-    for (uint32_t seed : kSeeds) {
+    for (uint32_t seed : test::kPinnedSeeds) {
       const Task t = parse_task(task);
       bool unbiased = false;
       int cases = 0;

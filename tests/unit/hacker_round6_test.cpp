@@ -14,21 +14,19 @@
 #include "gpu/case_layout.h"
 #include "policy/config.h"
 #include "run/sampler.h"
+#include "support/pinned_runs.h"
 #include "support/test_support.h"
 
 namespace evo {
 namespace {
-
-const char* const kTasks[] = {"fp16-d64", "bf16-d128", "fp16-d128-causal", "fp8-d64"};
-const uint32_t kSeeds[] = {0u, 1u, 7u, 12345u, 1511791795u, 4294967295u, 2025u};
 
 // A view with its batch inside the row: batch stride below the row stride (Megatron's [S, B, H, D]).
 bool seq_major(const TensorPlacement& p) { return p.stride[0] < p.stride[2]; }
 
 TEST(HackerRound6, EveryRunDrawsSeqMajorQVAndOAndTwoStreamCasesThatShareInputs) {
   const GatesConfig g = load_gates_config(test::source_root() / "gates" / "gates.json");
-  for (const char* task : kTasks)
-    for (uint32_t seed : kSeeds) {
+  for (const char* task : test::kPinnedTasks)
+    for (uint32_t seed : test::kPinnedSeeds) {
       const Task t = parse_task(task);
       std::map<std::string, bool> seen;
       for (const CaseSpec& c : draw_sampled_cases(g, t, seed)) {
@@ -69,8 +67,8 @@ TEST(HackerRound6, QIsDrawnIntoEveryEvenClassAtAlign256) {
 TEST(HackerRound6, MostRunsPutQAt32Mod64) {
   const GatesConfig g = load_gates_config(test::source_root() / "gates" / "gates.json");
   int runs = 0, with = 0, at256 = 0;
-  for (const char* task : kTasks)
-    for (uint32_t seed : kSeeds) {
+  for (const char* task : test::kPinnedTasks)
+    for (uint32_t seed : test::kPinnedSeeds) {
       const Task t = parse_task(task);
       bool found = false;
       for (const CaseSpec& c : draw_sampled_cases(g, t, seed)) {

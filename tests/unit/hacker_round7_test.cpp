@@ -15,13 +15,11 @@
 #include "gpu/case_layout.h"
 #include "policy/config.h"
 #include "run/sampler.h"
+#include "support/pinned_runs.h"
 #include "support/test_support.h"
 
 namespace evo {
 namespace {
-
-const char* const kTasks[] = {"fp16-d64", "bf16-d128", "fp16-d128-causal", "fp8-d64"};
-const uint32_t kSeeds[] = {0u, 1u, 7u, 12345u, 1511791795u, 4294967295u, 2025u};
 
 // A view with its heads outside its batches: head stride above batch stride ([H, B, S, D]).
 bool heads_outermost(const TensorPlacement& p) { return p.stride[1] > p.stride[0]; }
@@ -47,8 +45,8 @@ TEST(HackerRound7, EveryTensorReachesEveryClassAtTheOddAlignments) {
 
 TEST(HackerRound7, EveryRunDrawsHeadsOutermostQAndOWithSeveralBatches) {
   const GatesConfig g = load_gates_config(test::source_root() / "gates" / "gates.json");
-  for (const char* task : kTasks)
-    for (uint32_t seed : kSeeds) {
+  for (const char* task : test::kPinnedTasks)
+    for (uint32_t seed : test::kPinnedSeeds) {
       const Task t = parse_task(task);
       std::map<std::string, bool> seen;
       for (const CaseSpec& c : draw_sampled_cases(g, t, seed)) {
@@ -66,8 +64,8 @@ TEST(HackerRound7, EveryRunDrawsHeadsOutermostQAndOWithSeveralBatches) {
 TEST(HackerRound7, MostRunsPutQAt112Mod128AndKAt32Or224Mod256) {
   const GatesConfig g = load_gates_config(test::source_root() / "gates" / "gates.json");
   int runs = 0, with_q = 0, with_k = 0;
-  for (const char* task : kTasks)
-    for (uint32_t seed : kSeeds) {
+  for (const char* task : test::kPinnedTasks)
+    for (uint32_t seed : test::kPinnedSeeds) {
       const Task t = parse_task(task);
       bool q = false, k = false;
       for (const CaseSpec& c : draw_sampled_cases(g, t, seed)) {

@@ -21,13 +21,11 @@
 #include "gpu/worker_protocol.h"
 #include "policy/config.h"
 #include "run/sampler.h"
+#include "support/pinned_runs.h"
 #include "support/test_support.h"
 
 namespace evo {
 namespace {
-
-const char* const kTasks[] = {"fp16-d64", "bf16-d128", "fp16-d128-causal", "fp8-d64"};
-const uint32_t kSeeds[] = {0u, 1u, 7u, 12345u, 1511791795u, 4294967295u, 2025u};
 
 CaseLayout some_layout() {
   Shape s;
@@ -85,8 +83,8 @@ bool strides_differ(const TensorPlacement& a, const TensorPlacement& b, const Sh
 TEST(HackerRound8, EveryRunPutsEachTensorBelowTheOneItWasAllocatedAfter) {
   const GatesConfig g = load_gates_config(test::source_root() / "gates" / "gates.json");
   int fewest = 1 << 30;
-  for (const char* task : kTasks)
-    for (uint32_t seed : kSeeds) {
+  for (const char* task : test::kPinnedTasks)
+    for (uint32_t seed : test::kPinnedSeeds) {
       const Task t = parse_task(task);
       std::map<std::string, int> seen;
       for (const CaseSpec& c : draw_sampled_cases(g, t, seed)) {

@@ -17,26 +17,11 @@
 #include "policy/config.h"
 #include "run/plan.h"
 #include "run/sampler.h"
+#include "support/pinned_runs.h"
 #include "support/test_support.h"
 
 namespace evo {
 namespace {
-
-const char* const kTasks[] = {"fp16-d64", "bf16-d128", "fp16-d128-causal", "fp8-d64"};
-const uint32_t kSeeds[] = {0u, 1u, 7u, 12345u, 1511791795u, 4294967295u, 2025u};
-
-GatesConfig repo_gates() { return load_gates_config(test::source_root() / "gates" / "gates.json"); }
-
-// `check(task, run)` for every pinned run: a label naming the task and seed, and the run's cases.
-template <class Check>
-void each_run(Check check) {
-  const GatesConfig g = repo_gates();
-  for (const char* task : kTasks)
-    for (uint32_t seed : kSeeds) {
-      const Task t = parse_task(task);
-      check(t, std::string(task) + " seed " + std::to_string(seed), draw_sampled_cases(g, t, seed));
-    }
-}
 
 // Rows of a [B, H, S, D] tensor whose fill (`f`, the case's seed) makes them outlier rows; at most
 // `limit` rows looked at.
@@ -49,7 +34,7 @@ int64_t outlier_rows(const FillParams& f, int64_t rows, unsigned seed, int64_t l
 // zero_q_row_as_padding.cu, zero_k_row_as_empty_slot.cu: near_uniform's every 16th row (by hash)
 // is a padding token, exactly zero in Q and in K, in every run.
 TEST(HackerRound9, EveryRunHasExactlyZeroQueryAndKeyRows) {
-  each_run([](const Task&, const std::string& run, const std::vector<CaseSpec>& cases) {
+  test::each_pinned_run([](const Task&, const std::string& run, const std::vector<CaseSpec>& cases) {
     int64_t zero_q = 0, zero_k = 0;
     for (const CaseSpec& c : cases) {
       const TensorFills f = tensor_fills(c);
@@ -76,7 +61,7 @@ TEST(HackerRound9, EveryRunHasExactlyZeroQueryAndKeyRows) {
 
 // scale_floor_2p8.cu: a scale below 1/256 meets the heavy-logit inputs in every run.
 TEST(HackerRound9, EveryRunDrawsAScaleBelowOneIn256WithLargeLogits) {
-  each_run([](const Task&, const std::string& run, const std::vector<CaseSpec>& cases) {
+  test::each_pinned_run([](const Task&, const std::string& run, const std::vector<CaseSpec>& cases) {
     std::map<std::string, bool> seen;
     for (const CaseSpec& c : cases)
       if (c.scale > 0 && c.scale < 1.0 / 256) seen[c.inputs] = true;
@@ -93,7 +78,7 @@ bool heads_apart(const TensorPlacement& p, int heads, int seq, int head_dim) {
 // q_token_major_head_stride_d.cu, o_…, kv_…: kv_cache's seq-major Q, V and O with their heads 16
 // bytes wider than D, with several heads, in every run.
 TEST(HackerRound9, EveryRunHasTokenMajorViewsWhoseHeadsAreNotDApart) {
-  each_run([](const Task& t, const std::string& run, const std::vector<CaseSpec>& cases) {
+  test::each_pinned_run([](const Task& t, const std::string& run, const std::vector<CaseSpec>& cases) {
     std::map<std::string, bool> seen;
     for (const CaseSpec& c : cases) {
       const Shape& s = c.shape;
@@ -111,7 +96,7 @@ TEST(HackerRound9, EveryRunHasTokenMajorViewsWhoseHeadsAreNotDApart) {
 // decode_kv_offsets_int32.cu: the deep tier's far set also as decode steps, whose K offsets pass
 // 2^31 elements (a batch's, and in the one-sequence shape a row's).
 TEST(HackerRound9, TheDeepTierDecodesOverTheFarCaches) {
-  const GatesConfig g = repo_gates();
+  const GatesConfig g = test::repo_gates();
   for (const char* task : {"fp16-d64", "fp16-d128-causal", "bf16-d128", "fp8-d64"}) {
     const Task t = parse_task(task);
     const EvalPlan deep = make_plan(g, {t, g.gate_sets, g.benchmark_sets, g.seeds, false, 2025u, true});

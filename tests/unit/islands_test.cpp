@@ -69,8 +69,8 @@ TEST(Islands, BadIslandsAreOneLineUsageErrors) {
             kExitEnvironment);
 }
 
-json record(const std::string& id, const std::string& run, int generation, double fitness_us,
-            const std::string& phase = "full", const std::string& gpu = "nvidia-h200") {
+json island_record(const std::string& id, const std::string& run, int generation, double fitness_us,
+                   const std::string& phase = "full", const std::string& gpu = "nvidia-h200") {
   return {{"schema_version", "1.0"},
           {"kind", "run"},
           {"candidate_id", id},
@@ -103,12 +103,13 @@ TEST(Islands, ImportsTheOtherIslandsElitesOfEarlierGenerationsOnly) {
   const fs::path results = test::scratch_dir("islands-migrate");
   const Island me = resolve_island("1/3", "g", 1, 5, 0, env_of({}));
   const std::string a = me.run_id(0), c = me.run_id(2);
-  for (const json& r : {record("a1", a, 0, 10), record("a2", a, 0, 12), record("a3", a, 1, 11), record("a4", a, 1, 13),
-                        record("a5", a, 2, 1),                         // generation 2: not yet, at generation 2
-                        record("aq", a, 0, 2, "screen"),               // a quick screen is no fitness
-                        record("ah", a, 0, 3, "full", "nvidia-h100"),  // another GPU model
-                        record("c1", c, 0, 20), record("m1", me.run_id(), 0, 5),  // my own
-                        record("x1", "ev-other-island0of3", 0, 4)})               // another search
+  for (const json& r :
+       {island_record("a1", a, 0, 10), island_record("a2", a, 0, 12), island_record("a3", a, 1, 11),
+        island_record("a4", a, 1, 13), island_record("a5", a, 2, 1),  // generation 2: not yet, at generation 2
+        island_record("aq", a, 0, 2, "screen"),                       // a quick screen is no fitness
+        island_record("ah", a, 0, 3, "full", "nvidia-h100"),          // another GPU model
+        island_record("c1", c, 0, 20), island_record("m1", me.run_id(), 0, 5),  // my own
+        island_record("x1", "ev-other-island0of3", 0, 4)})                      // another search
     append_record(results / "records.jsonl", r);
   trace_line(results, a, {{"run", a}, {"generation", 2}});
   trace_line(results, c, {{"run", c}, {"generation", 1}});
@@ -120,16 +121,16 @@ TEST(Islands, ImportsTheOtherIslandsElitesOfEarlierGenerationsOnly) {
   EXPECT_EQ(m.trace()["imported"][0]["from"], a);
   // Nothing was lost: every record is still there.
   EXPECT_EQ(read_records(results).records.size(), 10u);
-  EXPECT_TRUE(me.in_group(typed(record("z", c, 0, 1))));
-  EXPECT_FALSE(me.in_group(typed(record("z", "ev-other-island0of3", 0, 1))));
-  EXPECT_FALSE(me.in_group(typed(record("z", "ev-g-island0of4", 0, 1))));
+  EXPECT_TRUE(me.in_group(typed(island_record("z", c, 0, 1))));
+  EXPECT_FALSE(me.in_group(typed(island_record("z", "ev-other-island0of3", 0, 1))));
+  EXPECT_FALSE(me.in_group(typed(island_record("z", "ev-g-island0of4", 0, 1))));
 }
 
 TEST(Islands, WaitsForAnIslandThatIsBehindThenSaysSo) {
   const fs::path results = test::scratch_dir("islands-wait");
   Island me = resolve_island("0/2", "w", 1, 0.5, 0, env_of({}));
   const std::string other = me.run_id(1);
-  append_record(results / "r.jsonl", record("b1", other, 0, 10));
+  append_record(results / "r.jsonl", island_record("b1", other, 0, 10));
   const MigrationScope scope{results, "fp16-d64", "default", "", 3};
   const auto t0 = std::chrono::steady_clock::now();
   Migration m = migrate(me, 1, scope);  // island 1 has no trace yet: waits 0.5 s, then imports what is there
@@ -152,10 +153,11 @@ TEST(Islands, WaitsForAnIslandThatIsBehindThenSaysSo) {
 }
 
 TEST(Islands, ParentsAreBaselineOwnAndMigrantsBestFirstOnce) {
-  const std::vector<Record> baseline{typed(record("p1", "", 0, 30)), typed(record("p2", "", 0, 31)),
-                                     typed(record("p3", "", 0, 32)), typed(record("p4", "", 0, 33))};
-  const std::vector<Record> own{typed(record("o1", "me", 0, 25)), typed(record("o2", "me", 0, 40))};
-  const std::vector<Record> migrants{typed(record("m1", "them", 0, 20)), typed(record("p1", "them", 0, 30))};
+  const std::vector<Record> baseline{typed(island_record("p1", "", 0, 30)), typed(island_record("p2", "", 0, 31)),
+                                     typed(island_record("p3", "", 0, 32)), typed(island_record("p4", "", 0, 33))};
+  const std::vector<Record> own{typed(island_record("o1", "me", 0, 25)), typed(island_record("o2", "me", 0, 40))};
+  const std::vector<Record> migrants{typed(island_record("m1", "them", 0, 20)),
+                                     typed(island_record("p1", "them", 0, 30))};
   EXPECT_EQ(ids(island_ranked(baseline, own, migrants, 1)), (std::vector<std::string>{"m1", "o1", "p1", "p2", "p3"}));
 }
 

@@ -34,8 +34,6 @@ using test::run_evo;
 using test::scratch_dir;
 using test::write_text;
 
-std::string quoted(const fs::path& p) { return "'" + p.string() + "'"; }
-
 // Where write_population puts a derived population.
 fs::path population_file(const fs::path& dir, const Population& pop) {
   return population_path(dir, pop.gpu, pop.task, pop.benchmark.value_or(""));
@@ -420,16 +418,16 @@ TEST(Persistence, MergeSkipsDuplicatesAndBadLinesAndNamesThem) {
   text.insert(text.find('\n') + 1, "{\"schema_version\": \"1.0\", \"kind\": \"run\"}\nnot json at all\n");
   text += "{\"schema_version\": \"1.0\", \"kind\": \"ru";
   write_text(files[0], text);
-  auto r = run_evo("merge " + quoted(files[0]) + " " + quoted(files[1]) + " --results-dir " + quoted(results) +
-                   " --populations-dir " + quoted(populations));
+  auto r = run_evo("merge " + test::shell_quote(files[0]) + " " + test::shell_quote(files[1]) + " --results-dir " +
+                   test::shell_quote(results) + " --populations-dir " + test::shell_quote(populations));
   EXPECT_EQ(r.exit_code, 1) << "invalid lines were skipped: exit 1 so scripts notice\n" << r.out;
   EXPECT_NE(r.out.find("machine0.jsonl:2: field"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("machine0.jsonl:3: not valid JSON"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("torn last line"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("merged 40 records"), std::string::npos) << r.out;
   // Again, plus the merged file itself: nothing new.
-  r = run_evo("merge " + quoted(files[1]) + " " + quoted(results / "merged.jsonl") + " --results-dir " +
-              quoted(results) + " --populations-dir " + quoted(populations));
+  r = run_evo("merge " + test::shell_quote(files[1]) + " " + test::shell_quote(results / "merged.jsonl") +
+              " --results-dir " + test::shell_quote(results) + " --populations-dir " + test::shell_quote(populations));
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("merged 0 records"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("wrote "), std::string::npos) << r.out;
@@ -437,7 +435,7 @@ TEST(Persistence, MergeSkipsDuplicatesAndBadLinesAndNamesThem) {
   EXPECT_EQ(c.ids, ids);
   EXPECT_EQ(c.records, ids.size());
   // A missing input is a usage error that names it, before anything is written.
-  r = run_evo("merge " + quoted(dir / "nope.jsonl") + " --results-dir " + quoted(dir / "other"));
+  r = run_evo("merge " + test::shell_quote(dir / "nope.jsonl") + " --results-dir " + test::shell_quote(dir / "other"));
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("nope.jsonl"), std::string::npos) << r.out;
   EXPECT_FALSE(fs::exists(dir / "other" / "merged.jsonl"));
@@ -451,7 +449,8 @@ TEST(Persistence, DamagedOrFutureVersionPopulationIsRefusedAndRebuilt) {
   const auto files = make_inputs(dir / "incoming", 1, 200, 7);
   fs::create_directories(results);
   fs::copy_file(files[0], results / "run.jsonl");
-  auto r = run_evo("population rebuild --results-dir " + quoted(results) + " --populations-dir " + quoted(populations));
+  auto r = run_evo("population rebuild --results-dir " + test::shell_quote(results) + " --populations-dir " +
+                   test::shell_quote(populations));
   ASSERT_EQ(r.exit_code, 0) << r.out;
   const auto derived = derive_populations(read_records(results).records);
   ASSERT_FALSE(derived.empty());
@@ -471,7 +470,8 @@ TEST(Persistence, DamagedOrFutureVersionPopulationIsRefusedAndRebuilt) {
           << why << ": the message must say how to restore: " << m;
       EXPECT_NE(m.find(expected), std::string::npos) << why << ": " << m;
     }
-    r = run_evo("population rebuild --results-dir " + quoted(results) + " --populations-dir " + quoted(populations));
+    r = run_evo("population rebuild --results-dir " + test::shell_quote(results) + " --populations-dir " +
+                test::shell_quote(populations));
     EXPECT_EQ(r.exit_code, 0) << r.out;
     EXPECT_EQ(read_text(file), good) << why << ": rebuild did not restore the file from the logs";
   };

@@ -24,10 +24,8 @@
 namespace evo {
 namespace {
 
-GatesConfig repo_gates() { return load_gates_config(test::source_root() / "gates" / "gates.json"); }
-
-const std::vector<uint32_t> kSeeds{0u, 1u, 7u, 12345u, 1511791795u, 4294967295u};
-const std::vector<const char*> kTasks{"fp16-d64", "bf16-d128", "fp16-d128-causal", "fp8-d64"};
+const std::vector<uint32_t> kSampledSeeds{0u, 1u, 7u, 12345u, 1511791795u, 4294967295u};
+const std::vector<const char*> kSampledTasks{"fp16-d64", "bf16-d128", "fp16-d128-causal", "fp8-d64"};
 
 template <typename T>
 int index_of(const std::vector<T>& v, const std::function<bool(const T&)>& pred) {
@@ -83,7 +81,7 @@ CoverRow row_of(const SampleSpace& sp, const Task& t, const CaseSpec& c) {
 }
 
 TEST(Sampler, TheSeedReplaysItsCasesAndAnotherSeedDrawsOthers) {
-  const GatesConfig g = repo_gates();
+  const GatesConfig g = test::repo_gates();
   auto ids = [&](const char* task, uint32_t seed, bool deep) {
     std::vector<std::string> out;
     const Task t = parse_task(task);
@@ -133,11 +131,11 @@ void expect_tier_covered(const GatesConfig& g, const Task& t, uint32_t seed, boo
 }
 
 TEST(Sampler, EveryRunCoversEveryPairOfValuesWithinTheBounds) {
-  const GatesConfig g = repo_gates();
+  const GatesConfig g = test::repo_gates();
   std::map<std::string, std::pair<size_t, size_t>> counts;  // task -> fewest, most cases
   std::map<std::string, double> work;                       // task -> FLOPs over its seeds
-  for (const char* task : kTasks)
-    for (uint32_t seed : kSeeds) {
+  for (const char* task : kSampledTasks)
+    for (uint32_t seed : kSampledSeeds) {
       expect_tier_covered(g, parse_task(task), seed, false);
       const auto cases = draw_sampled_cases(g, parse_task(task), seed);
       const size_t n = cases.size();
@@ -151,7 +149,7 @@ TEST(Sampler, EveryRunCoversEveryPairOfValuesWithinTheBounds) {
   for (const auto& [task, c] : counts) {
     // The cheap tier runs on every candidate: its size and work per run, mean over the seeds.
     std::cout << fmt::format("cheap tier, {}: {}-{} cases per run, {:.3g} FLOPs per run (mean)\n", task, c.first,
-                             c.second, work[task] / double(kSeeds.size()));
+                             c.second, work[task] / double(kSampledSeeds.size()));
     EXPECT_GE(c.first, 36u) << "6 scales x 6 inputs need 36 cases";
   }
 }
@@ -161,7 +159,7 @@ TEST(Sampler, EveryRunCoversEveryPairOfValuesWithinTheBounds) {
 // its own), stride kind (the layout names it) x alignment x batch; every triple of values of
 // each is in some case, read back from the cases.
 TEST(Sampler, TheDeepTierCoversItsTriplesWithAtLeast100Cases) {
-  const GatesConfig g = repo_gates();
+  const GatesConfig g = test::repo_gates();
   ASSERT_GE(g.sampled.deep.min_cases, 100);
   for (const std::array<int, 3> want : {std::array<int, 3>{kDimSeqKv, kDimHeads, kDimLayout},
                                         {kDimSeqQ, kDimHeads, kDimLayout},
@@ -181,8 +179,8 @@ TEST(Sampler, TheDeepTierCoversItsTriplesWithAtLeast100Cases) {
 // `look` names `classes` of them.
 using Look = std::function<void(const Task&, const CaseSpec&, std::map<std::string, bool>& seen)>;
 void expect_every_run_sees(const GatesConfig& g, size_t classes, const Look& look,
-                           const std::vector<uint32_t>& seeds = kSeeds) {
-  for (const char* task : kTasks)
+                           const std::vector<uint32_t>& seeds = kSampledSeeds) {
+  for (const char* task : kSampledTasks)
     for (uint32_t seed : seeds) {
       const Task t = parse_task(task);
       std::map<std::string, bool> seen;
@@ -194,7 +192,7 @@ void expect_every_run_sees(const GatesConfig& g, size_t classes, const Look& loo
 
 // The holes of issue 25: cases no run used to draw, now in every run of every task.
 TEST(Sampler, EveryRunDrawsTheCasesNoRunUsedTo) {
-  const GatesConfig g = repo_gates();
+  const GatesConfig g = test::repo_gates();
   expect_every_run_sees(
       g, 8u + 2 * g.sampled.layouts.size() + 4 * 5,
       [&](const Task& t, const CaseSpec& c, std::map<std::string, bool>& seen) {
@@ -223,7 +221,7 @@ TEST(Sampler, EveryRunDrawsTheCasesNoRunUsedTo) {
 // The holes of hacker round 2 (issue 29, docs/safety.md 3g): each closed by a class every run of
 // every task reaches, read back from the cases (lengths, scales, addresses, strides, views).
 TEST(Sampler, EveryRunDrawsTheClassesHackerRound2FoundMissing) {
-  const GatesConfig g = repo_gates();
+  const GatesConfig g = test::repo_gates();
   expect_every_run_sees(
       g, 8u,
       [&](const Task& t, const CaseSpec& c, std::map<std::string, bool>& seen) {
@@ -263,9 +261,9 @@ TEST(Sampler, EveryRunDrawsTheClassesHackerRound2FoundMissing) {
 // bf16_v_through_fp16.cu (round 2): a bf16 task draws V far beyond fp16's range and far below
 // 1 in every run; an fp16 or fp8 task never does (its inputs cannot hold them).
 TEST(Sampler, OnlyBf16TasksDrawVBeyondFp16sRange) {
-  const GatesConfig g = repo_gates();
-  for (const char* task : kTasks)
-    for (uint32_t seed : kSeeds) {
+  const GatesConfig g = test::repo_gates();
+  for (const char* task : kSampledTasks)
+    for (uint32_t seed : kSampledSeeds) {
       const Task t = parse_task(task);
       bool huge = false, tiny = false;
       for (const auto& c : draw_sampled_cases(g, t, seed)) {
@@ -293,9 +291,9 @@ TEST(Sampler, OnlyBf16TasksDrawVBeyondFp16sRange) {
 // the pair inputs x Skv class; causal: at these seeds); fp8 ones too since hacker round 10
 // (fp8_pv_fp16_accumulator.cu).
 TEST(Sampler, EveryRunDrawsVWithAnOffsetOverLongRows) {
-  const GatesConfig g = repo_gates();
-  for (const char* task : kTasks)
-    for (uint32_t seed : kSeeds) {
+  const GatesConfig g = test::repo_gates();
+  for (const char* task : kSampledTasks)
+    for (uint32_t seed : kSampledSeeds) {
       const Task t = parse_task(task);
       bool offset_long = false, offset = false;
       for (const auto& c : draw_sampled_cases(g, t, seed)) {
@@ -317,8 +315,8 @@ TEST(Sampler, EveryRunDrawsVWithAnOffsetOverLongRows) {
 // (q_ and kv_token_major_batch_from_rows.cu), and, on tasks without a causal mask (fp8 too since
 // hacker round 10), V offsets of both signs past fp16's range (fp16_overflow_guard_positive.cu).
 TEST(Sampler, EveryRunDrawsTheClassesHackerRound4FoundMissing) {
-  const GatesConfig g = repo_gates();
-  for (const char* task : kTasks)
+  const GatesConfig g = test::repo_gates();
+  for (const char* task : kSampledTasks)
     for (uint32_t seed : {0u, 1u, 7u, 12345u, 1511791795u, 4294967295u, 2025u}) {
       const Task t = parse_task(task);
       std::map<std::string, bool> seen;
@@ -348,7 +346,7 @@ TEST(Sampler, EveryRunDrawsTheClassesHackerRound4FoundMissing) {
 }
 
 TEST(Sampler, APlanCarriesTheSeedAndTheSampledCases) {
-  const GatesConfig g = repo_gates();
+  const GatesConfig g = test::repo_gates();
   const Task t = parse_task("fp16-d64");
   const EvalPlan fixed = make_plan(g, {t, g.gate_sets, g.benchmark_sets, g.seeds, false, std::nullopt});
   const EvalPlan sampled = make_plan(g, {t, g.gate_sets, g.benchmark_sets, g.seeds, false, 42u});
@@ -434,7 +432,7 @@ TEST(Sampler, BadSeedsAndMalformedSpacesAreUsageErrors) {
 // three tma_ws_fp8 configurations deep/235/.../large_v/shared=kv at 2537626912). No shared K/V
 // case is made from such inputs, in either tier; fp8 keeps its normal-spread shared case.
 TEST(Sampler, AKAndVSharedCaseKeepsLogitsWhereTheAccumulatorRoundsThem) {
-  const GatesConfig g = repo_gates();
+  const GatesConfig g = test::repo_gates();
   int shared_kv = 0;
   for (const char* task : {"bf16-d64-causal", "bf16-d128", "fp16-d64", "fp8-d128-causal", "fp8-d64"})
     for (uint32_t seed : {2668932883u, 2537626912u, 0u, 1u, 7u, 2025u}) {

@@ -17,19 +17,14 @@
 #include "policy/config.h"
 #include "search/strategy.h"
 #include "support/test_support.h"
+#include "support/tiny_dataset.h"
 
 namespace evo::test {
 namespace {
 
 using nlohmann::json;
 
-std::filesystem::path fixture() { return source_root() / "tests/fixtures/datasets/synthetic-stage7-fp16-d128.json"; }
 json expected() { return json::parse(read_text(source_root() / "tests/fixtures/datasets/expected.json")); }
-
-const Dataset& synthetic() {
-  static const Dataset d = read_dataset(fixture());
-  return d;
-}
 
 std::string trace(const SimRun& r) {
   std::string s;
@@ -369,12 +364,12 @@ TEST(Dataset, ASchemaOneFileReadsAsMeasuredAndUpgradesWithItsRecords) {
 }
 
 TEST(Dataset, BadFilesAreUsageErrorsNamingTheField) {
-  json j = json::parse(read_text(fixture()));
+  json j = json::parse(read_text(synthetic_fixture()));
   j.erase("shapes");
   std::string why;
   EXPECT_EQ(exit_code_of([&] { dataset_from_json(j, "f.json"); }, &why), 1);
   EXPECT_NE(why.find("f.json: field \"shapes\""), std::string::npos) << why;
-  j = json::parse(read_text(fixture()));
+  j = json::parse(read_text(synthetic_fixture()));
   j["configs"][3]["screen"] = {{"outcome", "ok"}};
   EXPECT_EQ(exit_code_of([&] { dataset_from_json(j, "f.json"); }, &why), 1);
   EXPECT_NE(why.find("\"configs\""), std::string::npos) << why;
@@ -390,7 +385,7 @@ TEST(DatasetCli, UpgradeTakesASchemaOneFileAndOneSourceOfRecords) {
       run_evo("dataset --upgrade " + v2 + " --results-dir " + shell_quote(source_root() / "results") + " --out " + out);
   EXPECT_EQ(again.exit_code, 1) << again.out;
   EXPECT_NE(again.out.find("schema 2, not 1"), std::string::npos) << again.out;
-  const CliResult v1 = run_evo("dataset --upgrade " + shell_quote(fixture()) + " --results-dir " +
+  const CliResult v1 = run_evo("dataset --upgrade " + shell_quote(synthetic_fixture()) + " --results-dir " +
                                shell_quote(source_root() / "tests/fixtures/datasets") + " --out " + out);
   EXPECT_EQ(v1.exit_code, 0) << v1.out;
   EXPECT_NE(v1.out.find("0 of them with the deep tier"), std::string::npos) << v1.out;
@@ -398,15 +393,15 @@ TEST(DatasetCli, UpgradeTakesASchemaOneFileAndOneSourceOfRecords) {
 }
 
 TEST(AblateCli, PrintsTheSectionAndRejectsBadFlags) {
-  const CliResult ok =
-      run_evo("ablate " + shell_quote(fixture()) + " --seeds 1,2 --budgets 25,50 --strategies random,builtin");
+  const CliResult ok = run_evo("ablate " + shell_quote(synthetic_fixture()) +
+                               " --seeds 1,2 --budgets 25,50 --strategies random,builtin");
   EXPECT_EQ(ok.exit_code, 0) << ok.out;
   EXPECT_NE(ok.out.find("| 25 |"), std::string::npos) << ok.out;
   EXPECT_NE(ok.out.find("Optimum "), std::string::npos) << ok.out;
-  const CliResult bad = run_evo("ablate " + shell_quote(fixture()) + " --strategies annealing");
+  const CliResult bad = run_evo("ablate " + shell_quote(synthetic_fixture()) + " --strategies annealing");
   EXPECT_EQ(bad.exit_code, 1) << bad.out;
   EXPECT_NE(bad.out.find("--strategies annealing: use builtin"), std::string::npos) << bad.out;
-  EXPECT_EQ(run_evo("ablate " + shell_quote(fixture()) + " --objective 3x3x3x3x3x3").exit_code, 1);
+  EXPECT_EQ(run_evo("ablate " + shell_quote(synthetic_fixture()) + " --objective 3x3x3x3x3x3").exit_code, 1);
   EXPECT_EQ(run_evo("ablate /nonexistent.json").exit_code, 1);
 }
 
@@ -415,7 +410,7 @@ TEST(CompareCli, AblationSectionForEveryDataset) {
   std::filesystem::copy(source_root() / "tests/fixtures/compare/results", dir / "results",
                         std::filesystem::copy_options::recursive);
   std::filesystem::create_directories(dir / "results" / "datasets");
-  std::filesystem::copy_file(fixture(), dir / "results" / "datasets" / "synthetic-stage7-fp16-d128.json");
+  std::filesystem::copy_file(synthetic_fixture(), dir / "results" / "datasets" / "synthetic-stage7-fp16-d128.json");
   // Its ablation cache (AblationCache tests): compare renders from it instead of ~100 CPU-s of simulation.
   std::filesystem::create_directories(dir / "results" / "ablation");
   std::filesystem::copy_file(source_root() / "tests/fixtures/ablation/synthetic-stage7-fp16-d128.json",

@@ -24,8 +24,8 @@ namespace {
 
 using nlohmann::json;
 
-json record(const std::string& id, const std::string& variant, int stage, double fitness,
-            const std::string& outcome = "ok", const std::string& time = "2026-11-21T00:00:00Z") {
+json store_record(const std::string& id, const std::string& variant, int stage, double fitness,
+                  const std::string& outcome = "ok", const std::string& time = "2026-11-21T00:00:00Z") {
   json r = {
       {"schema_version", "1.0"},
       {"kind", "run"},
@@ -52,7 +52,7 @@ json record(const std::string& id, const std::string& variant, int stage, double
 
 TEST(Records, ValidateAndReportBadLines) {
   RecordSet rs;
-  const std::string good = record("a", "0-x/v", 0, 10).dump();
+  const std::string good = store_record("a", "0-x/v", 0, 10).dump();
   parse_records_text(good + "\n{not json}\n" + json{{"schema_version", "2.0"}}.dump() + "\n" + good.substr(0, 40),
                      "f.jsonl", rs);
   EXPECT_EQ(rs.records.size(), 1u);
@@ -67,7 +67,8 @@ TEST(Records, ValidateAndReportBadLines) {
 // file-name order; a cut-off archive is an error that names it, never records silently lost.
 TEST(Records, PackedFilesReadLikePlainOnes) {
   auto dir = test::scratch_dir("packed");
-  const std::string a = record("a", "0-x/v", 0, 10).dump() + "\n", b = record("b", "0-x/w", 0, 9).dump() + "\n";
+  const std::string a = store_record("a", "0-x/v", 0, 10).dump() + "\n",
+                    b = store_record("b", "0-x/w", 0, 9).dump() + "\n";
   test::write_text(dir / "1-first.jsonl", a);
   std::string packed_b;
   {
@@ -98,11 +99,11 @@ TEST(Records, PackedFilesReadLikePlainOnes) {
 }
 
 TEST(Population, TopThreeLatestOkOnly) {
-  std::vector<json> recs{record("a", "0-x/v", 0, 30), record("b", "0-x/v", 0, 10),
-                         record("c", "0-x/v", 0, 20), record("d", "0-x/v", 0, 5, "correctness"),
-                         record("e", "0-x/v", 0, 40), record("f", "1-y/w", 1, 7)};
+  std::vector<json> recs{store_record("a", "0-x/v", 0, 30), store_record("b", "0-x/v", 0, 10),
+                         store_record("c", "0-x/v", 0, 20), store_record("d", "0-x/v", 0, 5, "correctness"),
+                         store_record("e", "0-x/v", 0, 40), store_record("f", "1-y/w", 1, 7)};
   // A newer record of "b" that failed replaces its older success.
-  recs.push_back(record("b", "0-x/v", 0, 10, "crash", "2026-11-22T00:00:00Z"));
+  recs.push_back(store_record("b", "0-x/v", 0, 10, "crash", "2026-11-22T00:00:00Z"));
   auto pops = derive_populations(recs);
   ASSERT_EQ(pops.size(), 1u);
   const Population& p = pops.at("nvidia-h200/fp16-d64");
@@ -128,9 +129,9 @@ TEST(Population, ASanitizerReportOutlastsLaterUnsanitizedRuns) {
     }
     return r;
   };
-  const json reported = with_sanitizer(record("a", "0-x/v", 0, 10, "ok", "2026-11-21T01:00:00Z"), false);
-  const json later_plain = record("a", "0-x/v", 0, 10, "ok", "2026-11-21T02:00:00Z");
-  const json other = record("b", "0-x/v", 0, 20);
+  const json reported = with_sanitizer(store_record("a", "0-x/v", 0, 10, "ok", "2026-11-21T01:00:00Z"), false);
+  const json later_plain = store_record("a", "0-x/v", 0, 10, "ok", "2026-11-21T02:00:00Z");
+  const json other = store_record("b", "0-x/v", 0, 20);
   auto ids = [](const std::vector<json>& recs) {
     std::vector<std::string> out;
     for (const auto& e : stage_elites(derive_populations(recs).at("nvidia-h200/fp16-d64"), 0))
@@ -141,7 +142,7 @@ TEST(Population, ASanitizerReportOutlastsLaterUnsanitizedRuns) {
   // Order of the lines does not matter, only time.
   EXPECT_EQ(ids({later_plain, other, reported}), std::vector<std::string>{"b"});
   // A later sanitized pass clears it; the latest record (plain, ok) is the one ranked.
-  const json cleared = with_sanitizer(record("a", "0-x/v", 0, 12, "ok", "2026-11-21T01:30:00Z"), true);
+  const json cleared = with_sanitizer(store_record("a", "0-x/v", 0, 12, "ok", "2026-11-21T01:30:00Z"), true);
   EXPECT_EQ(ids({reported, cleared, later_plain, other}), (std::vector<std::string>{"a", "b"}));
   // Never sanitized: ranked as before.
   EXPECT_EQ(ids({later_plain, other}), (std::vector<std::string>{"a", "b"}));
@@ -168,10 +169,10 @@ json deep_gated(json r, const std::vector<std::string>& sets, const std::string&
 // correctness failure of the same code and made it a regime kernel that `evo export` ships.
 TEST(Population, AKernelShownWrongLeavesEveryBenchmarkSetUntilAFullGatePasses) {
   const std::vector<std::string> full = {"small", "mission", "ragged"};
-  const json screen = gated(record("x", "0-x/v", 0, 5, "ok", "2026-11-21T01:00:00Z"), {"small"}, "screen-abc");
+  const json screen = gated(store_record("x", "0-x/v", 0, 5, "ok", "2026-11-21T01:00:00Z"), {"small"}, "screen-abc");
   // Any positive time: a record with a zero time is refused at read (store/record_values.h).
-  const json failed = gated(record("x", "0-x/v", 0, 5, "correctness", "2026-11-21T02:00:00Z"), full, "default");
-  const json elite = deep_gated(record("y", "0-x/v", 0, 10), full, "default");
+  const json failed = gated(store_record("x", "0-x/v", 0, 5, "correctness", "2026-11-21T02:00:00Z"), full, "default");
+  const json elite = deep_gated(store_record("y", "0-x/v", 0, 10), full, "default");
   auto regime_kernels = [](const std::map<std::string, Population>& pops) {
     std::vector<std::string> out;
     for (const auto& k : pops.at("nvidia-h200/fp16-d64").regimes->kernels) out.push_back(k.candidate_id);
@@ -181,12 +182,13 @@ TEST(Population, AKernelShownWrongLeavesEveryBenchmarkSetUntilAFullGatePasses) {
   EXPECT_EQ(pops.count("nvidia-h200/fp16-d64@screen-abc"), 0u) << "x is wrong: no population of any set holds it";
   EXPECT_EQ(regime_kernels(pops), std::vector<std::string>{"y"});
   // A later full gate that passes (a fixed gate bug, say) brings it back, with its new times.
-  const json passed = deep_gated(record("x", "0-x/v", 0, 6, "ok", "2026-11-21T03:00:00Z"), full, "default");
+  const json passed = deep_gated(store_record("x", "0-x/v", 0, 6, "ok", "2026-11-21T03:00:00Z"), full, "default");
   pops = derive_populations({screen, failed, elite, passed});
   EXPECT_EQ(stage_elites(pops.at("nvidia-h200/fp16-d64"), 0)[0].candidate_id, "x");
   EXPECT_EQ(regime_kernels(pops), std::vector<std::string>{"x"});
   // A later screen's ok is no verdict: it cannot clear the failure.
-  const json rescreened = gated(record("x", "0-x/v", 0, 5, "ok", "2026-11-21T04:00:00Z"), {"small"}, "screen-abc");
+  const json rescreened =
+      gated(store_record("x", "0-x/v", 0, 5, "ok", "2026-11-21T04:00:00Z"), {"small"}, "screen-abc");
   pops = derive_populations({screen, failed, elite, rescreened});
   EXPECT_EQ(pops.count("nvidia-h200/fp16-d64@screen-abc"), 0u);
 }
@@ -195,8 +197,8 @@ TEST(Population, AKernelShownWrongLeavesEveryBenchmarkSetUntilAFullGatePasses) {
 // the small gate alone) that timed a shape faster than the elite picks no exported kernel.
 TEST(Population, RegimeKernelsComeFromFullGateRecordsOnly) {
   const std::vector<std::string> full = {"small", "mission", "ragged"};
-  const json quick = gated(record("q", "0-x/v", 0, 5), {"small"}, "custom-0eebb074");
-  const json elite = deep_gated(record("y", "0-x/v", 0, 10), full, "default");
+  const json quick = gated(store_record("q", "0-x/v", 0, 5), {"small"}, "custom-0eebb074");
+  const json elite = deep_gated(store_record("y", "0-x/v", 0, 10), full, "default");
   const auto pops = derive_populations({quick, elite});
   std::vector<std::string> kernels;
   for (const auto& k : pops.at("nvidia-h200/fp16-d64").regimes->kernels) kernels.push_back(k.candidate_id);
@@ -210,8 +212,8 @@ TEST(Population, RegimeKernelsComeFromFullGateRecordsOnly) {
 // deep-gated kernel at all the table has none and `evo export` refuses the task.
 TEST(Population, OnlyDeepGatedKernelsShip) {
   const std::vector<std::string> full = {"small", "mission", "ragged"};
-  const json fast = gated(record("f", "0-x/v", 0, 5), full, "default");
-  const json slow = deep_gated(record("s", "0-x/v", 0, 10), full, "default");
+  const json fast = gated(store_record("f", "0-x/v", 0, 5), full, "default");
+  const json slow = deep_gated(store_record("s", "0-x/v", 0, 10), full, "default");
   auto shipped = [](const Population& p) {
     std::vector<std::string> out;
     for (const auto& k : p.regimes->kernels) out.push_back(k.candidate_id);
@@ -223,7 +225,8 @@ TEST(Population, OnlyDeepGatedKernelsShip) {
   EXPECT_EQ(shipped(pop), std::vector<std::string>{"s"});
   EXPECT_EQ(pop.regimes->default_kernel, "s");
   // The deep tier passed once, on another benchmark set (a remeasure): now it ships.
-  const json regated = deep_gated(record("f", "0-x/v", 0, 5, "ok", "2026-11-21T03:00:00Z"), full, "custom-0eebb074");
+  const json regated =
+      deep_gated(store_record("f", "0-x/v", 0, 5, "ok", "2026-11-21T03:00:00Z"), full, "custom-0eebb074");
   pops = derive_populations({fast, slow, regated});
   EXPECT_EQ(shipped(pops.at("nvidia-h200/fp16-d64")), std::vector<std::string>{"f"});
   // No deep-gated kernel at all: no regime has a kernel.
@@ -235,7 +238,7 @@ TEST(Population, OnlyDeepGatedKernelsShip) {
 
 TEST(Population, WriteReadAndRefuseBadFiles) {
   auto dir = test::scratch_dir("pop");
-  auto pops = derive_populations({record("a", "0-x/v", 0, 3)});
+  auto pops = derive_populations({store_record("a", "0-x/v", 0, 3)});
   write_population(dir, pops.begin()->second);
   const auto file = dir / "nvidia-h200" / "fp16-d64.json";
   const Population back = read_population(file);

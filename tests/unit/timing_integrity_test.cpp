@@ -18,8 +18,6 @@ using nlohmann::json;
 
 const Shape kShape{8, 32, 32, 2048, 2048, 64, Layout::bhsd, ""};  // long-smoke at D=64
 
-GatesConfig repo_gates() { return load_gates_config(test::source_root() / "gates" / "gates.json"); }
-
 DeviceCheckFacts clean(uint64_t n) {
   DeviceCheckFacts f;
   f.n = n;
@@ -257,7 +255,7 @@ TEST(TimingIntegrity, FactsRoundTripAndMalformedOnesAreRefused) {
 }
 
 TEST(TimingIntegrity, ThresholdsTheFloorAndBenchTolerancesComeFromGatesJson) {
-  const GatesConfig g = repo_gates();
+  const GatesConfig g = test::repo_gates();
   EXPECT_EQ(g.timing.rows_per_sample, 128);
   EXPECT_EQ(g.timing.repeat_probes, 4);
   // H200, fp16-d64, mission 1x8x8x512x512: 5.4e8 FLOPs at 1070.5 TFLOP/s = 0.50 µs; its 2.1 MB at

@@ -17,13 +17,6 @@
 namespace evo::test {
 namespace {
 
-std::filesystem::path fixture() { return source_root() / "tests/fixtures/datasets/synthetic-stage7-fp16-d128.json"; }
-
-const Dataset& synthetic() {
-  static const Dataset d = read_dataset(fixture());
-  return d;
-}
-
 // The key the simulation gives a configuration of `dom` (SimStep::key).
 std::string key_of(const SimDomain& dom, const DatasetConfig& c) {
   for (const auto& sv : dom.space())
@@ -104,7 +97,7 @@ TEST(Transfer, OnlyTheBuiltinReadsThePrior) {
 }
 
 TEST(TransferCli, AblateAndEvolveTakeADatasetOfTheSameStage) {
-  const std::string fx = shell_quote(fixture());
+  const std::string fx = shell_quote(synthetic_fixture());
   const CliResult ok =
       run_evo("ablate " + fx + " --seeds 1,2 --budgets 25 --strategies builtin,screened --prior " + fx);
   EXPECT_EQ(ok.exit_code, 0) << ok.out;

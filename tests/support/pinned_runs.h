@@ -1,0 +1,29 @@
+// The pinned runs of the sampler tests that hacker rounds 5 to 12 added: the gate's cheap tier
+// drawn for four tasks (both dtypes' ranges, both head dims, the causal mask, fp8) at seven seeds
+// (0 to 2^32 - 1), each run named "<task> seed <seed>".
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "policy/config.h"
+#include "run/sampler.h"
+#include "support/test_support.h"
+
+namespace evo::test {
+
+inline const char* const kPinnedTasks[] = {"fp16-d64", "bf16-d128", "fp16-d128-causal", "fp8-d64"};
+inline const uint32_t kPinnedSeeds[] = {0u, 1u, 7u, 12345u, 1511791795u, 4294967295u, 2025u};
+
+// `check(task, run, cases)` for every pinned run of the cheap tier.
+template <class Check>
+void each_pinned_run(Check check) {
+  const GatesConfig g = repo_gates();
+  for (const char* task : kPinnedTasks)
+    for (uint32_t seed : kPinnedSeeds) {
+      const Task t = parse_task(task);
+      check(t, std::string(task) + " seed " + std::to_string(seed), draw_sampled_cases(g, t, seed));
+    }
+}
+
+}  // namespace evo::test
