@@ -7,7 +7,9 @@ lab/device-sessions/ncu_table.py). For each shape named: the inputs as the op re
 (tests/deploy/check_torch_op.py's make_qkv; `:bshd` shapes are BSHD storage seen as BHSD views,
 the KV caches of the decode steps), --warmup calls of each side outside any range, then exactly
 one call of torch.ops.evo.attention inside the push/pop range "evo:<name>" and one of
-F.scaled_dot_product_attention with the cuDNN backend forced inside "cudnn:<name>". Each profiled
+F.scaled_dot_product_attention with the cuDNN backend forced inside "cudnn:<name>"; with
+--fa4-site, one of FlashAttention-4's flash_attn_func (BSHD views of the same tensors, made
+contiguous before the warm-up where FA4 would copy them) inside "fa4:<name>". Each profiled
 call is also bracketed by cudaProfilerStart/Stop, so `ncu --profile-from-start off` selects the
 same calls where NVTX filtering is not available. The shapes are representative ones of the op
 report (results/COMPARE.md, "The exported op through PyTorch"), named by model as gates.json's
@@ -17,7 +19,7 @@ Writes --plan (JSON): per shape its model, task, dims, the package kernel and re
 dispatches to (with its stage, variant and evo's recorded median from manifest.json), and the
 profiled calls in launch order, which ncu_table.py joins with ncu's CSV.
 
-Usage: ncu_op_shapes.py --package DIR --shapes NAME... --plan FILE [--warmup N]
+Usage: ncu_op_shapes.py --package DIR --shapes NAME... --plan FILE [--warmup N] [--fa4-site DIR]
        ncu_op_shapes.py --list | --tasks     (no PyTorch needed)
 Exit codes: 0 done; 1 an unknown shape name or bad arguments; 2 PyTorch, the package or a GPU
 missing.
@@ -41,6 +43,11 @@ SHAPES = {
     # the causal shape furthest below tma_ws_m64's prediction (lab/notes/short-causal.md, "Measured")
     "gpt2-b32-256-causal": ("fp16-d64-causal", "32x12x12x256x256x64:bshd"),
     "long-encoder-16k": ("fp16-d128", "1x16x16x16384x16384x128"),
+    # where FlashAttention-4 leads most (results/COMPARE.md, x FlashAttention-4: causal long
+    # 0.80-0.89x, bf16 16k 0.99x): what its kernel does that evo's does not
+    "long-16k-causal": ("fp16-d128-causal", "1x16x16x16384x16384x128"),
+    "long-encoder-16k-bf16": ("bf16-d128", "1x16x16x16384x16384x128"),
+    "mistral-7b-prefill-8k": ("bf16-d128-causal", "1x32x8x8192x8192x128:bshd"),
 }
 
 
@@ -52,7 +59,7 @@ def fail(msg, code=1):
 def model_names():
     with open(os.path.join(ROOT, "gates", "gates.json")) as f:
         entries = json.load(f).get("model_shapes", {}).get("shapes", [])
-    return {e["dims"]: e["model"] for e in entries}
+    return {(e["dims"], bool(e.get("causal"))): e["model"] for e in entries}
 
 
 def shape_of(dims):
@@ -71,7 +78,18 @@ def run_range(torch, name, fn):
     torch.cuda.profiler.stop()
 
 
-def profile_shape(env, name, warmup, models):
+def fa4_side(torch, fa4, q, k, v, causal):
+    """FA4's call on BSHD views of the op's BHSD views, copied once here where FA4 would copy them
+    inside the profiled call (its maybe_contiguous: last stride 1, the rest 16-byte multiples)."""
+    def in_place(t):
+        step = max(1, 16 // t.element_size())
+        return t.stride(-1) == 1 and t.data_ptr() % 16 == 0 and all(s == 0 or s % step == 0 for s in t.stride()[:-1])
+    views = [t.transpose(1, 2) for t in (q, k, v)]
+    views = [t if in_place(t) else t.contiguous() for t in views]
+    return lambda: fa4(*views, causal=causal)
+
+
+def profile_shape(env, name, warmup, models, fa4=None):
     torch, F = env.torch, env.F
     from torch.nn.attention import SDPBackend, sdpa_kernel
     task_name, dims = SHAPES[name]
@@ -84,7 +102,7 @@ def profile_shape(env, name, warmup, models):
     info = env.evo_attn.kernel_for(q, k, v, c)
     kernel = env.kernels.get(info["kernel"], {})
     record = check_torch_op.recorded(env, info["kernel"], dims) if kernel else None
-    entry = {"name": name, "model": models.get(dims, ""), "task": task_name, "dims": dims, "causal": c,
+    entry = {"name": name, "model": models.get((dims, c), ""), "task": task_name, "dims": dims, "causal": c,
              "kernel": info["kernel"], "label": info.get("label", ""), "regime": info["regime"],
              "stage": kernel.get("stage"), "variant": kernel.get("variant"), "params": kernel.get("params"),
              "record_median_us": (record or {}).get("median_us"), "calls": []}
@@ -96,7 +114,10 @@ def profile_shape(env, name, warmup, models):
         with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
             return F.scaled_dot_product_attention(q, k, v, is_causal=c, enable_gqa=shape[1] != shape[2])
 
-    for side, fn in (("evo", evo), ("cudnn", cudnn)):
+    sides = [("evo", evo), ("cudnn", cudnn)]
+    if fa4 is not None:
+        sides.append(("fa4", fa4_side(torch, fa4, q, k, v, c)))
+    for side, fn in sides:
         try:
             for _ in range(warmup):
                 fn()
@@ -117,6 +138,8 @@ def main():
     ap.add_argument("--shapes", nargs="+", default=list(SHAPES), help="names from --list (default: all)")
     ap.add_argument("--plan", help="the JSON written for ncu_table.py")
     ap.add_argument("--warmup", type=int, default=3, help="calls of each side before the profiled one")
+    ap.add_argument("--fa4-site", help="a folder FlashAttention-4 is installed in (lab/device-sessions/fa4.sh install): "
+                    "profile its forward too")
     ap.add_argument("--list", action="store_true", help="print the shape names and exit")
     ap.add_argument("--tasks", action="store_true", help="print the tasks the shapes need (comma list) and exit")
     args = ap.parse_args()
@@ -141,12 +164,20 @@ def main():
         fail("PyTorch is needed", 2)
     if not torch.cuda.is_available():
         fail("no CUDA device visible to PyTorch", 2)
+    fa4 = None
+    if args.fa4_site:
+        import site
+        site.addsitedir(args.fa4_site)
+        try:
+            from flash_attn.cute import flash_attn_func as fa4
+        except ImportError as e:
+            fail("--fa4-site %s: flash_attn.cute does not import (%s)" % (args.fa4_site, " ".join(str(e).split())), 2)
     env = check_torch_op.Env(argparse.Namespace(package=args.package, budget_s=0.0, sets=""))
     models = model_names()
     plan = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "warmup": args.warmup,
             "cudnn": torch.backends.cudnn.version(), "shapes": []}
     for name in args.shapes:
-        plan["shapes"].append(profile_shape(env, name, args.warmup, models))
+        plan["shapes"].append(profile_shape(env, name, args.warmup, models, fa4))
         with open(args.plan, "w") as f:  # after every shape, should a timeout come first
             json.dump(plan, f, indent=1)
         print("%s: %s" % (name, ", ".join(c["side"] + (" refused" if "error" in c else "")

@@ -36,7 +36,7 @@ manifest=$PWD/lab/device-sessions/fa4-wheels.txt
 wheels=/tmp/fa4-wheels site_dir=/tmp/fa4-site peers_keep=/tmp/fa4-peers.json
 TASKS=${TASKS:-fp16-d64,fp16-d64-causal,fp16-d128,fp16-d128-causal,bf16-d128,bf16-d128-causal,bf16-d64,bf16-d64-causal}
 SETS=${SETS:-mission,models,regimes}
-PHASE=${1:?stash|peers}
+PHASE=${1:?stash|install|peers}
 
 # The parts the manifest lists that /tmp/fa4-wheels lacks or holds with another sha256; prints
 # "call N: FILE (missing|sha256 differs)" for each, returns 1 when there is any.
@@ -86,6 +86,9 @@ case "$PHASE" in
     [ "$carried" = 1 ] || { echo "fa4.sh: no .whl/fa4-part*/ came with this call: pass carry=[\".whl/fa4-partN\"]"; exit 1; }
     if missing_parts; then echo "every part is in $wheels: next, fa4.sh peers"; else echo "(still to carry)"; fi
     df -h /tmp | tail -1 ;;
+  install)  # for another script of the same call (ncu_op.sh FA4=1): the wheels into $site_dir
+    install_fa4 || exit 1
+    echo "FlashAttention-4 in $site_dir" ;;
   peers)
     gpu_info
     install_fa4 || exit 1
@@ -118,5 +121,5 @@ import importlib.util; print('numpy', 'present' if importlib.util.find_spec('num
     cp results/peers/nvidia-h200.json "$OUT/nvidia-h200.json"
     echo "FA4 records in the peer list: $(grep -c '"peer/flash-attn-4"' "$OUT/nvidia-h200.json")"
     exit "$rc" ;;
-  *) echo "fa4.sh: unknown phase '$PHASE': use stash or peers"; exit 1 ;;
+  *) echo "fa4.sh: unknown phase '$PHASE': use stash, install or peers"; exit 1 ;;
 esac

@@ -17,7 +17,11 @@
 # What comes back under $OUT: ncu_op.md (the table to commit), ncu_plan.json (shapes, kernels,
 # calls), ncu_raw.csv and ncu_nvtx.csv (ncu's CSV), ncu_op.ncu-rep (the report, for the GUI),
 # ncu.log (ncu's and the script's output), gpu.txt, export.log.
-# Exit: 0 table written; 1 build, export or package failed; 2 no ncu; 3 ncu profiled no kernel.
+# FA4=1 profiles FlashAttention-4's forward too (range "fa4:<name>", the table's FA4 columns):
+# after the three `fa4.sh stash` calls of the same warm machine (fa4.sh's head says how); SHAPES
+# (names of scripts/ncu_op_shapes.py --list, comma-separated) narrows the shapes, e.g. to the
+# long ones where FA4 leads: SHAPES=long-encoder-16k,long-16k-causal,long-encoder-16k-bf16,mistral-7b-prefill-8k
+# Exit: 0 table written; 1 build, export, package or FA4 install failed; 2 no ncu; 3 ncu profiled no kernel.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 : "${OUT:?set OUT to the folder that comes back}"
@@ -34,22 +38,31 @@ gpu_info
 build_evo evo || exit 1
 echo "built at ${SECONDS}s"
 build/harness/evo population rebuild >/dev/null 2>&1
-export_package /tmp/evo-export "$(python3 scripts/ncu_op_shapes.py --tasks)" || exit 1
+shapes=(${SHAPES:+--shapes ${SHAPES//,/ }})
+fa4=()
+if [ "${FA4:-0}" = 1 ]; then
+  OUT=$OUT bash lab/device-sessions/fa4.sh install || exit 1
+  export FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED=1 FLASH_ATTENTION_CUTE_DSL_CACHE_DIR=/tmp/fa4-cache \
+    TVM_FFI_CACHE_DIR=/tmp/fa4-cache/tvm-ffi
+  fa4=(--fa4-site /tmp/fa4-site)
+fi
+export_package /tmp/evo-export "$(python3 scripts/ncu_op_shapes.py --tasks "${shapes[@]}")" || exit 1
 echo "package built at ${SECONDS}s"
 export PYTHONPATH=/tmp/evo-export/python
 
 "$NCU" --query-metrics >/tmp/ncu-query.txt 2>&1
 METRICS=$(python3 lab/device-sessions/ncu_table.py --metrics --query /tmp/ncu-query.txt)
 includes=()
-for name in $(python3 scripts/ncu_op_shapes.py --list); do
+for name in $(python3 scripts/ncu_op_shapes.py --list "${shapes[@]}"); do
   includes+=(--nvtx-include "evo:$name/" --nvtx-include "cudnn:$name/")
+  [ ${#fa4[@]} -gt 0 ] && includes+=(--nvtx-include "fa4:$name/")
 done
 profile() {  # ncu options that pick the calls; the report goes to /tmp/ncu-op.ncu-rep
   local left=$((460 - SECONDS))
   if [ "$left" -lt 45 ]; then echo "no time left to profile at ${SECONDS}s" >&2; echo 0; return; fi
   rm -f /tmp/ncu-op.ncu-rep "$OUT/ncu_plan.json"  # nothing of an earlier call is read as this one's
   timeout "$left" "$NCU" --clock-control none --target-processes all --nvtx "$@" --metrics "$METRICS" \
-    -f -o /tmp/ncu-op python3 scripts/ncu_op_shapes.py --package /tmp/evo-export \
+    -f -o /tmp/ncu-op python3 scripts/ncu_op_shapes.py --package /tmp/evo-export "${shapes[@]}" "${fa4[@]}" \
     --plan "$OUT/ncu_plan.json" >>"$OUT/ncu.log" 2>&1
   echo "ncu exit $? at ${SECONDS}s" >&2
   "$NCU" --import /tmp/ncu-op.ncu-rep --csv --page raw --print-units base >"$OUT/ncu_raw.csv" 2>>"$OUT/ncu.log"

@@ -49,7 +49,8 @@ EXTRA = ["dram__throughput.avg.pct_of_peak_sustained_elapsed", "dram__bytes_writ
                         "imc_miss", "tex_throttle", "misc")]
 TIME_US = {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3, "ms": 1e3, "second": 1e6, "s": 1e6}
 BYTES = {"byte": 1.0, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "Tbyte": 1e12}
-RANGE = re.compile(r"(evo|cudnn):([A-Za-z0-9_.-]+)")
+RANGE = re.compile(r"(evo|cudnn|fa4):([A-Za-z0-9_.-]+)")
+SIDES = ("evo", "cudnn", "fa4")
 HBM_TBPS = {"nvidia-h200": 4.8}  # the GB/s column's share, as decode_table.py counts it
 
 
@@ -144,11 +145,23 @@ def by_range(kernels, renamed, plan):
     return out
 
 
+def of_side(name, side, with_fa4):
+    """Whether a kernel of this name can belong to a call of `side` (launch-order attribution):
+    evo's are evo_attn*; with FA4 calls in the plan, cuDNN's must say cudnn (its SDPA kernels are
+    cudnn_generated_*), so an FA4 call after a cuDNN one keeps its kernels."""
+    if name.startswith("evo_attn"):
+        return side == "evo"
+    if side == "cudnn" and with_fa4:
+        return "cudnn" in name.lower()
+    return side != "evo"
+
+
 def by_order(kernels, plan):
     """{(shape, side): [kernels]} walking the calls in launch order; leftovers under (None, None)."""
     out, i = {}, 0
+    with_fa4 = any(side == "fa4" for _, side in calls_of(plan))
     for shape, side in calls_of(plan):
-        while i < len(kernels) and kernels[i]["name"].startswith("evo_attn") == (side == "evo"):
+        while i < len(kernels) and of_side(kernels[i]["name"], side, with_fa4):
             out.setdefault((shape, side), []).append(kernels[i])
             i += 1
     if i < len(kernels):
@@ -231,7 +244,7 @@ def call_figures(entry, kernels, gpu):
             "x_min": sum(moved) / peers_sdpa.min_bytes(s, 2) if None not in moved else None}
 
 
-def summary_row(entry, evo, cudnn):
+def summary_row(entry, evo, cudnn, fa4=None):
     def side(f):
         if not f:
             return "-", "-", "-"
@@ -239,11 +252,13 @@ def summary_row(entry, evo, cudnn):
             fmt(f["x_min"], "%.2f")
     e, c = side(evo), side(cudnn)
     ratio = "%.2f×" % (cudnn["us"] / evo["us"]) if evo and cudnn else "-"
+    fa4_ratio = "%.2f×" % (fa4["us"] / evo["us"]) if evo and fa4 else "-"
     refused = [x["side"] + " refused: " + x["error"] for x in entry["calls"] if "error" in x]
-    return "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s / %s | %s / %s |%s" % (
+    return "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s / %s | %s / %s |%s" % (
         entry["name"], entry["model"] or "-", entry["task"], entry["dims"],
         "%s (stage %s %s)" % (entry["kernel"], entry.get("stage"), entry.get("variant") or "?"),
-        e[0], fmt(entry.get("record_median_us")), c[0], ratio, e[1], c[1], e[2], c[2],
+        e[0], fmt(entry.get("record_median_us")), c[0], ratio, fmt(fa4["us"]) if fa4 else "-", fa4_ratio,
+        e[1], c[1], e[2], c[2],
         (" " + "; ".join(refused).replace("|", "/")) if refused else "")
 
 
@@ -255,20 +270,21 @@ def table(plan, groups, method, ncu_version=""):
            "before each replay pass (ncu's default cache control), %s warm-up calls of each side first. Kernels "
            "attributed to calls by %s." % (gpu, plan.get("torch", "?"), plan.get("cudnn", "?"),
                                            ncu_version or "ncu", plan.get("warmup", "?"), method), "",
-           "| shape | model | task | dims | evo kernel | evo µs | evo record µs | cuDNN µs | × cuDNN "
+           "| shape | model | task | dims | evo kernel | evo µs | evo record µs | cuDNN µs | × cuDNN | FA4 µs | × FA4 "
            "| TFLOPS (% of ceiling) evo / cuDNN | DRAM bytes × minimum evo / cuDNN |",
-           "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|"]
+           "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for entry in plan["shapes"]:
-        figs = {side: call_figures(entry, groups.get((entry["name"], side), []), gpu) for side in ("evo", "cudnn")}
-        out.append(summary_row(entry, figs["evo"], figs["cudnn"]))
-    out += ["", "× cuDNN: cuDNN's µs over evo's (above 1: evo is faster); evo record: evo's own median for the "
+        figs = {side: call_figures(entry, groups.get((entry["name"], side), []), gpu) for side in SIDES}
+        out.append(summary_row(entry, figs["evo"], figs["cudnn"], figs["fa4"]))
+    out += ["", "× cuDNN (× FA4): cuDNN's (FlashAttention-4's, where profiled) µs over evo's (above 1: evo is "
+            "faster); evo record: evo's own median for the "
             "kernel on the shape (manifest.json, CUDA events, L2 flushed); minimum bytes: Q, K, V read and O "
             "written once.", "",
             "| shape | side | kernel | grid | µs | DRAM % of peak | DRAM GB/s (of HBM) | tensor pipe % | SM % | warps active % "
             "| L2 hit % | top stalls (% of active warps) |",
             "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for entry in plan["shapes"]:
-        for side in ("evo", "cudnn"):
+        for side in SIDES:
             for k in groups.get((entry["name"], side), []):
                 out.append(kernel_row(entry["name"], side, k, hbm))
     for k in groups.get((None, None), []):
@@ -315,6 +331,10 @@ def self_test():
     check("| 69.9 | 3355 (70 %) | 2.5 hmma |" in md and "| 76.0 | 73.0 | 3546 (74 %) |" in md, "GB/s from bytes read and written")
     check("cudnn refused: shape not supported" in md, "a refused call")
     check(by_order(raw + raw[1:2], plan)[(None, None)] == [raw[1]], "a kernel past the last call is unattributed")
+    three = {"shapes": [{"name": "s", "calls": [{"side": "evo"}, {"side": "cudnn"}, {"side": "fa4"}]}]}
+    ks = [{"name": n} for n in ("evo_attn_fwd", "cudnn_generated_fort_native_sdpa_sm90", "kernel_cutlass_fwd_sm90_0")]
+    g = by_order(ks, three)
+    check(g[("s", "cudnn")] == ks[1:2] and g[("s", "fa4")] == ks[2:], "FA4's kernels after cuDNN's stay FA4's")
     print("ncu_table self-test: ok")
 
 
