@@ -86,6 +86,20 @@ TensorPlacement far_rows(const Shape& s) {
   return p;
 }
 
+// K or V of one sequence whose KV heads lie kFarBatchStride (2^31) elements apart, heads outermost:
+// a per-head cache pool [Hkv, B, S_cache, D] at scale (kv_cache's K) has its heads that far apart;
+// a head offset past int32 (hacker round 14: the far set moved batches and rows, never heads, so
+// a KV head offset kept in 32 bits passed). The size-1 batch's stride is the span, never stepped.
+TensorPlacement far_heads(const Shape& s, int heads, int seq) {
+  if (s.batch != 1 || heads < 2) throw usage_error("case layout far_heads: one batch and at least two KV heads");
+  TensorPlacement p;
+  p.stride[2] = s.head_dim;
+  p.stride[1] = kFarBatchStride;
+  p.buffer_elements = kFarBatchStride * (heads - 1) + int64_t(seq) * s.head_dim;
+  p.stride[0] = p.buffer_elements;
+  return p;
+}
+
 // A token-major (BSHD) tensor with `room` rows of S after each batch's sequence: a KV cache laid
 // out [B, S_cache, H, D] (flash_attn_with_kvcache's k_cache), or a slice of a padded projection
 // [B, S_max, H, D]; the batch stride is not S rows (hacker round 4: every token-major view was
@@ -106,11 +120,13 @@ TensorPlacement token_major_room(const Shape& s, int heads, int seq, int room) {
 // 192 columns (hacker round 9: every token-major view drawn had its heads exactly D apart). With
 // `batch_room` spare batch slots in each row, [S, B + room, H, D]: a seq-major cache or output
 // preallocated for more sequences than the call has (hacker round 10: every seq-major view drawn
-// had its row stride B times its batch stride).
-TensorPlacement seq_major(const Shape& s, int heads, int seq, int head_pad = 0, int batch_room = 0) {
+// had its row stride B times its batch stride). With `head_room` more heads in each batch's slot,
+// [S, B, H + room, D]: a slice of Megatron's fused seq-major projection [S, B, Hq + 2·Hkv, D]
+// (hacker round 14: every seq-major view drawn had its batch stride H head strides).
+TensorPlacement seq_major(const Shape& s, int heads, int seq, int head_pad = 0, int batch_room = 0, int head_room = 0) {
   TensorPlacement p;
   p.stride[1] = s.head_dim + head_pad;
-  p.stride[0] = int64_t(heads) * p.stride[1];
+  p.stride[0] = int64_t(heads + head_room) * p.stride[1];
   p.stride[2] = p.stride[0] * (s.batch + batch_room);
   p.buffer_elements = p.stride[2] * seq;
   return p;
@@ -189,7 +205,10 @@ BufferPool buffer_pool(const CaseLayout& lay, int in_bytes, int out_bytes, int64
   return pool;
 }
 
-std::string far_layout(const Shape& s) { return s.batch == 1 && s.heads_kv == 1 ? "far_rows" : "far_batches"; }
+std::string far_layout(const Shape& s) {
+  if (s.batch > 1) return "far_batches";
+  return s.heads_kv == 1 ? "far_rows" : "far_heads";
+}
 
 std::string base_layout(const std::string& layout) { return layout.substr(0, layout.find_first_of("@+")); }
 
@@ -226,6 +245,27 @@ void align_and_share(CaseLayout& c, const Shape& s, const std::string& full, int
   if (shared == "qk") c.k = c.q;
   if (shared == "kv") c.v = c.k;
 }
+
+// The far set's layouts (far_layout): false for any other name.
+bool far_placements(CaseLayout& c, const Shape& s, const std::string& layout) {
+  if (layout == "far_batches") {
+    // A decode step (Sq <= 16) writes its O, and reads its Q, in per-sequence slots 2^31 elements
+    // apart too (hacker round 10: every decode case's Q and O were small and dense).
+    const bool decode = s.seq_q <= kFarDecodeRows;
+    c.q = decode ? far_batches(s, s.heads_q, s.seq_q) : dense(s, Layout::bhsd, s.heads_q, s.seq_q);
+    c.o = decode ? far_batches(s, s.heads_q, s.seq_q) : c.q;
+    c.k = c.v = far_batches(s, s.heads_kv, s.seq_kv);
+  } else if (layout == "far_rows") {
+    c.q = c.o = dense(s, Layout::bhsd, s.heads_q, s.seq_q);
+    c.k = c.v = far_rows(s);
+  } else if (layout == "far_heads") {
+    c.q = c.o = dense(s, Layout::bhsd, s.heads_q, s.seq_q);
+    c.k = c.v = far_heads(s, s.heads_kv, s.seq_kv);
+  } else {
+    return false;
+  }
+  return true;
+}
 }  // namespace
 
 CaseLayout case_layout(const Shape& s, const std::string& full, int in_bytes, int out_bytes, uint32_t draw) {
@@ -255,8 +295,10 @@ CaseLayout case_layout(const Shape& s, const std::string& full, int in_bytes, in
     // room no tile size divides), Q and O seq-major [S, B, H, D] (Megatron's activations; hacker
     // round 6), the three with heads 16 bytes wider than D, the least gap the domain allows (hacker
     // round 9: head strides not D), and a spare batch slot in each row, [S, B + 1, H, D] (hacker
-    // round 10: row stride not B times the batch stride).
-    c.q = seq_major(s, s.heads_q, s.seq_q, 16 / in_bytes, 1);
+    // round 10: row stride not B times the batch stride); Q a slice of a fused seq-major projection,
+    // its batch's slot holding K's and V's heads too (hacker round 14: every seq-major view's batch
+    // stride was H head strides).
+    c.q = seq_major(s, s.heads_q, s.seq_q, 16 / in_bytes, 1, 2 * s.heads_kv);
     c.o = seq_major(s, s.heads_q, s.seq_q, 16 / out_bytes, 1);
     c.k = heads_outermost(s, s.heads_kv, s.seq_kv, 0, 37, 0);
     c.v = seq_major(s, s.heads_kv, s.seq_kv + 37, 16 / in_bytes, 1);
@@ -271,19 +313,9 @@ CaseLayout case_layout(const Shape& s, const std::string& full, int in_bytes, in
     c.k = gapped_bhsd(s, s.heads_kv, s.seq_kv, pad, 19, 7);  // Skv capacity: Skv + 19
     c.v = heads_outermost(s, s.heads_kv, s.seq_kv, pad, 19, 11);
     c.o = inside_bigger(s, 2);
-  } else if (layout == "far_batches") {
-    // A decode step (Sq <= 16) writes its O, and reads its Q, in per-sequence slots 2^31 elements
-    // apart too (hacker round 10: every decode case's Q and O were small and dense).
-    const bool decode = s.seq_q <= kFarDecodeRows;
-    c.q = decode ? far_batches(s, s.heads_q, s.seq_q) : dense(s, Layout::bhsd, s.heads_q, s.seq_q);
-    c.o = decode ? far_batches(s, s.heads_q, s.seq_q) : c.q;
-    c.k = c.v = far_batches(s, s.heads_kv, s.seq_kv);
-  } else if (layout == "far_rows") {
-    c.q = c.o = dense(s, Layout::bhsd, s.heads_q, s.seq_q);
-    c.k = c.v = far_rows(s);
-  } else {
+  } else if (!far_placements(c, s, layout)) {
     throw usage_error("unknown case layout '" + layout +
-                      "': use packed_qkv, mixed, kv_cache, strided, far_batches or far_rows");
+                      "': use packed_qkv, mixed, kv_cache, strided, far_batches, far_rows or far_heads");
   }
   align_and_share(c, s, full, align, in_bytes, out_bytes, draw);
   return c;

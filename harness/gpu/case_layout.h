@@ -15,7 +15,9 @@
 //    heads exactly D apart, as a fused QKV interleaved per head or MLA's q_nope slice has not),
 //    and a spare batch slot in each of their rows, [S, B + 1, H, D] (hacker round 10: every
 //    seq-major view had its row stride B times its batch stride, as a cache preallocated for more
-//    sequences than the call has, or a micro-batch's slice, has not);
+//    sequences than the call has, or a micro-batch's slice, has not); Q a slice of a fused
+//    seq-major projection [S, B + 1, Hq + 2·Hkv, D] (hacker round 14: every seq-major view had its
+//    batch stride H head strides);
 //  - strided: every stride larger than dense: Q BHSD with gaps between heads and batches, K and
 //    V a KV cache with capacity (Skv + 19) and gaps between batches, each of Q, K, V with rows
 //    16 bytes wider than D elements (no stride a whole number of rows), O a BSHD slice of a
@@ -28,7 +30,10 @@
 //  - far_rows (the `far` set's shapes of one batch and one KV head, not sampled): Q and O BHSD,
 //    K and V rows kFarRowStride elements apart, so the last row of the sequence lies past 2^31
 //    elements from its first: a seq-major [S, B, H, D] view of a wide fused buffer (Megatron's
-//    layout, a packed QKV of a 128-head model at long context) has it. far_layout picks one.
+//    layout, a packed QKV of a 128-head model at long context) has it.
+//  - far_heads (the `far` set's shapes of one batch and several KV heads, not sampled): Q and O
+//    BHSD, K and V heads outermost, each KV head 2^31 elements (kFarBatchStride) from the next: a
+//    per-head cache pool at scale (hacker round 14). far_layout picks one of the three.
 // Any of them (and bhsd, bshd) may end in "@A", A a multiple of 16 up to 256: an offset view
 // whose tensors start past a 256-byte boundary by tensor_alignment(A, t) bytes mod 256 (A = 256:
 // all four on one), at least 256 bytes into their buffers. Buffers start 256-byte aligned, so
@@ -114,8 +119,9 @@ struct BufferPool {
 };
 BufferPool buffer_pool(const CaseLayout& lay, int in_bytes, int out_bytes, int64_t guard_bytes, uint32_t draw);
 
-// The far set's layout for a shape: its batches far apart (far_batches), or, for one batch of
-// one KV head, where no batch or head index steps, its rows (far_rows).
+// The far set's layout for a shape: its batches far apart (far_batches), or, for one batch, its
+// KV heads (far_heads), or, for one batch of one KV head, where no batch or head index steps, its
+// rows (far_rows).
 std::string far_layout(const Shape& s);
 
 // The layout without its "@A" and "+..." suffixes, A (0 when none), and the shared pair ("qk",

@@ -3,6 +3,7 @@
 // V its own spread and mean.
 #pragma once
 #include <array>
+#include <cstdint>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -64,16 +65,23 @@ inline constexpr unsigned char kPaddingByteE4m3 = 0x7F;
 // What padding bytes (outside a padded buffer's tensor elements) and guard bands hold. A sampled
 // case draws its kind (CaseSpec::junk): "nonfinite" fills both with 0xFF (NaN in fp16, bf16 and
 // e4m3), and a padding of 16-bit elements then with NaN and infinities of both signs
-// (`infinities`: nonfinite_junk_fill), so a masked read of them spoils the output (0 · NaN and
-// 0 · Inf are NaN); "finite" fills padding with varied finite values (`varied`:
+// (`infinities`: nonfinite_junk_fill), and a padding of e4m3 elements with its two NaN codes in
+// turn (`padding_word`), so a masked read of them spoils the output (0 · NaN and 0 · Inf are NaN);
+// "finite" fills padding with varied finite values (`varied`:
 // finite_junk_fill's values of the case's seed, as a used KV cache's spare rows hold stale keys,
 // some of them large; bands 0xA5), so a kernel can tell a gate case neither by NaN neighbours nor
 // by one byte repeated. "" is the fixed cases'.
 struct JunkBytes {
   unsigned char padding = kPaddingByte, guard = kGuardByte;
-  bool varied = false;      // padding then holds varied finite values (0x3C only in a tail under 16 bytes)
-  bool infinities = false;  // fp16 and bf16 padding then holds NaN and +-Inf (0xFF in a tail, e4m3 and bands)
+  bool varied = false;        // padding then holds varied finite values (0x3C only in a tail under 16 bytes)
+  bool infinities = false;    // fp16 and bf16 padding then holds NaN and +-Inf (0xFF in a tail, e4m3 and bands)
+  uint32_t padding_word = 0;  // non-zero: padding then holds this 32-bit word repeated (e4m3's NaN codes)
 };
+
+// e4m3's two NaN codes, 0x7F and 0xFF (no infinity), in turn element by element: the word non-finite
+// junk repeats in e4m3 padding (a tail under 4 bytes keeps 0xFF). Hacker round 14: e4m3 padding was
+// 0xFF throughout, and a masked over-read of V that took the byte 0xFF as 0 was exact in every case.
+inline constexpr uint32_t kE4m3NanCodesWord = 0x7FFF7FFFu;
 
 // The values of "finite" junk (JunkBytes::varied): evo_fill's normal values, with one 16-byte row
 // in kLargeJunkEvery scaled by kLargeJunkScale (so a spare KV row holds a few thousand in some of
@@ -121,7 +129,7 @@ inline FillParams nonfinite_junk_fill() {
 }
 
 inline JunkBytes junk_bytes(const std::string& kind, int in_bytes) {
-  if (kind == "nonfinite") return {0xFF, 0xFF, false, true};
+  if (kind == "nonfinite") return {0xFF, 0xFF, false, true, in_bytes == 1 ? kE4m3NanCodesWord : 0u};
   if (kind == "finite") return {0x3C, kGuardByte, true};
   if (!kind.empty()) throw std::invalid_argument("unknown junk kind '" + kind + "': use finite or nonfinite");
   return {in_bytes == 1 ? kPaddingByteE4m3 : kPaddingByte, kGuardByte};

@@ -59,6 +59,20 @@ int LaunchDraws::primer_splits(int splits, long long kv_splits_max, long long bl
   return own && drawn >= splits ? drawn + 1 : drawn;
 }
 
+std::pair<int, int> LaunchDraws::primer_lengths(const Shape& s, int splits, int block, bool causal) {
+  const int least = (splits - 1) * block + 1;  // keys for `splits` blocks
+  const int min_q = std::clamp(causal ? least : 1, 1, s.seq_q), min_kv = std::clamp(least, 1, s.seq_kv);
+  int q = min_q + int(rng_.below(size_t(s.seq_q - min_q + 1)));
+  int kv = min_kv + int(rng_.below(size_t(s.seq_kv - min_kv + 1)));
+  if (q == s.seq_q && kv == s.seq_kv) {  // another shape: one length shorter, where it may be
+    if (kv > min_kv)
+      --kv;
+    else if (q > min_q)
+      --q;
+  }
+  return {q, kv};
+}
+
 std::string mark_unwritten(const UnwrittenEvidence& first, const UnwrittenEvidence& second) {
   std::string out = first.out;
   const size_t n = std::min({first.out.size(), first.prefill.size(), second.out.size(), second.prefill.size()}) / 2;

@@ -17,7 +17,9 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <utility>
 
+#include "core/shape.h"
 #include "core/splitmix.h"
 #include "gpu/input_fill.h"
 
@@ -82,6 +84,14 @@ class LaunchDraws {
   // round 13: with the primer at the case's own count, a slot that an empty split of the case never
   // writes was never written by any launch, so a combine trusting a flag it never clears was exact).
   int primer_splits(int splits, long long kv_splits_max, long long blocks);
+  // The query and key lengths (Sq, Skv) of a split case's primer of another shape, drawn now: each
+  // up to the case's (`s`: fewer rows through the same buffers) and not both the case's, with as
+  // many KV blocks of `block` keys as `splits` (evo_num_splits' promise; causal: up to Sq keys a
+  // row); the case's own when it has no other. It runs at the case's split count, as an
+  // earlier call of another shape that the package split as this one leaves the workspace: its
+  // tiles lie at the case's slots (hacker round 14: with every launch at the case's count having
+  // the case's shape, a written-slot flag that carried the split count was exact).
+  std::pair<int, int> primer_lengths(const Shape& s, int splits, int block, bool causal);
 
   static constexpr int kWarmUpOdds = 8;
   // One pre-fill in kZeroOdds is all +0.0 (fresh memory, torch.zeros, a zeroed workspace), so a

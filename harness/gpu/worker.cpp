@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -13,6 +14,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/errors.h"
@@ -23,11 +25,12 @@
 #include "gpu/device_checker.h"
 #include "gpu/launch_draws.h"
 #include "gpu/nvml.h"
+#include "gpu/problem_call.h"
+#include "gpu/reference_worker.h"
 #include "gpu/timing_loop.h"
 #include "gpu/tma_maps.h"
 #include "gpu/worker_device.h"
 #include "gpu/worker_protocol.h"
-#include "store/atomic_file.h"
 
 namespace evo {
 
@@ -45,7 +48,7 @@ class Worker {
     emit(phase_event("init"));
     timed("init", [&] { init_device(); });
     if (job_.mode == "reference") {
-      run_reference();
+      run_reference_cases(job_, support_, stream_);
     } else if (job_.mode == "sanitize") {
       timed("load", [&] { load_candidate(); });
       run_instrumented();
@@ -97,34 +100,6 @@ class Worker {
     check(cu().cuMemAlloc(&flush_, flush_bytes_), "cuMemAlloc(flush)", "runtime");
   }
 
-  void run_reference() {
-    for (const auto& c : job_.cases) {
-      emit(phase_event("reference", c.id));
-      Problem p(job_.task);
-      p.allocate(c.shape, c.layout);
-      p.fill(support_, c, stream_);
-      const Shape& s = c.shape;
-      const size_t n = size_t(s.elements(s.heads_q, s.seq_q));
-      CUdeviceptr out = 0;
-      check(cu().cuMemAlloc(&out, n * sizeof(float)), "cuMemAlloc(reference)", "runtime");
-      float scale = p.scale;
-      int causal = job_.task.causal ? 1 : 0;
-      TensorDesc dq = p.dq, dk = p.dk, dv = p.dv;
-      void* args[] = {&dq, &dk, &dv, &out, &scale, &causal, &p.descale[0], &p.descale[1], &p.descale[2]};
-      const long long rows = (long long)s.batch * s.heads_q * s.seq_q;
-      const unsigned blocks = unsigned((rows * 32 + 255) / 256);
-      check(cu().cuLaunchKernel(support_.reference, blocks, 1, 1, 256, 1, 1, 0, stream_, args, nullptr),
-            "reference launch", "runtime");
-      check(cu().cuStreamSynchronize(stream_), "reference kernel", "runtime");
-      std::string host(n * sizeof(float), '\0');
-      check(cu().cuMemcpyDtoH(host.data(), out, host.size()), "reference readback", "runtime");
-      cu().cuMemFree(out);
-      write_file_atomic(c.out_path, host);
-      if (job_.dump_inputs) dump_inputs(p, c.out_path);
-      emit(case_done_event(c.id, c.out_path));
-    }
-  }
-
   // Again after a two-stream case (announce false): fresh __device__ globals, as in a new process.
   void load_candidate(bool announce = true) {
     if (announce) emit(phase_event("load"));
@@ -143,7 +118,7 @@ class Worker {
   // The launch of the ABI floor (evo_host_launch.h: evo_grid's grid, a cluster launch for a
   // cluster kernel), the one the exported runtime launches by too.
   void launch(Params& a) {
-    const EvoShape shape = evo_call_shape(evo_call(*current_, job_.task.causal));
+    const EvoShape shape{a.batch, a.heads_q, a.heads_kv, a.seq_q, a.seq_kv, a.head_dim, a.causal};  // a primer's too
     check(evo_launch_kernel(cu(), fn_, job_.launch, shape, sms_, stream_, &a), "launching evo_attn_fwd", "runtime");
   }
 
@@ -151,7 +126,8 @@ class Worker {
 
   // Pre-fill (drawn: gpu/launch_draws.h), launch, wait, read back: the output bytes in logical
   // BHSD order and the pre-fill they replaced (none if !read_back).
-  UnwrittenEvidence launch_once(Problem& p, LaunchKind kind, bool read_back = true, int splits = 0) {
+  UnwrittenEvidence launch_once(Problem& p, LaunchKind kind, bool read_back = true, int splits = 0,
+                                std::pair<int, int> lengths = {0, 0}) {
     p.prefill_async(support_, draws_.prefill(kind), stream_);
     UnwrittenEvidence r;
     auto output = [&] { return p.logical(Problem::Tensor::o); };
@@ -159,7 +135,7 @@ class Worker {
       sync("output pre-fill");
       r.prefill = timed("readback", output);
     }
-    Params a = params(p, splits);
+    Params a = params(p, splits, lengths);
     launch(a);
     sync("evo_attn_fwd");
     if (read_back) r.out = timed("readback", output);
@@ -202,13 +178,18 @@ class Worker {
   // A split case first runs on other inputs at its addresses, its first launch finding what those
   // launches left, as a package's next call does (a model's next step through the same buffers;
   // hacker round 9: a memo keyed on the call): split another way (drawn), as an earlier call of
-  // another shape left it (round 13), then the case's way. Their outputs are not checked.
+  // another shape left it (round 13); at the case's split count over another shape (fewer query
+  // rows and keys, drawn), as an earlier call the package split as this one left it (round 14);
+  // then the case's way. Their outputs are not checked.
   void prime_split_workspace(Problem& p, const CaseSpec& c) {
     const int splits = c.device_check.on && c.two_streams ? 1 : params(p).num_splits;
     if (splits <= 1) return;
     p.fill(support_, c, stream_, draws_.fresh_inputs());
     const long long blocks = evo_kv_blocks(job_.launch, evo_call_shape(evo_call(p, job_.task.causal)));
     launch_once(p, LaunchKind::gate_primer, false, draws_.primer_splits(splits, job_.launch.kv_splits_max, blocks));
+    const int block = int(std::max(job_.launch.kv_block, 1u));
+    launch_once(p, LaunchKind::gate_primer, false, splits,
+                draws_.primer_lengths(c.shape, splits, block, job_.task.causal));
     launch_once(p, LaunchKind::gate_primer, false);
   }
 
@@ -345,8 +326,8 @@ class Worker {
   // for this problem's tensors (an encoding error is the candidate's `load` verdict), and for a
   // split-KV kernel the split count of evo_launch.h (or `splits`: a primer's) and the problem's
   // workspace (counters 0, partials stale; it only grows, so a primer's larger one is kept).
-  Params params(Problem& p, int splits = 0) const {
-    const EvoCall call = evo_call(p, job_.task.causal);
+  Params params(Problem& p, int splits = 0, std::pair<int, int> lengths = {0, 0}) const {
+    const EvoCall call = evo_call(p, job_.task.causal, lengths);
     Params a = evo_call_params(call);
     const EvoShape shape = evo_call_shape(call);
     a.num_splits = splits > 0 ? splits : evo_num_splits(job_.launch, shape, sms_, smem_per_sm_);

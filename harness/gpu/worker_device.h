@@ -181,8 +181,10 @@ struct Problem {
     // O's bytes outside its elements (an offset view's lead, stride gaps) hold the same junk;
     // its elements get a pre-fill before every launch (prefill_async).
     if (padded)
-      for (GuardedBuffer* b : {&q, &k, &v, &o})
+      for (GuardedBuffer* b : {&q, &k, &v, &o}) {
         check(cu().cuMemsetD8(b->data(), junk.padding, b->bytes), "padding fill");
+        if (junk.padding_word) check(cu().cuMemsetD32(b->data(), junk.padding_word, b->bytes / 4), "padding fill");
+      }
     if (padded) check(cu().cuCtxSynchronize(), "padding fill");  // legacy-stream memsets done before the fill
     if (padded && (junk.varied || junk.infinities)) vary_padding(sup, c.seed, stream);
     const TensorFills f = tensor_fills(c);
@@ -225,7 +227,8 @@ struct Problem {
   // after) get evo_fill's values of another tensor index (finite_junk_fill: normal, some 16-byte
   // rows scaled to thousands), read as rows of 16 bytes; a tail under 16 bytes keeps the
   // constant byte. "nonfinite" junk: the same rows of NaN and +-Inf (nonfinite_junk_fill) in
-  // fp16 and bf16 buffers; e4m3 keeps 0xFF. Ordered on `stream` before the inputs' fill.
+  // fp16 and bf16 buffers; e4m3 keeps its two NaN codes (JunkBytes::padding_word). Ordered on
+  // `stream` before the inputs' fill.
   void vary_padding(const Support& sup, unsigned seed, CUstream stream) {
     const GuardedBuffer* buffers[] = {&q, &k, &v, &o};
     for (unsigned i = 0; i < 4; ++i) {
@@ -360,37 +363,5 @@ inline double ms_between(CUevent a, CUevent b) {
 using Params = EvoAttnParams;
 
 inline const void* device_ptr(CUdeviceptr p) { return reinterpret_cast<const void*>(static_cast<uintptr_t>(p)); }
-
-inline EvoTensor evo_tensor(const TensorDesc& d) {
-  return EvoTensor{d.data, {d.batch, d.heads, d.seq, d.dim}, {d.stride[0], d.stride[1], d.stride[2]}};
-}
-
-// A problem as a call of the ABI floor (evo_host_launch.h), which gives its EvoAttnParams, its
-// shape for the grid and split rules, and its tensors for the TMA maps as the exported runtime
-// gives them for the same call.
-// A two-stream case's second problem reading the first's memory (CaseSpec::streams_share): its Q
-// the first's view cut to its own rows (the first Sq/2), or its K and V the first's. Its own
-// buffers stay allocated, unused, and hashed as before; the first's hashes see any change left.
-inline void share_inputs(const Problem& first, Problem& second, const std::string& share) {
-  if (share == "q") {
-    const int rows = second.dq.seq;
-    second.dq = first.dq;
-    second.dq.seq = rows;
-    second.descale[0] = first.descale[0];
-  } else if (share == "kv") {
-    second.dk = first.dk;
-    second.dv = first.dv;
-    second.descale[1] = first.descale[1];
-    second.descale[2] = first.descale[2];
-  }
-}
-
-inline EvoCall evo_call(const Problem& p, bool causal) {
-  // The case's scale (1/sqrt(D) unless it says otherwise), as the reference; descales 1 unless fp8.
-  return EvoCall{{evo_tensor(p.dq), evo_tensor(p.dk), evo_tensor(p.dv), evo_tensor(p.dout)},
-                 causal ? 1 : 0,
-                 p.scale,
-                 {p.descale[0], p.descale[1], p.descale[2]}};
-}
 
 }  // namespace evo::worker_device

@@ -106,8 +106,9 @@ struct SanitizerConfig {
 struct DeepGateConfig {
   std::vector<std::string> shape_sets{"huge"};
   // Shape sets run with K's and V's batch stride at 2^31 elements (case layout far_batches), or,
-  // for a shape of one batch and one KV head, K's and V's rows far enough apart that the last
-  // lies past 2^31 elements (far_rows): offsets past int32 in a call within the domain's span.
+  // for a shape of one batch, their head stride (far_heads), or, for one batch and one KV head,
+  // their rows far enough apart that the last lies past 2^31 elements (far_rows): offsets past
+  // int32 in a call within the domain's span.
   std::vector<std::string> far_stride_sets;
   std::vector<std::string> inputs;
   bool sanitizer = true;

@@ -100,7 +100,9 @@ struct SampleSpace {
   // Shapes (BxHqxHkvxSqxSkvxD) run on two streams once per share ("q", "kv") in every tier:
   // few enough tiles that both grids are resident at once and long enough that every row of
   // one is in flight beside its like-numbered row of the other. A drawn two-stream case may
-  // fill the GPU, so its second grid starts as the first drains (run/sampler.cpp).
+  // fill the GPU, so its second grid starts as the first drains (run/sampler.cpp). One of each
+  // head class, MHA, GQA and MQA (hacker round 14: two GQA shapes, so an input changed in place
+  // and restored on the MHA path alone was never read in flight).
   std::vector<std::string> in_flight;
   // Per tier, one more case for each: "qk" (Q and K one view), "kv" (K and V one view), made
   // from a drawn case (gpu/case_layout.h "+qk", "+kv"): the domain lets the inputs share memory.

@@ -13,7 +13,7 @@
 #include "core/regime.h"
 #include "core/task.h"
 #include "export/package_source.h"
-#include "gpu/worker_device.h"
+#include "gpu/problem_call.h"
 #include "package.h"  // deploy/src: the package's side, against the same floor
 #include "support/test_support.h"
 
