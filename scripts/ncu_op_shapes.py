@@ -78,14 +78,12 @@ def run_range(torch, name, fn):
     torch.cuda.profiler.stop()
 
 
-def fa4_side(torch, fa4, q, k, v, causal):
+def fa4_side(fa4, q, k, v, causal):
     """FA4's call on BSHD views of the op's BHSD views, copied once here where FA4 would copy them
-    inside the profiled call (its maybe_contiguous: last stride 1, the rest 16-byte multiples)."""
-    def in_place(t):
-        step = max(1, 16 // t.element_size())
-        return t.stride(-1) == 1 and t.data_ptr() % 16 == 0 and all(s == 0 or s % step == 0 for s in t.stride()[:-1])
+    inside the profiled call (peers_fa4.read_in_place)."""
+    import peers_fa4
     views = [t.transpose(1, 2) for t in (q, k, v)]
-    views = [t if in_place(t) else t.contiguous() for t in views]
+    views = [t if peers_fa4.read_in_place(t) else t.contiguous() for t in views]
     return lambda: fa4(*views, causal=causal)
 
 
@@ -116,7 +114,7 @@ def profile_shape(env, name, warmup, models, fa4=None):
 
     sides = [("evo", evo), ("cudnn", cudnn)]
     if fa4 is not None:
-        sides.append(("fa4", fa4_side(torch, fa4, q, k, v, c)))
+        sides.append(("fa4", fa4_side(fa4, q, k, v, c)))
     for side, fn in sides:
         try:
             for _ in range(warmup):

@@ -13,9 +13,6 @@ inline EvoTensor evo_tensor(const TensorDesc& d) {
   return EvoTensor{d.data, {d.batch, d.heads, d.seq, d.dim}, {d.stride[0], d.stride[1], d.stride[2]}};
 }
 
-// A problem as a call of the ABI floor (evo_host_launch.h), which gives its EvoAttnParams, its
-// shape for the grid and split rules, and its tensors for the TMA maps as the exported runtime
-// gives them for the same call.
 // A two-stream case's second problem reading the first's memory (CaseSpec::streams_share): its Q
 // the first's view cut to its own rows (the first Sq/2), or its K and V the first's. Its own
 // buffers stay allocated, unused, and hashed as before; the first's hashes see any change left.
@@ -33,6 +30,9 @@ inline void share_inputs(const Problem& first, Problem& second, const std::strin
   }
 }
 
+// A problem as a call of the ABI floor (evo_host_launch.h), which gives its EvoAttnParams, its
+// shape for the grid and split rules, and its tensors for the TMA maps as the exported runtime
+// gives them for the same call.
 // Non-zero `lengths` (Sq, Skv: a split case's primer of another shape) call the first Sq query and
 // Skv key rows of each view instead: another shape through the same buffers.
 inline EvoCall evo_call(const Problem& p, bool causal, std::pair<int, int> lengths = {0, 0}) {
