@@ -325,7 +325,8 @@ class Worker {
   // EvoAttnParams for a problem, with the tensor maps the variant exports (evo_tma) encoded
   // for this problem's tensors (an encoding error is the candidate's `load` verdict), and for a
   // split-KV kernel the split count of evo_launch.h (or `splits`: a primer's) and the problem's
-  // workspace (counters 0, partials stale; it only grows, so a primer's larger one is kept).
+  // workspace (counters 0, partials stale; it only grows, so a primer's larger one is kept),
+  // cleared ahead of the launch on stream_ where the package would clear it.
   Params params(Problem& p, int splits = 0, std::pair<int, int> lengths = {0, 0}) const {
     const EvoCall call = evo_call(p, job_.task.causal, lengths);
     Params a = evo_call_params(call);
@@ -336,6 +337,9 @@ class Worker {
             .ml_offset;
     a.workspace = reinterpret_cast<void*>(static_cast<uintptr_t>(
         p.workspace_for(size_t(evo_workspace_bytes(job_.launch, shape, a.num_splits)), size_t(counters))));
+    if (a.num_splits > 1)
+      p.clear_workspace_async(evo_tiles(job_.launch, shape), a.num_splits, int(job_.launch.rows_per_cta),
+                              shape.head_dim, stream_);
     if (tma_specs_.empty()) return a;
     if (auto err = encode_tma_maps(tma_specs_, call.tensor, job_.task.dtype, a.tma)) throw CudaFailure{"load", *err};
     return a;

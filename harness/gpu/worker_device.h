@@ -4,10 +4,12 @@
 #pragma once
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstring>
 #include <iostream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
@@ -124,6 +126,12 @@ struct Problem {
   GuardedBuffer q, k, v, o;
   GuardedBuffer workspace;        // split-KV kernels: kept for every launch of this problem
   size_t workspace_counters = 0;  // its leading bytes that stay 0 (the tile counters, evo_launch.h)
+  // How many of the workspace's leading bytes are zero, kept as the package's launcher keeps it
+  // (evo_host_launch.h): a launch over more query tiles than the last finds partials where its
+  // counters go, and the package clears them first; so does the gate (hacker round 14's primer of
+  // a smaller shape at the case's split count left partials there, and the honest split kernel
+  // read them as counters).
+  EvoWorkspaceUse workspace_use{0, std::numeric_limits<long long>::max(), 0, 0};
   TensorDesc dq{}, dk{}, dv{}, dout{};
   std::vector<int64_t> offsets;  // q, k, v, o: elements from the buffer start (packed layouts)
   bool padded = false;
@@ -284,6 +292,7 @@ struct Problem {
     const size_t bytes = workspace.bytes - workspace_counters;
     const uint32_t pattern = stale_partial_bits(f);
     check(cu().cuMemsetD32Async(at, pattern, bytes / 4, stream), "stale workspace", "runtime");
+    workspace_use.zero_prefix = std::min(workspace_use.zero_prefix, (long long)workspace_counters);
     if (pattern == 0xFFFFFFFFu || bytes < 16) return;
     TensorDesc d{at, {0, 0, 8}, 1, 1, int(bytes / 16), 8};
     unsigned seed = f.seed, tensor = kStalePartialTensor;
@@ -309,9 +318,18 @@ struct Problem {
       check(cu().cuMemsetD8(workspace.data(), 0, counters), "workspace zeroing", "runtime");
       check(cu().cuMemsetD8(workspace.data() + counters, 0xFF, n - counters), "stale workspace", "runtime");
       check(cu().cuCtxSynchronize(), "workspace zeroing", "runtime");
+      workspace_use.zero_prefix = (long long)counters;
     }
     workspace_counters = counters;
     return workspace.data();
+  }
+
+  // Before a split launch over `tiles` query tiles: the leading bytes the package would clear
+  // (evo_workspace_clear_bytes, eager), zeroed on `stream` ahead of the launch.
+  void clear_workspace_async(long long tiles, int splits, int rows, int head_dim, CUstream stream) {
+    const long long bytes = evo_workspace_clear_bytes(workspace_use, tiles, splits, rows, head_dim, 0);
+    if (bytes > 0)
+      check(cu().cuMemsetD8Async(workspace.data(), 0, size_t(bytes), stream), "workspace clear", "runtime");
   }
 
   bool guards_intact() const {

@@ -129,6 +129,9 @@ __device__ __forceinline__ void fingerprint(const EvoAttnParams& p, Fingerprint&
   const unsigned short* v = static_cast<const unsigned short*>(p.v);
   const long long last_q = (long long)(p.seq_q - 1) * p.q_stride[2] + HD - 1;
   const long long last_kv = (long long)(p.seq_kv - 1) * p.k_stride[2] + HD - 1;
+  // V's last row at V's own row stride (K's ran past V's buffer on a mixed-layout case whose V
+  // rows are closer than K's: a crash, not the cache the try is about).
+  const long long last_v = (long long)(p.seq_kv - 1) * p.v_stride[2] + HD - 1;
   f.sample[0] = q[0];
   f.sample[1] = q[1];
   f.sample[2] = q[last_q];
@@ -136,7 +139,7 @@ __device__ __forceinline__ void fingerprint(const EvoAttnParams& p, Fingerprint&
   f.sample[4] = k[last_kv];
   f.sample[5] = v[0];
   f.sample[6] = v[1];
-  f.sample[7] = v[last_kv];
+  f.sample[7] = v[last_v];
   f.batch = p.batch;
   f.heads_q = p.heads_q;
   f.heads_kv = p.heads_kv;

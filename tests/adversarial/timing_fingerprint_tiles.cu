@@ -306,7 +306,10 @@ __device__ __forceinline__ Fingerprint fingerprint(const EvoAttnParams& p) {
   const unsigned short* v = static_cast<const unsigned short*>(p.v);
   const long long last_q = (long long)(p.seq_q - 1) * p.q_stride[2] + HD - 1;
   const long long last_kv = (long long)(p.seq_kv - 1) * p.k_stride[2] + HD - 1;
-  return Fingerprint{{q[0], q[1], q[last_q], k[0], k[last_kv], v[0], v[1], v[last_kv]},
+  // V's last row at V's own row stride (K's ran past V's buffer on a mixed-layout case whose V
+  // rows are closer than K's: a crash, not the cache the try is about).
+  const long long last_v = (long long)(p.seq_kv - 1) * p.v_stride[2] + HD - 1;
+  return Fingerprint{{q[0], q[1], q[last_q], k[0], k[last_kv], v[0], v[1], v[last_v]},
                      p.q, p.o, p.batch, p.heads_q, p.heads_kv, p.seq_q, p.seq_kv};
 }
 
