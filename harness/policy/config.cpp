@@ -266,7 +266,14 @@ void parse_sanitizer(const json& j, const std::string& origin, GatesConfig& c) {
   for (const auto& in : c.deep_gate.inputs)
     if (!c.distributions.count(in)) throw usage_error(fmt::format("{}: inputs: '{}' is not in inputs", dw, in));
   c.deep_gate.far_stride_sets = field_or<std::vector<std::string>>(dg, "far_stride_sets", {}, dw);
-  for (const auto* sets : {&c.deep_gate.shape_sets, &c.deep_gate.far_stride_sets})
+  c.deep_gate.long_key_sets = field_or<std::vector<std::string>>(dg, "long_key_sets", {}, dw);
+  c.deep_gate.long_key_inputs = field_or<std::vector<std::string>>(dg, "long_key_inputs", {}, dw);
+  for (const auto& in : c.deep_gate.long_key_inputs)
+    if (!c.distributions.count(in))
+      throw usage_error(fmt::format("{}: long_key_inputs: '{}' is not in inputs", dw, in));
+  if (c.deep_gate.long_key_sets.empty() != c.deep_gate.long_key_inputs.empty())
+    throw usage_error(dw + ": long_key_sets and long_key_inputs go together (both empty or both listed)");
+  for (const auto* sets : {&c.deep_gate.shape_sets, &c.deep_gate.far_stride_sets, &c.deep_gate.long_key_sets})
     for (const auto& set : *sets)
       if (!c.shape_sets.count(set)) throw usage_error(fmt::format("{}: shape set '{}' is not in shape_sets", dw, set));
 }

@@ -111,6 +111,13 @@ struct DeepGateConfig {
   // int32 in a call within the domain's span.
   std::vector<std::string> far_stride_sets;
   std::vector<std::string> inputs;
+  // Shape sets of many keys run with `long_key_inputs`: inputs whose error grows with the key
+  // count in a kernel that sums short of FP32 (a V with large channel means: once O's partial
+  // sum is large, an accumulator of ~13 mantissa bits, Hopper's FP8 wgmma, drops each tile's
+  // share; on the H200, 2026-11-30, tma_ws_fp8's error grew linearly from 0.01 at 2k keys to
+  // 0.23 at 9k, and the cheap tier's very_long class, drawn in [4097, 16384], passed it below ~5k).
+  std::vector<std::string> long_key_sets;
+  std::vector<std::string> long_key_inputs;
   bool sanitizer = true;
   bool enabled = false;
 };

@@ -49,6 +49,15 @@ std::vector<CaseSpec> deep_cases(const GatesConfig& gates, const PlanRequest& r)
       out.push_back(make_case(s, unsigned(r.seeds.empty() ? 0 : r.seeds.front()), in));
       out.back().id = kDeepPrefix + out.back().id;  // a deep case (run/large_cases.h checks it on the GPU)
     }
+  // Many keys with the inputs whose error grows with their count (config.h long_key_sets), each
+  // distribution where it applies to the task's dtype.
+  for (const Shape& s : gates.shapes(gates.deep_gate.long_key_sets, r.task))
+    for (const auto& name : gates.deep_gate.long_key_inputs) {
+      const InputDistribution& in = gates.distributions.at(name);
+      if (!in.applies_to(r.task.dtype_name())) continue;
+      out.push_back(make_case(s, unsigned(r.seeds.empty() ? 0 : r.seeds.front()), in));
+      out.back().id = kDeepPrefix + out.back().id;
+    }
   // Each batch of K and V 2^31 elements from the next, or, for a shape of one sequence, each row
   // far from the last (gpu/case_layout.h far_layout), normal inputs; each shape also as one
   // decode step over the same far cache (far_decode_twin).
