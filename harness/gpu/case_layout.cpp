@@ -86,16 +86,34 @@ TensorPlacement far_rows(const Shape& s) {
   return p;
 }
 
-// K or V of one sequence whose KV heads lie kFarBatchStride (2^31) elements apart, heads outermost:
-// a per-head cache pool [Hkv, B, S_cache, D] at scale (kv_cache's K) has its heads that far apart;
-// a head offset past int32 (hacker round 14: the far set moved batches and rows, never heads, so
-// a KV head offset kept in 32 bits passed). The size-1 batch's stride is the span, never stepped.
+// A tensor of one sequence whose heads lie far apart, heads outermost: head h at h times the
+// smallest multiple of 16 elements (16 bytes for every element size) that puts the last head 2^31
+// elements or more past the first (two heads: kFarBatchStride apart). A per-head cache pool [Hkv,
+// B, S_cache, D] at scale (kv_cache's K) or a head-parallel buffer [H, B, S, D] has its heads that
+// far apart; a head offset past int32 (hacker round 14: the far set moved batches and rows, never
+// heads; round 15: then K's and V's heads only, so a 32-bit query head offset passed). The size-1
+// batch's stride is the span, never stepped.
 TensorPlacement far_heads(const Shape& s, int heads, int seq) {
-  if (s.batch != 1 || heads < 2) throw usage_error("case layout far_heads: one batch and at least two KV heads");
+  if (s.batch != 1 || heads < 2) throw usage_error("case layout far_heads: one batch and at least two heads");
   TensorPlacement p;
   p.stride[2] = s.head_dim;
-  p.stride[1] = kFarBatchStride;
-  p.buffer_elements = kFarBatchStride * (heads - 1) + int64_t(seq) * s.head_dim;
+  p.stride[1] = (kFarBatchStride / (heads - 1) + 15) / 16 * 16;
+  p.buffer_elements = p.stride[1] * (heads - 1) + int64_t(seq) * s.head_dim;
+  p.stride[0] = p.buffer_elements;
+  return p;
+}
+
+// Q or O of one sequence, token-major, whose rows lie kFarRowStride elements apart (its heads D
+// apart inside each row): a slice of a wide fused activation buffer [S, C] at long context, so the
+// last of 1024 rows lies past 2^31 elements from the first (hacker round 15: far_rows moved K's
+// and V's rows only, and a 32-bit output row offset passed).
+TensorPlacement far_token_rows(const Shape& s, int heads, int seq) {
+  if (s.batch != 1 || int64_t(heads) * s.head_dim > kFarRowStride)
+    throw usage_error("case layout far_rows: one batch, and a row's heads within kFarRowStride elements");
+  TensorPlacement p;
+  p.stride[1] = s.head_dim;
+  p.stride[2] = kFarRowStride;
+  p.buffer_elements = kFarRowStride * (seq - 1) + int64_t(heads) * s.head_dim;
   p.stride[0] = p.buffer_elements;
   return p;
 }
@@ -256,10 +274,13 @@ bool far_placements(CaseLayout& c, const Shape& s, const std::string& layout) {
     c.o = decode ? far_batches(s, s.heads_q, s.seq_q) : c.q;
     c.k = c.v = far_batches(s, s.heads_kv, s.seq_kv);
   } else if (layout == "far_rows") {
-    c.q = c.o = dense(s, Layout::bhsd, s.heads_q, s.seq_q);
+    // Q's and O's rows far apart too (hacker round 15), token-major: every tensor's row offset
+    // passes 2^31 in one case (a decode twin's single row only moves K and V).
+    c.q = c.o = far_token_rows(s, s.heads_q, s.seq_q);
     c.k = c.v = far_rows(s);
   } else if (layout == "far_heads") {
-    c.q = c.o = dense(s, Layout::bhsd, s.heads_q, s.seq_q);
+    // Q's and O's heads far apart too (hacker round 15): every tensor's head offset passes 2^31.
+    c.q = c.o = far_heads(s, s.heads_q, s.seq_q);
     c.k = c.v = far_heads(s, s.heads_kv, s.seq_kv);
   } else {
     return false;

@@ -27,13 +27,16 @@
 //    cache of two sequences far apart in a large pool has it. A decode step's (Sq <= 16, the far
 //    set's decode twins) Q and O lie in such slots too, each batch 2^31 elements from the next
 //    (hacker round 10: a decode step writing into a large preallocated output).
-//  - far_rows (the `far` set's shapes of one batch and one KV head, not sampled): Q and O BHSD,
-//    K and V rows kFarRowStride elements apart, so the last row of the sequence lies past 2^31
-//    elements from its first: a seq-major [S, B, H, D] view of a wide fused buffer (Megatron's
-//    layout, a packed QKV of a 128-head model at long context) has it.
-//  - far_heads (the `far` set's shapes of one batch and several KV heads, not sampled): Q and O
-//    BHSD, K and V heads outermost, each KV head 2^31 elements (kFarBatchStride) from the next: a
-//    per-head cache pool at scale (hacker round 14). far_layout picks one of the three.
+//  - far_rows (the `far` set's shapes of one batch and one KV head, not sampled): K and V rows
+//    kFarRowStride elements apart, so the last row of the sequence lies past 2^31 elements from
+//    its first: a seq-major [S, B, H, D] view of a wide fused buffer (Megatron's layout, a packed
+//    QKV of a 128-head model at long context) has it; Q and O token-major with their rows as far
+//    apart (hacker round 15: they were BHSD, so a 32-bit Q or O row offset passed).
+//  - far_heads (the `far` set's shapes of one batch and several KV heads, not sampled): K and V
+//    heads outermost, each KV head 2^31 elements (kFarBatchStride) from the next: a per-head
+//    cache pool at scale (hacker round 14); Q and O heads outermost with their last head 2^31
+//    elements or more past the first (hacker round 15: they were BHSD). far_layout picks one of
+//    the three.
 // Any of them (and bhsd, bshd) may end in "@A", A a multiple of 16 up to 256: an offset view
 // whose tensors start past a 256-byte boundary by tensor_alignment(A, t) bytes mod 256 (A = 256:
 // all four on one), at least 256 bytes into their buffers. Buffers start 256-byte aligned, so

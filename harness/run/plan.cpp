@@ -17,14 +17,7 @@ CaseSpec make_case(const Shape& s, unsigned seed, const InputDistribution& in) {
   CaseSpec c;
   c.shape = s;
   c.seed = seed;
-  c.inputs = in.name;
-  c.qk_std = in.qk_std;
-  c.v_std = in.v_std;
-  c.q_mean = in.q_mean;
-  c.outlier_every = in.outlier_every;
-  c.outlier_scale = in.outlier_scale;
-  c.k_sink = in.k_sink;
-  c.v_mean = in.v_mean;
+  set_inputs(c, in, in.v_mean);
   c.id = fmt::format("{}{}/s{}/{}", s.set.empty() ? "" : s.set + "/", s.dims(), seed, in.name);
   return c;
 }

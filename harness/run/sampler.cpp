@@ -47,17 +47,10 @@ CaseSpec make_case(const GatesConfig& gates, const SampleSpace& sp, const Task& 
   c.shape = d.shape;
   c.layout = d.layout;
   c.seed = uint32_t(rng.next());
-  c.inputs = in.name;
-  c.qk_std = in.qk_std;
-  c.v_std = in.v_std;
-  c.q_mean = in.q_mean;
-  c.outlier_every = in.outlier_every;
-  c.outlier_scale = in.outlier_scale;
-  c.k_sink = in.k_sink;
   // A V offset takes both signs in every run: negative in the odd length classes of Skv (short,
   // long; the deep tier's ctx_32k), positive in the others, so an overflow of the unnormalised
   // P.V sum is seen on both sides (hacker round 4: a guard that checked one side only).
-  c.v_mean = row[kDimSeqKv] % 2 && in.v_mean != 0 ? -in.v_mean : in.v_mean;
+  set_inputs(c, in, row[kDimSeqKv] % 2 && in.v_mean != 0 ? -in.v_mean : in.v_mean);
   c.scale = case_scale(sp, sc, task.head_dim, rng);
   c.junk = sp.junk[at(kDimJunk)];
   c.id = fmt::format(
@@ -113,26 +106,53 @@ bool values_serve_as_keys(const CaseSpec& c, const Task& task) {
   return spread * kRoundingPerLogitUnit <= std::ldexp(1.0, mantissa_bits);
 }
 
+// `values` in an order drawn from `rng`: each in-flight case takes the next in turn, so a run's
+// in-flight cases meet every value of a dimension with as many values as cases or fewer.
+template <class T>
+std::vector<T> drawn_order(std::vector<T> values, SplitMix& rng) {
+  for (size_t i = values.size(); i > 1; --i) std::swap(values[i - 1], values[rng.below(i)]);
+  return values;
+}
+
 // The in-flight cases: each listed shape beside its second problem once per share. A drawn
 // two-stream case whose first grid fills the GPU starts the second as the first drains, so
 // like-numbered rows of the two never run together; these grids are small and their rows long
 // (sample_space.h). The H200 admitted a per-row counter in a global and a Q scaled in place and
-// restored (2026-11-29), both of which only concurrent like-numbered rows break.
+// restored (2026-11-29), both of which only concurrent like-numbered rows break. Their shapes are
+// fixed (grid and row length are what make them concurrent); their layout, alignment, scale,
+// inputs and junk are drawn, each dimension's values dealt out in a drawn order (hacker round 15:
+// all were BHSD at 1/sqrt(D) on normal inputs, so an input changed in place only on a token-major
+// path, or at another scale, was never read in flight). Cases 0, 2, 4, ... share Q: with six
+// layouts they take three of them, so a token-major Q (only bhsd and strided have heads
+// outermost) shares Q in flight in every run.
 void append_in_flight_cases(const GatesConfig& gates, const Task& task, const SampleSpace& space, SplitMix& rng,
                             const std::string& prefix, std::vector<CaseSpec>& out) {
+  const auto layouts = drawn_order(space.layouts, rng);
+  const auto alignments = drawn_order(space.alignments, rng);
+  const auto scales = drawn_order(space.scales, rng);
+  const auto inputs = drawn_order(space.inputs, rng);
+  const auto junk = drawn_order(space.junk, rng);
+  size_t k = 0;
   for (const std::string& dims : space.in_flight)
     for (const char* share : {"q", "kv"}) {
       CaseSpec c;
       c.shape = gates.shapes({dims}, task).front();
+      const std::string& layout = layouts[k % layouts.size()];
+      c.shape.layout = layout == "bshd" || layout == "packed_qkv" ? Layout::bshd : Layout::bhsd;
       c.seed = uint32_t(rng.next());
-      c.layout = "bhsd";
-      c.junk = "finite";
-      c.scale = 1.0 / std::sqrt(double(task.head_dim));
+      c.layout = fmt::format("{}@{}", layout, alignments[k % alignments.size()]);
+      const InputDistribution& in = gates.distributions.at(inputs[k % inputs.size()]);
+      set_inputs(c, in, in.v_mean);
+      const ScaleChoice& sc = scales[k % scales.size()];
+      c.scale = case_scale(space, sc, task.head_dim, rng);
+      c.junk = junk[(k / 2) % junk.size()];  // both shares meet both kinds
       c.two_streams = true;
       c.streams_share = share;
-      c.id = fmt::format("{}{}/{}/in_flight/layout=bhsd/junk=finite/scale=1/sqrt(D)/normal/streams=2:{}", prefix,
-                         out.size(), c.shape.dims(), share);
+      c.id = fmt::format("{}{}/{}/in_flight/layout={}/align={}/junk={}/scale={}/{}/streams=2:{}", prefix, out.size(),
+                         c.shape.dims(), layout, alignments[k % alignments.size()], c.junk,
+                         sc.range ? fmt::format("{}:{:.6g}", sc.text, c.scale) : sc.text, in.name, share);
       out.push_back(c);
+      ++k;
     }
 }
 
@@ -192,6 +212,17 @@ std::vector<CaseSpec> draw_tier(const GatesConfig& gates, const Task& task, uint
 }
 
 }  // namespace
+
+void set_inputs(CaseSpec& c, const InputDistribution& in, double v_mean) {
+  c.inputs = in.name;
+  c.qk_std = in.qk_std;
+  c.v_std = in.v_std;
+  c.q_mean = in.q_mean;
+  c.outlier_every = in.outlier_every;
+  c.outlier_scale = in.outlier_scale;
+  c.k_sink = in.k_sink;
+  c.v_mean = v_mean;
+}
 
 uint32_t draw_gate_seed() { return std::random_device{}(); }
 

@@ -65,8 +65,16 @@ __device__ __forceinline__ float fill_value(const EvoTensorDesc& t, unsigned lon
   const int b = static_cast<int>(r);
   *offset = b * t.stride[0] + h * t.stride[1] + s * t.stride[2] + d;
   float x = f.mean + evo_normal(i + nonce, seed, tensor, f.stddev);
-  if (f.outlier_every && evo_mix64((i / t.dim) ^ (static_cast<unsigned long long>(seed) << 32)) % f.outlier_every == 0)
-    x *= f.outlier_scale;  // an outlier row: every element of this (b, h, s) row
+  const unsigned long long row_hash = evo_mix64((i / t.dim) ^ (static_cast<unsigned long long>(seed) << 32));
+  if (f.outlier_every && row_hash % f.outlier_every == 0) {
+    // An outlier row: every element of this (b, h, s) row scaled. A padding row (scale 0) is +0.0
+    // in every element in a third of the rows (as a matmul of a zero hidden state or a memset
+    // leaves it), -0.0 in a third, and the normal values times 0 (signs mixed) in the rest, by the
+    // row's hash, alike in Q, K and V (hacker round 15: every zero row mixed both signs, so a
+    // kernel that tested a row's raw bits for zero never saw one).
+    const unsigned long long kind = row_hash / f.outlier_every % 3;
+    x = f.outlier_scale != 0.f || kind == 2 ? x * f.outlier_scale : kind == 0 ? 0.f : -0.f;
+  }
   if (f.sink != 0.f && s == 0) x = f.sink;  // the sink key: position 0 of every (b, h)
   return x;
 }
