@@ -63,7 +63,16 @@ EVO_CONSTRAINT(PERSISTENT == 0 || PERSISTENT == 1, "PERSISTENT is 0 (one CTA per
 EVO_CONSTRAINT(Q_REGS == 0 || Q_REGS == 1, "Q_REGS is 0 or 1");
 EVO_CONSTRAINT(RESCALE_SKIP == 0 || RESCALE_SKIP == 1, "RESCALE_SKIP is 0 or 1");
 EVO_CONSTRAINT(L_BY_MMA == 0 || L_BY_MMA == 1, "L_BY_MMA is 0 or 1");
-EVO_CONSTRAINT(PROD_REGS + NCONS * CONS_REGS <= 512, "the register split must fit 64 K registers per SM");
+// setmaxnreg moves registers within the CTA's own allocation, not the SM's 64 K: __launch_bounds__
+// (NTHREADS, 1) gives every thread floor(65536 / NTHREADS / 8) * 8 registers (ptxas reports that
+// count), so the pool is (NCONS + 1) warpgroups of it per lane. NCONS = 2: 384 threads, 65536 / 384
+// = 170.7 -> 168, pool 3 * 168 = 504, so 2 CONS_REGS + PROD_REGS <= 504 (232/48 = 512 hung every
+// launch on the H200: the consumers' setmaxnreg.inc waits for registers that never come back).
+// NCONS = 3: 512 threads, 65536 / 512 = 128, pool 4 * 128 = 512, so 3 CONS_REGS + PROD_REGS <= 512.
+#define REG_POOL ((NCONS + 1) * (65536 / NTHREADS / 8 * 8))
+EVO_CONSTRAINT(PROD_REGS + NCONS * CONS_REGS <= REG_POOL,
+               "the register split must fit the CTA's allocation: NCONS * CONS_REGS + PROD_REGS <= (NCONS + 1) * "
+               "floor(65536 / NTHREADS / 8) * 8 (504 at NCONS 2, 512 at NCONS 3)");
 EVO_CONSTRAINT(EVO_HEAD_DIM == 64 || CONS_REGS >= 216,
                "D=128 needs CONS_REGS >= 216: 64 O + 64 S + 16 P registers live across the loop (160 spills)");
 
