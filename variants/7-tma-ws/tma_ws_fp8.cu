@@ -80,8 +80,9 @@ EVO_CONSTRAINT(PROD_REGS + NCONS * CONS_REGS <= REG_POOL,
                "floor(65536 / NTHREADS / 8) * 8 (504 at NCONS 2, 512 at NCONS 3)");
 // Registers live across the key loop at D=128 (a consumer thread's share of 64 rows): acc 68 (64
 // with L_BY_MMA=0), o 64, S 64, P 16, Q 16 with Q_REGS: 212-228 before addresses, maxima and
-// counters; at D=64: 36 + 32 + 64 + 16 + 8 = 156. The rules below are what NVRTC 13.0 compiled
-// without a spill (every configuration of the domain, fp8-d128 and fp8-d64).
+// counters; at D=64: 36 + 32 + 64 + 16 + 8 = 156. The rules below reject what NVRTC 13.0 spilled
+// (2026-11-30: fp8-d128 at STAGES 3 in every other combination, and every STAGES with Q_REGS;
+// fp8-d64 NCONS 3 and a sample); the resource gate still catches a spill they miss.
 EVO_CONSTRAINT(EVO_HEAD_DIM == 64 || CONS_REGS >= 232,
                "D=128 needs CONS_REGS >= 232: acc 68 + o 64 + S 64 + P 16 registers live across the loop");
 EVO_CONSTRAINT(EVO_HEAD_DIM == 64 || Q_REGS == 0 || CONS_REGS >= 240,
@@ -90,6 +91,8 @@ EVO_CONSTRAINT(EVO_HEAD_DIM == 64 || Q_REGS == 0 || (PERSISTENT == 0 && PINGPONG
                    (L_BY_MMA == 0 && (PINGPONG == 0 || PROMOTE == 2)),
                "D=128 with Q_REGS and PERSISTENT or PINGPONG spills 4-24 bytes (item counters) unless L_BY_MMA=0 "
                "(with PINGPONG also PROMOTE=2)");
+EVO_CONSTRAINT(EVO_HEAD_DIM == 64 || PINGPONG == 0 || CONS_REGS >= 240 || (L_BY_MMA == 0 && (PERSISTENT == 0 || PROMOTE == 2)),
+               "D=128 with PINGPONG spills 8-28 bytes at CONS_REGS 232 unless L_BY_MMA=0 (and PERSISTENT=0 or PROMOTE=2)");
 EVO_CONSTRAINT(NCONS == 2 || Q_REGS == 0, "NCONS=3 (CONS_REGS <= 160) spills with Q_REGS at D=64 (acc + o + S + P = 148)");
 
 // Bytes: one e4m3 element is one byte, so a row of Q/K/V is HD bytes and a row of Vt BLOCK_N bytes.
