@@ -93,6 +93,8 @@ EVO_CONSTRAINT(EVO_HEAD_DIM == 64 || Q_REGS == 0 || (PERSISTENT == 0 && PINGPONG
                "(with PINGPONG also PROMOTE=2)");
 EVO_CONSTRAINT(EVO_HEAD_DIM == 64 || PINGPONG == 0 || CONS_REGS >= 240 || (L_BY_MMA == 0 && (PERSISTENT == 0 || PROMOTE == 2)),
                "D=128 with PINGPONG spills 8-28 bytes at CONS_REGS 232 unless L_BY_MMA=0 (and PERSISTENT=0 or PROMOTE=2)");
+EVO_CONSTRAINT(NCONS == 3 || CONS_REGS >= 216,
+               "CONS_REGS 160 is for NCONS=3: two consumer warpgroups at D=64 spill 24-84 bytes there (acc + o + S + P)");
 EVO_CONSTRAINT(NCONS == 2 || Q_REGS == 0, "NCONS=3 (CONS_REGS <= 160) spills with Q_REGS at D=64 (acc + o + S + P = 148)");
 
 // Bytes: one e4m3 element is one byte, so a row of Q/K/V is HD bytes and a row of Vt BLOCK_N bytes.
