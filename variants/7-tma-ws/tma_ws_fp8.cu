@@ -6,17 +6,18 @@
     "STAGES": [4, 3, 2],
     "NCONS": [2, 3],
     "PINGPONG": [0, 1],
-    "CONS_REGS": [224, 232, 216, 160],
-    "PROD_REGS": [32, 56, 48, 40],
+    "CONS_REGS": [240, 232, 216, 160],
+    "PROD_REGS": [24, 40],
     "PERSISTENT": [1, 0],
     "Q_REGS": [1, 0],
     "RESCALE_SKIP": [1, 0],
-    "L_BY_MMA": [1, 0]
+    "L_BY_MMA": [1, 0],
+    "PROMOTE": [1, 2]
   },
   "dtypes": ["fp8"],
   "head_dims": [64, 128],
   "min_sm": 90,
-  "notes": "FP8 wgmma (m64nNk32 .e4m3.e4m3, f32 accumulate) reads both operands K-major. S = Q·Kᵀ reduces over d, and Q and K rows are d-contiguous, so Q and K go by TMA straight into swizzled tiles (rows of HD bytes: 128-byte swizzle at D=128, 64-byte swizzle at D=64). O = P·V reduces over keys, so V must be keys-contiguous: V arrives unswizzled by TMA into a raw stage and producer warps 1-3 transpose it (warp 0 only issues the copies, as far ahead as the ring allows) into a 128-byte-swizzled Vt stage (D rows of 128 keys), four 8-byte loads and twelve prmt per eight d-rows, bank-conflict-free stores, then fence.proxy.async and one arrival per warp on the stage's vt_full barrier. P comes from the f32 accumulator into e4m3 registers (cvt.rn.satfinite.e4m3x2); the fp8 A fragment holds 4 consecutive k per register where the accumulator holds 2+2 keys 8 apart, so instead of shuffling P the transposer writes V's keys in the fragment's order (within each 16 keys, position 4t+q holds key 2t+(q&1)+8(q>>1)): the permutation costs nothing. Descales: q_descale·k_descale folds into the softmax's log2 scale, v_descale into the final 1/l. P is quantized as exp2(x - max + 8), i.e. scaled by 256 (≤ 448, e4m3's largest finite value), so probabilities down to 2^-17 stay representable instead of flushing below 2^-9; l sums the same scaled values, so the scale cancels. L_BY_MMA appends 8 rows of e4m3 1.0 to each Vt stage, so P·V at N = HD+8 also yields each row's sum of the quantized P (no FADDs); FP8 wgmma accumulates with about 13 mantissa bits, so l's columns move into an f32 register after every tile (a two-level sum; carried across 12,601 keys they stopped growing). RESCALE_SKIP keeps a row's max while a tile raises it by at most 1.75 (log2 units) and scales P by 2^7 instead, so P ≤ 2^8.75 = 431 still fits; alpha is then exactly 1 and a warp whose 16 rows all kept their max skips O's 64 multiplies (exact: the stale max cancels in O / l like the 2^7). Q_REGS loads Q's e4m3 A fragments from the swizzled tile once and issues S = Q·Kᵀ from registers, so the two consumer warpgroups read only K from shared memory (16 KiB less per 128-key tile at D=128). Output bf16 from the fragments. BLOCK_N is 128 (one 128-byte Vt row per d; k32 steps). PERSISTENT=1: a grid of one CTA per SM (the worker's persistent launch) walks work items (query tile, head, batch) round-robin, without the mask all query tiles of one head back to back (the CTAs in flight share a few heads' K/V in L2), causal in 16 MiB sections of heads, longest tiles first; the mbarrier ring and the transposes run on across items, so the next item's Q, K/V and Vt are loaded and transposed during this item's last tiles and epilogue, and Q gets an empty barrier (released once the consumers hold Q in registers). An item's first P·V k-step overwrites O (scale-d 0) instead of zeroing 68 accumulator registers per item."
+  "notes": "FP8 wgmma (m64nNk32 .e4m3.e4m3, f32 accumulate) reads both operands K-major. S = Q·Kᵀ reduces over d, and Q and K rows are d-contiguous, so Q and K go by TMA straight into swizzled tiles (rows of HD bytes: 128-byte swizzle at D=128, 64-byte swizzle at D=64). O = P·V reduces over keys, so V must be keys-contiguous: V arrives unswizzled by TMA into a raw stage and producer warps 1-3 transpose it (warp 0 only issues the copies, as far ahead as the ring allows) into a 128-byte-swizzled Vt stage (D rows of 128 keys), four 8-byte loads and twelve prmt per eight d-rows, bank-conflict-free stores, then fence.proxy.async and one arrival per warp on the stage's vt_full barrier. P comes from the f32 accumulator into e4m3 registers (cvt.rn.satfinite.e4m3x2); the fp8 A fragment holds 4 consecutive k per register where the accumulator holds 2+2 keys 8 apart, so instead of shuffling P the transposer writes V's keys in the fragment's order (within each 16 keys, position 4t+q holds key 2t+(q&1)+8(q>>1)): the permutation costs nothing. Descales: q_descale·k_descale folds into the softmax's log2 scale, v_descale into the final 1/l. P is quantized as exp2(x - max + 8), i.e. scaled by 256 (≤ 448, e4m3's largest finite value), so probabilities down to 2^-17 stay representable instead of flushing below 2^-9; l sums the same scaled values, so the scale cancels. Two-level O sum (PROMOTE): FP8 wgmma adds into its f32 accumulator with only about 13 mantissa bits, aligned to the largest exponent and truncated (SageAttention2, DeepSeek-V3 §3.5.2), so O = Σ P·V carried across every key tile lost more of each tile the larger the sum grew: on V with channel means ±256 (the gate's v_offset inputs) relative L2 0.005-0.015 at 1-2k keys, 0.10-0.12 at 6.5k, 0.23 at 9.2k, identical in all 103 configurations measured on 2026-11-30. Now P·V goes into a wgmma accumulator (acc) that sums only PROMOTE key tiles (its first k-step scale-d 0) and is then added into O held in 64 f32 registers outside the tensor cores (D=128; 32 at D=64), l likewise. The adds run between the issue of S(j+1) = Q·K(j+1)ᵀ and of P(j)·V(j), under S's tensor work; the rescale by alpha applies to the f32 O (and, inside a PROMOTE=2 interval, to acc too; RESCALE_SKIP still skips both). Cost: 64 + 2 FADDs per tile per thread at PROMOTE=1 (half at 2) where the old kernel did nothing on a tile that kept its max, about +11 % issue slots per SMSP (2 consumer warps x 66 of ~1056 cycles a 128-key tile step), and 64 registers: at D=128 the loop holds acc 68 + o 64 + S 64 + P 16 (+ Q 16 with Q_REGS) registers, so CONS_REGS >= 232 (240 with Q_REGS, which then spills with PERSISTENT or PINGPONG unless L_BY_MMA=0) and NCONS=3 only without Q_REGS. Predicted: relative L2 flat in the key count, about one 128-key tile's truncation (<= ~1e-3) plus e4m3 P and bf16 output rounding; time +3-7 % on the fp8-d128 benchmark (281.6 -> ~290-300 us, mostly from the old optimum's register split no longer fitting). Not measured yet. L_BY_MMA appends 8 rows of e4m3 1.0 to each Vt stage, so P·V at N = HD+8 also yields each row's sum of the quantized P (no FADDs); its columns are promoted with O (before the two-level O sum they moved into an f32 register after every tile: carried across 12,601 keys they had stopped growing). RESCALE_SKIP keeps a row's max while a tile raises it by at most 1.75 (log2 units) and scales P by 2^7 instead, so P ≤ 2^8.75 = 431 still fits; alpha is then exactly 1 and a warp whose 16 rows all kept their max skips O's 64 multiplies (exact: the stale max cancels in O / l like the 2^7). Q_REGS loads Q's e4m3 A fragments from the swizzled tile once and issues S = Q·Kᵀ from registers, so the two consumer warpgroups read only K from shared memory (16 KiB less per 128-key tile at D=128). Output bf16 from the fragments. BLOCK_N is 128 (one 128-byte Vt row per d; k32 steps). PERSISTENT=1: a grid of one CTA per SM (the worker's persistent launch) walks work items (query tile, head, batch) round-robin, without the mask all query tiles of one head back to back (the CTAs in flight share a few heads' K/V in L2), causal in 16 MiB sections of heads, longest tiles first; the mbarrier ring and the transposes run on across items, so the next item's Q, K/V and Vt are loaded and transposed during this item's last tiles and epilogue, and Q gets an empty barrier (released once the consumers hold Q in registers). An item's (and every promotion interval's) first P·V k-step overwrites acc (scale-d 0) instead of zeroing 68 accumulator registers; the f32 O is zeroed per item. setmaxnreg moves registers inside the CTA's own allocation: 384 threads get floor(65536/384/8)*8 = 168 each, a pool of 504 per lane, so 2 CONS_REGS + PROD_REGS <= 504 (CONS 232 + PROD 48 = 512 hung every launch on 2026-11-30); 512 threads (NCONS=3) 128 each, 3 CONS_REGS + PROD_REGS <= 512."
 }
 */
 #include "evo_attn.cuh"
@@ -48,6 +49,9 @@
 #ifndef RESCALE_SKIP
 #define RESCALE_SKIP 1  // 1: keep a row's max while a tile raises it by <= MAX_SLACK; skip O's rescale when a warp kept all
 #endif
+#ifndef PROMOTE
+#define PROMOTE 1  // key tiles per wgmma accumulator: every PROMOTE tiles it is added into the f32 O (a two-level sum)
+#endif
 
 #define HD EVO_HEAD_DIM
 #define BLOCK_N 128
@@ -63,9 +67,35 @@ EVO_CONSTRAINT(PERSISTENT == 0 || PERSISTENT == 1, "PERSISTENT is 0 (one CTA per
 EVO_CONSTRAINT(Q_REGS == 0 || Q_REGS == 1, "Q_REGS is 0 or 1");
 EVO_CONSTRAINT(RESCALE_SKIP == 0 || RESCALE_SKIP == 1, "RESCALE_SKIP is 0 or 1");
 EVO_CONSTRAINT(L_BY_MMA == 0 || L_BY_MMA == 1, "L_BY_MMA is 0 or 1");
-EVO_CONSTRAINT(PROD_REGS + NCONS * CONS_REGS <= 512, "the register split must fit 64 K registers per SM");
-EVO_CONSTRAINT(EVO_HEAD_DIM == 64 || CONS_REGS >= 216,
-               "D=128 needs CONS_REGS >= 216: 64 O + 64 S + 16 P registers live across the loop (160 spills)");
+EVO_CONSTRAINT(PROMOTE == 1 || PROMOTE == 2, "PROMOTE is 1 or 2 key tiles per promotion");
+// setmaxnreg moves registers within the CTA's own allocation, not the SM's 64 K: __launch_bounds__
+// (NTHREADS, 1) gives every thread floor(65536 / NTHREADS / 8) * 8 registers (ptxas reports that
+// count), so the pool is (NCONS + 1) warpgroups of it per lane. NCONS = 2: 384 threads, 65536 / 384
+// = 170.7 -> 168, pool 3 * 168 = 504, so 2 CONS_REGS + PROD_REGS <= 504 (232/48 = 512 hung every
+// launch on the H200: the consumers' setmaxnreg.inc waits for registers that never come back).
+// NCONS = 3: 512 threads, 65536 / 512 = 128, pool 4 * 128 = 512, so 3 CONS_REGS + PROD_REGS <= 512.
+#define REG_POOL ((NCONS + 1) * (65536 / NTHREADS / 8 * 8))
+EVO_CONSTRAINT(PROD_REGS + NCONS * CONS_REGS <= REG_POOL,
+               "the register split must fit the CTA's allocation: NCONS * CONS_REGS + PROD_REGS <= (NCONS + 1) * "
+               "floor(65536 / NTHREADS / 8) * 8 (504 at NCONS 2, 512 at NCONS 3)");
+// Registers live across the key loop at D=128 (a consumer thread's share of 64 rows): acc 68 (64
+// with L_BY_MMA=0), o 64, S 64, P 16, Q 16 with Q_REGS: 212-228 before addresses, maxima and
+// counters; at D=64: 36 + 32 + 64 + 16 + 8 = 156. The rules below reject what NVRTC 13.0 spilled
+// (2026-11-30: fp8-d128 at STAGES 3 in every other combination, and every STAGES with Q_REGS;
+// fp8-d64 NCONS 3 and a sample); the resource gate still catches a spill they miss.
+EVO_CONSTRAINT(EVO_HEAD_DIM == 64 || CONS_REGS >= 232,
+               "D=128 needs CONS_REGS >= 232: acc 68 + o 64 + S 64 + P 16 registers live across the loop");
+EVO_CONSTRAINT(EVO_HEAD_DIM == 64 || Q_REGS == 0 || CONS_REGS >= 240,
+               "D=128 with Q_REGS needs CONS_REGS 240: Q's 16 fragment registers on top of acc, o, S and P");
+EVO_CONSTRAINT(EVO_HEAD_DIM == 64 || Q_REGS == 0 || (PERSISTENT == 0 && PINGPONG == 0) ||
+                   (L_BY_MMA == 0 && (PINGPONG == 0 || PROMOTE == 2)),
+               "D=128 with Q_REGS and PERSISTENT or PINGPONG spills 4-24 bytes (item counters) unless L_BY_MMA=0 "
+               "(with PINGPONG also PROMOTE=2)");
+EVO_CONSTRAINT(EVO_HEAD_DIM == 64 || PINGPONG == 0 || CONS_REGS >= 240 || (L_BY_MMA == 0 && (PERSISTENT == 0 || PROMOTE == 2)),
+               "D=128 with PINGPONG spills 8-28 bytes at CONS_REGS 232 unless L_BY_MMA=0 (and PERSISTENT=0 or PROMOTE=2)");
+EVO_CONSTRAINT(NCONS == 3 || CONS_REGS >= 216,
+               "CONS_REGS 160 is for NCONS=3: two consumer warpgroups at D=64 spill 24-84 bytes there (acc + o + S + P)");
+EVO_CONSTRAINT(NCONS == 2 || Q_REGS == 0, "NCONS=3 (CONS_REGS <= 160) spills with Q_REGS at D=64 (acc + o + S + P = 148)");
 
 // Bytes: one e4m3 element is one byte, so a row of Q/K/V is HD bytes and a row of Vt BLOCK_N bytes.
 #define Q_BYTES (BLOCK_M * HD)
@@ -434,14 +464,20 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1) evo_attn_fwd(const __g
   const int g = lane >> 2;
   const int t = lane & 3;
   const int r0 = warp_in_wg * 16 + g;
-  const float sl2 = p.softmax_scale_log2 * p.q_descale * p.k_descale;  // S = descale_q descale_k (Q8 · K8ᵀ)
   const unsigned qa = sQ + c * (64 * HD);
 
-  // O's fragments (columns < HD), then l's (L_BY_MMA: every column of a row holds its l). No
-  // zeroing per item: an item's first P·V k-step overwrites (scale_d = 0).
-  float o[ON / 2];
+  // Two-level O sum. FP8 wgmma adds into its accumulator with about 13 mantissa bits, aligned to
+  // the accumulator's exponent, so a P·V sum carried across every key tile loses more of each
+  // tile the longer it grows (relative L2 0.10 at 6.5k keys, 0.23 at 9.2k, V with mean 256). acc,
+  // the wgmma accumulator (O's columns < HD, then l's with L_BY_MMA), sums only PROMOTE key tiles:
+  // the first k-step of an interval overwrites it (scale_d = 0), and at the interval's end it is
+  // added into o, O in f32 registers outside the tensor cores (one FADD per element), o always
+  // relative to the same running max as acc. No zeroing of acc per item (an interval's first
+  // k-step overwrites it); o is zeroed per item.
+  float acc[ON / 2];
 #pragma unroll
-  for (int i = 0; i < ON / 2; ++i) o[i] = 0.f;
+  for (int i = 0; i < ON / 2; ++i) acc[i] = 0.f;
+  float o[HD / 2];
 #if Q_REGS
   // Q's e4m3 A fragments, loaded once per item from the swizzled tile: k-step ks, register r
   // holds row r0 + 8 (r & 1), d = 32 ks + 16 (r >> 1) + 4t .. +3 (the wgmma k32 register layout).
@@ -464,10 +500,14 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1) evo_attn_fwd(const __g
 #endif
   float s[BLOCK_N / 2];
   unsigned pa[BLOCK_N / 8];
-  float m_run[2], l_run[2], alpha[2];
-  int row_base = 0, ring = 0, q_uses = 0;
-  auto stage_of = [&](int j) { return (ring + j) % STAGES; };
-  auto parity_of = [&](int j) { return unsigned((ring + j) / STAGES) & 1u; };
+  float m_run[2], l_run[2], alpha[2];  // l_run: f32 like o (L_BY_MMA: promoted from acc's l columns)
+  // ring: the K/V tiles this CTA consumed before this item, in bits 0..30; bit 31 the phase of
+  // q_full (the parity of the Q tiles consumed). One register, not two: at D=128 with Q_REGS the
+  // outer loop's counters are what spills first beside acc, o, S, P and Q.
+  int row_base = 0;
+  unsigned ring = 0;
+  auto stage_of = [&](int j) { return int(((ring & 0x7fffffffu) + j) % STAGES); };
+  auto parity_of = [&](int j) { return (((ring & 0x7fffffffu) + j) / STAGES) & 1u; };
 
   auto issue_qk = [&](int stage) {
     const unsigned kb = sK + stage * KV_BYTES;
@@ -484,19 +524,59 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1) evo_attn_fwd(const __g
     }
     wgmma_commit();
   };
-  // O (+)= P V: P from registers (fragment order), Vt K-major with 128-byte rows; the item's
-  // first tile overwrites O (and l's columns) instead of adding to the previous item's.
-  auto issue_pv = [&](int stage, bool first) {
+  // acc (+)= P V: P from registers (fragment order), Vt K-major with 128-byte rows; a promotion
+  // interval's first tile overwrites acc (and l's columns) instead of adding to the last interval.
+  auto issue_pv = [&](int stage, bool fresh) {
     const unsigned vb = sVt + stage * VT_BYTES;
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < BLOCK_N / 32; ++kk) {
       const unsigned a[4] = {pa[4 * kk], pa[4 * kk + 1], pa[4 * kk + 2], pa[4 * kk + 3]};
-      wgmma_rs_pv(o, a, smem_desc(vb + kk * 32, 1024, 1ull), !(first && kk == 0));
+      wgmma_rs_pv(acc, a, smem_desc(vb + kk * 32, 1024, 1ull), !(fresh && kk == 0));
     }
     wgmma_commit();
   };
+  // O (and acc, inside a promotion interval) to the new max: RESCALE_SKIP: a warp whose 16 rows
+  // all kept their max (alpha exactly 1) skips the multiplies.
+  auto rescale = [&](bool with_acc) {
+    if (RESCALE_SKIP && __all_sync(0xffffffffu, alpha[0] == 1.f && alpha[1] == 1.f)) return;
+#pragma unroll
+    for (int d = 0; d < HD / 8; ++d)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        o[d * 4 + e] *= alpha[e >> 1];
+        if (with_acc) acc[d * 4 + e] *= alpha[e >> 1];
+      }
+#pragma unroll
+    for (int e = 0; e < 4 * (ON / 8 - HD / 8); ++e)
+      if (with_acc) acc[HD / 2 + e] *= alpha[e >> 1];  // l's columns
+  };
+  // The second level: o += acc in f32 (and l's columns into l_run), both relative to the max of
+  // acc's last tile, then (`next`) to the next tile's max with its alpha (computed by the softmax
+  // of the next tile, not yet applied to anything). Issued between S(j+1) = Q·K(j+1)ᵀ and the
+  // next P·V, so the FADDs run while the tensor cores work on S; the fence keeps them after its
+  // issue.
+  auto promote = [&](bool next) {
+#pragma unroll
+    for (int i = 0; i < ON / 2; ++i) fence_operand(acc[i]);
+#pragma unroll
+    for (int i = 0; i < HD / 2; ++i) o[i] += acc[i];
+#if L_BY_MMA
+#pragma unroll
+    for (int hi = 0; hi < 2; ++hi) l_run[hi] += acc[HD / 2 + 2 * hi];  // column HD + 2t of row r0 + 8 hi
+#endif
+    if (next) {
+      rescale(false);
+#if L_BY_MMA
+      l_run[0] *= alpha[0];
+      l_run[1] *= alpha[1];
+#endif
+    }
+  };
   auto softmax = [&](int n0) {
+    // S = descale_q descale_k (Q8 · K8ᵀ); from the parameters' constant bank every tile rather than
+    // a register held across the loop (two FMULs a tile).
+    const float sl2 = p.softmax_scale_log2 * p.q_descale * p.k_descale;
 #pragma unroll
     for (int i = 0; i < BLOCK_N / 2; ++i) fence_operand(s[i]);
     bool need = n0 + BLOCK_N > p.seq_kv;
@@ -543,35 +623,21 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1) evo_attn_fwd(const __g
       if (!L_BY_MMA) l_run[hi] = l_run[hi] * alpha[hi] + rs;
     }
   };
-  // After P·V of the previous tile: rescale O, pack P into the e4m3 A fragment (registers
-  // 0..3 of k-step kk: rows g/g+8 x keys {2t, 2t+1, 2t+8, 2t+9} and the same + 16). An item's
-  // first tile has no O yet (its P·V overwrites), so nothing is rescaled or summed.
-  auto rescale_and_pack = [&](bool first) {
+  // After P·V of the previous tile: pack P into the e4m3 A fragment (registers 0..3 of k-step kk:
+  // rows g/g+8 x keys {2t, 2t+1, 2t+8, 2t+9} and the same + 16). Inside a promotion interval
+  // (`carry`: the next P·V adds into acc) acc and o are rescaled to the new max; at an interval's
+  // end both stay relative to acc's max until promote(). An item's first tile has no acc yet:
+  // carry = false.
+  auto rescale_and_pack = [&](bool carry) {
 #pragma unroll
-    for (int i = 0; i < ON / 2; ++i) fence_operand(o[i]);
+    for (int i = 0; i < ON / 2; ++i) fence_operand(acc[i]);
 #pragma unroll
     for (int i = 0; i < BLOCK_N / 8; ++i) fence_operand(pa[i]);
-    if (!first) {
-      // RESCALE_SKIP: a warp whose 16 rows all kept their max (alpha exactly 1) skips the multiplies.
-      const bool rescale = RESCALE_SKIP ? !__all_sync(0xffffffffu, alpha[0] == 1.f && alpha[1] == 1.f) : true;
-      if (rescale) {
-#pragma unroll
-        for (int d = 0; d < HD / 8; ++d)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) o[d * 4 + e] *= alpha[e >> 1];
-      }
+    if (PROMOTE > 1 && carry) {
+      rescale(true);
 #if L_BY_MMA
-      // Two-level sum: FP8 wgmma adds its products into the accumulator with about 13 mantissa bits
-      // (not f32), so a row sum carried across thousands of keys stops growing (measured: relative
-      // L2 0.24 at 12,601 keys). P·V adds one tile into l's columns, and here they move into f32.
-#pragma unroll
-      for (int hi = 0; hi < 2; ++hi) {
-        l_run[hi] = (l_run[hi] + o[HD / 2 + 2 * hi]) * alpha[hi];
-        // Multiplied by 0 rather than set to 0: storing a constant into accumulator registers makes
-        // ptxas serialize the wgmma pipeline at D=64 (C7511); l is finite, so the product is 0.
-        o[HD / 2 + 2 * hi] *= 0.f;
-        o[HD / 2 + 2 * hi + 1] *= 0.f;
-      }
+      l_run[0] *= alpha[0];
+      l_run[1] *= alpha[1];
 #endif
     }
 #pragma unroll
@@ -597,16 +663,24 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1) evo_attn_fwd(const __g
     if (lane == 0) mbar_arrive(q_empty);
   };
 
-  for (int k = 0; item_of_cta(p, k, it); ++k) {
+  // k passes through an empty asm before each item_of_cta, so the compiler computes every item
+  // afresh instead of carrying the division's quotient and remainder across the key loop.
+  auto item_at = [&](int k) {
+    asm volatile("" : "+r"(k));
+    return item_of_cta(p, k, it);
+  };
+  for (int k = 0; item_at(k); ++k) {
     const int n = it.ntiles;
     if (n == 0) continue;
     row_base = it.m0 + c * 64;
     m_run[0] = m_run[1] = NEG_INF;
     l_run[0] = l_run[1] = 0.f;
     alpha[0] = alpha[1] = 1.f;
+#pragma unroll
+    for (int i = 0; i < HD / 2; ++i) o[i] = 0.f;
     if (PINGPONG && c == 1) named_arrive(1, 256);  // consumer 0 goes first
-    mbar_wait(q_full, unsigned(q_uses) & 1u);
-    ++q_uses;
+    mbar_wait(q_full, ring >> 31);
+    ring ^= 0x80000000u;
 #if Q_REGS
     load_q_fragments();
     release_q();  // the fragments are in registers
@@ -618,39 +692,44 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1) evo_attn_fwd(const __g
     wgmma_wait_all();
     if (!Q_REGS && n == 1) release_q();  // Q read from shared memory for the last time
     softmax(0);
-    rescale_and_pack(true);
+    rescale_and_pack(false);
 
     for (int j = 0; j + 1 < n; ++j) {
       mbar_wait(full(stage_of(j + 1)), parity_of(j + 1));
       mbar_wait(vt_full(stage_of(j)), parity_of(j));
       gemm_turn_begin();
-      issue_qk(stage_of(j + 1));     // S(j+1) = Q K(j+1)ᵀ ...
-      issue_pv(stage_of(j), j == 0);  // ... and O += P(j) V(j), back to back
+      issue_qk(stage_of(j + 1));  // S(j+1) = Q K(j+1)ᵀ ...
+      if (j > 0 && j % PROMOTE == 0) promote(true);  // (acc holds tiles j - PROMOTE .. j - 1)
+      issue_pv(stage_of(j), j % PROMOTE == 0);  // ... and acc (+)= P(j) V(j), back to back
       gemm_turn_end(false);
       wgmma_wait_one();
       if (!Q_REGS && j + 2 == n) release_q();
       softmax((j + 1) * BLOCK_N);
       wgmma_wait_all();
       if (lane == 0) mbar_arrive(empty(stage_of(j)));
-      rescale_and_pack(false);
+      rescale_and_pack((j + 1) % PROMOTE != 0);
     }
     mbar_wait(vt_full(stage_of(n - 1)), parity_of(n - 1));
     gemm_turn_begin();
-    issue_pv(stage_of(n - 1), n == 1);
+    if (n > 1 && (n - 1) % PROMOTE == 0) promote(true);
+    issue_pv(stage_of(n - 1), (n - 1) % PROMOTE == 0);
     gemm_turn_end(true);
     wgmma_wait_all();
     if (lane == 0) mbar_arrive(empty(stage_of(n - 1)));
-#pragma unroll
-    for (int i = 0; i < ON / 2; ++i) fence_operand(o[i]);
+    promote(false);  // the last interval (fences acc after the wait)
 
     // ---- epilogue: O · v_descale / l in bf16, straight from the fragments (rows r0, r0 + 8);
     // the producer is already loading the next item's tiles.
+    // The item again from its index (recomputed, not kept): its head and batch need no registers
+    // across the key loop, where o and acc fill them.
+    item_at(k);
+    row_base = it.m0 + c * 64;
     evo_out_t* Og = evo_o_ptr(p, it.b, it.h);  // bf16 for fp8 tasks
     const long long os = p.o_stride[2];
 #pragma unroll
     for (int hi = 0; hi < 2; ++hi) {
 #if L_BY_MMA
-      const float l = l_run[hi] + o[HD / 2 + 2 * hi];  // column HD + 2t of row r0 + 8 hi: the last tile's sum
+      const float l = l_run[hi];  // promoted from column HD + 2t of row r0 + 8 hi
 #else
       float l = l_run[hi];
       l += __shfl_xor_sync(0xffffffffu, l, 1);
@@ -666,6 +745,6 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1) evo_attn_fwd(const __g
               evo_out2_from_float2(o[d * 4 + 2 * hi] * inv, o[d * 4 + 2 * hi + 1] * inv);
       }
     }
-    ring += n;
+    ring += unsigned(n);
   }
 }
