@@ -11,7 +11,7 @@
     "PERSISTENT": [1, 0],
     "Q_REGS": [1, 0],
     "RESCALE_SKIP": [1, 0],
-    "L_BY_MMA": [1, 0],
+    "L_BY_MMA": [0, 1],
     "PROMOTE": [1, 2]
   },
   "dtypes": ["fp8"],
