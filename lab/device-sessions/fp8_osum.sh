@@ -6,8 +6,8 @@
 #                       tier and its long-key v_offset cases), then the same budget on fp8-d64;
 #                       the v_offset cases' errors by key count and the fitness of each
 #   fp8_osum.sh regate  `evo population remeasure --shipped` of the four fp8 tasks: the committed
-#                       (older) fp8 kernels through today's gate and deep tier; a kernel that fails
-#                       leaves its population, and the new ones of `run` take its place
+#                       (older) fp8 kernels through today's gate and deep tier; a source that fails
+#                       goes into results/revoked.json afterwards (by hand, with this call's note)
 # The new records come back under $OUT (records.tgz), with the logs.
 #   OUT=... bash lab/device-sessions/fp8_osum.sh run
 set -uo pipefail
