@@ -101,9 +101,10 @@ void keep_newest(std::map<std::string, const Record*>& newest, const std::string
 // without --sanitize cannot clear a report, only a later sanitized pass can. So does the latest
 // correctness verdict: a kernel shown wrong leaves every benchmark set (a screen's ok does not
 // outlive the full gate's correctness failure of the same code), until a later full gate passes.
-std::map<std::string, const Record*> latest_per_candidate(const std::vector<Record>& records) {
+std::map<std::string, const Record*> latest_per_candidate(const std::vector<const Record*>& records) {
   std::map<std::string, const Record*> latest, latest_sanitized, latest_verdict;
-  for (const Record& r : records) {
+  for (const Record* record : records) {
+    const Record& r = *record;
     const std::string gpu = r.gpu_key();
     if (!plain_name(gpu) || !plain_name(r.task)) continue;
     const std::string key = gpu + "|" + identity(r);
@@ -128,10 +129,11 @@ std::map<std::string, const Record*> latest_per_candidate(const std::vector<Reco
 // two streams): a kernel exported into a model meets inputs the sampled gate never draws. Like
 // the sanitizer's, the verdict belongs to the compiled code, not to one benchmark set: one passing
 // record of the candidate suffices, and a later failure drops the candidate everywhere (wrong()).
-std::set<std::string> deep_gated(const std::vector<Record>& records) {
+std::set<std::string> deep_gated(const std::vector<const Record*>& records) {
   std::set<std::string> out;
-  for (const Record& r : records)
-    if (r.gates && r.gates->deep && r.gates->deep->pass.value_or(false)) out.insert(r.gpu_key() + "|" + identity(r));
+  for (const Record* r : records)
+    if (r->gates && r->gates->deep && r->gates->deep->pass.value_or(false))
+      out.insert(r->gpu_key() + "|" + identity(*r));
   return out;
 }
 
@@ -152,6 +154,15 @@ std::map<std::string, Population> derive_populations(const std::vector<json>& re
     if (j.value("kind", "") != "run") continue;
     if (RecordRead read = read_record(j); read.record) typed.push_back(std::move(*read.record));
   }
+  std::vector<const Record*> all;
+  for (const Record& r : typed) all.push_back(&r);
+  return derive_typed_populations(all);
+}
+
+std::map<std::string, Population> derive_typed_populations(const std::vector<const Record*>& records) {
+  std::vector<const Record*> typed;  // the runs: a compile record never places
+  for (const Record* r : records)
+    if (r->kind == "run") typed.push_back(r);
   const std::map<std::string, const Record*> latest = latest_per_candidate(typed);
   const std::set<std::string> deep = deep_gated(typed);
   // Group eligible ones by (gpu, task, benchmark), then stage.

@@ -63,6 +63,8 @@ struct Population {
 // Derives every population present in the records: key "<gpu_key>/<task>" (default benchmark)
 // or "<gpu_key>/<task>@<benchmark>".
 std::map<std::string, Population> derive_populations(const std::vector<nlohmann::json>& records);
+// The same from records already read (read_record): those of kind "run" count, in the given order.
+std::map<std::string, Population> derive_typed_populations(const std::vector<const Record*>& records);
 
 // populations/<gpu>/<task>.json for the default benchmark, <task>@<benchmark>.json otherwise
 // (fitness is a geometric mean over one benchmark set, so sets are never ranked together).

@@ -79,8 +79,8 @@ std::string read_records_file(const fs::path& p) {
   return text;
 }
 
-void parse_records_text(const std::string& text, const std::string& origin, RecordSet& out) {
-  size_t start = 0, line_no = 0;
+void parse_records_text(const std::string& text, const std::string& origin, RecordSet& out, size_t first_line) {
+  size_t start = 0, line_no = first_line - 1;
   while (start < text.size()) {
     size_t end = text.find('\n', start);
     const bool last_unterminated = end == std::string::npos;

@@ -33,8 +33,9 @@ std::string read_records_file(const std::filesystem::path& p);
 // revokes (a bad revoked.json is a usage error naming the file and field). One file is read as it is: a single log (evo
 // gate --replay, evo merge's inputs) carries no revocations.
 RecordSet read_records(const std::filesystem::path& dir_or_file);
-// Parses one JSONL text (for tests and fuzzing); `origin` prefixes messages.
-void parse_records_text(const std::string& text, const std::string& origin, RecordSet& out);
+// Parses one JSONL text (for tests and fuzzing); `origin` prefixes messages, whose line numbers
+// start at `first_line` (a part of a file read from the middle: store/record_follower.h).
+void parse_records_text(const std::string& text, const std::string& origin, RecordSet& out, size_t first_line = 1);
 
 void append_record(const std::filesystem::path& file, const nlohmann::json& record);
 
