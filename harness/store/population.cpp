@@ -227,7 +227,8 @@ void write_population(const fs::path& dir, const Population& population) {
   write_file_atomic(file, population_json(population).dump(2) + "\n");
 }
 
-std::vector<fs::path> remove_underived_populations(const fs::path& dir, const std::map<std::string, Population>& derived) {
+std::vector<fs::path> remove_underived_populations(const fs::path& dir,
+                                                   const std::map<std::string, Population>& derived) {
   std::vector<fs::path> removed;
   if (!fs::is_directory(dir)) return removed;
   FileLock lock(dir / ".lock");
