@@ -32,6 +32,9 @@ void rebuild(const std::string& results_dir, const std::string& populations_dir)
     for (const auto& [stage, list] : pop.stages) elites += list.size();
     std::cout << fmt::format("{}/{}.json: {} stages, {} elites\n", pop.gpu, pop.task, pop.stages.size(), elites);
   }
+  for (const auto& gone : remove_underived_populations(populations_dir, pops))
+    std::cout << fmt::format("{}: removed, no record derives it any more\n",
+                             gone.lexically_relative(populations_dir).string());
   for (const auto& w : rs.withdrawn)
     std::cout << fmt::format("withdrawn by revoked.json: {} records of {} ({})\n", w.records.size(),
                              w.revocation.variant, w.revocation.reason);

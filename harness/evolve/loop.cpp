@@ -64,23 +64,10 @@ Record Loop::evaluate(size_t slot, const Candidate& c, const CompileResult& comp
   // A screen times every shape (never pruned): strategies learn from its whole profile.
   if (&plan == &quick) standing.prune_us = 0;
   Record rec = sessions[slot]->evaluate(c, compiled, plan, standing, "evolve", [](const std::string&) {});
-  // The session appended the record (not updating populations: Loop::setup); deriving them again
-  // counts in writing it, as in a session that does both.
-  const auto t0 = std::chrono::steady_clock::now();
-  refresh_populations();
-  if (rec.phases && rec.phases->detail) {
-    std::optional<double>& record_s = (*rec.phases->detail)["record_s"];
-    record_s = record_s.value_or(0) + std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  }
   std::lock_guard lock(mu);
   mine.push_back(rec);
   gpu_s += rec.gpu_seconds.value_or(0);
   return rec;
-}
-
-void Loop::refresh_populations() {
-  std::lock_guard lock(refreshing);
-  evo::refresh_populations(store, o.populations_dir, session->gpu().key);
 }
 
 std::optional<Candidate> Loop::admit_proposal(const Proposal& p, ProposalVerdict& verdict) {
@@ -295,7 +282,7 @@ void run_evolve(const EvolveOptions& o) {
     progress.note(fmt::format("generation {}/{} done: {}; ETA {:.0f} s", gen + 1, o.generations, loop.summary(), eta));
   }
   if (loop.session) loop.session->drop_sampled_references(loop.full);
-  if (loop.session && loop.sessions.size() > 1) loop.refresh_populations();  // after every GPU's last append
+  if (loop.session && loop.sessions.size() > 1) loop.session->refresh_populations();  // after every GPU's last append
   // The other islands wait for this line (or this island's next generation) before importing.
   if (loop.island.active())
     append_line_durable(loop.trace, json{{"run", loop.run_id}, {"finished", true}, {"time", utc_now_iso8601()}}.dump());

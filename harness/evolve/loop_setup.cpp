@@ -28,9 +28,7 @@ void Loop::setup() {
   if (exec && o.prior) throw usage_error("--prior: only a tunable strategy reads it, not an exec generator");
   if (!exec) tunable.emplace(search_space(ctx.root, stage, task), o.generator, island.seed(o.rng_seed), o.prior.get());
   claim_run_id();
-  // The loop derives the populations after each evaluation itself, from the records it follows
-  // (Loop::refresh_populations), instead of the session reading the whole folder every time.
-  open_gpus(SessionOptions{o.results_dir, o.populations_dir, cache, o.device, "evolve-" + run_id, {}, false, {}, {}});
+  open_gpus(SessionOptions{o.results_dir, o.populations_dir, cache, o.device, "evolve-" + run_id, {}, true, {}, {}});
   read_history();
 }
 
@@ -113,9 +111,13 @@ void Loop::open_gpus(const SessionOptions& so) {
 // outside its search (the same for every island) and its own: the other islands' arrive by
 // migration, so an island's path does not depend on how far the others have got.
 void Loop::read_history() {
-  store.refresh();  // as read_records reads the folder, typed
-  std::vector<Record> all;
-  for (const Record* r : store.records()) all.push_back(*r);
+  std::vector<Record> all;  // as read_records reads the folder, typed
+  {
+    // Read by the follower the sessions refresh the populations from: the folder is parsed once.
+    FollowedRecords records(o.results_dir);
+    records->refresh();
+    for (const Record* r : records->records()) all.push_back(*r);
+  }
   if (!island.active()) {
     novelty.add_records(all);
     if (!o.resume.empty()) resume(all);

@@ -33,9 +33,7 @@
 #include "store/atomic_file.h"
 #include "store/json_fields.h"
 #include "store/population.h"
-#include "store/population_refresh.h"
 #include "store/record.h"
-#include "store/record_follower.h"
 #include "store/records.h"
 
 namespace evo::evolve_loop {
@@ -60,11 +58,7 @@ struct Loop {
   Island island;
   std::vector<Record> baseline, migrants;  // islands: elites from before the search; imported ones
   json pending_migration;                  // the import to write into this generation's trace line
-  // The results folder's records, read once and then as they are appended (store/record_follower.h):
-  // the history the run starts from, and the populations each evaluation derives again.
-  RecordFollower store{o.results_dir};
-  std::mutex refreshing;  // the store and the populations: one GPU's refresh at a time
-  std::mutex mu;          // the fields below, when several GPUs evaluate at once
+  std::mutex mu;                           // the fields below, when several GPUs evaluate at once
   std::string no_gpu, arch = "sm_90a", run_id;
   fs::path trace;
   NoveltyFilter novelty{ctx.root, task.name(), cache};
@@ -98,7 +92,6 @@ struct Loop {
   void drop_same_code(std::vector<std::optional<Candidate>>& cands, const std::vector<CompileResult>& compiled,
                       const std::vector<size_t>& compiled_at, std::vector<ProposalVerdict>& early);
   Record evaluate(size_t slot, const Candidate& c, const CompileResult& compiled, const EvalPlan& plan);
-  void refresh_populations();  // this GPU's populations, from every record of the results folder
   std::optional<Candidate> admit_proposal(const Proposal& p, ProposalVerdict& verdict);
   EvolveEntry entry_for(const Proposal& p, int gen) const;
   ProposalVerdict one(size_t slot, const Proposal& p, const Candidate* c, const CompileResult& compiled, int gen,

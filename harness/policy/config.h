@@ -40,6 +40,13 @@ struct InputDistribution {
   double q_mean = 0, outlier_every = 0, outlier_scale = 1, k_sink = 0;
   std::vector<std::string> dtypes;
   double v_mean = 0;
+  // > 0: Q's mean and the sink key are set per case (set_inputs) so that key 0 scores
+  // -sink_score_log2 in the scaled log2 domain and Q·Q' scores +sink_score_log2: a row that sees
+  // key 0 alone has every score far below any finite running-max sentinel, while no score is so
+  // large that an honest kernel's f32 rounding of it (|score| · 2^-24) moves exp2 by more than a
+  // few thousandths. A fixed mean of 4096 scored up to 3·10⁹ at scale 1 (rounding error ±128 in
+  // the exponent): honest kernels overflowed fp16 P to Inf (the H200, 2026-11-30).
+  double sink_score_log2 = 0;
   bool applies_to(const std::string& dtype) const {
     return dtypes.empty() || std::find(dtypes.begin(), dtypes.end(), dtype) != dtypes.end();
   }

@@ -45,6 +45,7 @@ void check_inputs(const RangeCheck& r, const GatesConfig& c) {
     r.finite(k + ".outlier_scale", d.outlier_scale);
     r.finite(k + ".k_sink", d.k_sink);
     r.finite(k + ".v_mean", d.v_mean);
+    r.at_least(k + ".sink_score_log2", d.sink_score_log2, 0);
   }
   for (size_t i = 0; i < c.seeds.size(); ++i) r.at_least(fmt::format("defaults.seeds[{}]", i), c.seeds[i], 0);
   r.at_least("defaults.post_timing_seed", double(c.post_timing_seed), 0);

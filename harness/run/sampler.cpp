@@ -50,8 +50,8 @@ CaseSpec make_case(const GatesConfig& gates, const SampleSpace& sp, const Task& 
   // A V offset takes both signs in every run: negative in the odd length classes of Skv (short,
   // long; the deep tier's ctx_32k), positive in the others, so an overflow of the unnormalised
   // P.V sum is seen on both sides (hacker round 4: a guard that checked one side only).
-  set_inputs(c, in, row[kDimSeqKv] % 2 && in.v_mean != 0 ? -in.v_mean : in.v_mean);
   c.scale = case_scale(sp, sc, task.head_dim, rng);
+  set_inputs(c, in, row[kDimSeqKv] % 2 && in.v_mean != 0 ? -in.v_mean : in.v_mean);
   c.junk = sp.junk[at(kDimJunk)];
   c.id = fmt::format(
       "{}{}/sq={}:{}/skv={}:{}/diag={}/batch={}/heads={}/{}/ratio={}/layout={}/align={}/junk={}/scale={}/{}", id_prefix,
@@ -142,9 +142,9 @@ void append_in_flight_cases(const GatesConfig& gates, const Task& task, const Sa
       c.seed = uint32_t(rng.next());
       c.layout = fmt::format("{}@{}", layout, alignments[k % alignments.size()]);
       const InputDistribution& in = gates.distributions.at(inputs[k % inputs.size()]);
-      set_inputs(c, in, in.v_mean);
       const ScaleChoice& sc = scales[k % scales.size()];
       c.scale = case_scale(space, sc, task.head_dim, rng);
+      set_inputs(c, in, in.v_mean);
       c.junk = junk[(k / 2) % junk.size()];  // both shares meet both kinds
       c.two_streams = true;
       c.streams_share = share;
@@ -222,6 +222,15 @@ void set_inputs(CaseSpec& c, const InputDistribution& in, double v_mean) {
   c.outlier_scale = in.outlier_scale;
   c.k_sink = in.k_sink;
   c.v_mean = v_mean;
+  if (in.sink_score_log2 > 0) {
+    // Key 0 = -m in every channel and Q's mean m: key 0 scores -m²·D·scale·log2 e, Q·Q' (a key
+    // that shares Q's memory) about +m²·D·scale·log2 e, both ±sink_score_log2.
+    const double d = double(c.shape.head_dim);
+    const double scale = c.scale > 0 ? c.scale : 1 / std::sqrt(d);  // the worker's default (worker_device.h)
+    const double m = std::sqrt(in.sink_score_log2 / (d * scale * M_LOG2E));
+    c.q_mean = m;
+    c.k_sink = -m;
+  }
 }
 
 uint32_t draw_gate_seed() { return std::random_device{}(); }

@@ -23,10 +23,12 @@ namespace evo {
 inline constexpr const char* kSampledPrefix = "sampled/";
 inline constexpr const char* kDeepPrefix = "deep/";
 
-// A fresh seed from the OS's entropy source.
 // The case's input distribution `in`, with V's mean `v_mean` (the distribution's, or its opposite).
+// Set c.shape and c.scale first: a distribution's sink_score_log2 sets Q's mean and the sink key
+// from the head dimension and the scale.
 void set_inputs(CaseSpec& c, const InputDistribution& in, double v_mean);
 
+// A fresh seed from the OS's entropy source.
 uint32_t draw_gate_seed();
 // Parses --gate-seed: a decimal integer in [0, 2^32); throws usage_error naming the value.
 uint32_t parse_gate_seed(const std::string& text);

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <map>
 #include <mutex>
 #include <random>
 
@@ -12,6 +13,7 @@
 #include "core/sha256.h"
 #include "run/sampler.h"
 #include "store/population.h"
+#include "store/population_refresh.h"
 #include "store/record.h"
 #include "store/records.h"
 #include "support/support_source.h"
@@ -94,15 +96,33 @@ void Session::stamp(Record& rec) const {
   if (!options_.shard.empty()) rec.shard = options_.shard;
 }
 
+namespace {
+
+// The process's followers, by canonical results folder; kept (and their records) until it exits.
+struct Followers {
+  std::mutex mu;
+  std::map<fs::path, RecordFollower> by_dir;
+};
+
+Followers& followers() {
+  static Followers f;
+  return f;
+}
+
+}  // namespace
+
+FollowedRecords::FollowedRecords(const fs::path& results_dir) : lock_(followers().mu) {
+  // Absolute first: a folder not made yet keeps its key once it exists.
+  std::error_code ec;
+  fs::path key = fs::weakly_canonical(fs::absolute(results_dir, ec), ec);
+  if (ec) key = fs::absolute(results_dir, ec).lexically_normal();
+  if (!key.has_filename()) key = key.parent_path();  // "results/" is "results"
+  follower_ = &followers().by_dir.try_emplace(key, results_dir).first->second;
+}
+
 void Session::refresh_populations() const {
-  // Sessions on several GPUs of one run refresh in turn: each derivation then sees every record
-  // appended before it, and no older derivation overwrites a newer one.
-  static std::mutex refreshing;
-  std::lock_guard lock(refreshing);
-  const auto others = lock_results(options_.results_dir);  // and a merge or rebuild beside the run
-  RecordSet all = read_records(options_.results_dir);
-  for (const auto& [key, pop] : derive_populations(all.records))
-    if (pop.gpu == env_.gpu.key) write_population(options_.populations_dir, pop);
+  FollowedRecords records(options_.results_dir);  // the run's sessions on other GPUs wait their turn
+  evo::refresh_populations(*records, options_.populations_dir, env_.gpu.key);
 }
 
 Population Session::population(const Task& task, const std::string& benchmark) const {

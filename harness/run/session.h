@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "run/evaluator.h"
 #include "run/plan.h"
 #include "run/reference.h"
+#include "store/record_follower.h"
 
 namespace evo {
 
@@ -35,8 +37,8 @@ class Session {
   void prepare_references(const EvalPlan& plan, const ProgressFn& progress);
   // Sampled cases are new every run: their references leave the cache when the run is done.
   void drop_sampled_references(const EvalPlan& plan) const;
-  // Evaluates, appends the record durably, refreshes this GPU's populations; returns the record
-  // as written, plus phases.detail.record_s (the time writing it took).
+  // Evaluates, appends the record durably, refreshes this GPU's populations (update_populations);
+  // returns the record as written, plus phases.detail.record_s (the time writing it took).
   Record evaluate(const Candidate& c, const CompileResult& compiled, const EvalPlan& plan,
                   const EliteStanding& standing, const std::string& origin, const ProgressFn& progress);
   // The record of a candidate whose GPU failed under it (--devices): outcome crash, nothing
@@ -48,7 +50,9 @@ class Session {
   // `evo evolve` and `evo eval`: adds their fields to each evaluated record before it is written.
   void set_annotate(std::function<void(Record&)> annotate) { annotate_ = std::move(annotate); }
   const std::filesystem::path& results_file() const { return results_file_; }
-  // Derives this GPU's populations from every record again (after parallel evaluations).
+  // Derives this GPU's populations again from every record of the results folder, as the
+  // process follows them (FollowedRecords: only what was appended since the last look is read),
+  // under the folder's .lock; after each evaluation, and once more after parallel evaluations.
   void refresh_populations() const;
 
  private:
@@ -58,6 +62,23 @@ class Session {
   std::unique_ptr<ReferenceStore> references_;
   std::filesystem::path results_file_;
   std::function<void(Record&)> annotate_;
+};
+
+// The records of a results folder as this process follows them (store/record_follower.h): one
+// follower per folder (by canonical path) for the whole process, shared by every session writing
+// there (one per GPU of a run) and by what reads the folder beside them (evo evolve's history),
+// so each record is parsed once, whoever appended it. Holds the lock under which the sessions
+// refresh their populations in turn (each derivation sees every record appended before it, and no
+// older one overwrites a newer one): keep it only while using the follower.
+class FollowedRecords {
+ public:
+  explicit FollowedRecords(const std::filesystem::path& results_dir);
+  RecordFollower& operator*() const { return *follower_; }
+  RecordFollower* operator->() const { return follower_; }
+
+ private:
+  std::unique_lock<std::mutex> lock_;
+  RecordFollower* follower_;
 };
 
 // One session per GPU of `gpus` (one model, from query_devices), all appending to the first

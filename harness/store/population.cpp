@@ -227,6 +227,25 @@ void write_population(const fs::path& dir, const Population& population) {
   write_file_atomic(file, population_json(population).dump(2) + "\n");
 }
 
+std::vector<fs::path> remove_underived_populations(const fs::path& dir,
+                                                   const std::map<std::string, Population>& derived) {
+  std::vector<fs::path> removed;
+  if (!fs::is_directory(dir)) return removed;
+  FileLock lock(dir / ".lock");
+  for (const auto& gpu : fs::directory_iterator(dir)) {
+    if (!gpu.is_directory()) continue;
+    for (const auto& f : fs::directory_iterator(gpu.path())) {
+      if (!f.is_regular_file() || f.path().extension() != ".json") continue;
+      // populations/<gpu>/<task>[@<benchmark>].json is derive_populations's key <gpu>/<task>[@<benchmark>].
+      if (derived.count(gpu.path().filename().string() + "/" + f.path().stem().string())) continue;
+      fs::remove(f.path());
+      removed.push_back(f.path());
+    }
+  }
+  std::sort(removed.begin(), removed.end());
+  return removed;
+}
+
 Population read_population(const fs::path& file, std::string* warning) {
   return parse_population(read_file(file), file.string(), warning);
 }

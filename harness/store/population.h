@@ -72,6 +72,12 @@ std::filesystem::path population_path(const std::filesystem::path& dir, const st
                                       const std::string& benchmark);
 // Writes the population's file atomically under populations/.lock.
 void write_population(const std::filesystem::path& populations_dir, const Population& population);
+// Removes the population files under populations_dir that `derived` (derive_populations's keys)
+// does not name, under populations/.lock, and returns them: a task whose every elite was withdrawn
+// by revoked.json derives no population, and its old file would go on serving the withdrawn
+// kernels (the fp8 causal tasks, 2026-11-30). Other files (the lock, temp files) stay.
+std::vector<std::filesystem::path> remove_underived_populations(const std::filesystem::path& populations_dir,
+                                                                const std::map<std::string, Population>& derived);
 
 // The one JSON mapping of a population: the file's text is population_json(p).dump(2) + "\n".
 nlohmann::json population_json(const Population& population);

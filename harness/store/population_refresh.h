@@ -1,6 +1,8 @@
-// A GPU's populations derived again from a results folder's records (store/record_follower.h),
-// as Session::refresh_populations derives them from read_records, but reading only the records
-// appended since the last refresh: what `evo evolve` does after each evaluation.
+// A GPU's populations derived again from a results folder's records as a follower holds them
+// (store/record_follower.h): the files derive_populations(read_records(dir)) gives, byte for byte,
+// but reading only the records appended since the follower's last look. Session::refresh_populations
+// (run/session.h) calls it after each evaluation of evo run, eval, evolve and population
+// remeasure, with the one follower of the folder its process keeps.
 #pragma once
 #include <filesystem>
 #include <string>

@@ -1,8 +1,9 @@
 // A results folder's records kept in memory and brought up to date by reading only what was
-// appended since the last look. `evo evolve` re-derives its GPU's populations after every
-// evaluation (store/population_refresh.h); reading and parsing the whole folder each time made
-// each evaluation cost O(records) in the parent (1.3 s of a 1.8 s screen at 660 screened
-// records: lab/notes/evolve-parent-overhead.md).
+// appended since the last look. A session re-derives its GPU's populations after every evaluation
+// (store/population_refresh.h, from the process's follower of the folder: run/session.h
+// FollowedRecords); reading and parsing the whole folder each time made each evaluation cost
+// O(records) in the parent (1.3 s of a 1.8 s evo evolve screen at 660 screened records:
+// lab/notes/evolve-parent-overhead.md).
 //
 // What it holds is what typed read_records(dir) gives: every valid record (records.h: validated,
 // then read_record) of every records file (*.jsonl, *.jsonl.gz) in file-name order, then line

@@ -26,9 +26,9 @@ errors() {
 import json, re, sys
 for line in sys.stdin:
     r = json.loads(line)
-    checks = [c for part in ("correctness", "deep") for c in (r.get("gates", {}).get(part, {}) or {}).get("checks", [])]
+    checks = [c for part in ("correctness", "deep") for c in ((r.get("gates") or {}).get(part) or {}).get("checks") or []]
     bad = [c for c in checks if "v_offset" in c["case"]]
-    print(r["task"], r["outcome"], round(r.get("fitness", {}).get("geomean_median_us", 0) or 0, 1),
+    print(r["task"], r["outcome"], round((r.get("fitness") or {}).get("geomean_median_us") or 0, 1),
           ",".join(f"{k}={v}" for k, v in sorted(r.get("params", {}).items())), (r.get("reason") or "")[:160])
     for c in bad:
         dims = re.search(r"(\d+)x(\d+)x(\d+)x(\d+)x(\d+)x(\d+)", c["case"])

@@ -52,6 +52,25 @@ TEST(PopulationFile, CommittedPopulationsAreWhatTheCommittedRecordsDerive) {
   EXPECT_EQ(std::set<fs::path>(files.begin(), files.end()), written);
 }
 
+// A task whose every elite was withdrawn derives no population: a rebuild removes its old file
+// (and its other benchmarks' files), and nothing else of the folder.
+TEST(PopulationFile, ARebuildRemovesTheFilesNoRecordDerives) {
+  const fs::path dir = test::scratch_dir("underived-populations");
+  fs::create_directories(dir / "nvidia-h200");
+  for (const char* name : {"fp8-d64.json", "fp8-d64-causal.json", "fp8-d64-causal@custom-0eebb074.json",
+                           "fp8-d64.json.tmp.1.2", "notes.txt"})
+    test::write_text(dir / "nvidia-h200" / name, "{}");
+  std::map<std::string, Population> derived;
+  derived["nvidia-h200/fp8-d64"] = Population{};
+  const auto removed = remove_underived_populations(dir, derived);
+  ASSERT_EQ(removed.size(), 2u);
+  EXPECT_EQ(removed[0].filename(), "fp8-d64-causal.json");
+  EXPECT_EQ(removed[1].filename(), "fp8-d64-causal@custom-0eebb074.json");
+  for (const char* kept : {"fp8-d64.json", "fp8-d64.json.tmp.1.2", "notes.txt"})
+    EXPECT_TRUE(fs::exists(dir / "nvidia-h200" / kept)) << kept;
+  EXPECT_TRUE(remove_underived_populations(dir / "absent", derived).empty());
+}
+
 // The committed fp16-d64 population with one value changed, and what its reader says of it.
 std::string refusal(const std::function<void(json&)>& edit) {
   const fs::path file = test::source_root() / "populations" / "nvidia-h200" / "fp16-d64.json";

@@ -1,9 +1,11 @@
-// The records a long `evo evolve` follows (store/record_follower.h): each record parsed once,
-// however many evaluations refresh the populations, and always what read_records reads.
+// The records a process's sessions follow (store/record_follower.h, run/session.h FollowedRecords):
+// each record parsed once, however many evaluations refresh the populations, and always what
+// read_records reads.
 #include <gtest/gtest.h>
 #include <zlib.h>
 
 #include "core/paths.h"
+#include "run/session.h"
 #include "store/atomic_file.h"
 #include "store/population.h"
 #include "store/population_refresh.h"
@@ -70,28 +72,36 @@ std::map<std::string, std::string> population_files(const fs::path& dir) {
 }
 
 // The evolve symptom (2026-11-30): every evaluation re-read and re-parsed the whole folder, so the
-// parent's time per screen grew with the run. Here 40 evaluations over 400 records parse 40 lines.
+// parent's time per screen grew with the run. Here 40 evaluations over 400 records parse 40 lines,
+// refreshed as Session::refresh_populations refreshes: from the process's follower of the folder,
+// one however the folder is named and whichever session (one per GPU, or evolve's history) asks.
 TEST(RecordFollower, EachEvaluationParsesOnlyItsOwnRecord) {
   const fs::path root = test::scratch_dir("follower-count"), results = root / "results";
   fs::create_directories(results);
   for (int i = 0; i < 400; ++i) append_record(results / (i < 200 ? "a.jsonl" : "b.jsonl"), run_record(i, 500 - i));
-  RecordFollower follower(results);
-  refresh_populations(follower, root / "populations", "nvidia-h200");
-  EXPECT_EQ(follower.lines_parsed(), 400u);
+  const auto refresh = [&](const fs::path& dir) {  // the session's refresh, and what it has parsed since
+    FollowedRecords records(dir);
+    const size_t lines = records->lines_parsed(), bytes = records->bytes_read();
+    refresh_populations(*records, root / "populations", "nvidia-h200");
+    return std::pair{records->lines_parsed() - lines, records->bytes_read() - bytes};
+  };
+  EXPECT_EQ(refresh(results).first, 400u);
+  const fs::path same[] = {results, results / ".", root / "x" / ".." / "results" / ""};
   for (int i = 400; i < 440; ++i) {
-    const size_t lines = follower.lines_parsed(), bytes = follower.bytes_read();
     const std::string line = run_record(i, 1000.0 / (i - 390)).dump();
     append_record(results / "c.jsonl", json::parse(line));
-    refresh_populations(follower, root / "populations", "nvidia-h200");
-    EXPECT_EQ(follower.lines_parsed() - lines, 1u) << "evaluation " << i;
-    EXPECT_LE(follower.bytes_read() - bytes, line.size() + 1) << "evaluation " << i;
+    const auto [lines, bytes] = refresh(same[i % 3]);
+    EXPECT_EQ(lines, 1u) << "evaluation " << i;
+    EXPECT_LE(bytes, line.size() + 1) << "evaluation " << i;
   }
   // What the session derived from the whole folder each time: the same files.
   const fs::path whole = root / "populations-whole";
   for (const auto& [key, pop] : derive_populations(read_records(results).records)) write_population(whole, pop);
   EXPECT_EQ(population_files(root / "populations"), population_files(whole));
-  EXPECT_EQ(derive_typed_populations(follower.records()).at("nvidia-h200/fp8-d128").stages.at(7).front().candidate_id,
+  const FollowedRecords records(results);
+  EXPECT_EQ(derive_typed_populations(records->records()).at("nvidia-h200/fp8-d128").stages.at(7).front().candidate_id,
             "c439");
+  EXPECT_EQ(records->lines_parsed(), 440u);
 }
 
 TEST(RecordFollower, HoldsWhatReadRecordsReadsWhateverHappensToTheFiles) {
