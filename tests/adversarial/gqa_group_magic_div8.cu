@@ -54,8 +54,8 @@ __device__ __forceinline__ RowResult attend_row(const EvoAttnParams& p, int b, i
   __syncwarp();
   for (int d = lane; d < HD; d += 32) sq[d] = evo_to_float(q[d]) * p.softmax_scale_log2;
   __syncwarp();
-  const int r = p.heads_q / p.heads_kv;  // TRICK: an 8-bit magic reciprocal for ratios up to 12
-  const int hkv = r <= 12 ? (h * ((256 + r - 1) / r)) >> 8 : evo_kv_head(p, h);
+  const int g = p.heads_q / p.heads_kv;  // TRICK: an 8-bit magic reciprocal for ratios up to 12
+  const int hkv = g <= 12 ? (h * ((256 + g - 1) / g)) >> 8 : evo_kv_head(p, h);
   const evo_t* K = evo_k_ptr(p, b, hkv);
   const evo_t* V = evo_v_ptr(p, b, hkv);
   const int kv_end = min(kv_cap, EVO_CAUSAL ? min(p.seq_kv, i + 1) : p.seq_kv);
