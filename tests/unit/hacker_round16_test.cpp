@@ -51,23 +51,11 @@ TEST(HackerRound16, EveryDeepPlanRunsEveryGqaRatioUpTo16AtTheTopOfTheHeadRange) 
     }
 }
 
-// `check(task, run name, cases)` for both tiers of every pinned run.
-template <class Check>
-void each_run_of_both_tiers(Check check) {
-  const GatesConfig g = test::repo_gates();
-  for (const char* task : test::kPinnedTasks)
-    for (uint32_t seed : test::kPinnedSeeds) {
-      const Task t = parse_task(task);
-      check(t, fmt::format("{} cheap seed {}", task, seed), draw_sampled_cases(g, t, seed));
-      check(t, fmt::format("{} deep seed {}", task, seed), draw_deep_cases(g, t, seed));
-    }
-}
-
 // q_prescaled_in_place_odd_ratio.cu: an input changed in place only on the path of GQA ratios
 // that are not powers of two. The in-flight shapes include 1x6x2x512x1024 (ratio 3), so every run
 // of both tiers shares Q, and K and V, in flight at such a ratio (before: ratios 1, 2 and 4).
 TEST(HackerRound16, EveryRunSharesInFlightAtAGqaRatioThatIsNotAPowerOfTwo) {
-  each_run_of_both_tiers([](const Task&, const std::string& run, const std::vector<CaseSpec>& cases) {
+  test::each_run_of_both_tiers([](const Task&, const std::string& run, const std::vector<CaseSpec>& cases) {
     int q = 0, kv = 0;
     for (const CaseSpec& c : cases) {
       if (c.id.find("/in_flight/") == std::string::npos) continue;
