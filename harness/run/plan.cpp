@@ -34,31 +34,31 @@ Shape far_decode_twin(Shape s) {
 // inputs do not). All are checked on the GPU.
 std::vector<CaseSpec> deep_cases(const GatesConfig& gates, const PlanRequest& r) {
   std::vector<CaseSpec> out = draw_deep_cases(gates, r.task, *r.gate_seed);
+  const unsigned seed = unsigned(r.seeds.empty() ? 0 : r.seeds.front());
+  // A deep case (run/large_cases.h checks it on the GPU) of a fixed shape.
+  auto add = [&](const Shape& s, const InputDistribution& in) -> CaseSpec& {
+    out.push_back(make_case(s, seed, in));
+    out.back().id = kDeepPrefix + out.back().id;
+    return out.back();
+  };
   std::vector<InputDistribution> ins;
   for (const auto& name : gates.deep_gate.inputs) ins.push_back(gates.distributions.at(name));
   if (ins.empty()) ins.push_back(gates.inputs.front());
   for (const Shape& s : gates.shapes(gates.deep_gate.shape_sets, r.task))
-    for (const auto& in : ins) {
-      out.push_back(make_case(s, unsigned(r.seeds.empty() ? 0 : r.seeds.front()), in));
-      out.back().id = kDeepPrefix + out.back().id;  // a deep case (run/large_cases.h checks it on the GPU)
-    }
+    for (const auto& in : ins) add(s, in);
   // Many keys with the inputs whose error grows with their count (config.h long_key_sets), each
   // distribution where it applies to the task's dtype.
   for (const Shape& s : gates.shapes(gates.deep_gate.long_key_sets, r.task))
-    for (const auto& name : gates.deep_gate.long_key_inputs) {
-      const InputDistribution& in = gates.distributions.at(name);
-      if (!in.applies_to(r.task.dtype_name())) continue;
-      out.push_back(make_case(s, unsigned(r.seeds.empty() ? 0 : r.seeds.front()), in));
-      out.back().id = kDeepPrefix + out.back().id;
-    }
+    for (const auto& name : gates.deep_gate.long_key_inputs)
+      if (gates.distributions.at(name).applies_to(r.task.dtype_name())) add(s, gates.distributions.at(name));
   // Each batch of K and V 2^31 elements from the next, or, for a shape of one sequence, each row
   // far from the last (gpu/case_layout.h far_layout), normal inputs; each shape also as one
   // decode step over the same far cache (far_decode_twin).
   for (const Shape& far : gates.shapes(gates.deep_gate.far_stride_sets, r.task))
     for (const Shape& s : {far, far_decode_twin(far)}) {
-      out.push_back(make_case(s, unsigned(r.seeds.empty() ? 0 : r.seeds.front()), gates.inputs.front()));
-      out.back().layout = far_layout(s);
-      out.back().id = kDeepPrefix + out.back().id + "/layout=" + out.back().layout;
+      CaseSpec& c = add(s, gates.inputs.front());
+      c.layout = far_layout(s);
+      c.id += "/layout=" + c.layout;
     }
   for (CaseSpec& c : out) {
     const Tolerance& tol = gates.tolerance(r.task, c.inputs);

@@ -70,7 +70,8 @@ std::map<std::string, Population> derive_typed_populations(const std::vector<con
 // (fitness is a geometric mean over one benchmark set, so sets are never ranked together).
 std::filesystem::path population_path(const std::filesystem::path& dir, const std::string& gpu, const std::string& task,
                                       const std::string& benchmark);
-// Writes the population's file atomically under populations/.lock.
+// Writes the population's file atomically under populations/.lock, unless it holds that text
+// already (then the file is left untouched, its time stamp too).
 void write_population(const std::filesystem::path& populations_dir, const Population& population);
 // Removes the population files under populations_dir that `derived` (derive_populations's keys)
 // does not name, under populations/.lock, and returns them: a task whose every elite was withdrawn

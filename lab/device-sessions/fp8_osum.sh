@@ -8,7 +8,8 @@
 #   fp8_osum.sh regate  `evo population remeasure --shipped` of the four fp8 tasks: the committed
 #                       (older) fp8 kernels through today's gate and deep tier; a source that fails
 #                       goes into results/revoked.json afterwards (by hand, with this call's note)
-# The new records come back under $OUT (records.tgz), with the logs.
+# The new records come back under $OUT (records.tgz), with the logs. TASKS (default
+# "fp8-d128 fp8-d64") names the tasks `run` runs, e.g. TASKS="fp8-d128-causal fp8-d64-causal".
 #   OUT=... bash lab/device-sessions/fp8_osum.sh run
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -57,7 +58,7 @@ for c in "${configs[@]}"; do only+=(--only "$c"); done
 
 case "${1:-}" in
   run)
-    for task in fp8-d128 fp8-d64; do
+    for task in ${TASKS:-fp8-d128 fp8-d64}; do
       timeout $(($(left) - 40)) "$evo" run --stage 7 --task "$task" --budget 3 "${only[@]}" >"$OUT/run-$task.log" 2>&1
       echo "evo run $task: exit $? ($(($(date +%s) - start)) s)"
       tail -6 "$OUT/run-$task.log"

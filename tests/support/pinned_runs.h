@@ -26,4 +26,17 @@ void each_pinned_run(Check check) {
     }
 }
 
+// `check(task, run, cases)` for both tiers of every pinned run: the cheap tier ("<task> cheap seed
+// <seed>") and the deep tier's drawn cases ("<task> deep seed <seed>"; hacker rounds 15 and 16).
+template <class Check>
+void each_run_of_both_tiers(Check check) {
+  const GatesConfig g = repo_gates();
+  for (const char* task : kPinnedTasks)
+    for (uint32_t seed : kPinnedSeeds) {
+      const Task t = parse_task(task);
+      check(t, std::string(task) + " cheap seed " + std::to_string(seed), draw_sampled_cases(g, t, seed));
+      check(t, std::string(task) + " deep seed " + std::to_string(seed), draw_deep_cases(g, t, seed));
+    }
+}
+
 }  // namespace evo::test

@@ -66,18 +66,6 @@ TEST(HackerRound15, TheDeepTierPutsQueryAndOutputHeadsAndRows2p31ElementsApart) 
   }
 }
 
-// `check(task, run name, cases)` for both tiers of every pinned run.
-template <class Check>
-void each_run_of_both_tiers(Check check) {
-  const GatesConfig g = test::repo_gates();
-  for (const char* task : test::kPinnedTasks)
-    for (uint32_t seed : test::kPinnedSeeds) {
-      const Task t = parse_task(task);
-      check(t, fmt::format("{} cheap seed {}", task, seed), draw_sampled_cases(g, t, seed));
-      check(t, fmt::format("{} deep seed {}", task, seed), draw_deep_cases(g, t, seed));
-    }
-}
-
 bool in_flight_case(const CaseSpec& c) { return c.id.find("/in_flight/") != std::string::npos; }
 
 // q_prescaled_in_place_token_major.cu: an input changed in place only on a token-major path. The
@@ -86,7 +74,7 @@ bool in_flight_case(const CaseSpec& c) { return c.id.find("/in_flight/") != std:
 // six layouts and eight scales in flight, and both junk kinds under each share (before: all BHSD,
 // 1/sqrt(D), normal, finite).
 TEST(HackerRound15, EveryRunsInFlightCasesDrawTheirLayoutScaleInputsAndJunk) {
-  each_run_of_both_tiers([](const Task& t, const std::string& run, const std::vector<CaseSpec>& cases) {
+  test::each_run_of_both_tiers([](const Task& t, const std::string& run, const std::vector<CaseSpec>& cases) {
     int token_major_q = 0;
     std::set<std::string> layouts, junk;
     std::set<double> scales;
@@ -100,7 +88,7 @@ TEST(HackerRound15, EveryRunsInFlightCasesDrawTheirLayoutScaleInputsAndJunk) {
     }
     EXPECT_GE(token_major_q, 1) << run << ": no token-major Q shared in flight";
     EXPECT_EQ(layouts.size(), 6u) << run;
-    EXPECT_EQ(scales.size(), 8u) << run;
+    EXPECT_GE(scales.size(), 8u) << run;  // the eight choices; a range drawn twice adds a value
     EXPECT_EQ(junk.size(), 4u) << run << ": a share without both junk kinds in flight";
   });
 }
@@ -116,7 +104,7 @@ TEST(HackerRound15, EveryRunsInFlightCasesDrawTheirLayoutScaleInputsAndJunk) {
 // 1, and on the H200 honest kernels overflowed fp16 P to Inf (2026-11-30). Key 0 and a key that
 // is Q itself (shared=qk) score about -+q_mean^2 x D x scale x log2 e.
 TEST(HackerRound15, EveryRunHasRowsWhoseEveryScoreIsBelowAFiniteSentinel) {
-  each_run_of_both_tiers([](const Task& t, const std::string& run, const std::vector<CaseSpec>& cases) {
+  test::each_run_of_both_tiers([](const Task& t, const std::string& run, const std::vector<CaseSpec>& cases) {
     double rows = 0, widest_other = 0;
     for (const CaseSpec& c : cases) {
       const Shape& s = c.shape;

@@ -171,7 +171,7 @@ TEST(Sampler, TheDeepTierCoversItsTriplesWithAtLeast100Cases) {
         << sample_dim_name(want[0]) << " x " << sample_dim_name(want[1]) << " x " << sample_dim_name(want[2]);
   for (const char* task : {"fp16-d64-causal", "bf16-d128"})
     for (uint32_t seed : {3u, 1511791795u}) expect_tier_covered(g, parse_task(task), seed, true);
-  EXPECT_EQ(g.deep_gate.shape_sets, (std::vector<std::string>{"huge", "frontier", "long"}));
+  EXPECT_EQ(g.deep_gate.shape_sets, (std::vector<std::string>{"huge", "frontier", "long", "gqa_ratios"}));
   EXPECT_EQ(g.deep_gate.far_stride_sets, (std::vector<std::string>{"far"}));
   EXPECT_TRUE(g.deep_gate.sanitizer);
 }

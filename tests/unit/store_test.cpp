@@ -4,6 +4,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <chrono>
 #include <thread>
 
 #include "compile/cubin.h"
@@ -234,6 +235,22 @@ TEST(Population, OnlyDeepGatedKernelsShip) {
   EXPECT_TRUE(shipped(pops.at("nvidia-h200/fp16-d64")).empty());
   EXPECT_FALSE(pops.at("nvidia-h200/fp16-d64").regimes->default_kernel.has_value());
   for (const auto& row : pops.at("nvidia-h200/fp16-d64").regimes->table) EXPECT_FALSE(row.kernel.has_value());
+}
+
+// A refresh rewrites only the populations that changed: the same text leaves the file alone.
+TEST(Population, TheSameTextIsNotWrittenAgain) {
+  auto dir = test::scratch_dir("pop-unchanged");
+  auto pops = derive_populations({store_record("a", "0-x/v", 0, 3)});
+  write_population(dir, pops.begin()->second);
+  const auto file = dir / "nvidia-h200" / "fp16-d64.json";
+  const auto old_time = std::filesystem::file_time_type::clock::now() - std::chrono::hours(24);
+  std::filesystem::last_write_time(file, old_time);
+  write_population(dir, pops.begin()->second);
+  EXPECT_EQ(std::filesystem::last_write_time(file), old_time) << "an unchanged population was written again";
+  pops = derive_populations({store_record("a", "0-x/v", 0, 3), store_record("b", "0-x/v", 0, 2)});
+  write_population(dir, pops.begin()->second);
+  EXPECT_NE(std::filesystem::last_write_time(file), old_time);
+  EXPECT_EQ(population_json(read_population(file)), population_json(pops.begin()->second));
 }
 
 TEST(Population, WriteReadAndRefuseBadFiles) {
