@@ -15,15 +15,20 @@ namespace evo::test {
 inline const char* const kPinnedTasks[] = {"fp16-d64", "bf16-d128", "fp16-d128-causal", "fp8-d64"};
 inline const uint32_t kPinnedSeeds[] = {0u, 1u, 7u, 12345u, 1511791795u, 4294967295u, 2025u};
 
+// `visit(task, name, seed)` for every pinned run, named "<task> seed <seed>".
+template <class Visit>
+void each_pinned_task_and_seed(Visit visit) {
+  for (const char* task : kPinnedTasks)
+    for (uint32_t seed : kPinnedSeeds) visit(parse_task(task), std::string(task), seed);
+}
+
 // `check(task, run, cases)` for every pinned run of the cheap tier.
 template <class Check>
 void each_pinned_run(Check check) {
   const GatesConfig g = repo_gates();
-  for (const char* task : kPinnedTasks)
-    for (uint32_t seed : kPinnedSeeds) {
-      const Task t = parse_task(task);
-      check(t, std::string(task) + " seed " + std::to_string(seed), draw_sampled_cases(g, t, seed));
-    }
+  each_pinned_task_and_seed([&](const Task& t, const std::string& task, uint32_t seed) {
+    check(t, task + " seed " + std::to_string(seed), draw_sampled_cases(g, t, seed));
+  });
 }
 
 // `check(task, run, cases)` for both tiers of every pinned run: the cheap tier ("<task> cheap seed
@@ -31,12 +36,10 @@ void each_pinned_run(Check check) {
 template <class Check>
 void each_run_of_both_tiers(Check check) {
   const GatesConfig g = repo_gates();
-  for (const char* task : kPinnedTasks)
-    for (uint32_t seed : kPinnedSeeds) {
-      const Task t = parse_task(task);
-      check(t, std::string(task) + " cheap seed " + std::to_string(seed), draw_sampled_cases(g, t, seed));
-      check(t, std::string(task) + " deep seed " + std::to_string(seed), draw_deep_cases(g, t, seed));
-    }
+  each_pinned_task_and_seed([&](const Task& t, const std::string& task, uint32_t seed) {
+    check(t, task + " cheap seed " + std::to_string(seed), draw_sampled_cases(g, t, seed));
+    check(t, task + " deep seed " + std::to_string(seed), draw_deep_cases(g, t, seed));
+  });
 }
 
 }  // namespace evo::test
