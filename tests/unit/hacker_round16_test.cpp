@@ -30,25 +30,23 @@ int magic_div8(int h, int r) { return (h * ((256 + r - 1) / r)) >> 8; }
 // ratios 10, 11, 13 and 14 were never drawn).
 TEST(HackerRound16, EveryDeepPlanRunsEveryGqaRatioUpTo16AtTheTopOfTheHeadRange) {
   const GatesConfig g = test::repo_gates();
-  for (const char* task : test::kPinnedTasks)
-    for (uint32_t seed : test::kPinnedSeeds) {
-      const Task t = parse_task(task);
-      const EvalPlan deep = make_plan(g, {t, g.gate_sets, g.benchmark_sets, g.seeds, false, seed, true});
-      std::map<int, int> top;  // ratio -> the most query heads it is run with
-      for (const CaseSpec& c : deep.deep_cases) {
-        ASSERT_TRUE(c.device_check.on) << c.id;
-        const int r = c.shape.heads_q / c.shape.heads_kv;
-        top[r] = std::max(top[r], c.shape.heads_q);
-      }
-      const std::string run = fmt::format("{} deep seed {}", task, seed);
-      for (int r = 2; r <= 16; ++r) {
-        EXPECT_GT(top[r], 256 - r) << run << ": ratio " << r << " not run near 256 query heads";
-        bool missed = false;
-        for (int h = 0; h < top[r]; ++h) missed = missed || magic_div8(h, r) != h / r;
-        const bool exact_reciprocal = (r & (r - 1)) == 0;  // a power of two: the shift is exact
-        EXPECT_EQ(missed, !exact_reciprocal) << run << ": ratio " << r;
-      }
+  test::each_pinned_task_and_seed([&](const Task& t, const std::string& task, uint32_t seed) {
+    const EvalPlan deep = make_plan(g, {t, g.gate_sets, g.benchmark_sets, g.seeds, false, seed, true});
+    std::map<int, int> top;  // ratio -> the most query heads it is run with
+    for (const CaseSpec& c : deep.deep_cases) {
+      ASSERT_TRUE(c.device_check.on) << c.id;
+      const int r = c.shape.heads_q / c.shape.heads_kv;
+      top[r] = std::max(top[r], c.shape.heads_q);
     }
+    const std::string run = fmt::format("{} deep seed {}", task, seed);
+    for (int r = 2; r <= 16; ++r) {
+      EXPECT_GT(top[r], 256 - r) << run << ": ratio " << r << " not run near 256 query heads";
+      bool missed = false;
+      for (int h = 0; h < top[r]; ++h) missed = missed || magic_div8(h, r) != h / r;
+      const bool exact_reciprocal = (r & (r - 1)) == 0;  // a power of two: the shift is exact
+      EXPECT_EQ(missed, !exact_reciprocal) << run << ": ratio " << r;
+    }
+  });
 }
 
 // q_prescaled_in_place_odd_ratio.cu: an input changed in place only on the path of GQA ratios
