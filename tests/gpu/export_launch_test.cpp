@@ -31,8 +31,9 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 // Every dtype and head dim that ships, causal and not, a TMA stage and the split-KV decode kernels
-// among them. fp8-d128(-causal) ship nothing since their elites failed the deep tier, and `evo
-// export` refuses a task without a deep-gated kernel (docs/deploy.md).
+// among them. `evo export` refuses a task without a deep-gated kernel (docs/deploy.md), so every
+// task named here must hold one in the committed records (the H200, 2026-11-30: fp8-d64-causal
+// held none between the revocation of the one-level FP8 sum and the fixed kernel's run on it).
 const char* kTasks = "fp16-d64,fp16-d128-causal,bf16-d128,fp8-d64,fp8-d64-causal";
 
 struct Api {

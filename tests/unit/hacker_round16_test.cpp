@@ -67,5 +67,27 @@ TEST(HackerRound16, EveryRunSharesInFlightAtAGqaRatioThatIsNotAPowerOfTwo) {
   });
 }
 
+// gqa_ratio3_magic_div.cu and gqa_ratio_as_shift.cu failed that ratio-3 in-flight case on the
+// H200 (2026-11-30), and the adversarial test refused the verdict because the case's id named no
+// head counts and no ratio class. In-flight ids now name both, as the sampled cases do, with the
+// class gates.json gives the config or, for one it does not list, the class of its ratio.
+TEST(HackerRound16, InFlightCaseIdsNameTheirHeadsAndRatioClass) {
+  test::each_run_of_both_tiers([](const Task&, const std::string& run, const std::vector<CaseSpec>& cases) {
+    int odd_ratio = 0;
+    for (const CaseSpec& c : cases) {
+      if (c.id.find("/in_flight/") == std::string::npos) continue;
+      const std::string heads = fmt::format("/heads={}/{}/ratio=", c.shape.heads_q, c.shape.heads_kv);
+      EXPECT_NE(c.id.find(heads), std::string::npos) << run << ": " << c.id;
+      if (c.shape.heads_q == 6 && c.shape.heads_kv == 2) {
+        EXPECT_NE(c.id.find("/heads=6/2/ratio=gqa_other/"), std::string::npos) << run << ": " << c.id;
+        ++odd_ratio;
+      }
+      if (c.shape.heads_q == c.shape.heads_kv) EXPECT_NE(c.id.find("/ratio=mha/"), std::string::npos) << c.id;
+      if (c.shape.heads_kv == 1) EXPECT_NE(c.id.find("/ratio=mqa/"), std::string::npos) << c.id;
+    }
+    EXPECT_EQ(odd_ratio, 2) << run << ": the 6/2 in-flight shape, once sharing Q and once K and V";
+  });
+}
+
 }  // namespace
 }  // namespace evo
