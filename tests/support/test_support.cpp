@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -146,14 +147,28 @@ bool gpu_available(std::string* reason) {
   return true;
 }
 
-fs::path committed_results() {
-  const fs::path root = source_root();
+fs::path committed_results() { return committed_results_of(source_root()); }
+
+fs::path committed_results_of(const fs::path& root) {
   const CliResult listed = run_shell("git -C " + shell_quote(root) + " ls-files results 2>/dev/null");
   if (listed.exit_code != 0 || listed.out.empty()) return root / "results";
   const fs::path copy = scratch_dir("committed-results");
+  std::set<std::string> landed;
   std::istringstream lines(listed.out);
-  for (std::string rel; std::getline(lines, rel);) {
-    if (rel.empty() || !fs::exists(root / rel)) continue;  // a deletion not committed yet
+  for (std::string rel; std::getline(lines, rel);)
+    if (!rel.empty()) landed.insert(rel);
+  // Packed records are landed records too: evo writes plain .jsonl, only scripts/pack_results.sh
+  // writes .jsonl.gz, before a commit. The device's copy of the working tree carries them while its
+  // git index may be older (the H200, 2026-11-30: fp8-d64-causal's new records were there but not
+  // listed, so ExportedLaunch found no population), and records a run wrote there stay plain.
+  // Kernel sources are stored by content hash: one no record names changes nothing.
+  for (const auto& e : fs::directory_iterator(root / "results"))
+    if (e.path().filename().string().ends_with(".jsonl.gz")) landed.insert("results/" + e.path().filename().string());
+  if (fs::is_directory(root / "results" / "sources"))
+    for (const auto& e : fs::directory_iterator(root / "results" / "sources"))
+      landed.insert("results/sources/" + e.path().filename().string());
+  for (const std::string& rel : landed) {
+    if (!fs::exists(root / rel)) continue;  // a deletion not committed yet
     const fs::path to = copy / fs::path(rel).lexically_relative("results");
     fs::create_directories(to.parent_path());
     fs::copy_file(root / rel, to, fs::copy_options::overwrite_existing);

@@ -58,10 +58,13 @@ void set_deep_gate(const std::filesystem::path& repo, bool on);
 std::filesystem::path source_root();
 // The source tree's gates/gates.json, loaded.
 GatesConfig repo_gates();
-// The repository's results/ as committed: a scratch copy of the files git tracks there, so a
-// user's own runs (scripts/setup.sh runs stage 0 into results/) do not make the "committed
-// docs match the committed records" tests fail. Without git, results/ itself.
+// The repository's results/ as committed: a scratch copy of the files git tracks there, the
+// packed records (*.jsonl.gz) and the kernel sources, so a user's own runs (scripts/setup.sh runs
+// stage 0 into results/, as plain .jsonl) do not make the "committed docs match the committed
+// records" tests fail. Without git, results/ itself.
 std::filesystem::path committed_results();
+// The same for the repository at `root`.
+std::filesystem::path committed_results_of(const std::filesystem::path& root);
 std::string read_text(const std::filesystem::path& p);
 void write_text(const std::filesystem::path& p, const std::string& text);
 

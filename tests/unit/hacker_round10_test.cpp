@@ -19,7 +19,9 @@
 #include "support/pinned_runs.h"
 #include "support/test_support.h"
 
-namespace evo {
+// A namespace of its own: the unity build batches test files together, and rounds share helper
+// names (PinnedRun, kSplitControl, ...).
+namespace evo::hacker_round10 {
 namespace {
 
 // kv_heads_in_pairs.cu, mha_heads_in_pairs.cu: a GQA case with an odd Hkv above 1 and an MHA case
@@ -120,4 +122,4 @@ TEST(HackerRound10, Fp8RunsDrawVWithAnOffsetOverLongRows) {
 }
 
 }  // namespace
-}  // namespace evo
+}  // namespace evo::hacker_round10

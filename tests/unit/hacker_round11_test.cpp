@@ -17,7 +17,9 @@
 #include "support/pinned_runs.h"
 #include "support/test_support.h"
 
-namespace evo {
+// A namespace of its own: the unity build batches test files together, and rounds share helper
+// names (PinnedRun, kSplitControl, ...).
+namespace evo::hacker_round11 {
 namespace {
 
 // The stride classes of one view of [B, H, S, D] (strides in elements: batch, head, row), each
@@ -95,4 +97,4 @@ TEST(HackerRound11, KAndVGetTheViewsQAndOHad) {
 }
 
 }  // namespace
-}  // namespace evo
+}  // namespace evo::hacker_round11

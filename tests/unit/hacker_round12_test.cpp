@@ -14,7 +14,9 @@
 #include "run/sampler.h"
 #include "support/test_support.h"
 
-namespace evo {
+// A namespace of its own: the unity build batches test files together, and rounds share helper
+// names (PinnedRun, kSplitControl, ...).
+namespace evo::hacker_round12 {
 namespace {
 
 // The cheap tier's cases of every pinned run (the tasks and seeds of the earlier rounds' tests),
@@ -58,4 +60,4 @@ TEST(HackerRound12, EveryRunDrawsGqaRatiosThreeNineTwelveAndFifteen) {
 }
 
 }  // namespace
-}  // namespace evo
+}  // namespace evo::hacker_round12

@@ -29,7 +29,9 @@
 #include "run/sampler.h"
 #include "support/test_support.h"
 
-namespace evo {
+// A namespace of its own: the unity build batches test files together, and rounds share helper
+// names (PinnedRun, kSplitControl, ...).
+namespace evo::hacker_round13 {
 namespace {
 
 const GatesConfig& gates() {
@@ -370,4 +372,4 @@ TEST(HackerRound13, EveryTimedSampleIsVerifiedAndAClockReadRefused) {
 }
 
 }  // namespace
-}  // namespace evo
+}  // namespace evo::hacker_round13

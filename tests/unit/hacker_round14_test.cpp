@@ -26,7 +26,9 @@
 #include "support/pinned_runs.h"
 #include "support/test_support.h"
 
-namespace evo {
+// A namespace of its own: the unity build batches test files together, and rounds share helper
+// names (PinnedRun, kSplitControl, ...).
+namespace evo::hacker_round14 {
 namespace {
 
 struct PinnedRun {
@@ -284,4 +286,4 @@ TEST(HackerRound14, PrintsTheCasesARunDraws) {
 }
 
 }  // namespace
-}  // namespace evo
+}  // namespace evo::hacker_round14

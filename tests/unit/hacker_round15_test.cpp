@@ -19,7 +19,9 @@
 #include "support/pinned_runs.h"
 #include "support/test_support.h"
 
-namespace evo {
+// A namespace of its own: the unity build batches test files together, and rounds share helper
+// names (PinnedRun, kSplitControl, ...).
+namespace evo::hacker_round15 {
 namespace {
 
 const int64_t kPast2p31 = int64_t(1) << 31;
@@ -125,4 +127,4 @@ TEST(HackerRound15, EveryRunHasRowsWhoseEveryScoreIsBelowAFiniteSentinel) {
 }
 
 }  // namespace
-}  // namespace evo
+}  // namespace evo::hacker_round15

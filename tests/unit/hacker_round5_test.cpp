@@ -25,7 +25,9 @@
 #include "support/pinned_runs.h"
 #include "support/test_support.h"
 
-namespace evo {
+// A namespace of its own: the unity build batches test files together, and rounds share helper
+// names (PinnedRun, kSplitControl, ...).
+namespace evo::hacker_round5 {
 namespace {
 
 float f16_to_float(uint16_t h) {
@@ -193,4 +195,4 @@ TEST(HackerRound5, EveryRunHasAVOffsetCaseWithColumn0Unbiased) {
 }
 
 }  // namespace
-}  // namespace evo
+}  // namespace evo::hacker_round5

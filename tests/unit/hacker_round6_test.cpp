@@ -17,7 +17,9 @@
 #include "support/pinned_runs.h"
 #include "support/test_support.h"
 
-namespace evo {
+// A namespace of its own: the unity build batches test files together, and rounds share helper
+// names (PinnedRun, kSplitControl, ...).
+namespace evo::hacker_round6 {
 namespace {
 
 // A view with its batch inside the row: batch stride below the row stride (Megatron's [S, B, H, D]).
@@ -85,4 +87,4 @@ TEST(HackerRound6, MostRunsPutQAt32Mod64) {
 }
 
 }  // namespace
-}  // namespace evo
+}  // namespace evo::hacker_round6

@@ -18,7 +18,9 @@
 #include "support/pinned_runs.h"
 #include "support/test_support.h"
 
-namespace evo {
+// A namespace of its own: the unity build batches test files together, and rounds share helper
+// names (PinnedRun, kSplitControl, ...).
+namespace evo::hacker_round7 {
 namespace {
 
 // A view with its heads outside its batches: head stride above batch stride ([H, B, S, D]).
@@ -84,4 +86,4 @@ TEST(HackerRound7, MostRunsPutQAt112Mod128AndKAt32Or224Mod256) {
 }
 
 }  // namespace
-}  // namespace evo
+}  // namespace evo::hacker_round7

@@ -24,7 +24,9 @@
 #include "support/pinned_runs.h"
 #include "support/test_support.h"
 
-namespace evo {
+// A namespace of its own: the unity build batches test files together, and rounds share helper
+// names (PinnedRun, kSplitControl, ...).
+namespace evo::hacker_round8 {
 namespace {
 
 CaseLayout some_layout() {
@@ -204,4 +206,4 @@ TEST(GateSideEffects, TheSplitFactsComeOnlyFromProblemsWithAWorkspace) {
 }
 
 }  // namespace
-}  // namespace evo
+}  // namespace evo::hacker_round8

@@ -20,7 +20,9 @@
 #include "support/pinned_runs.h"
 #include "support/test_support.h"
 
-namespace evo {
+// A namespace of its own: the unity build batches test files together, and rounds share helper
+// names (PinnedRun, kSplitControl, ...).
+namespace evo::hacker_round9 {
 namespace {
 
 // Rows of a [B, H, S, D] tensor whose fill (`f`, the case's seed) makes them outlier rows; at most
@@ -131,4 +133,4 @@ TEST(HackerRound9, AFirstLaunchAfterAPrimerFindsThePrimersPartials) {
 }
 
 }  // namespace
-}  // namespace evo
+}  // namespace evo::hacker_round9
