@@ -36,6 +36,9 @@
 #                       tma_ws_m64 on the causal tasks' regime, model and `long` shapes (D=64 and
 #                       D=128: batched-short causal ships the cluster kernel at 0.79-0.86x cuDNN).
 #                       $OUT/models-fenced.tgz.
+#   models.sh m64d128   (<= 9 min) tma_ws_m64 on fp16-d128 and bf16-d128 (non-causal) through the gate
+#                       and deep tier on the regime and model shapes, then its rank 1 re-timed on
+#                       `regimes,models,long` so the short regimes can pick it. $OUT/models-m64d128.tgz.
 #   models.sh stages    (<= 4 min) evo run --stage 0..6 --budget 1 on the bf16 tasks that started at
 #                       stage 7 (bf16-d128-causal, bf16-d64, bf16-d64-causal): every stage that
 #                       supports them has a population. $OUT/models-stages.tgz.
@@ -45,7 +48,7 @@ cd "$(dirname "$0")/../.."
 source lab/device-sessions/device_steps.sh
 device_env
 final=$OUT
-PHASE=${1:?measure|op|host|decode|tma|m64|fenced|stages}
+PHASE=${1:?measure|op|host|decode|tma|m64|m64d128|fenced|stages}
 OUT=/tmp/evo-models-$PHASE && rm -rf "$OUT" && mkdir -p "$OUT"
 evo=build/harness/evo
 TASKS=fp16-d64,fp16-d64-causal,fp16-d128,fp16-d128-causal,bf16-d128,bf16-d128-causal,bf16-d64,bf16-d64-causal
@@ -144,6 +147,24 @@ case "$PHASE" in
     timeout "$left" $evo population remeasure --task fp16-d128-causal,bf16-d128-causal --elites-of custom-aa009305 \
       --stages 7 --top 1 --bench regimes,models,long >"$OUT/m64-causal-d128.log" 2>&1
     echo "m64 causal d128 exit $? at ${SECONDS}s"; tail -3 "$OUT/m64-causal-d128.log"
+    pack ;;
+  m64d128)
+    # The non-causal D=128 tasks never ran tma_ws_m64 through the deep tier (one record each), so
+    # their short and batched-short regimes (0.90-0.92x cuDNN) only ever compared 128-row kernels.
+    # Predicted (lab/notes/h200-20261130-twelfth-session.md): 1x8x8x512x512x128 from 64 CTAs of
+    # one warpgroup instead of 32 of two, 0.7-0.9x the 128-row kernel's time.
+    timeout 260 $evo run --stage 7 --task fp16-d128,bf16-d128 --bench regimes,models --only tma_ws_m64 --budget 4 \
+      >"$OUT/m64d128-run.log" 2>&1
+    echo "m64 d128 run exit $? at ${SECONDS}s"; grep -E "candidates, .* GPU-seconds" "$OUT/m64d128-run.log"
+    $evo population rebuild >"$OUT/rebuild.log" 2>&1
+    for t in fp16-d128 bf16-d128; do
+      # the custom-bench population the run above wrote (the newest of the task's)
+      pop=$(ls -t populations/nvidia-h200/$t@custom-*.json | head -1); bench=${pop##*@}; bench=${bench%.json}
+      left=$((540 - SECONDS)); [ "$left" -lt 30 ] && left=30; [ "$t" = fp16-d128 ] && left=$((left / 2))
+      timeout "$left" $evo population remeasure --task $t --elites-of "$bench" --stages 7 --top 1 \
+        --bench regimes,models,long >"$OUT/m64d128-$t.log" 2>&1
+      echo "$t remeasure ($bench) exit $? at ${SECONDS}s"; tail -3 "$OUT/m64d128-$t.log"
+    done
     pack ;;
   stages)
     for n in 0 1 2 3 4 5 6; do
