@@ -128,6 +128,7 @@ SampleSpace SampleSpace::for_tier(const CoverageTier& tier) const {
   if (!tier.lengths.empty()) s.lengths = tier.lengths;
   if (tier.max_tensor_elements > 0) s.max_tensor_elements = tier.max_tensor_elements;
   if (tier.max_flops > 0) s.max_flops = tier.max_flops;
+  s.scales.insert(s.scales.end(), tier.extra_scales.begin(), tier.extra_scales.end());
   return s;
 }
 
@@ -230,6 +231,9 @@ CoverageTier tier(const json& j, const std::string& w) {
   if (j.contains("max_tensor_elements"))
     t.max_tensor_elements = integer(j.at("max_tensor_elements"), 1, kEvoDomainMaxSpan, w + ".max_tensor_elements");
   if (j.contains("max_flops")) t.max_flops = flops(j.at("max_flops"), w + ".max_flops");
+  if (j.contains("extra_scales"))
+    for (const auto& v : nonempty_list(j, "extra_scales", w))
+      t.extra_scales.push_back(parse_scale(text(v, w + ".extra_scales"), w + ".extra_scales"));
   return t;
 }
 

@@ -80,6 +80,9 @@ struct CoverageTier {
   std::vector<NamedRange> lengths;
   int64_t max_tensor_elements = 0;
   double max_flops = 0;
+  // Scales this tier draws beside the space's (`extra_scales`; hacker round 17: the deep tier's band
+  // 0.125/D..0.25/sqrt(D), so the cheap tier's scale x input pairs do not grow).
+  std::vector<ScaleChoice> extra_scales;
 };
 
 struct SampleSpace {
