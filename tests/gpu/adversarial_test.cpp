@@ -240,13 +240,16 @@ void check_suite(const Suite& s, const std::string& sets) {
     }
     const json& r = it->second;
     const std::string got = r["outcome"];
-    // Every verdict in the log (lab/device-sessions/gate.sh keeps them): the records go with the scratch dir.
-    std::cout << "verdict: " << file << ": " << got << " (expected " << want << ") "
-              << r["reason"].get<std::string>().substr(0, 200) << "\n";
     if (got != want && s.also.count(file))
       for (const auto& [verdict, cases] : s.also.at(file))
         if (got == verdict && names_one_of(r["reason"].get<std::string>(), cases))
           want = got;  // one of its other verdicts, by a case that must give it
+    // Every verdict in the log (lab/device-sessions/gate.sh keeps them): the records go with the scratch
+    // dir. An accepted alternative prints as expected, so lab/device-sessions/gpu_tests.sh lists only
+    // the verdicts that differ (it printed ~20 accepted crashes on every run of 2026-11-30).
+    std::cout << "verdict: " << file << ": " << got << " (expected " << want << ")"
+              << (want != expected_verdict ? " [an alternative to " + expected_verdict + "]" : "") << " "
+              << r["reason"].get<std::string>().substr(0, 200) << "\n";
     EXPECT_EQ(got, want) << file << ": expected verdict " << want << ", got " << got << " ("
                          << r["reason"].get<std::string>()
                          << ")\n  what the trick is and what must catch it: " << notes_of(file)
