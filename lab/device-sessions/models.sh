@@ -158,8 +158,10 @@ case "$PHASE" in
     echo "m64 d128 run exit $? at ${SECONDS}s"; grep -E "candidates, .* GPU-seconds" "$OUT/m64d128-run.log"
     $evo population rebuild >"$OUT/rebuild.log" 2>&1
     for t in fp16-d128 bf16-d128; do
-      # the custom-bench population the run above wrote (the newest of the task's)
-      pop=$(ls -t populations/nvidia-h200/$t@custom-*.json | head -1); bench=${pop##*@}; bench=${bench%.json}
+      # the custom-bench population the run above wrote (population writes leave unchanged files alone)
+      pop=$(find populations/nvidia-h200 -name "$t@custom-*.json" -newer "$mark" | head -1)
+      [ -n "$pop" ] || { echo "$t: the run wrote no custom population"; continue; }
+      bench=${pop##*@}; bench=${bench%.json}
       left=$((540 - SECONDS)); [ "$left" -lt 30 ] && left=30; [ "$t" = fp16-d128 ] && left=$((left / 2))
       timeout "$left" $evo population remeasure --task $t --elites-of "$bench" --stages 7 --top 1 \
         --bench regimes,models,long >"$OUT/m64d128-$t.log" 2>&1
