@@ -5,6 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <utility>
+#include <vector>
+
 #include "ablate/dataset.h"
 #include "support/test_support.h"
 #include "support/tiny_dataset.h"
@@ -166,19 +170,39 @@ TEST_P(CommittedCache, IsWhatTheSimulatorSays) {
   }
 }
 
-std::string committed_cache_name(const ::testing::TestParamInfo<const char*>& info) {
-  static const std::vector<std::string> names = {"H200", "Synthetic", "H200Stage9Bf16D128", "H200Stage9Fp16D64",
-                                                 "H200Stage9Fp16D64Wide"};
-  return names.at(info.index);
+// Every dataset the repository commits, and the name its test runs under.
+const std::vector<std::pair<const char*, const char*>> kCommittedDatasets = {
+    {"results/datasets/nvidia-h200-stage7-fp16-d128.json", "H200"},
+    {"tests/fixtures/datasets/synthetic-stage7-fp16-d128.json", "Synthetic"},
+    {"results/datasets/nvidia-h200-stage9-bf16-d128.json", "H200Stage9Bf16D128"},
+    {"results/datasets/nvidia-h200-stage9-fp16-d64.json", "H200Stage9Fp16D64"},
+    {"results/datasets/nvidia-h200-stage9-fp16-d64-wide.json", "H200Stage9Fp16D64Wide"},
+    {"results/datasets/nvidia-h200-stage7-fp8-d128.json", "H200Stage7Fp8D128"},
+};
+
+std::vector<const char*> committed_dataset_paths() {
+  std::vector<const char*> paths;
+  for (const auto& [path, name] : kCommittedDatasets) paths.push_back(path);
+  return paths;
 }
 
-INSTANTIATE_TEST_SUITE_P(AblationCache, CommittedCache,
-                         ::testing::Values("results/datasets/nvidia-h200-stage7-fp16-d128.json",
-                                           "tests/fixtures/datasets/synthetic-stage7-fp16-d128.json",
-                                           "results/datasets/nvidia-h200-stage9-bf16-d128.json",
-                                           "results/datasets/nvidia-h200-stage9-fp16-d64.json",
-                                           "results/datasets/nvidia-h200-stage9-fp16-d64-wide.json"),
+std::string committed_cache_name(const ::testing::TestParamInfo<const char*>& info) {
+  return kCommittedDatasets.at(info.index).second;
+}
+
+INSTANTIATE_TEST_SUITE_P(AblationCache, CommittedCache, ::testing::ValuesIn(committed_dataset_paths()),
                          committed_cache_name);
+
+// A dataset added to results/datasets/ without a line above would go unchecked: its cache could
+// drift from the simulator while COMPARE.md kept rendering it.
+TEST(AblationCache, EveryCommittedDatasetIsChecked) {
+  for (const auto& entry : fs::directory_iterator(source_root() / "results/datasets")) {
+    const std::string path = "results/datasets/" + entry.path().filename().string();
+    const bool listed = std::any_of(kCommittedDatasets.begin(), kCommittedDatasets.end(),
+                                    [&](const auto& d) { return path == d.first; });
+    EXPECT_TRUE(listed) << path << " is not in kCommittedDatasets (tests/unit/ablation_cache_test.cpp)";
+  }
+}
 
 }  // namespace
 }  // namespace evo::test
