@@ -34,6 +34,15 @@ inline bool fill_outlier_row(unsigned every, uint64_t row, unsigned seed) {
   return every != 0 && SplitMix{row ^ (uint64_t(seed) << 32)}.next() % every == 0;
 }
 
+// The logical row whose draw row `row` of a tensor of `seq` rows takes (evo_fill, support_kernels.cu):
+// itself, except that with padding rows (`padding`: outlier_scale 0) a sequence's last row copies
+// row 0 when row 0 is padding, so such a sequence starts and ends with the same padding token
+// (hacker round 18: v_flat_by_endpoints.cu).
+inline uint64_t fill_source_row(unsigned every, bool padding, uint64_t row, uint64_t seq, unsigned seed) {
+  const uint64_t s = row % seq, first = row - s;
+  return padding && s > 0 && s == seq - 1 && fill_outlier_row(every, first, seed) ? first : row;
+}
+
 inline TensorFills tensor_fills(const CaseSpec& c) {
   TensorFills f;
   f.q.stddev = float(c.qk_std);

@@ -92,7 +92,8 @@ void parse_inputs(const json& j, const std::string& origin, GatesConfig& c) {
                              field_or<double>(in, "k_sink", 0.0, iw),
                              field_or<std::vector<std::string>>(in, "dtypes", {}, iw),
                              field_or<double>(in, "v_mean", 0.0, iw),
-                             field_or<double>(in, "sink_score_log2", 0.0, iw)};
+                             field_or<double>(in, "sink_score_log2", 0.0, iw),
+                             field_or<bool>(in, "values_as_keys", true, iw)};
     for (const auto& dt : c.distributions[name].dtypes)
       if (dt != "fp16" && dt != "bf16" && dt != "fp8")
         throw usage_error(fmt::format("{}.dtypes: '{}' is not a dtype: use fp16, bf16 or fp8", iw, dt));

@@ -47,6 +47,10 @@ struct InputDistribution {
   // few thousandths. A fixed mean of 4096 scored up to 3·10⁹ at scale 1 (rounding error ±128 in
   // the exponent): honest kernels overflowed fp16 P to Inf (the H200, 2026-11-30).
   double sink_score_log2 = 0;
+  // false: a case of this distribution never becomes a K and V one view (run/sampler.cpp). V in
+  // the thousands (large_o, huge_o: outputs near the top of the output's range) would make K's
+  // values, and so every logit, thousands of times a key's size (hacker round 18).
+  bool values_as_keys = true;
   bool applies_to(const std::string& dtype) const {
     return dtypes.empty() || std::find(dtypes.begin(), dtypes.end(), dtype) != dtypes.end();
   }

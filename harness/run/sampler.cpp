@@ -211,7 +211,8 @@ std::vector<CaseSpec> draw_tier(const GatesConfig& gates, const Task& task, uint
     for (size_t k = 0; k < drawn; ++k) {
       const CaseSpec& from = out[(start + k) % drawn];
       if (from.two_streams) continue;  // its second problem halves Sq
-      if (pair == "kv" && !values_serve_as_keys(from, task)) continue;
+      if (pair == "kv" && (!gates.distributions.at(from.inputs).values_as_keys || !values_serve_as_keys(from, task)))
+        continue;
       CaseSpec c = from;
       if (pair == "qk") {
         c.shape.heads_kv = c.shape.heads_q;

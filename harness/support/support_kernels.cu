@@ -64,6 +64,14 @@ __device__ __forceinline__ float fill_value(const EvoTensorDesc& t, unsigned lon
   const int h = static_cast<int>(r % t.heads); r /= t.heads;
   const int b = static_cast<int>(r);
   *offset = b * t.stride[0] + h * t.stride[1] + s * t.stride[2] + d;
+  // Padding rows (outlier_scale 0): a sequence whose first token is padding ends with it too, its
+  // last row drawn as a copy of row 0 (bitwise, in Q, K and V alike; gpu/input_fill.h
+  // fill_source_row is the host's mirror). Hacker round 18: V's two ends agreed bitwise in about
+  // 1 in 1 152 sequences, so a kernel that took V as constant when they did was admitted.
+  if (f.outlier_every && f.outlier_scale == 0.f && s > 0 && s == t.seq - 1) {
+    const unsigned long long first = i - static_cast<unsigned long long>(s) * t.dim;
+    if (evo_mix64((first / t.dim) ^ (static_cast<unsigned long long>(seed) << 32)) % f.outlier_every == 0) i = first;
+  }
   float x = f.mean + evo_normal(i + nonce, seed, tensor, f.stddev);
   const unsigned long long row_hash = evo_mix64((i / t.dim) ^ (static_cast<unsigned long long>(seed) << 32));
   if (f.outlier_every && row_hash % f.outlier_every == 0) {

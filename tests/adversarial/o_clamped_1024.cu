@@ -11,7 +11,7 @@
     128
   ],
   "min_sm": 80,
-  "notes": "TRICK: each output element is clamped to [-1024, 1024] before it is converted (as an epilogue that saturates for a fixed-point or narrow format would). An fp16 output reaches +-1024 only where V does, and the fp16 inputs the gate draws keep |V| under about 600: large_v has std 100 (|O| at most a V element, ~550 at Skv = 1), v_offset's mean is +-256. bf16 tasks see huge_v (std 1e5) and fail. Hacker round 17 (issue 29 item 5). The design assumption aimed at: fp16 outputs span fp16's range. Open: raising large_v's spread tenfold makes honest kernels' near-tied weights on large_v/shared=kv move O past its atol (the error grows with the square of V's spread), and v_offset's 256 is pinned by calibration and tests. Expected verdict: ok (admitted) on main and after this round."
+  "notes": "TRICK: each output element is clamped to [-1024, 1024] before it is converted (as an epilogue that saturates for a fixed-point or narrow format would). An fp16 output reaches +-1024 only where V does, and the fp16 inputs the gate draws keep |V| under about 600: large_v has std 100 (|O| at most a V element, ~550 at Skv = 1), v_offset's mean is +-256. bf16 tasks see huge_v (std 1e5) and fail. Hacker round 17 (issue 29 item 5). The design assumption aimed at: fp16 outputs span fp16's range. Closed in hacker round 18 by an input of its own, large_o (fp16 only: V's two column bands at +-16 384, std 100, ordinary Q and K, never a K and V one view), not by a tenfold large_v (whose near-tied weights on large_v/shared=kv move honest outputs past its atol). Expected verdict: correctness on /large_o since round 18; ok (admitted) on round 17's gate."
 }
 */
 #include "evo_attn.cuh"
