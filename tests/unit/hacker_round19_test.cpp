@@ -79,12 +79,23 @@ struct ProbeSet {
   std::vector<int> (*rows)(int seq);
 };
 const ProbeSet kProbeSets[] = {
-    {"rows 0, Skv/2, Skv - 1 (v_flat_by_three_rows.cu)", 4, [](int n) { return std::vector<int>{0, n / 2, n - 1}; }},
+    {"rows 0, Skv/2, Skv - 1 (v_flat_by_three_rows.cu)", 4,
+     [](int n) {
+       return std::vector<int>{0, n / 2, n - 1};
+     }},
     {"rows 0, Skv/4, Skv/2, 3Skv/4, Skv - 1 (v_flat_by_five_rows.cu)", 6,
-     [](int n) { return std::vector<int>{0, n / 4, n / 2, 3 * n / 4, n - 1}; }},
+     [](int n) {
+       return std::vector<int>{0, n / 4, n / 2, 3 * n / 4, n - 1};
+     }},
     {"rows 0 to 7 (v_flat_by_first_rows.cu)", 9, [](int) { return std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}; }},
-    {"rows 0 and 1 (repeated_key_counted_once.cu)", 3, [](int) { return std::vector<int>{0, 1}; }},
-    {"rows 0 and Skv - 1 (v_flat_by_endpoints.cu, round 16)", 3, [](int n) { return std::vector<int>{0, n - 1}; }},
+    {"rows 0 and 1 (repeated_key_counted_once.cu)", 3,
+     [](int) {
+       return std::vector<int>{0, 1};
+     }},
+    {"rows 0 and Skv - 1 (v_flat_by_endpoints.cu, round 16)", 3,
+     [](int n) {
+       return std::vector<int>{0, n - 1};
+     }},
 };
 
 // The sequences of a padding-row case (at most `limit` of them) whose probe rows are all one
@@ -165,8 +176,8 @@ TEST(HackerRound19, Fp16sRelL2SitsBetweenHonestKernelsAndBf16Rounding) {
   EXPECT_GT(bf16_rel_l2, 1.5e-3);
   const GatesConfig g = test::repo_gates();
   const Task t = parse_task("fp16-d64");
-  for (const char* in : {"normal", "large_logits", "outlier_rows", "near_uniform", "attention_sink", "large_v", "v_offset",
-                         "large_o", "huge_logits"}) {
+  for (const char* in : {"normal", "large_logits", "outlier_rows", "near_uniform", "attention_sink", "large_v",
+                         "v_offset", "large_o", "huge_logits"}) {
     const Tolerance& tol = g.tolerance(t, in);
     EXPECT_LT(tol.rel_l2, bf16_rel_l2 / 1.4) << in << ": an fp16 O through bf16 passes the relative L2";
     EXPECT_GE(tol.rel_l2, 3 * 2.9e-4) << in << ": margin over honest fp16 kernels";
@@ -207,7 +218,8 @@ TEST(HackerRound19, TheCaughtTriesMeetTheirCasesInEveryRunOfTheirTier) {
       // p_through_bf16.cu: near-uniform weights over 16 keys or more on an ordinary input.
       const bool ordinary = c.inputs == "normal" || c.inputs == "large_logits" || c.inputs == "outlier_rows" ||
                             c.inputs == "large_v" || c.inputs == "near_uniform";
-      ordinary_uniform = ordinary_uniform || (ordinary && s.seq_kv >= 16 && (c.scale <= 1.0 / d * 1.0001 || c.inputs == "near_uniform"));
+      ordinary_uniform = ordinary_uniform ||
+                         (ordinary && s.seq_kv >= 16 && (c.scale <= 1.0 / d * 1.0001 || c.inputs == "near_uniform"));
     }
     EXPECT_TRUE(offset_one_key) << run << ": v_offset or large_o over one key";
     EXPECT_TRUE(large_o_uniform) << run << ": large_o at scale <= 1/D over 8 keys or more";
