@@ -2,6 +2,7 @@
 // distribution split per tensor. Q carries its mean and the outlier rows, K the sink key,
 // V its own spread and mean.
 #pragma once
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <limits>
@@ -34,13 +35,32 @@ inline bool fill_outlier_row(unsigned every, uint64_t row, unsigned seed) {
   return every != 0 && SplitMix{row ^ (uint64_t(seed) << 32)}.next() % every == 0;
 }
 
+// Which (b, head) sequences of a tensor with padding rows repeat one token (hacker round 19): 1 in
+// every / 4 (1 in 4 for near_uniform's 16), by the sequence's index ((b * heads + h), salted so it
+// is not row 0's padding hash).
+inline constexpr uint64_t kRepeatedSequenceSalt = 0x7E9EA7ull;
+inline bool fill_repeated_sequence(unsigned every, uint64_t sequence, unsigned seed) {
+  return every != 0 &&
+         SplitMix{sequence ^ kRepeatedSequenceSalt ^ (uint64_t(seed) << 32)}.next() % std::max(every / 4, 1u) == 0;
+}
+
 // The logical row whose draw row `row` of a tensor of `seq` rows takes (evo_fill, support_kernels.cu):
-// itself, except that with padding rows (`padding`: outlier_scale 0) a sequence's last row copies
-// row 0 when row 0 is padding, so such a sequence starts and ends with the same padding token
-// (hacker round 18: v_flat_by_endpoints.cu).
+// itself, except with padding rows (`padding`: outlier_scale 0):
+// - a sequence's last row copies row 0 when row 0 is padding, so such a sequence starts and ends
+//   with the same padding token (hacker round 18: v_flat_by_endpoints.cu);
+// - in a repeated sequence (fill_repeated_sequence) whose row 0 is not padding, every row that is
+//   not padding copies row 0: one token repeated at every position but its padding tokens, which
+//   fall where the hash puts them (hacker round 19: v_flat_by_three_rows.cu; any fixed set of
+//   probe rows agrees bitwise in most such sequences while the padding rows differ). The padding
+//   rows stay exactly the rows fill_outlier_row names, in every sequence.
 inline uint64_t fill_source_row(unsigned every, bool padding, uint64_t row, uint64_t seq, unsigned seed) {
   const uint64_t s = row % seq, first = row - s;
-  return padding && s > 0 && s == seq - 1 && fill_outlier_row(every, first, seed) ? first : row;
+  if (!padding || s == 0) return row;
+  const bool first_padding = fill_outlier_row(every, first, seed);
+  if (s == seq - 1 && first_padding) return first;
+  if (!first_padding && fill_repeated_sequence(every, first / seq, seed) && !fill_outlier_row(every, row, seed))
+    return first;
+  return row;
 }
 
 inline TensorFills tensor_fills(const CaseSpec& c) {

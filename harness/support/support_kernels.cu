@@ -67,10 +67,21 @@ __device__ __forceinline__ float fill_value(const EvoTensorDesc& t, unsigned lon
   // Padding rows (outlier_scale 0): a sequence whose first token is padding ends with it too, its
   // last row drawn as a copy of row 0 (bitwise, in Q, K and V alike; gpu/input_fill.h
   // fill_source_row is the host's mirror). Hacker round 18: V's two ends agreed bitwise in about
-  // 1 in 1 152 sequences, so a kernel that took V as constant when they did was admitted.
-  if (f.outlier_every && f.outlier_scale == 0.f && s > 0 && s == t.seq - 1) {
-    const unsigned long long first = i - static_cast<unsigned long long>(s) * t.dim;
-    if (evo_mix64((first / t.dim) ^ (static_cast<unsigned long long>(seed) << 32)) % f.outlier_every == 0) i = first;
+  // 1 in 1 152 sequences, so a kernel that took V as constant when they did was admitted. Hacker
+  // round 19: 1 in outlier_every / 4 sequences (by a salted hash of (b, h)) whose row 0 is not padding
+  // repeat row 0 at every position that is not padding (a repeated token between its padding
+  // tokens), so any fixed set of probe rows agrees bitwise while the padding rows differ.
+  if (f.outlier_every && f.outlier_scale == 0.f && s > 0) {
+    const unsigned long long first = i - static_cast<unsigned long long>(s) * t.dim, first_row = first / t.dim;
+    const bool first_padding = evo_mix64(first_row ^ (static_cast<unsigned long long>(seed) << 32)) % f.outlier_every == 0;
+    if (s == t.seq - 1 && first_padding) {
+      i = first;
+    } else if (!first_padding &&
+               evo_mix64((first_row / t.seq) ^ 0x7E9EA7ull ^ (static_cast<unsigned long long>(seed) << 32)) %
+                       max(f.outlier_every / 4u, 1u) == 0 &&
+               evo_mix64((i / t.dim) ^ (static_cast<unsigned long long>(seed) << 32)) % f.outlier_every != 0) {
+      i = first;
+    }
   }
   float x = f.mean + evo_normal(i + nonce, seed, tensor, f.stddev);
   const unsigned long long row_hash = evo_mix64((i / t.dim) ^ (static_cast<unsigned long long>(seed) << 32));

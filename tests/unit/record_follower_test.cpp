@@ -18,6 +18,7 @@ namespace {
 
 using nlohmann::json;
 namespace fs = std::filesystem;
+using test::write_text;
 
 json run_record(int i, double us, const std::string& outcome = "ok") {
   const std::string id = "c" + std::to_string(i);
