@@ -13,6 +13,7 @@
 #include <map>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/splitmix.h"
@@ -176,11 +177,18 @@ TEST(HackerRound19, Fp16sRelL2SitsBetweenHonestKernelsAndBf16Rounding) {
   EXPECT_GT(bf16_rel_l2, 1.5e-3);
   const GatesConfig g = test::repo_gates();
   const Task t = parse_task("fp16-d64");
-  for (const char* in : {"normal", "large_logits", "outlier_rows", "near_uniform", "attention_sink", "large_v",
-                         "v_offset", "large_o", "huge_logits"}) {
+  // The worst relative L2 of every ok fp16 record in results/ (every tier, 2026-11-30) per input.
+  for (const auto& [in, honest] : std::vector<std::pair<const char*, double>>{
+           {"normal", 3.27e-4}, {"large_logits", 2.97e-4}, {"outlier_rows", 2.86e-4}, {"large_v", 3.18e-4}}) {
     const Tolerance& tol = g.tolerance(t, in);
     EXPECT_LT(tol.rel_l2, bf16_rel_l2 / 1.4) << in << ": an fp16 O through bf16 passes the relative L2";
-    EXPECT_GE(tol.rel_l2, 3 * 2.9e-4) << in << ": margin over honest fp16 kernels";
+    EXPECT_GE(tol.rel_l2, 3 * honest) << in << ": margin over honest fp16 kernels";
+  }
+  // Honest deep-tier cases over 112k-131k keys reached these (tma_ws_m64): the bound stays above
+  // them, so bf16 rounding is caught on the inputs above, not these.
+  for (const auto& [in, honest] : std::vector<std::pair<const char*, double>>{
+           {"near_uniform", 7.96e-4}, {"attention_sink", 1.17e-3}, {"v_offset", 9.03e-4}}) {
+    EXPECT_GE(g.tolerance(t, in).rel_l2, 1.5 * honest) << in << ": margin over honest fp16 kernels";
   }
   std::cout << fmt::format("bf16 rounding's relative L2 {:.3g}, fp16 rel_l2 {:g}\n", bf16_rel_l2,
                            g.tolerance(t, "normal").rel_l2);
