@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""The worst relative L2 error of honest kernels on record, per input distribution.
+
+Reads every record in results/*.jsonl.gz (and *.jsonl) whose task starts with the given prefix
+(default fp16) and whose outcome is ok, collects every `rel_l2` it holds (cheap, deep and
+post-timing gate checks, timing integrity checks), and prints the largest per input, read from the
+case id. What gates.json's per-input rel_l2 must stay above (hacker round 19):
+    python3 lab/calibration/honest_rel_l2.py [fp16|bf16|fp8]
+"""
+import collections
+import glob
+import gzip
+import json
+import sys
+
+INPUTS = ("attention_sink", "v_offset", "near_uniform", "normal", "large_v", "large_logits",
+          "outlier_rows", "huge_logits", "large_o", "huge_o", "huge_v", "tiny_v", "small_v")
+
+
+def input_of(case_id):
+    for part in reversed(case_id.split("/")):
+        if part.split(":")[0] in INPUTS:
+            return part.split(":")[0]
+    return "?"
+
+
+def checks(x):
+    if isinstance(x, dict):
+        if isinstance(x.get("rel_l2"), (int, float)):
+            yield x.get("case") or x.get("id") or x.get("name") or "", x["rel_l2"]
+        for v in x.values():
+            yield from checks(v)
+    elif isinstance(x, list):
+        for v in x:
+            yield from checks(v)
+
+
+def main():
+    prefix = sys.argv[1] if len(sys.argv) > 1 else "fp16"
+    worst = collections.defaultdict(lambda: (0.0, ""))
+    records = 0
+    for path in sorted(glob.glob("results/*.jsonl.gz") + glob.glob("results/*.jsonl")):
+        opener = gzip.open if path.endswith(".gz") else open
+        with opener(path, "rt") as f:
+            for line in f:
+                try:
+                    r = json.loads(line)
+                except ValueError:
+                    continue
+                if not str(r.get("task", "")).startswith(prefix) or r.get("outcome") != "ok":
+                    continue
+                records += 1
+                for case, v in checks(r):
+                    k = input_of(case)
+                    if v > worst[k][0]:
+                        worst[k] = (v, f"{r.get('variant')} {case[:90]}")
+    print(f"{records} ok {prefix} records")
+    for k, (v, where) in sorted(worst.items(), key=lambda kv: -kv[1][0]):
+        print(f"{k:15s} {v:.3g}  {where}")
+
+
+if __name__ == "__main__":
+    main()
