@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -49,7 +50,7 @@ OutputCheck check_output(const std::string& out, const std::string& ref, DType d
   }
   const auto* o = reinterpret_cast<const uint16_t*>(out.data());
   const auto* r = reinterpret_cast<const float*>(ref.data());
-  double err2 = 0, ref2 = 0;
+  double err2 = 0, ref2 = 0, signed_err = 0, abs_ref = 0;
   for (size_t i = 0; i < c.n; ++i) {
     if (o[i] == kPoisonBits) {
       ++c.unwritten;
@@ -65,8 +66,10 @@ OutputCheck check_output(const std::string& out, const std::string& ref, DType d
     if (d > tol.atol + tol.rtol * std::abs(double(r[i]))) ++c.bad;
     err2 += d * d;
     ref2 += double(r[i]) * r[i];
+    if (r[i] != 0) signed_err += r[i] > 0 ? v - double(r[i]) : double(r[i]) - v;  // as evo_compare_one
+    abs_ref += std::abs(double(r[i]));
   }
-  conclude(c, err2, ref2, tol);
+  conclude(c, err2, ref2, signed_err, abs_ref, tol);
   return c;
 }
 
@@ -77,7 +80,7 @@ OutputCheck check_counts(const DeviceCheckFacts& f, const Tolerance& tol, const 
   c.nonfinite = f.nonfinite;
   c.bad = f.bad;
   c.max_abs = f.max_abs;
-  conclude(c, f.err2, f.ref2, tol);
+  conclude(c, f.err2, f.ref2, f.signed_err, f.abs_ref, tol);
   if (f.first_fail >= 0 && !c.reason.empty()) {  // where: the dimension a wrong kernel got wrong
     int64_t i = f.first_fail;
     const int64_t d = i % shape.head_dim, s = (i /= shape.head_dim) % shape.seq_q,
@@ -88,8 +91,10 @@ OutputCheck check_counts(const DeviceCheckFacts& f, const Tolerance& tol, const 
 }
 
 // The verdict over the counts, in the order of their severity; one line.
-void conclude(OutputCheck& c, double err2, double ref2, const Tolerance& tol) {
+void conclude(OutputCheck& c, double err2, double ref2, double signed_err, double abs_ref, const Tolerance& tol) {
   c.rel_l2 = ref2 > 0 ? std::sqrt(err2 / ref2) : (err2 > 0 ? INFINITY : 0);
+  c.bias = abs_ref > 0 ? signed_err / abs_ref : 0;
+  const size_t checked = c.n - std::min(c.n, c.unwritten + c.nonfinite);
   if (c.unwritten)
     c.reason = fmt::format("{} of {} output elements never written (poison left)", c.unwritten, c.n);
   else if (c.nonfinite)
@@ -99,6 +104,9 @@ void conclude(OutputCheck& c, double err2, double ref2, const Tolerance& tol) {
                            tol.atol, tol.rtol, c.max_abs);
   else if (c.rel_l2 > tol.rel_l2)
     c.reason = fmt::format("relative L2 error {:.3g} above {:g}", c.rel_l2, tol.rel_l2);
+  else if (tol.bias > 0 && checked >= kBiasMinElements && std::abs(c.bias) > tol.bias)
+    c.reason = fmt::format("errors biased {}: mean signed error {:.3g} of |ref| beyond {:g}",
+                           c.bias < 0 ? "toward zero" : "away from zero", c.bias, tol.bias);
   c.pass = c.reason.empty();
 }
 
@@ -106,6 +114,7 @@ nlohmann::json check_json(const OutputCheck& c) {
   return {{"pass", c.pass},
           {"max_abs", c.max_abs},
           {"rel_l2", std::isfinite(c.rel_l2) ? nlohmann::json(c.rel_l2) : nlohmann::json(nullptr)},
+          {"bias", std::isfinite(c.bias) ? nlohmann::json(c.bias) : nlohmann::json(nullptr)},
           {"bad", c.bad},
           {"unwritten", c.unwritten},
           {"nonfinite", c.nonfinite},

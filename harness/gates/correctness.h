@@ -18,8 +18,17 @@ struct OutputCheck {
   size_t nonfinite = 0;  // NaN or Inf written by the kernel
   size_t bad = 0;        // |out - ref| > atol + rtol * |ref|
   double max_abs = 0, rel_l2 = 0;
+  // Σ (out − ref)·sign(ref) / Σ |ref| over finite written elements: the error's bias relative to
+  // the output's size, negative toward zero. Rounding to nearest averages to ~0; a kernel that
+  // truncates (hacker round 19: o_round_toward_zero.cu) sits near −2⁻¹² in fp16 while its
+  // relative L2 stays far under rel_l2.
+  double bias = 0;
   std::string reason;  // one line when !pass
 };
+
+// Below this many checked elements a bias says little (its noise is the relative L2 over the
+// square root of the count), so Tolerance::bias is not enforced there.
+inline constexpr size_t kBiasMinElements = 4096;
 
 float half_bits_to_float(uint16_t h);
 float bf16_bits_to_float(uint16_t b);
@@ -28,8 +37,9 @@ OutputCheck check_output(const std::string& out, const std::string& ref_f32, DTy
 // The same rules over the counts a worker computed on the GPU (gpu/device_check.h); a failure
 // names the first failing element's (b, h, s, d) in the case's shape.
 OutputCheck check_counts(const DeviceCheckFacts& facts, const Tolerance& tol, const Shape& shape);
-// Sets rel_l2, reason and pass from the counts and the sums of squared error and reference.
-void conclude(OutputCheck& c, double err2, double ref2, const Tolerance& tol);
+// Sets rel_l2, bias, reason and pass from the counts and the sums of squared error and
+// reference, of the signed error and of |reference|.
+void conclude(OutputCheck& c, double err2, double ref2, double signed_err, double abs_ref, const Tolerance& tol);
 nlohmann::json check_json(const OutputCheck& c);
 
 }  // namespace evo

@@ -15,6 +15,8 @@ void add_facts(DeviceCheckFacts& total, const DeviceCheckFacts& f) {
   total.bad += f.bad;
   total.err2 += f.err2;
   total.ref2 += f.ref2;
+  total.signed_err += f.signed_err;
+  total.abs_ref += f.abs_ref;
   total.max_abs = std::max(total.max_abs, f.max_abs);
   total.extent = std::max(total.extent, f.extent);
   total.device_bytes = std::max(total.device_bytes, f.device_bytes);
@@ -29,6 +31,8 @@ json to_json(const DeviceCheckFacts& f) {
           {"max_abs", f.max_abs},
           {"err2", f.err2},
           {"ref2", f.ref2},
+          {"signed_err", f.signed_err},
+          {"abs_ref", f.abs_ref},
           {"seconds", f.seconds},
           {"reference_s", f.reference_s},
           {"device_bytes", f.device_bytes},
@@ -69,7 +73,15 @@ std::optional<DeviceCheckFacts> device_check_from_json(const json& j, std::strin
       !real(j, "err2", f.err2, error) || !real(j, "ref2", f.ref2, error) || !real(j, "seconds", f.seconds, error) ||
       !real(j, "reference_s", f.reference_s, error))
     return std::nullopt;
-  if (j.contains("extent") && !count(j, "extent", f.extent, error)) return std::nullopt;  // older workers: absent
+  if (j.contains("extent") && !count(j, "extent", f.extent, error)) return std::nullopt;    // older workers: absent
+  if (j.contains("abs_ref") && !real(j, "abs_ref", f.abs_ref, error)) return std::nullopt;  // likewise
+  if (j.contains("signed_err")) {  // a sum of signed terms, bounded by the absolute error's sum
+    if (!j["signed_err"].is_number() || !std::isfinite(j["signed_err"].get<double>())) {
+      error = "device_check.signed_err is not a finite number";
+      return std::nullopt;
+    }
+    f.signed_err = j["signed_err"].get<double>();
+  }
   const uint64_t extent = std::max(f.n, f.extent);
   if (!j.contains("first_fail") || !j["first_fail"].is_number_integer() || j["first_fail"].get<int64_t>() < -1 ||
       (j["first_fail"].get<int64_t>() >= 0 && uint64_t(j["first_fail"].get<int64_t>()) >= extent)) {

@@ -19,6 +19,7 @@ struct DeviceCheckFacts {
   int64_t first_fail = -1;  // logical BHSD index of the first failing element, -1 if none
   uint64_t extent = 0;      // elements of the output first_fail indexes when only some were compared (0: n)
   double max_abs = 0, err2 = 0, ref2 = 0;  // over finite written elements
+  double signed_err = 0, abs_ref = 0;      // sums of (out - ref)·sign(ref) and |ref|, likewise
   double seconds = 0;         // the case in the worker after the fill: hashes, launches, reference, compare
   double reference_s = 0;     // of which: the reference kernel and the compare kernel
   uint64_t device_bytes = 0;  // device memory in use at the case's peak (reference allocated)

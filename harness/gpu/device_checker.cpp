@@ -28,6 +28,8 @@ DeviceCheckFacts facts_of(const DeviceCompareSums& s, uint64_t n) {
   f.first_fail = s.first_fail == ~0ull ? -1 : int64_t(s.first_fail);
   f.err2 = s.err2;
   f.ref2 = s.ref2;
+  f.signed_err = s.signed_err;
+  f.abs_ref = s.abs_ref;
   float max_abs = 0;
   std::memcpy(&max_abs, &s.max_abs_bits, sizeof(max_abs));
   f.max_abs = max_abs;

@@ -19,7 +19,8 @@ namespace evo {
 struct DeviceCompareSums {
   unsigned long long unwritten, nonfinite, bad, first_fail;  // first_fail: logical index, ~0 if none
   double err2, ref2;
-  unsigned max_abs_bits;  // float bits of the largest |out - ref|
+  unsigned max_abs_bits;       // float bits of the largest |out - ref|
+  double signed_err, abs_ref;  // sums of (out - ref)·sign(ref) and |ref|
 };
 
 // What a comparison starts from: zero counts and sums, first_fail ~0 (none yet).

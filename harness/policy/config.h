@@ -17,6 +17,9 @@ namespace evo {
 
 struct Tolerance {
   double atol = 0, rtol = 0, rel_l2 = 0;
+  // The largest |signed relative error| (gates/correctness.h OutputCheck::bias) over a case of
+  // at least kBiasMinElements checked elements; 0: measured and recorded, not enforced.
+  double bias = 0;
 };
 
 struct ResourceCaps {

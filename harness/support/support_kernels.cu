@@ -263,6 +263,7 @@ struct EvoCompareSums {
   unsigned long long unwritten, nonfinite, bad, first_fail;  // first_fail: logical index, ~0 if none
   double err2, ref2;
   unsigned max_abs_bits;  // float bits of the largest |out - ref| over finite written elements
+  double signed_err, abs_ref;  // sums of (out - ref)·sign(ref) and |ref|: the error's bias
 };
 
 __device__ __forceinline__ float evo_bits_to_float(unsigned short bits, __half) { return __half2float(__ushort_as_half(bits)); }
@@ -277,6 +278,7 @@ struct EvoCompareAcc {
   unsigned long long unwritten = 0, nonfinite = 0, bad = 0, first = ~0ull;
   double err2 = 0, ref2 = 0;
   float max_abs = 0.f;
+  double signed_err = 0, abs_ref = 0;
 };
 
 // Element `index` (logical BHSD) of the output holds `bits`; the reference says `want`.
@@ -301,6 +303,10 @@ __device__ __forceinline__ void evo_compare_one(EvoCompareAcc& a, unsigned short
       }
       a.err2 += static_cast<double>(diff) * diff;
       a.ref2 += static_cast<double>(want) * want;
+      // Toward |ref| positive, toward zero negative: rounding to nearest averages out, a
+      // truncation does not (hacker round 19: o_round_toward_zero.cu).
+      if (want != 0.f) a.signed_err += static_cast<double>(want > 0.f ? v - want : want - v);
+      a.abs_ref += fabsf(want);
     }
   }
   if (fail && index < a.first) a.first = index;
@@ -317,6 +323,8 @@ __device__ __forceinline__ void evo_compare_flush(EvoCompareAcc a, EvoCompareSum
     a.err2 += __shfl_xor_sync(0xffffffffu, a.err2, k);
     a.ref2 += __shfl_xor_sync(0xffffffffu, a.ref2, k);
     a.max_abs = fmaxf(a.max_abs, __shfl_xor_sync(0xffffffffu, a.max_abs, k));
+    a.signed_err += __shfl_xor_sync(0xffffffffu, a.signed_err, k);
+    a.abs_ref += __shfl_xor_sync(0xffffffffu, a.abs_ref, k);
   }
   if ((threadIdx.x & 31) != 0) return;
   if (a.unwritten) atomicAdd(&out->unwritten, a.unwritten);
@@ -326,6 +334,8 @@ __device__ __forceinline__ void evo_compare_flush(EvoCompareAcc a, EvoCompareSum
   atomicAdd(&out->err2, a.err2);
   atomicAdd(&out->ref2, a.ref2);
   atomicMax(&out->max_abs_bits, __float_as_uint(a.max_abs));  // non-negative floats order as their bits
+  atomicAdd(&out->signed_err, a.signed_err);
+  atomicAdd(&out->abs_ref, a.abs_ref);
 }
 
 // The candidate's output (in its layout) against the FP32 reference (logical BHSD).
