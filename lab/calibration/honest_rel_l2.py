@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""The worst relative L2 error of honest kernels on record, per input distribution.
+"""The worst relative L2 error (and |bias|) of honest kernels on record, per input distribution.
 
 Reads every record in results/*.jsonl.gz (and *.jsonl) whose task starts with the given prefix
 (default fp16) and whose outcome is ok, collects every `rel_l2` it holds (cheap, deep and
 post-timing gate checks, timing integrity checks), and prints the largest per input, read from the
-case id. What gates.json's per-input rel_l2 must stay above (hacker round 19):
+case id; likewise the largest |bias| of the checks that record one (since hacker round 19) over at
+least 4096 elements. What gates.json's per-input rel_l2 and bias must stay above:
     python3 lab/calibration/honest_rel_l2.py [fp16|bf16|fp8]
 """
 import collections
@@ -24,20 +25,21 @@ def input_of(case_id):
     return "?"
 
 
-def checks(x):
+def checks(x, key="rel_l2"):
     if isinstance(x, dict):
-        if isinstance(x.get("rel_l2"), (int, float)):
-            yield x.get("case") or x.get("id") or x.get("name") or "", x["rel_l2"]
+        if isinstance(x.get(key), (int, float)) and (key == "rel_l2" or (x.get("n") or 0) >= 4096):
+            yield x.get("case") or x.get("id") or x.get("name") or "", abs(x[key])
         for v in x.values():
-            yield from checks(v)
+            yield from checks(v, key)
     elif isinstance(x, list):
         for v in x:
-            yield from checks(v)
+            yield from checks(v, key)
 
 
 def main():
     prefix = sys.argv[1] if len(sys.argv) > 1 else "fp16"
     worst = collections.defaultdict(lambda: (0.0, ""))
+    bias = collections.defaultdict(lambda: (0.0, ""))
     records = 0
     for path in sorted(glob.glob("results/*.jsonl.gz") + glob.glob("results/*.jsonl")):
         opener = gzip.open if path.endswith(".gz") else open
@@ -50,13 +52,16 @@ def main():
                 if not str(r.get("task", "")).startswith(prefix) or r.get("outcome") != "ok":
                     continue
                 records += 1
-                for case, v in checks(r):
-                    k = input_of(case)
-                    if v > worst[k][0]:
-                        worst[k] = (v, f"{r.get('variant')} {case[:90]}")
+                for table, key in ((worst, "rel_l2"), (bias, "bias")):
+                    for case, v in checks(r, key):
+                        k = input_of(case)
+                        if v > table[k][0]:
+                            table[k] = (v, f"{r.get('variant')} {case[:90]}")
     print(f"{records} ok {prefix} records")
-    for k, (v, where) in sorted(worst.items(), key=lambda kv: -kv[1][0]):
-        print(f"{k:15s} {v:.3g}  {where}")
+    for title, table in (("relative L2", worst), ("|bias| (cases of >= 4096 elements)", bias)):
+        print(f"worst {title}:" if table else f"worst {title}: none recorded")
+        for k, (v, where) in sorted(table.items(), key=lambda kv: -kv[1][0]):
+            print(f"  {k:15s} {v:.3g}  {where}")
 
 
 if __name__ == "__main__":
