@@ -112,6 +112,14 @@ void parse_inputs(const json& j, const std::string& origin, GatesConfig& c) {
       throw usage_error(fmt::format("{}: post_timing_inputs names '{}', which is not in inputs", dw, name));
 }
 
+// One tolerance: atol, rtol and rel_l2 required, bias optional (`bias_default` when absent).
+Tolerance parse_tolerance(const json& t, const std::string& w, double bias_default) {
+  const Tolerance tol{field<double>(t, "atol", w), field<double>(t, "rtol", w), field<double>(t, "rel_l2", w),
+                      field_or<double>(t, "bias", bias_default, w)};
+  if (tol.bias < 0) throw usage_error(fmt::format("{}.bias: use 0 (not enforced) or a positive bound", w));
+  return tol;
+}
+
 // "tolerances" per dtype, with per-distribution overrides; fp8 (an opt-in task) may be absent.
 void parse_tolerances(const json& j, const std::string& origin, GatesConfig& c) {
   const json tol = field<json>(j, "tolerances", origin);
@@ -119,19 +127,11 @@ void parse_tolerances(const json& j, const std::string& origin, GatesConfig& c) 
     if (std::string(dt) == "fp8" && !tol.contains(dt)) continue;
     const json t = field<json>(tol, dt, origin + " tolerances");
     const std::string w = origin + " tolerances." + dt;
-    c.tolerances[dt] = {field<double>(t, "atol", w), field<double>(t, "rtol", w), field<double>(t, "rel_l2", w),
-                        field_or<double>(t, "bias", 0.0, w)};
-    if (c.tolerances[dt].bias < 0)
-      throw usage_error(fmt::format("{}.bias: use 0 (not enforced) or a positive bound", w));
+    c.tolerances[dt] = parse_tolerance(t, w, 0.0);
     const json overrides = field_or<json>(t, "inputs", json::object(), w);
     for (auto& [name, o] : overrides.items()) {
       if (!c.distributions.count(name)) throw usage_error(fmt::format("{}.inputs: '{}' is not in inputs", w, name));
-      const std::string ow = w + ".inputs." + name;
-      c.input_tolerances[dt][name] = {field<double>(o, "atol", ow), field<double>(o, "rtol", ow),
-                                      field<double>(o, "rel_l2", ow),
-                                      field_or<double>(o, "bias", c.tolerances[dt].bias, ow)};
-      if (c.input_tolerances[dt][name].bias < 0)
-        throw usage_error(fmt::format("{}.bias: use 0 (not enforced) or a positive bound", ow));
+      c.input_tolerances[dt][name] = parse_tolerance(o, w + ".inputs." + name, c.tolerances[dt].bias);
     }
   }
   if (j.contains("sampled")) {

@@ -70,21 +70,20 @@ __device__ __forceinline__ float fill_value(const EvoTensorDesc& t, unsigned lon
   // 1 in 1 152 sequences, so a kernel that took V as constant when they did was admitted. Hacker
   // round 19: 1 in outlier_every / 4 sequences (by a salted hash of (b, h)) whose row 0 is not padding
   // repeat row 0 at every position that is not padding (a repeated token between its padding
-  // tokens), so any fixed set of probe rows agrees bitwise while the padding rows differ.
+  // tokens), so any fixed set of probe rows agrees bitwise while the padding rows differ. The
+  // sequence hash's salt 0x7E9EA7 is input_fill.h's kRepeatedSequenceSalt.
+  const unsigned long long salt = static_cast<unsigned long long>(seed) << 32;
+  auto row_hash_of = [&](unsigned long long row) { return evo_mix64(row ^ salt); };
   if (f.outlier_every && f.outlier_scale == 0.f && s > 0) {
     const unsigned long long first = i - static_cast<unsigned long long>(s) * t.dim, first_row = first / t.dim;
-    const bool first_padding = evo_mix64(first_row ^ (static_cast<unsigned long long>(seed) << 32)) % f.outlier_every == 0;
-    if (s == t.seq - 1 && first_padding) {
+    const bool first_padding = row_hash_of(first_row) % f.outlier_every == 0;
+    if ((s == t.seq - 1 && first_padding) ||
+        (!first_padding && row_hash_of((first_row / t.seq) ^ 0x7E9EA7ull) % max(f.outlier_every / 4u, 1u) == 0 &&
+         row_hash_of(i / t.dim) % f.outlier_every != 0))
       i = first;
-    } else if (!first_padding &&
-               evo_mix64((first_row / t.seq) ^ 0x7E9EA7ull ^ (static_cast<unsigned long long>(seed) << 32)) %
-                       max(f.outlier_every / 4u, 1u) == 0 &&
-               evo_mix64((i / t.dim) ^ (static_cast<unsigned long long>(seed) << 32)) % f.outlier_every != 0) {
-      i = first;
-    }
   }
   float x = f.mean + evo_normal(i + nonce, seed, tensor, f.stddev);
-  const unsigned long long row_hash = evo_mix64((i / t.dim) ^ (static_cast<unsigned long long>(seed) << 32));
+  const unsigned long long row_hash = row_hash_of(i / t.dim);
   if (f.outlier_every && row_hash % f.outlier_every == 0) {
     // An outlier row: every element of this (b, h, s) row scaled. A padding row (scale 0) is +0.0
     // in every element in a third of the rows (as a matmul of a zero hidden state or a memset
