@@ -80,7 +80,7 @@ OutputCheck check_counts(const DeviceCheckFacts& f, const Tolerance& tol, const 
   c.nonfinite = f.nonfinite;
   c.bad = f.bad;
   c.max_abs = f.max_abs;
-  conclude(c, f.err2, f.ref2, f.signed_err, f.abs_ref, tol);
+  conclude(c, f.err2, f.ref2, f.signed_err, f.abs_ref, tol.for_keys(shape.seq_kv));
   if (f.first_fail >= 0 && !c.reason.empty()) {  // where: the dimension a wrong kernel got wrong
     int64_t i = f.first_fail;
     const int64_t d = i % shape.head_dim, s = (i /= shape.head_dim) % shape.seq_q,

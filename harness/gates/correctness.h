@@ -33,9 +33,11 @@ inline constexpr size_t kBiasMinElements = 4096;
 float half_bits_to_float(uint16_t h);
 float bf16_bits_to_float(uint16_t b);
 
+// `tol` as the case's (Tolerance::for_keys: the bias bound of its key count).
 OutputCheck check_output(const std::string& out, const std::string& ref_f32, DType dtype, const Tolerance& tol);
 // The same rules over the counts a worker computed on the GPU (gpu/device_check.h); a failure
-// names the first failing element's (b, h, s, d) in the case's shape.
+// names the first failing element's (b, h, s, d) in the case's shape, whose key count scales the
+// bias bound (Tolerance::for_keys).
 OutputCheck check_counts(const DeviceCheckFacts& facts, const Tolerance& tol, const Shape& shape);
 // Sets rel_l2, bias, reason and pass from the counts and the sums of squared error and
 // reference, of the signed error and of |reference|.

@@ -112,11 +112,14 @@ void parse_inputs(const json& j, const std::string& origin, GatesConfig& c) {
       throw usage_error(fmt::format("{}: post_timing_inputs names '{}', which is not in inputs", dw, name));
 }
 
-// One tolerance: atol, rtol and rel_l2 required, bias optional (`bias_default` when absent).
-Tolerance parse_tolerance(const json& t, const std::string& w, double bias_default) {
+// One tolerance: atol, rtol and rel_l2 required, bias and bias_keys optional (the dtype's when
+// absent: `fallback`).
+Tolerance parse_tolerance(const json& t, const std::string& w, const Tolerance& fallback) {
   const Tolerance tol{field<double>(t, "atol", w), field<double>(t, "rtol", w), field<double>(t, "rel_l2", w),
-                      field_or<double>(t, "bias", bias_default, w)};
+                      field_or<double>(t, "bias", fallback.bias, w),
+                      field_or<long>(t, "bias_keys", fallback.bias_keys, w)};
   if (tol.bias < 0) throw usage_error(fmt::format("{}.bias: use 0 (not enforced) or a positive bound", w));
+  if (tol.bias_keys < 0) throw usage_error(fmt::format("{}.bias_keys: use 0 (a flat bound) or a key count", w));
   return tol;
 }
 
@@ -127,11 +130,11 @@ void parse_tolerances(const json& j, const std::string& origin, GatesConfig& c) 
     if (std::string(dt) == "fp8" && !tol.contains(dt)) continue;
     const json t = field<json>(tol, dt, origin + " tolerances");
     const std::string w = origin + " tolerances." + dt;
-    c.tolerances[dt] = parse_tolerance(t, w, 0.0);
+    c.tolerances[dt] = parse_tolerance(t, w, Tolerance{});
     const json overrides = field_or<json>(t, "inputs", json::object(), w);
     for (auto& [name, o] : overrides.items()) {
       if (!c.distributions.count(name)) throw usage_error(fmt::format("{}.inputs: '{}' is not in inputs", w, name));
-      c.input_tolerances[dt][name] = parse_tolerance(o, w + ".inputs." + name, c.tolerances[dt].bias);
+      c.input_tolerances[dt][name] = parse_tolerance(o, w + ".inputs." + name, c.tolerances[dt]);
     }
   }
   if (j.contains("sampled")) {

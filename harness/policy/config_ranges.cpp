@@ -33,6 +33,8 @@ void check_tolerance(const RangeCheck& r, const std::string& key, const Toleranc
   r.at_least(key + ".atol", t.atol, 0);
   r.at_least(key + ".rtol", t.rtol, 0);
   r.at_least(key + ".rel_l2", t.rel_l2, 0);
+  r.at_least(key + ".bias", t.bias, 0);
+  r.at_least(key + ".bias_keys", double(t.bias_keys), 0);
 }
 
 void check_inputs(const RangeCheck& r, const GatesConfig& c) {

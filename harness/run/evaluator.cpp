@@ -193,7 +193,7 @@ class GpuEvaluation {
                        const std::string& prefix) {
     const Tolerance& tol = env_.gates->tolerance(c_.task, spec.inputs);  // per input distribution
     OutputCheck oc = ev.device_check ? check_counts(*ev.device_check, tol, spec.shape)
-                                     : phases.check(ev.out, ref_path, c_.task.dtype, tol);
+                                     : phases.check(ev.out, ref_path, c_.task.dtype, tol.for_keys(spec.shape.seq_kv));
     GateCheck j = read_gate_check(check_json(oc));
     if (ev.device_check) j.extra["device_check"] = to_json(*ev.device_check);  // its seconds and device memory
     j.case_id = spec.id;
