@@ -27,7 +27,10 @@
 # the measuring run skips it; on: as gates.json says); SEARCH_JSON (a widening of the stage's
 # stage.json "search" for this call only, e.g. '{"split_kv_tma": {"KV_SPLITS": [8, 32]}}'; the
 # dataset keeps the tunables it was measured with), with SPACE naming the widened domain (the
-# dataset's file name ends -$SPACE.json). Both are restored at exit.
+# dataset's file name ends -$SPACE.json). Both are restored at exit. BENCH (benchmark sets or
+# dims, e.g. 'decode,32x12x12x1x1024x64:bshd') times screens and full evaluations on those shapes
+# instead of the stage's own (`evo evolve --bench`); it needs SPACE too, and a second call must
+# pass the same BENCH (lab/notes/domain-prediction-20261130.md).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 : "${OUT:?set OUT to the folder that comes back}"
@@ -38,7 +41,7 @@ log() { echo "[$(($(date +%s) - T0)) s] $*" | tee -a "$OUT/search.log"; }
 export XDG_CACHE_HOME=${XDG_CACHE_HOME:-/tmp/evo-search-cache}
 STAGE=${STAGE:-7} TASK=${TASK:-fp16-d128}
 # A widened domain is another dataset: SPACE names it (nvidia-h200-stage9-fp16-d64-wide.json).
-[ -n "${SEARCH_JSON:-}" ] && [ -z "${SPACE:-}" ] && { echo "SEARCH_JSON needs SPACE (the dataset's suffix)"; exit 1; }
+[ -n "${SEARCH_JSON:-}${BENCH:-}" ] && [ -z "${SPACE:-}" ] && { echo "SEARCH_JSON and BENCH need SPACE (the dataset's suffix)"; exit 1; }
 NAME=nvidia-h200-stage$STAGE-$TASK${SPACE:+-$SPACE}.json
 DEFAULT_RECORDS=lab/logs/search-20261126/search-records.tgz
 if [ -z "${RECORDS+set}" ]; then
@@ -89,6 +92,7 @@ log "compiled: exit $?"
 
 # 3. the screen, leaving ~150 s for the full evaluations (a screen is ~0.6 wall-s per GPU-s)
 common=(--stage "$STAGE" --task "$TASK" --generator exhaustive --rng-seed 26 --results-dir "$R" --populations-dir "$P")
+[ -n "${BENCH:-}" ] && common+=(--bench "$BENCH")
 resume=()
 [ -n "$RUN" ] && resume=(--resume "$RUN")
 budget=$(python3 -c "print(int($(spent) + max(30, $(left) - 150) * 0.6))")
