@@ -128,20 +128,62 @@ inline FillParams finite_junk_fill() {
 }
 
 // Where a V offset (CaseSpec::v_mean, the v_offset input) sits: two bands of D/4 columns, D/2
-// apart, at a start drawn from the case's seed (a multiple of 8 columns, so column 0 is in the
-// first band one case in 3 at D = 64, in 5 at D = 128), the first with the case's mean, the second
-// with its opposite; every other column is zero-mean. Hacker round 5: one mean over every column
-// let a kernel decide a row's overflow guard by column 0, or its side by V's first element; in a
-// model the large means sit in a few channels, of either sign.
+// apart, at a start drawn from the case's seed (any column from 0 to D/4, so column 0 is in the
+// first band one case in 17 at D = 64, in 33 at D = 128), the first with the case's mean, the
+// second with its opposite; every other column is zero-mean. Hacker round 5: one mean over every
+// column let a kernel decide a row's overflow guard by column 0, or its side by V's first element;
+// in a model the large means sit in a few channels, of either sign. Hacker round 20: the start was
+// a multiple of 8 columns, so every 16-byte vector of 8 fp16 columns lay wholly in a band or out of
+// it, and an overflow guard decided per vector by its first column was exact on every case
+// (fp16_overflow_guard_vec8.cu); now 3 starts in 17 (D = 64; 5 in 33 at D = 128) are aligned.
 struct ColumnBand {
   int begin = 0, end = 0;  // columns [begin, end)
   float mean = 0;
 };
 inline std::array<ColumnBand, 2> v_offset_bands(unsigned seed, int head_dim, float mean) {
-  const int width = head_dim / 4, starts = (head_dim / 2 - width) / 8 + 1;
-  const int first = 8 * int(SplitMix{seed ^ 0xBA5Dull}.below(size_t(starts)));
+  const int width = head_dim / 4, starts = head_dim / 2 - width + 1;
+  const int first = int(SplitMix{seed ^ 0xBA5Dull}.below(size_t(starts)));
   return {ColumnBand{first, first + width, mean},
           ColumnBand{first + head_dim / 2, first + head_dim / 2 + width, -mean}};
+}
+
+// Massive channels (hacker round 20): in a model, Q and K carry a few channels far larger than the
+// rest (a bias or rotary channel, "massive activations") paired with small values of the other
+// tensor, so their products stay ordinary. The gate's Q and K were of one size in every channel:
+// K never passed about 17 (large_logits' std 3) and an fp16 Q about 277 (outlier rows) wherever V
+// varied, so a kernel that saturated K or Q, rounded a bf16 K through fp16, or skipped Q's small
+// channels was exact on every case (k_clamped_256.cu, q_clamped_512.cu, bf16_k_through_fp16.cu,
+// q_small_vector_skipped.cu; bf16_q_guard_channel0.cu read huge_v's Q mean, in every channel, on
+// channel 0). Now an input whose V is large and carries no mean and whose Q and K carry none either
+// (large_v) draws two bands of D/4 channels per case (v_offset_bands' positions, its own salt): on
+// the first Q is `massive_channel_scale` times its draw and K divided by it, on the second K is
+// multiplied and Q divided, so every product Q.K holds is distributed as before (the scores, and
+// an honest kernel's error, unchanged) while |K| and |Q| reach 4096 x 5.77 in fp16 (a third of
+// 65 504) and past fp16's range in bf16. Not on fp8 tasks (a per-tensor e4m3 scale would crush the
+// ordinary channels), not in a shared view or a two-stream case (the tensors of two fills would
+// pair one band's large values with another's ordinary ones: logits thousands of times larger).
+inline constexpr uint64_t kMassiveChannelSalt = 0x3A55C4Aull;
+inline bool massive_channels(const CaseSpec& c) {
+  return c.v_std > 1 && c.v_mean == 0 && c.q_mean == 0 && c.k_sink == 0 && c.outlier_every == 0;
+}
+inline float massive_channel_scale(bool bf16) { return bf16 ? 65536.f : 4096.f; }
+// [0]: Q multiplied, K divided; [1]: K multiplied, Q divided.
+inline std::array<ColumnBand, 2> massive_channel_bands(unsigned seed, int head_dim) {
+  return v_offset_bands(unsigned(seed ^ kMassiveChannelSalt), head_dim, 0.f);
+}
+// What the worker fills over Q's and K's own draws (worker_device.h Problem::fill): `fill(tensor,
+// band, params)` for tensor 0 (Q) and 1 (K) on each band, the draw's spread scaled.
+template <class Fill>
+void fill_massive_channels(const CaseSpec& c, const TensorFills& f, bool bf16, Fill fill) {
+  const float big = massive_channel_scale(bf16);
+  const auto bands = massive_channel_bands(c.seed, c.shape.head_dim);
+  for (size_t b = 0; b < 2; ++b) {
+    FillParams fq = f.q, fk = f.k;
+    fq.stddev = b == 0 ? fq.stddev * big : fq.stddev / big;
+    fk.stddev = b == 1 ? fk.stddev * big : fk.stddev / big;
+    fill(0u, bands[b], fq);
+    fill(1u, bands[b], fk);
+  }
 }
 
 // The values of "nonfinite" junk in fp16 and bf16 padding (JunkBytes::infinities): evo_fill's normal

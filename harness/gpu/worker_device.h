@@ -118,11 +118,13 @@ struct Support {
 
 // The four tensors of one shape, laid out as the shape says.
 struct Problem {
-  explicit Problem(const Task& task) : in_elem(task.input_bytes()), elem(task.output_bytes()) {}
+  explicit Problem(const Task& task)
+      : in_elem(task.input_bytes()), elem(task.output_bytes()), bf16_inputs(task.dtype == DType::bf16) {}
   Shape shape;
-  int in_elem = 2;     // bytes per element of Q, K, V (fp8 tasks: 1)
-  int elem = 2;        // bytes per element of O
-  GuardedBuffer pool;  // a gate case's one allocation for the four (buffer_pool); first, so freed last
+  int in_elem = 2;           // bytes per element of Q, K, V (fp8 tasks: 1)
+  int elem = 2;              // bytes per element of O
+  bool bf16_inputs = false;  // Q, K, V in bf16 (massive_channel_scale)
+  GuardedBuffer pool;        // a gate case's one allocation for the four (buffer_pool); first, so freed last
   GuardedBuffer q, k, v, o;
   GuardedBuffer workspace;        // split-KV kernels: kept for every launch of this problem
   size_t workspace_counters = 0;  // its leading bytes that stay 0 (the tile counters, evo_launch.h)
@@ -204,6 +206,15 @@ struct Problem {
     };
     descale[0] = run(dq, 0, f.q);
     descale[1] = run(dk, 1, f.k);
+    auto columns = [&](TensorDesc d, const ColumnBand& band) {  // the view of the band's columns
+      d.data += CUdeviceptr(band.begin) * CUdeviceptr(in_elem);
+      d.dim = band.end - band.begin;
+      return d;
+    };
+    if (massive_channels(c) && !sup.amax && shared.empty() && !c.two_streams)  // hacker round 20
+      fill_massive_channels(c, f, bf16_inputs, [&](unsigned t, const ColumnBand& band, const FillParams& fp) {
+        run(columns(t == 0 ? dq : dk, band), t, fp);
+      });
     // A V offset sits on two drawn bands of columns, one of each sign, the rest zero-mean
     // (v_offset_bands, hacker round 5); an fp8 V's parts share one amax (hacker round 12: with
     // the offset on every column, column 0 told an overflow guard when fp16 sums could overflow).
@@ -211,12 +222,9 @@ struct Problem {
     if (f.v.mean != 0) {
       v_parts[0].second.mean = 0;
       for (const ColumnBand& band : v_offset_bands(c.seed, shape.head_dim, f.v.mean)) {
-        TensorDesc d = dv;
-        d.data += CUdeviceptr(band.begin) * CUdeviceptr(in_elem);
-        d.dim = band.end - band.begin;
         FillParams fb = f.v;
         fb.mean = band.mean;
-        v_parts.emplace_back(d, fb);
+        v_parts.emplace_back(columns(dv, band), fb);
       }
     }
     if (sup.amax) {
