@@ -19,8 +19,9 @@ namespace evo {
 struct FillParams {
   float stddev = 1, mean = 0, outlier_scale = 1, sink = 0;
   unsigned outlier_every = 0;  // 0: no outlier rows
+  unsigned mean_every = 0;     // non-zero: `mean` only in the sequences v_offset_sequence keeps
 };
-static_assert(sizeof(FillParams) == 20, "FillParams must mirror EvoFill");
+static_assert(sizeof(FillParams) == 24, "FillParams must mirror EvoFill");
 
 struct TensorFills {
   FillParams q, k, v;
@@ -145,6 +146,24 @@ inline std::array<ColumnBand, 2> v_offset_bands(unsigned seed, int head_dim, flo
   const int first = int(SplitMix{seed ^ 0xBA5Dull}.below(size_t(starts)));
   return {ColumnBand{first, first + width, mean},
           ColumnBand{first + head_dim / 2, first + head_dim / 2 + width, -mean}};
+}
+
+// Which (b, KV head) sequences of V carry the offset bands (hacker round 21): all but one in
+// kVOffsetDropEvery, by a salted hash of the sequence's index (b * heads + h) and the case's seed,
+// and always one sequence drawn from the seed, so no case loses its offset. Before, the bands sat
+// at the same columns with the same sign in every (b, head), so an overflow guard decided once
+// from batch 0's KV head 0 (a per-channel table calibrated on one head) was exact on every case
+// (fp16_overflow_guard_head0.cu); in a model a massive channel is not in every head. The band
+// views' fill (evo_fill, support_kernels.cu fill_value, FillParams::mean_every) drops the mean
+// where this is false; the columns keep their zero-mean draw.
+inline constexpr unsigned kVOffsetDropEvery = 4;
+inline constexpr uint64_t kVOffsetSequenceSalt = 0x0FF5E7ull;
+inline uint64_t v_offset_kept_sequence(uint64_t sequences, unsigned seed) {
+  return SplitMix{(uint64_t(seed) << 32) ^ kVOffsetSequenceSalt}.next() % std::max<uint64_t>(sequences, 1);
+}
+inline bool v_offset_sequence(unsigned every, uint64_t sequence, uint64_t sequences, unsigned seed) {
+  if (every == 0 || sequence == v_offset_kept_sequence(sequences, seed)) return true;
+  return SplitMix{sequence ^ (uint64_t(seed) << 32) ^ kVOffsetSequenceSalt ^ 0x5E9ull}.next() % every != 0;
 }
 
 // Massive channels (hacker round 20): in a model, Q and K carry a few channels far larger than the

@@ -224,6 +224,7 @@ struct Problem {
       for (const ColumnBand& band : v_offset_bands(c.seed, shape.head_dim, f.v.mean)) {
         FillParams fb = f.v;
         fb.mean = band.mean;
+        fb.mean_every = kVOffsetDropEvery;  // not in every (b, head) sequence (hacker round 21)
         v_parts.emplace_back(columns(dv, band), fb);
       }
     }

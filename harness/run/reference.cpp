@@ -29,9 +29,12 @@ fs::path ReferenceStore::path_for(const Task& task, const CaseSpec& c) const {
                                                   c.outlier_scale, c.k_sink, c.scale))
                               // only when set: the references cached before v_mean existed keep their keys
                               .update(c.v_mean != 0 ? fmt::format("|v_mean {:.17g}", c.v_mean) : std::string())
-                              // hacker round 20's fills (gpu/input_fill.h): V's bands at any column,
-                              // massive Q and K channels; other cases keep their keys
-                              .update(c.v_mean != 0 || massive_channels(c) ? "|fills r20" : "")
+                              // hacker rounds 20-21's fills (gpu/input_fill.h): V's bands at any column
+                              // and not in every sequence, massive Q and K channels; other cases keep
+                              // their keys
+                              .update(c.v_mean != 0         ? "|fills r21"
+                                      : massive_channels(c) ? "|fills r20"
+                                                            : "")
                               .hex();
   return dir_ / key.substr(0, 2) / (key + ".f32");
 }

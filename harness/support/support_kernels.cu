@@ -53,6 +53,7 @@ __device__ __forceinline__ float evo_float(__nv_fp8_e4m3 x) { return static_cast
 struct EvoFill {
   float stddev, mean, outlier_scale, sink;
   unsigned outlier_every;  // 0: none; else rows whose hash is 0 mod this are scaled (outliers)
+  unsigned mean_every;     // 0: `mean` everywhere; else only in the (b, h) sequences kept (below)
 };
 
 // Element i of the logical BHSD tensor: its value before any rounding, and where it lives.
@@ -82,7 +83,18 @@ __device__ __forceinline__ float fill_value(const EvoTensorDesc& t, unsigned lon
          row_hash_of(i / t.dim) % f.outlier_every != 0))
       i = first;
   }
-  float x = f.mean + evo_normal(i + nonce, seed, tensor, f.stddev);
+  // A V offset band's mean is in every (b, h) sequence but one in mean_every, and always in the
+  // one drawn from the seed (hacker round 21: a guard decided by head 0's V was exact while every
+  // sequence had the same bands). The salts are input_fill.h's kVOffsetSequenceSalt and its
+  // v_offset_sequence's 0x5E9, the host's mirror.
+  float mean = f.mean;
+  if (f.mean_every) {
+    const unsigned long long vsalt = salt ^ 0x0FF5E7ull, sequence = static_cast<unsigned long long>(b) * t.heads + h;
+    if (evo_mix64(vsalt) % (static_cast<unsigned long long>(t.batch) * t.heads) != sequence &&
+        evo_mix64(sequence ^ vsalt ^ 0x5E9ull) % f.mean_every == 0)
+      mean = 0.f;
+  }
+  float x = mean + evo_normal(i + nonce, seed, tensor, f.stddev);
   const unsigned long long row_hash = row_hash_of(i / t.dim);
   if (f.outlier_every && row_hash % f.outlier_every == 0) {
     // An outlier row: every element of this (b, h, s) row scaled. A padding row (scale 0) is +0.0
