@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <type_traits>
 #include <vector>
 
@@ -112,12 +113,16 @@ void parse_inputs(const json& j, const std::string& origin, GatesConfig& c) {
       throw usage_error(fmt::format("{}: post_timing_inputs names '{}', which is not in inputs", dw, name));
 }
 
-// One tolerance: atol, rtol and rel_l2 required, bias and bias_keys optional (the dtype's when
-// absent: `fallback`).
-Tolerance parse_tolerance(const json& t, const std::string& w, const Tolerance& fallback) {
-  const Tolerance tol{field<double>(t, "atol", w), field<double>(t, "rtol", w), field<double>(t, "rel_l2", w),
-                      field_or<double>(t, "bias", fallback.bias, w),
-                      field_or<long>(t, "bias_keys", fallback.bias_keys, w)};
+// One tolerance: a dtype's names atol, rtol and rel_l2 (bias and bias_keys optional, 0 when
+// absent); a per-input override names what it changes, the rest is its dtype's (`dtype`).
+Tolerance parse_tolerance(const json& t, const std::string& w, const std::optional<Tolerance>& dtype) {
+  auto value = [&](const char* key, auto inherited) {
+    using T = decltype(inherited);
+    return dtype ? field_or<T>(t, key, inherited, w) : field<T>(t, key, w);
+  };
+  const Tolerance base = dtype.value_or(Tolerance{});
+  const Tolerance tol{value("atol", base.atol), value("rtol", base.rtol), value("rel_l2", base.rel_l2),
+                      field_or<double>(t, "bias", base.bias, w), field_or<long>(t, "bias_keys", base.bias_keys, w)};
   if (tol.bias < 0) throw usage_error(fmt::format("{}.bias: use 0 (not enforced) or a positive bound", w));
   if (tol.bias_keys < 0) throw usage_error(fmt::format("{}.bias_keys: use 0 (a flat bound) or a key count", w));
   return tol;
@@ -130,7 +135,7 @@ void parse_tolerances(const json& j, const std::string& origin, GatesConfig& c) 
     if (std::string(dt) == "fp8" && !tol.contains(dt)) continue;
     const json t = field<json>(tol, dt, origin + " tolerances");
     const std::string w = origin + " tolerances." + dt;
-    c.tolerances[dt] = parse_tolerance(t, w, Tolerance{});
+    c.tolerances[dt] = parse_tolerance(t, w, std::nullopt);
     const json overrides = field_or<json>(t, "inputs", json::object(), w);
     for (auto& [name, o] : overrides.items()) {
       if (!c.distributions.count(name)) throw usage_error(fmt::format("{}.inputs: '{}' is not in inputs", w, name));

@@ -5,7 +5,9 @@ Reads every record in results/*.jsonl.gz (and *.jsonl) whose task starts with th
 (default fp16) and whose outcome is ok, collects every `rel_l2` it holds (cheap, deep and
 post-timing gate checks, timing integrity checks), and prints the largest per input, read from the
 case id; likewise the largest |bias| of the checks that record one (since hacker round 19) over at
-least 4096 elements. What gates.json's per-input rel_l2 and bias must stay above:
+least 4096 elements, over every case and over cases of at most 16 384 keys (gates.json's fp16
+bias_keys: the bound is flat up to there and grows with the keys past it). What gates.json's
+per-input rel_l2 and bias must stay above:
     python3 lab/calibration/honest_rel_l2.py [fp16|bf16|fp8]
 """
 import collections
@@ -14,6 +16,7 @@ import gzip
 import json
 import sys
 
+BIAS_KEYS = 16384
 INPUTS = ("attention_sink", "v_offset", "near_uniform", "normal", "large_v", "large_logits",
           "outlier_rows", "huge_logits", "large_o", "huge_o", "huge_v", "tiny_v", "small_v")
 
@@ -25,10 +28,16 @@ def input_of(case_id):
     return "?"
 
 
+def keys_of(shape):
+    """Skv of a check's shape, BxHqxHkvxSqxSkvxD[:layout]; 0 when the check names none."""
+    dims = str(shape or "").split(":")[0].split("x")
+    return int(dims[4]) if len(dims) == 6 and dims[4].isdigit() else 0
+
+
 def checks(x, key="rel_l2"):
     if isinstance(x, dict):
         if isinstance(x.get(key), (int, float)) and (key == "rel_l2" or (x.get("n") or 0) >= 4096):
-            yield x.get("case") or x.get("id") or x.get("name") or "", abs(x[key])
+            yield x.get("case") or x.get("id") or x.get("name") or "", abs(x[key]), keys_of(x.get("shape"))
         for v in x.values():
             yield from checks(v, key)
     elif isinstance(x, list):
@@ -40,6 +49,7 @@ def main():
     prefix = sys.argv[1] if len(sys.argv) > 1 else "fp16"
     worst = collections.defaultdict(lambda: (0.0, ""))
     bias = collections.defaultdict(lambda: (0.0, ""))
+    bias_short = collections.defaultdict(lambda: (0.0, ""))  # cases of at most BIAS_KEYS keys
     records = 0
     for path in sorted(glob.glob("results/*.jsonl.gz") + glob.glob("results/*.jsonl")):
         opener = gzip.open if path.endswith(".gz") else open
@@ -52,13 +62,17 @@ def main():
                 if not str(r.get("task", "")).startswith(prefix) or r.get("outcome") != "ok":
                     continue
                 records += 1
-                for table, key in ((worst, "rel_l2"), (bias, "bias")):
-                    for case, v in checks(r, key):
+                for tables, key in (((worst,), "rel_l2"), ((bias, bias_short), "bias")):
+                    for case, v, keys in checks(r, key):
                         k = input_of(case)
-                        if v > table[k][0]:
-                            table[k] = (v, f"{r.get('variant')} {case[:90]}")
+                        for table in tables:
+                            if table is bias_short and not 0 < keys <= BIAS_KEYS:
+                                continue
+                            if v > table[k][0]:
+                                table[k] = (v, f"{r.get('variant')} {case[:90]}")
     print(f"{records} ok {prefix} records")
-    for title, table in (("relative L2", worst), ("|bias| (cases of >= 4096 elements)", bias)):
+    for title, table in (("relative L2", worst), ("|bias| (cases of >= 4096 elements)", bias),
+                         (f"|bias| (cases of >= 4096 elements and <= {BIAS_KEYS} keys)", bias_short)):
         print(f"worst {title}:" if table else f"worst {title}: none recorded")
         for k, (v, where) in sorted(table.items(), key=lambda kv: -kv[1][0]):
             print(f"  {k:15s} {v:.3g}  {where}")

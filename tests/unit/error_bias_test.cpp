@@ -141,6 +141,11 @@ TEST(ErrorBias, GatesJsonSetsItPerDtypeAndInputAndRefusesANegativeBound) {
     EXPECT_GT(g.tolerance(fp16, in).bias, 0.0) << in << ": bounded since the H200 measured honest kernels (2026-11-30)";
     EXPECT_EQ(g.tolerance(fp16, in).bias_keys, 16384) << in;
   }
+  for (const char* in : {"normal", "large_logits", "outlier_rows"}) {  // the rest is the dtype's
+    EXPECT_EQ(g.tolerance(fp16, in).atol, g.tolerance(fp16).atol) << in;
+    EXPECT_EQ(g.tolerance(fp16, in).rtol, g.tolerance(fp16).rtol) << in;
+    EXPECT_EQ(g.tolerance(fp16, in).rel_l2, g.tolerance(fp16).rel_l2) << in;
+  }
   for (const char* in : {"near_uniform", "v_offset", "attention_sink", "large_o", "huge_logits"})
     EXPECT_EQ(g.tolerance(fp16, in).bias, 0.0) << in << ": honest kernels reach 7e-5 to 1.3e-4 there: recorded only";
   EXPECT_EQ(g.tolerance(parse_task("bf16-d128"), "normal").bias, 0.0) << "bf16: recorded only";
