@@ -61,6 +61,7 @@ std::optional<RepeatProbeFigures> repeat_probe_figures(const TimingFacts& f, con
   p.gain_us = median(gains);
   p.fresh_median_us = median(f.probe_fresh_us);
   p.repeat_median_us = median(f.probe_repeat_us);
+  p.timed_median_us = timed.median;
   // The timed samples' spread as a normal sigma (p10 to p90 is 2.563 sigma); a pair's difference
   // has sqrt(2) of it, and the median of n of them about 1.2533 / sqrt(n) of that.
   const double sigma = std::max(0.0, timed.p90 - timed.p10) / 2.5631;
@@ -109,7 +110,7 @@ TimingJudgement judge_timing(const TimingEvidence& e, const VerdictPolicy& polic
                                     e.bench, e.stats.min, *e.floor_us)};
     return j;
   }
-  if (j.probes && j.probes->gain_us > j.probes->limit_us) {
+  if (j.probes && !j.probes->pass()) {
     const RepeatProbeFigures& p = *j.probes;
     j.verdict = Verdict{Outcome::integrity,
                         fmt::format("timing {}: {} launches that repeated a timed sample's inputs ran {:.1f} µs faster "

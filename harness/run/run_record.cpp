@@ -107,7 +107,7 @@ TimingIntegrity timing_integrity_part(const TimingEvidence& e, const TimingJudge
     p.repeat_median_us = j.probes->repeat_median_us;
     p.gain_us = j.probes->gain_us;
     p.limit_us = j.probes->limit_us;
-    p.pass = j.probes->gain_us <= j.probes->limit_us;
+    p.pass = j.probes->pass();
     t.repeat_probes = std::move(p);
   }
   t.floor_us = e.floor_us;

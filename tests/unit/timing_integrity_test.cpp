@@ -205,6 +205,29 @@ TEST(TimingIntegrity, RepeatProbesCatchTwentyPercentAndFollowTheSpread) {
   EXPECT_FALSE(judge_timing(e, VerdictPolicy{}).verdict);  // 1 µs gain, limit 0.5 + 1
 }
 
+// Four pairs are few: a slow stretch that hits the paired samples is not a replay when the repeats
+// are no faster than the timed samples as a whole (H200, 2026-11-30, an honest split_kv screen:
+// pairs 40.0 µs, 401 samples' median 33.4 µs, p10..p90 32.9..34.5, repeats 33.2).
+TEST(TimingIntegrity, APairedSlowStretchIsNotAReplay) {
+  TimingEvidence e = honest();
+  e.stats = timed_stats(33.44, 0.8);
+  e.stats.p10 = 32.93;
+  e.stats.p90 = 34.50;
+  e.floor_us = 14.0;
+  e.facts.probe_fresh_us = {39.9, 40.1, 39.8, 40.3};
+  e.facts.probe_repeat_us = {33.1, 33.3, 33.2, 33.3};
+  auto j = judge_timing(e, VerdictPolicy{});
+  ASSERT_TRUE(j.probes);
+  EXPECT_GT(j.probes->gain_us, j.probes->limit_us) << "the pairs alone would call it a replay";
+  EXPECT_FALSE(j.verdict) << j.verdict->reason;
+  EXPECT_TRUE(j.probes->pass());
+  // A replay is faster than the timed median too: still caught.
+  e.facts.probe_repeat_us = {27.0, 27.2, 26.9, 27.1};
+  j = judge_timing(e, VerdictPolicy{});
+  ASSERT_TRUE(j.verdict);
+  EXPECT_EQ(j.verdict->outcome, Outcome::integrity);
+}
+
 TEST(TimingIntegrity, FactsRoundTripAndMalformedOnesAreRefused) {
   TimingFacts f = honest().facts;
   f.failure = SampleFailure{5, "rows", "normal", wrong_rows(3)};
