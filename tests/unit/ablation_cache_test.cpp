@@ -178,6 +178,7 @@ const std::vector<std::pair<const char*, const char*>> kCommittedDatasets = {
     {"results/datasets/nvidia-h200-stage9-fp16-d64.json", "H200Stage9Fp16D64"},
     {"results/datasets/nvidia-h200-stage9-fp16-d64-wide.json", "H200Stage9Fp16D64Wide"},
     {"results/datasets/nvidia-h200-stage7-fp8-d128.json", "H200Stage7Fp8D128"},
+    {"results/datasets/nvidia-h200-stage9-fp16-d64-decode12.json", "H200Stage9Fp16D64Decode12"},
 };
 
 std::vector<const char*> committed_dataset_paths() {
