@@ -47,6 +47,7 @@ json case_json(const CaseSpec& c) {
           {"scale", c.scale},
           {"layout", c.layout},
           {"junk", c.junk},
+          {"massive_sampled", c.massive_sampled},
           {"two_streams", c.two_streams},
           {"streams_share", c.streams_share},
           {"device_check", {{"on", c.device_check.on}, {"atol", c.device_check.atol}, {"rtol", c.device_check.rtol}}}};
@@ -68,6 +69,7 @@ CaseSpec case_from_json(const json& j) {
   c.scale = j.value("scale", 0.0);
   c.layout = j.value("layout", "");
   c.junk = j.value("junk", "");
+  c.massive_sampled = j.value("massive_sampled", false);
   c.two_streams = j.value("two_streams", false);
   c.streams_share = j.value("streams_share", "");
   if (c.streams_share != "" && c.streams_share != "q" && c.streams_share != "kv")

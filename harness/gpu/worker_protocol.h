@@ -29,6 +29,9 @@ struct CaseSpec {
   double scale = 0;                                                     // softmax scale; 0 means 1/sqrt(D)
   std::string layout;  // "" (the shape's own), packed_qkv, mixed, kv_cache: gpu/case_layout.h
   std::string junk;    // padding and guard bands: "" (fixed cases), finite, nonfinite (gpu/input_fill.h)
+  // Sampled cases (the covering rows of both tiers): massive Q and K channels on an input of
+  // ordinary V too, not only on large_v (gpu/input_fill.h massive_channels; hacker round 21).
+  bool massive_sampled = false;
   // Sampled cases: launched on two streams at once beside a second problem of other inputs,
   // both outputs checked (a kernel's state shared between launches in flight breaks).
   bool two_streams = false;

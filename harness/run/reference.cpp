@@ -30,8 +30,8 @@ fs::path ReferenceStore::path_for(const Task& task, const CaseSpec& c) const {
                               // only when set: the references cached before v_mean existed keep their keys
                               .update(c.v_mean != 0 ? fmt::format("|v_mean {:.17g}", c.v_mean) : std::string())
                               // hacker rounds 20-21's fills (gpu/input_fill.h): V's bands at any column
-                              // and not in every sequence, massive Q and K channels; other cases keep
-                              // their keys
+                              // and not in every sequence, massive Q and K channels (since round 21
+                              // on normal's sampled cases too); other cases keep their keys
                               .update(c.v_mean != 0         ? "|fills r21"
                                       : massive_channels(c) ? "|fills r20"
                                                             : "")

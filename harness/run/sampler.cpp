@@ -52,6 +52,7 @@ CaseSpec make_case(const GatesConfig& gates, const SampleSpace& sp, const Task& 
   // P.V sum is seen on both sides (hacker round 4: a guard that checked one side only).
   c.scale = case_scale(sp, sc, task.head_dim, rng);
   set_inputs(c, in, row[kDimSeqKv] % 2 && in.v_mean != 0 ? -in.v_mean : in.v_mean);
+  c.massive_sampled = true;  // normal's massive Q and K channels (gpu/input_fill.h; hacker round 21)
   c.junk = sp.junk[at(kDimJunk)];
   c.id = fmt::format(
       "{}{}/sq={}:{}/skv={}:{}/diag={}/batch={}/heads={}/{}/ratio={}/layout={}/align={}/junk={}/scale={}/{}", id_prefix,

@@ -149,7 +149,7 @@ ToolCases read_tool_cases(WorkerClient& worker, const EvalEnv& env, const Candid
       break;
     }
     ++out.done;
-    // The case's own inputs' tolerance, as the gate applies it: large_v, huge_v and tiny_v scale
+    // The case's own inputs' tolerance, as the gate applies it: large_v, huge_v, tiny_v and small_v scale
     // the output (an honest elite failed a deep large_v case under memcheck on the dtype's
     // default tolerance, H200 2026-11-29).
     const Tolerance tol = env.gates->tolerance(c.task, cs->inputs).for_keys(cs->shape.seq_kv);

@@ -23,7 +23,8 @@ CaseSpec sample_case(const std::string& id, unsigned seed) {
   c.scale = 0.07, c.v_mean = 256;
   c.layout = "packed_qkv";
   c.two_streams = true;
-  c.streams_share = "kv";  // hacker round 6: the second problem reads the first's K and V
+  c.streams_share = "kv";    // hacker round 6: the second problem reads the first's K and V
+  c.massive_sampled = true;  // hacker round 21: normal's massive channels in a sampled case
   c.out_path = "/w/" + id + ".out";
   return c;
 }
@@ -72,6 +73,7 @@ TEST(WorkerJobs, EncodeThenDecodeKeepsEveryField) {
   EXPECT_EQ(c.layout, "packed_qkv");
   EXPECT_TRUE(c.two_streams);
   EXPECT_EQ(c.streams_share, "kv");
+  EXPECT_TRUE(c.massive_sampled);
   EXPECT_EQ(c.out_path, "/w/g0.out");
   ASSERT_EQ(back.bench.size(), 1u);
   EXPECT_EQ(back.bench[0].id, "b0");
