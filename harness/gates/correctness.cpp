@@ -90,6 +90,10 @@ OutputCheck check_counts(const DeviceCheckFacts& f, const Tolerance& tol, const 
   return c;
 }
 
+bool bias_enforced(size_t checked, double signed_err, double err2) {
+  return checked >= kBiasMinElements || (err2 > 0 && std::abs(signed_err) >= kBiasSigmas * std::sqrt(err2));
+}
+
 // The verdict over the counts, in the order of their severity; one line.
 void conclude(OutputCheck& c, double err2, double ref2, double signed_err, double abs_ref, const Tolerance& tol) {
   c.rel_l2 = ref2 > 0 ? std::sqrt(err2 / ref2) : (err2 > 0 ? INFINITY : 0);
@@ -104,7 +108,7 @@ void conclude(OutputCheck& c, double err2, double ref2, double signed_err, doubl
                            tol.atol, tol.rtol, c.max_abs);
   else if (c.rel_l2 > tol.rel_l2)
     c.reason = fmt::format("relative L2 error {:.3g} above {:g}", c.rel_l2, tol.rel_l2);
-  else if (tol.bias > 0 && checked >= kBiasMinElements && std::abs(c.bias) > tol.bias)
+  else if (tol.bias > 0 && bias_enforced(checked, signed_err, err2) && std::abs(c.bias) > tol.bias)
     c.reason = fmt::format("errors biased {}: mean signed error {:.3g} of |ref| beyond {:g}",
                            c.bias < 0 ? "toward zero" : "away from zero", c.bias, tol.bias);
   c.pass = c.reason.empty();

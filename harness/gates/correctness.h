@@ -27,8 +27,18 @@ struct OutputCheck {
 };
 
 // Below this many checked elements a bias says little (its noise is the relative L2 over the
-// square root of the count), so Tolerance::bias is not enforced there.
+// square root of the count), so Tolerance::bias is not enforced there, unless the bias stands out
+// of its own noise (bias_enforced).
 inline constexpr size_t kBiasMinElements = 4096;
+// Hacker round 22: a case under kBiasMinElements is held to the bias bound when its signed error
+// is at least this many times its own noise: |Σ e·sign(ref)| >= kBiasSigmas · sqrt(Σ e²) (errors
+// of random sign sum to about sqrt(Σ e²); errors of one sign to about sqrt(n) times it). Before, no
+// case under 4 096 elements was, so a kernel that rounded O toward zero only on small calls (a
+// decode step of one sequence over few heads, and three of the fixed small shapes) passed
+// (o_round_toward_zero_small_calls.cu). An honest kernel's rounding to nearest stays near one
+// sigma, and its drift is under the bound anyway: both must hold.
+inline constexpr double kBiasSigmas = 6;
+bool bias_enforced(size_t checked, double signed_err, double err2);
 
 float half_bits_to_float(uint16_t h);
 float bf16_bits_to_float(uint16_t b);

@@ -194,9 +194,18 @@ inline bool massive_channels(const CaseSpec& c) {
   return c.v_std > 1 || (c.massive_sampled && c.qk_std == 1 && c.v_std == 1);
 }
 inline float massive_channel_scale(bool bf16) { return bf16 ? 65536.f : 4096.f; }
+// Which of v_offset_bands' two positions holds Q's large band (hacker round 22): the first (in
+// columns [0, D/2)) or the second (in [D/2, D)), drawn per case, K's large band on the other. Before,
+// Q was always large in the lower half and K in the upper, so a K saturated only in channels below
+// D/2 (or a Q only above) was exact on every case (k_clamped_256_low_half.cu,
+// q_clamped_512_high_half.cu); in a model a massive channel sits at any index of Q or K.
+inline constexpr uint64_t kMassiveRoleSalt = 0x9E11A2ull;
+inline bool massive_q_band_high(unsigned seed) { return SplitMix{uint64_t(seed) ^ kMassiveRoleSalt}.next() & 1; }
 // [0]: Q multiplied, K divided; [1]: K multiplied, Q divided.
 inline std::array<ColumnBand, 2> massive_channel_bands(unsigned seed, int head_dim) {
-  return v_offset_bands(unsigned(seed ^ kMassiveChannelSalt), head_dim, 0.f);
+  const auto bands = v_offset_bands(unsigned(seed ^ kMassiveChannelSalt), head_dim, 0.f);
+  if (!massive_q_band_high(seed)) return bands;
+  return {bands[1], bands[0]};
 }
 // What the worker fills over Q's and K's own draws (worker_device.h Problem::fill): `fill(tensor,
 // band, params)` for tensor 0 (Q) and 1 (K) on each band, the draw's spread scaled.

@@ -28,6 +28,16 @@ inline constexpr const char* kDeepPrefix = "deep/";
 // from the head dimension and the scale.
 void set_inputs(CaseSpec& c, const InputDistribution& in, double v_mean);
 
+// Hacker round 22: a range's scale `x` (already drawn, of a case on normal or large_v: make_case)
+// moved near a listed point inside the range
+// in three cases of four (by a hash of x; 1/sqrt(D) in half of those): p (1 +- u), u log-uniform in
+// [kNearPointMin, kNearPointMax]; `x` itself otherwise, or where no point lies inside the range.
+// `near_common` (the run's first range case on normal and on large_v): always near 1/sqrt(D) where
+// the range holds it, u from 2 kNearPointMin.
+inline constexpr double kNearPointMin = 1e-3, kNearPointMax = 1e-2;
+double near_point_scale(const SampleSpace& sp, const ScaleChoice& range, int head_dim, double x,
+                        bool near_common = false);
+
 // A fresh seed from the OS's entropy source.
 uint32_t draw_gate_seed();
 // Parses --gate-seed: a decimal integer in [0, 2^32); throws usage_error naming the value.
