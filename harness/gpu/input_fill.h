@@ -20,8 +20,9 @@ struct FillParams {
   float stddev = 1, mean = 0, outlier_scale = 1, sink = 0;
   unsigned outlier_every = 0;  // 0: no outlier rows
   unsigned mean_every = 0;     // non-zero: `mean` only in the sequences v_offset_sequence keeps
+  unsigned prefix_rows = 0;    // non-zero: odd batches repeat the batch before's first rows (shared_prefix_row)
 };
-static_assert(sizeof(FillParams) == 24, "FillParams must mirror EvoFill");
+static_assert(sizeof(FillParams) == 28, "FillParams must mirror EvoFill");
 
 struct TensorFills {
   FillParams q, k, v;
@@ -64,6 +65,17 @@ inline uint64_t fill_source_row(unsigned every, bool padding, uint64_t row, uint
   return row;
 }
 
+// Whether element (b, s) of K or V takes the value of (b - 1, s) (evo_fill's shared prefix,
+// support_kernels.cu fill_value, this the host's mirror): in an odd batch, the first `prefix_rows`
+// rows repeat the batch before's bit for bit, every part of the fill alike (massive channels, V's
+// offset bands, padding rows), and the rest differ, as parallel sampling or a shared system prompt
+// leaves a KV cache. Hacker round 22: no two sequences of a case shared a row, so a kernel that took
+// a sequence whose first K rows equal batch 0's for batch 0's (a prefix-sharing shortcut) read
+// batch 0's K and V everywhere and was exact on every case (kv_shared_prefix_by_two_rows.cu).
+inline bool shared_prefix_row(unsigned prefix_rows, int b, int s) {
+  return prefix_rows != 0 && (b & 1) != 0 && s < int(prefix_rows);
+}
+
 inline TensorFills tensor_fills(const CaseSpec& c) {
   TensorFills f;
   f.q.stddev = float(c.qk_std);
@@ -84,6 +96,7 @@ inline TensorFills tensor_fills(const CaseSpec& c) {
     f.k.outlier_every = f.v.outlier_every = f.q.outlier_every;
     f.k.outlier_scale = f.v.outlier_scale = 0;
   }
+  f.k.prefix_rows = f.v.prefix_rows = unsigned(c.shared_prefix);  // K and V: the cache; Q differs
   return f;
 }
 

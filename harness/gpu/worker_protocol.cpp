@@ -48,6 +48,7 @@ json case_json(const CaseSpec& c) {
           {"layout", c.layout},
           {"junk", c.junk},
           {"massive_sampled", c.massive_sampled},
+          {"shared_prefix", c.shared_prefix},
           {"two_streams", c.two_streams},
           {"streams_share", c.streams_share},
           {"device_check", {{"on", c.device_check.on}, {"atol", c.device_check.atol}, {"rtol", c.device_check.rtol}}}};
@@ -70,6 +71,8 @@ CaseSpec case_from_json(const json& j) {
   c.layout = j.value("layout", "");
   c.junk = j.value("junk", "");
   c.massive_sampled = j.value("massive_sampled", false);
+  c.shared_prefix = j.value("shared_prefix", 0);
+  if (c.shared_prefix < 0) throw std::invalid_argument("shared_prefix must be 0 or a row count");
   c.two_streams = j.value("two_streams", false);
   c.streams_share = j.value("streams_share", "");
   if (c.streams_share != "" && c.streams_share != "q" && c.streams_share != "kv")

@@ -32,6 +32,10 @@ struct CaseSpec {
   // Sampled cases (the covering rows of both tiers): massive Q and K channels on an input of
   // ordinary V too, not only on large_v (gpu/input_fill.h massive_channels; hacker round 21).
   bool massive_sampled = false;
+  // Sampled cases of two or more batches, one in two: odd batches' first shared_prefix rows of K and
+  // V repeat the batch before's bit for bit, then differ (gpu/input_fill.h shared_prefix_row; hacker
+  // round 22). 0: none.
+  int shared_prefix = 0;
   // Sampled cases: launched on two streams at once beside a second problem of other inputs,
   // both outputs checked (a kernel's state shared between launches in flight breaks).
   bool two_streams = false;

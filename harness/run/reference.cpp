@@ -33,6 +33,7 @@ fs::path ReferenceStore::path_for(const Task& task, const CaseSpec& c) const {
                               // and not in every sequence, massive Q and K channels (round 21: on
                               // normal's sampled cases too; round 22: Q's large band in either half);
                               // other cases keep their keys
+                              .update(c.shared_prefix ? fmt::format("|prefix {}", c.shared_prefix) : std::string())
                               .update(c.v_mean != 0         ? "|fills r21"
                                       : massive_channels(c) ? "|fills r22"
                                                             : "")

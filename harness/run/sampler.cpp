@@ -25,10 +25,9 @@ namespace {
 // half of them, where it lies inside), p (1 +- u) with u log-uniform in [kNearPointMin,
 // kNearPointMax] (near_point_scale); the other inputs keep their scales off the points (round 17's
 // mid band on large_logits and outlier_rows, 2% off a power of two, among them). Before, no case
-// had a scale within 1% of a
-// listed point but the point itself, so a kernel that snapped a scale within 1% of one to the
-// point (a compiled 1/sqrt(D) path chosen by a loose float comparison) was exact on every case
-// (scale_snap_near_points.cu). A whitelist of the points (any tolerance under 0.1%) still meets
+// had a scale within 1% of a listed point but the point itself, so a kernel that snapped a scale
+// within 1% of one to the point (a compiled 1/sqrt(D) path chosen by a loose float comparison) was
+// exact on every case (scale_snap_near_points.cu). A whitelist of the points (any tolerance under 0.1%) still meets
 // scales off them in every such case.
 double case_scale(const SampleSpace& sp, const ScaleChoice& sc, int head_dim, SplitMix& rng, bool near_inputs = false,
                   bool near_common = false) {
@@ -80,6 +79,7 @@ CaseSpec make_case(const GatesConfig& gates, const SampleSpace& sp, const Task& 
   c.scale = case_scale(sp, sc, task.head_dim, rng, near_inputs, near_common);
   set_inputs(c, in, row[kDimSeqKv] % 2 && in.v_mean != 0 ? -in.v_mean : in.v_mean);
   c.massive_sampled = true;  // normal's massive Q and K channels (gpu/input_fill.h; hacker round 21)
+  c.shared_prefix = shared_prefix_rows(c.shape, c.seed);
   c.junk = sp.junk[at(kDimJunk)];
   c.id = fmt::format(
       "{}{}/sq={}:{}/skv={}:{}/diag={}/batch={}/heads={}/{}/ratio={}/layout={}/align={}/junk={}/scale={}/{}", id_prefix,
@@ -88,6 +88,7 @@ CaseSpec make_case(const GatesConfig& gates, const SampleSpace& sp, const Task& 
       d.shape.heads_kv, sp.heads[at(kDimHeads)].name, sp.layouts[at(kDimLayout)], sp.alignments[at(kDimAlignment)],
       c.junk, sc.range ? fmt::format("{}:{:.6g}", sc.text, c.scale) : sc.text,
       c.v_mean < 0 ? fmt::format("{}:{:g}", in.name, c.v_mean) : in.name);
+  if (c.shared_prefix) c.id += fmt::format("/prefix={}", c.shared_prefix);
   return c;
 }
 
@@ -279,6 +280,13 @@ void set_inputs(CaseSpec& c, const InputDistribution& in, double v_mean) {
     c.q_mean = m;
     c.k_sink = -m;
   }
+}
+
+int shared_prefix_rows(const Shape& shape, unsigned seed) {
+  if (shape.batch < 2 || shape.seq_kv < 3) return 0;
+  const uint64_t h = SplitMix{uint64_t(seed) ^ 0x5A3ED9ull}.next();
+  if (h & 1) return 0;
+  return 2 + int((h >> 1) % uint64_t(shape.seq_kv - 2));
 }
 
 double near_point_scale(const SampleSpace& sp, const ScaleChoice& range, int head_dim, double x, bool near_common) {

@@ -38,6 +38,13 @@ inline constexpr double kNearPointMin = 1e-3, kNearPointMax = 1e-2;
 double near_point_scale(const SampleSpace& sp, const ScaleChoice& range, int head_dim, double x,
                         bool near_common = false);
 
+// The rows of K and V a sampled case's odd batches repeat from the batch before
+// (CaseSpec::shared_prefix, gpu/input_fill.h shared_prefix_row; hacker round 22): in one case in
+// two of two or more batches and three or more keys, by a hash of the case's seed (the gate's
+// stream of draws is unchanged), a length in [2, Skv - 1], so the sequences agree on a prefix
+// and then differ; 0 otherwise.
+int shared_prefix_rows(const Shape& shape, unsigned seed);
+
 // A fresh seed from the OS's entropy source.
 uint32_t draw_gate_seed();
 // Parses --gate-seed: a decimal integer in [0, 2^32); throws usage_error naming the value.

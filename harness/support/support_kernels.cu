@@ -54,6 +54,7 @@ struct EvoFill {
   float stddev, mean, outlier_scale, sink;
   unsigned outlier_every;  // 0: none; else rows whose hash is 0 mod this are scaled (outliers)
   unsigned mean_every;     // 0: `mean` everywhere; else only in the (b, h) sequences kept (below)
+  unsigned prefix_rows;    // 0: none; else odd batches repeat the batch before's first rows (below)
 };
 
 // Element i of the logical BHSD tensor: its value before any rounding, and where it lives.
@@ -63,8 +64,15 @@ __device__ __forceinline__ float fill_value(const EvoTensorDesc& t, unsigned lon
   const int d = static_cast<int>(r % t.dim); r /= t.dim;
   const int s = static_cast<int>(r % t.seq); r /= t.seq;
   const int h = static_cast<int>(r % t.heads); r /= t.heads;
-  const int b = static_cast<int>(r);
+  int b = static_cast<int>(r);
   *offset = b * t.stride[0] + h * t.stride[1] + s * t.stride[2] + d;
+  // A shared prefix (hacker round 22; gpu/input_fill.h shared_prefix_row is the host's mirror): in
+  // an odd batch the first prefix_rows rows are drawn as the batch before's, bit for bit, whatever
+  // else the fill does to them below.
+  if (f.prefix_rows && (b & 1) && s < static_cast<int>(f.prefix_rows)) {
+    i -= static_cast<unsigned long long>(t.seq) * t.heads * t.dim;
+    b -= 1;
+  }
   // Padding rows (outlier_scale 0): a sequence whose first token is padding ends with it too, its
   // last row drawn as a copy of row 0 (bitwise, in Q, K and V alike; gpu/input_fill.h
   // fill_source_row is the host's mirror). Hacker round 18: V's two ends agreed bitwise in about

@@ -373,5 +373,65 @@ TEST(HackerRound22, NoHonestSmallCheckOnRecordWouldFailTheBound) {
   for (const auto& [dtype, n] : small) std::cout << "honest " << dtype << " checks under 4 096 elements: " << n << "\n";
 }
 
+// The shared prefix (closes kv_shared_prefix_by_two_rows.cu): odd batches' first rows of K and V
+// are the batch before's, Q's are not, and every part of the fill carries the rule (the massive
+// bands are fills of their own over K's columns).
+TEST(HackerRound22, OddBatchesRepeatThePrefixOfKAndVOnly) {
+  EXPECT_TRUE(shared_prefix_row(5, 1, 0));
+  EXPECT_TRUE(shared_prefix_row(5, 3, 4));
+  EXPECT_FALSE(shared_prefix_row(5, 1, 5)) << "past the prefix the rows differ";
+  EXPECT_FALSE(shared_prefix_row(5, 0, 0)) << "even batches keep their own draws";
+  EXPECT_FALSE(shared_prefix_row(5, 2, 1));
+  EXPECT_FALSE(shared_prefix_row(0, 1, 0)) << "no prefix";
+
+  CaseSpec c;
+  c.shape.batch = 2;
+  c.shape.seq_kv = 64;
+  c.shape.head_dim = 64;
+  c.massive_sampled = true;  // normal's massive channels: K's bands are filled apart
+  c.shared_prefix = 5;
+  const TensorFills f = tensor_fills(c);
+  EXPECT_EQ(f.q.prefix_rows, 0u);
+  EXPECT_EQ(f.k.prefix_rows, 5u);
+  EXPECT_EQ(f.v.prefix_rows, 5u);
+  ASSERT_TRUE(massive_channels(c));
+  int k_bands = 0;
+  fill_massive_channels(c, f, false, [&](unsigned tensor, const ColumnBand&, const FillParams& fp) {
+    EXPECT_EQ(fp.prefix_rows, tensor == 1 ? 5u : 0u) << "tensor " << tensor;
+    k_bands += tensor == 1;
+  });
+  EXPECT_EQ(k_bands, 2);
+}
+
+// Every pinned run of both tiers, every task, holds a case whose batch 1 repeats batch 0's first
+// rows of K and V (two or more) and then differs where a query row sees it: a kernel that takes
+// such a sequence for batch 0's reads batch 0's keys past the prefix there. On main no case did.
+TEST(HackerRound22, EveryRunHasASecondBatchThatSharesAPrefixAndThenDiffers) {
+  int runs = 0, least = 1 << 30;
+  size_t eligible = 0, prefixed = 0;
+  test::each_run_of_both_tiers([&](const Task& t, const std::string& run, const std::vector<CaseSpec>& cases) {
+    int seen = 0;
+    for (const CaseSpec& c : cases) {
+      if (c.shape.batch < 2 || c.shape.seq_kv < 3 || c.two_streams) continue;
+      if (c.id.find("/in_flight/") != std::string::npos || c.layout.find('+') != std::string::npos) continue;
+      ++eligible;
+      if (c.shared_prefix == 0) continue;
+      ++prefixed;
+      EXPECT_GE(c.shared_prefix, 2) << c.id;
+      EXPECT_LT(c.shared_prefix, c.shape.seq_kv) << c.id;
+      EXPECT_NE(c.id.find(fmt::format("/prefix={}", c.shared_prefix)), std::string::npos) << c.id;
+      seen += c.shape.visible_kv(t.causal) > c.shared_prefix;
+    }
+    ++runs;
+    EXPECT_GE(seen, 1) << run << ": no case whose batch 1 shares a prefix with batch 0 and then differs";
+    least = std::min(least, seen);
+  });
+  EXPECT_EQ(runs, 56);
+  EXPECT_GT(prefixed * 3, eligible) << "about one eligible case in two";
+  EXPECT_LT(prefixed * 3, eligible * 2);
+  std::cout << fmt::format("every run: at least {} case(s) with a shared prefix; {} of {} eligible cases\n", least,
+                           prefixed, eligible);
+}
+
 }  // namespace
 }  // namespace evo::hacker_round22

@@ -25,6 +25,7 @@ CaseSpec sample_case(const std::string& id, unsigned seed) {
   c.two_streams = true;
   c.streams_share = "kv";    // hacker round 6: the second problem reads the first's K and V
   c.massive_sampled = true;  // hacker round 21: normal's massive channels in a sampled case
+  c.shared_prefix = 3;       // hacker round 22: odd batches repeat the batch before's first 3 rows
   c.out_path = "/w/" + id + ".out";
   return c;
 }
@@ -74,6 +75,7 @@ TEST(WorkerJobs, EncodeThenDecodeKeepsEveryField) {
   EXPECT_TRUE(c.two_streams);
   EXPECT_EQ(c.streams_share, "kv");
   EXPECT_TRUE(c.massive_sampled);
+  EXPECT_EQ(c.shared_prefix, 3);
   EXPECT_EQ(c.out_path, "/w/g0.out");
   ASSERT_EQ(back.bench.size(), 1u);
   EXPECT_EQ(back.bench[0].id, "b0");
