@@ -29,11 +29,12 @@ fs::path ReferenceStore::path_for(const Task& task, const CaseSpec& c) const {
                                                   c.outlier_scale, c.k_sink, c.scale))
                               // only when set: the references cached before v_mean existed keep their keys
                               .update(c.v_mean != 0 ? fmt::format("|v_mean {:.17g}", c.v_mean) : std::string())
+                              // a shared prefix of K and V (hacker round 22): only the cases that have one
+                              .update(c.shared_prefix ? fmt::format("|prefix {}", c.shared_prefix) : std::string())
                               // hacker rounds 20-22's fills (gpu/input_fill.h): V's bands at any column
                               // and not in every sequence, massive Q and K channels (round 21: on
                               // normal's sampled cases too; round 22: Q's large band in either half);
                               // other cases keep their keys
-                              .update(c.shared_prefix ? fmt::format("|prefix {}", c.shared_prefix) : std::string())
                               .update(c.v_mean != 0         ? "|fills r21"
                                       : massive_channels(c) ? "|fills r22"
                                                             : "")

@@ -268,7 +268,7 @@ TEST(ErrorBias, TheCommittedBoundAdmitsEveryHonestCheckOnRecord) {
       const Shape shape = parse_shape(x["shape"].get<std::string>(), task.head_dim);
       const Tolerance tol = g.tolerance(task, x["inputs"].get<std::string>()).for_keys(shape.seq_kv);
       if (tol.bias > 0) {
-        const std::string dtype = task.name().substr(0, 4);
+        const std::string dtype = task.dtype_name();
         ++bounded[dtype];
         const double bias = std::abs(x["bias"].get<double>());
         closest[dtype] = std::max(closest[dtype], bias / tol.bias);
