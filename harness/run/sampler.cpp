@@ -203,6 +203,39 @@ void append_in_flight_cases(const GatesConfig& gates, const Task& task, const Sa
     }
 }
 
+// One case per shared pair: a drawn case (the first from a random one whose shared form fits
+// the bounds and shows its weights: shared_case_informative; failing any, the first that fits)
+// with one tensor passed twice, so a kernel keyed on p.q == p.k or p.k == p.v runs that path. Q
+// and K one view needs Hkv = Hq and Sq = Skv (the shorter of the two).
+void append_shared_cases(const GatesConfig& gates, const Task& task, const SampleRows& rows, SplitMix& rng,
+                         const std::string& prefix, std::vector<CaseSpec>& out) {
+  const size_t drawn = out.size();
+  for (const std::string& pair : gates.sampled.shared) {
+    const size_t start = drawn ? rng.below(drawn) : 0;
+    bool made = false;
+    for (int pass = 0; pass < 2 && !made; ++pass)
+      for (size_t k = 0; k < drawn; ++k) {
+        const CaseSpec& from = out[(start + k) % drawn];
+        if (from.two_streams) continue;  // its second problem halves Sq
+        if (pair == "kv" && (!gates.distributions.at(from.inputs).values_as_keys || !values_serve_as_keys(from, task)))
+          continue;
+        CaseSpec c = from;
+        if (pair == "qk") {
+          c.shape.heads_kv = c.shape.heads_q;
+          c.shape.seq_q = c.shape.seq_kv = std::min(c.shape.seq_q, c.shape.seq_kv);
+        }
+        if (pass == 0 && !shared_case_informative(c, task.causal)) continue;
+        c.layout += "+" + pair;
+        if (!rows.fits(c.shape, c.layout)) continue;
+        c.seed = uint32_t(rng.next());
+        c.id = shared_case_id(from, c, pair, fmt::format("{}{}/", prefix, out.size()));
+        out.push_back(c);
+        made = true;
+        break;
+      }
+  }
+}
+
 std::vector<CaseSpec> draw_tier(const GatesConfig& gates, const Task& task, uint32_t seed, const CoverageTier& tier,
                                 const std::string& prefix) {
   std::vector<CaseSpec> out;
@@ -232,30 +265,7 @@ std::vector<CaseSpec> draw_tier(const GatesConfig& gates, const Task& task, uint
     c.id += "/streams=2:" + c.streams_share;
     ++marked;
   }
-  // One case per shared pair: a drawn case (the first from a random one whose shared form fits
-  // the bounds) with one tensor passed twice, so a kernel keyed on p.q == p.k or p.k == p.v runs
-  // that path. Q and K one view needs Hkv = Hq and Sq = Skv (the shorter of the two).
-  const size_t drawn = out.size();
-  for (const std::string& pair : gates.sampled.shared) {
-    const size_t start = drawn ? rng.below(drawn) : 0;
-    for (size_t k = 0; k < drawn; ++k) {
-      const CaseSpec& from = out[(start + k) % drawn];
-      if (from.two_streams) continue;  // its second problem halves Sq
-      if (pair == "kv" && (!gates.distributions.at(from.inputs).values_as_keys || !values_serve_as_keys(from, task)))
-        continue;
-      CaseSpec c = from;
-      if (pair == "qk") {
-        c.shape.heads_kv = c.shape.heads_q;
-        c.shape.seq_q = c.shape.seq_kv = std::min(c.shape.seq_q, c.shape.seq_kv);
-      }
-      c.layout += "+" + pair;
-      if (!rows.fits(c.shape, c.layout)) continue;
-      c.seed = uint32_t(rng.next());
-      c.id = shared_case_id(from, c, pair, fmt::format("{}{}/", prefix, out.size()));
-      out.push_back(c);
-      break;
-    }
-  }
+  append_shared_cases(gates, task, rows, rng, prefix, out);
   append_in_flight_cases(gates, task, space, rng, prefix, out);
   return out;
 }
@@ -280,6 +290,10 @@ void set_inputs(CaseSpec& c, const InputDistribution& in, double v_mean) {
     c.q_mean = m;
     c.k_sink = -m;
   }
+}
+
+bool shared_case_informative(const CaseSpec& c, bool causal) {
+  return c.v_std > 0 && c.shape.visible_kv(causal) >= kSharedMinKeys;
 }
 
 int shared_prefix_rows(const Shape& shape, unsigned seed) {

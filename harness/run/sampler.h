@@ -45,6 +45,19 @@ double near_point_scale(const SampleSpace& sp, const ScaleChoice& range, int hea
 // and then differ; 0 otherwise.
 int shared_prefix_rows(const Shape& shape, unsigned seed);
 
+// Whether a shared case (one tensor passed twice: "qk", "kv"; its shape already the shared form's)
+// shows what its weights are (hacker round 23): V varies from key to key (huge_logits' V, v_std 0,
+// holds one value per column in every row of a sequence, so every weighting of its keys gives the
+// same output) and its rows see kSharedMinKeys keys or more (over one key any weighting is exact,
+// and a path wrong from its second tile of 128 keys on needs past 128). The sampler takes its one
+// case per pair from such a source where one fits the bounds (every pinned run has one), the
+// first that fits otherwise. Before, the source was any drawn case: in 12 of the 21 pinned fp16
+// and bf16 runs of the cheap tier a shared case saw one key or huge_logits' V, and a kernel whose
+// one-view path skipped half its keys was exact on it (shared_qk_half_chunks.cu,
+// shared_kv_half_chunks.cu). The stream of draws is unchanged: only which case is copied moves.
+inline constexpr int kSharedMinKeys = 256;
+bool shared_case_informative(const CaseSpec& c, bool causal);
+
 // A fresh seed from the OS's entropy source.
 uint32_t draw_gate_seed();
 // Parses --gate-seed: a decimal integer in [0, 2^32); throws usage_error naming the value.
