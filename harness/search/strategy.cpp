@@ -11,6 +11,7 @@ namespace evo {
 std::unique_ptr<Strategy> make_strategy(const std::string& name) {
   if (name == "builtin") return make_builtin_strategy();
   if (name == "screened") return make_screened_strategy();
+  if (name == "spacefill") return make_spacefill_strategy();
   if (name == "random") return make_random_strategy();
   if (name == "genetic") return make_genetic_strategy();
   if (name == "exhaustive") return make_exhaustive_strategy();
@@ -18,10 +19,11 @@ std::unique_ptr<Strategy> make_strategy(const std::string& name) {
 }
 
 bool is_strategy(const std::string& name) {
-  return name == "builtin" || name == "screened" || name == "random" || name == "genetic" || name == "exhaustive";
+  return name == "builtin" || name == "screened" || name == "spacefill" || name == "random" || name == "genetic" ||
+         name == "exhaustive";
 }
 
-std::string strategy_names() { return "builtin, screened, random, genetic, exhaustive"; }
+std::string strategy_names() { return "builtin, screened, spacefill, random, genetic, exhaustive"; }
 
 std::string config_key(const Variant& v, const ParamSet& params) {
   std::map<std::string, long> sorted(params.begin(), params.end());
@@ -99,6 +101,40 @@ GpPoint rank_point(const std::vector<SearchVariant>& space, const SearchVariant&
     g.x.push_back(dom.size() > 1 ? double(std::min(at, dom.size() - 1)) / double(dom.size() - 1) : 0.0);
   }
   return g;
+}
+
+namespace {
+double distance(const GpPoint& a, const GpPoint& b) {
+  if (a.group != b.group) return 1e9;
+  double d2 = 0;
+  for (size_t i = 0; i < a.x.size(); ++i) d2 += (a.x[i] - b.x[i]) * (a.x[i] - b.x[i]);
+  return std::sqrt(d2);
+}
+}  // namespace
+
+std::vector<Proposal> maximin_screens(const SearchState& s, std::vector<GpPoint> taken, std::vector<Config>& open,
+                                      size_t n, const std::string& why, std::mt19937_64& rng) {
+  shuffle(open, rng);  // ties go to a seeded order
+  std::vector<Proposal> out;
+  while (out.size() < n && !open.empty()) {
+    size_t pick = 0;
+    double far = -1;
+    for (size_t i = 0; i < open.size(); ++i) {
+      const GpPoint p = rank_point(*s.space, *open[i].sv, open[i].params);
+      double near = 1e18;
+      for (const auto& t : taken) near = std::min(near, distance(p, t));
+      if (near > far) far = near, pick = i;
+    }
+    taken.push_back(rank_point(*s.space, *open[pick].sv, open[pick].params));
+    Proposal p;
+    p.variant = open[pick].sv->variant;
+    p.params = open[pick].params;
+    p.fidelity = Fidelity::screen;
+    p.rationale = why;
+    out.push_back(std::move(p));
+    open.erase(open.begin() + long(pick));
+  }
+  return out;
 }
 
 ScreenCalibration calibrate_screens(std::vector<double> full_over_screen, size_t min_for_noise) {

@@ -50,13 +50,14 @@ class Strategy {
   virtual std::vector<Proposal> ask(const SearchState& state, size_t count, std::mt19937_64& rng) const = 0;
 };
 
-// builtin, screened, random, genetic, exhaustive; a usage error naming them otherwise.
+// builtin, screened, spacefill, random, genetic, exhaustive; a usage error naming them otherwise.
 std::unique_ptr<Strategy> make_strategy(const std::string& name);
 bool is_strategy(const std::string& name);
-std::string strategy_names();  // "builtin, screened, random, genetic, exhaustive"
+std::string strategy_names();  // "builtin, screened, spacefill, random, genetic, exhaustive"
 
 std::unique_ptr<Strategy> make_builtin_strategy();
 std::unique_ptr<Strategy> make_screened_strategy();
+std::unique_ptr<Strategy> make_spacefill_strategy();
 std::unique_ptr<Strategy> make_random_strategy();
 std::unique_ptr<Strategy> make_genetic_strategy();
 std::unique_ptr<Strategy> make_exhaustive_strategy();
@@ -105,5 +106,12 @@ const SearchVariant* space_of(const std::vector<SearchVariant>& space, const Var
 // A configuration as the builtin's model sees it: each tunable's value rank in its sorted domain,
 // scaled to [0, 1], in a group of its own per variant (search/surrogate.h).
 GpPoint rank_point(const std::vector<SearchVariant>& space, const SearchVariant& sv, const ParamSet& p);
+
+// Greedy maximin, a space-filling design: up to `n` screens, each the configuration of `open`
+// farthest (rank_point distance; another variant counts as farthest) from everything in `taken`
+// and every pick before it, ties in a seeded order; the picks are removed from `open`. The
+// builtin's start, and every screen of the spacefill strategy.
+std::vector<Proposal> maximin_screens(const SearchState& s, std::vector<GpPoint> taken, std::vector<Config>& open,
+                                      size_t n, const std::string& why, std::mt19937_64& rng);
 
 }  // namespace evo

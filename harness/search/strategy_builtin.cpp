@@ -23,13 +23,6 @@ namespace {
 constexpr size_t kInitialDesign = 6;  // screens before the model proposes
 constexpr double kXi = 0.002;         // EI margin in log µs (0.2 %)
 
-double distance(const GpPoint& a, const GpPoint& b) {
-  if (a.group != b.group) return 1e9;
-  double d2 = 0;
-  for (size_t i = 0; i < a.x.size(); ++i) d2 += (a.x[i] - b.x[i]) * (a.x[i] - b.x[i]);
-  return std::sqrt(d2);
-}
-
 // The other domain's log-ratio of a configuration (search/transfer.h): the model's prior mean,
 // up to a constant the fit absorbs; 0 without a prior or where it has no word.
 double transfer_of(const SearchState& s, const Variant& v, const ParamSet& p) {
@@ -84,26 +77,10 @@ class BuiltinStrategy : public Strategy {
   }
 
  private:
-  // Greedy maximin: each pick the open configuration farthest from everything measured or picked.
+  // Greedy maximin from what is measured (strategy.h), before the model has six points.
   static std::vector<Proposal> space_filling(const SearchState& s, const Data& data, std::vector<Config>& open,
                                              size_t n, std::mt19937_64& rng) {
-    shuffle(open, rng);  // ties go to a seeded order
-    std::vector<GpPoint> taken = data.points;
-    std::vector<Proposal> out;
-    while (out.size() < n && out.size() < open.size()) {
-      size_t pick = 0;
-      double far = -1;
-      for (size_t i = 0; i < open.size(); ++i) {
-        const GpPoint p = rank_point(*s.space, *open[i].sv, open[i].params);
-        double near = 1e18;
-        for (const auto& t : taken) near = std::min(near, distance(p, t));
-        if (near > far) far = near, pick = i;
-      }
-      taken.push_back(rank_point(*s.space, *open[pick].sv, open[pick].params));
-      out.push_back(proposal(*open[pick].sv, open[pick].params, Fidelity::screen, "space-filling start: screened"));
-      open.erase(open.begin() + long(pick));
-    }
-    return out;
+    return maximin_screens(s, data.points, open, n, "space-filling start: screened", rng);
   }
 
   // With a prior the start is the other domain's best configurations, best first (ties in a

@@ -3,6 +3,9 @@
 // tie rule in populations, and `evo context`.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "evolve/admission.h"
 #include "evolve/generator.h"
 #include "evolve/novelty.h"
@@ -77,7 +80,49 @@ TEST(TunableGenerator, NeverProposesWhatIsKnownAndStopsWhenTheDomainIsSpent) {
   EXPECT_EQ(g.feasible_size(), 24u) << "no rules: everything is feasible until compiled";
   std::string why;
   EXPECT_EQ(exit_code_of([&] { TunableGenerator({}, "annealing", 1); }, &why), 1);
-  EXPECT_NE(why.find("use builtin, screened, random, genetic, exhaustive"), std::string::npos) << why;
+  EXPECT_NE(why.find("use builtin, screened, spacefill, random, genetic, exhaustive"), std::string::npos) << why;
+}
+
+// spacefill (the builtin without its model): every screen the configuration farthest, in rank
+// space, from the elites before the run and each screen picked before it (greedy maximin).
+TEST(TunableGenerator, SpacefillScreensWhatIsFarthestFromEverythingBefore) {
+  const Variant v = tunable_variant();
+  const auto point = [&](const ParamSet& p) {
+    std::vector<double> x;
+    for (size_t k = 0; k < v.params.size(); ++k) {
+      std::vector<long> dom = v.params[k].values;
+      std::sort(dom.begin(), dom.end());
+      x.push_back(double(std::find(dom.begin(), dom.end(), p[k].second) - dom.begin()) / double(dom.size() - 1));
+    }
+    return x;
+  };
+  const auto nearest = [&](const std::vector<double>& x, const std::vector<std::vector<double>>& taken) {
+    double near = 1e18;
+    for (const auto& t : taken) {
+      double d2 = 0;
+      for (size_t i = 0; i < x.size(); ++i) d2 += (x[i] - t[i]) * (x[i] - t[i]);
+      near = std::min(near, std::sqrt(d2));
+    }
+    return near;
+  };
+  std::vector<std::vector<double>> every;
+  for (long a : {1, 2, 4, 8})
+    for (long b : {16, 32, 64})
+      for (long c : {0, 1}) every.push_back(point({{"A", a}, {"B", b}, {"C", c}}));
+  const std::vector<Observation> elite{{&v, {{"A", 1}, {"B", 16}, {"C", 0}}, Fidelity::full, "ok", 10.0, 5, "aaaa"}};
+  for (uint64_t seed : {1, 2, 3}) {
+    const std::vector<Proposal> ps = draw(v, "spacefill", seed, elite);
+    ASSERT_EQ(ps.size(), 6u);
+    std::vector<std::vector<double>> taken{point(elite[0].params)};
+    for (const auto& p : ps) {
+      EXPECT_EQ(p.fidelity, Fidelity::screen);
+      double farthest = 0;
+      for (const auto& x : every) farthest = std::max(farthest, nearest(x, taken));
+      EXPECT_DOUBLE_EQ(nearest(point(p.params), taken), farthest) << "seed " << seed << ": " << text(ps);
+      taken.push_back(point(p.params));
+    }
+    EXPECT_EQ(ps[0].params, (ParamSet{{"A", 8}, {"B", 64}, {"C", 1}})) << "the corner opposite the elite";
+  }
 }
 
 TEST(ExternalGenerator, HangIsKilledWithAClearMessage) {

@@ -76,7 +76,8 @@ std::vector<double> kv_attention(int rows, int keys, int d, double q_std, double
                                  unsigned seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<double> normal(0.0, 1.0);
-  std::vector<double> q(size_t(rows) * d), v(size_t(keys) * d), o(size_t(rows) * d, 0.0), s(static_cast<size_t>(keys), 0.0);
+  std::vector<double> q(size_t(rows) * d), v(size_t(keys) * d), o(size_t(rows) * d, 0.0),
+      s(static_cast<size_t>(keys), 0.0);
   for (double& x : q) x = q_std * normal(rng);
   for (double& x : v) x = v_std * normal(rng);
   for (int i = 0; i < rows; ++i) {
@@ -126,9 +127,8 @@ TEST(HackerRound23, EveryFp16AndBf16RunCatchesTheSharedTries) {
     const bool qk_v = qk->v_std > 0, kv_v = kv->v_std > 0;
     const double tol = t.dtype == DType::fp16 ? 1e-3 : 1e-2;
     const int keys = std::min(kv_keys, 512);
-    const double sharpened =
-        rel_l2(kv_attention(32, keys, t.head_dim, kv->qk_std, kv->v_std, kv->scale, 64, kv->seed),
-               kv_attention(32, keys, t.head_dim, kv->qk_std, kv->v_std, kv->scale, 1, kv->seed));
+    const double sharpened = rel_l2(kv_attention(32, keys, t.head_dim, kv->qk_std, kv->v_std, kv->scale, 64, kv->seed),
+                                    kv_attention(32, keys, t.head_dim, kv->qk_std, kv->v_std, kv->scale, 1, kv->seed));
     std::cout << fmt::format("{}: qk {} keys{}, kv {} keys{} (sharpened rel L2 {:.2g})\n", run, qk_keys,
                              qk_v ? "" : " one V", kv_keys, kv_v ? "" : " one V", sharpened);
     EXPECT_TRUE(qk_v && qk_keys > 32) << run << ": shared_qk_half_chunks passes on " << qk->id;
