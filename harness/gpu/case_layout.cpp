@@ -228,13 +228,16 @@ std::string far_layout(const Shape& s) {
   return s.heads_kv == 1 ? "far_rows" : "far_heads";
 }
 
+bool shared_with_q(const std::string& shared) { return shared == "qk" || shared == "qv" || shared == "qkv"; }
+
 std::string base_layout(const std::string& layout) { return layout.substr(0, layout.find_first_of("@+")); }
 
 std::string layout_shared(const std::string& layout) {
   const auto plus = layout.find('+');
   if (plus == std::string::npos) return "";
   const std::string pair = layout.substr(plus + 1);
-  if (pair != "qk" && pair != "kv") throw usage_error("bad case layout '" + layout + "': after '+' comes qk or kv");
+  if (pair != "qk" && pair != "kv" && pair != "qv" && pair != "qkv")
+    throw usage_error("bad case layout '" + layout + "': after '+' comes qk, kv, qv or qkv");
   return pair;
 }
 
@@ -258,9 +261,10 @@ void align_and_share(CaseLayout& c, const Shape& s, const std::string& full, int
       offset_view(*tensors[t], tensor_alignment(align, t, draw), t == 3 ? out_bytes : in_bytes);
   }
   const std::string shared = layout_shared(full);
-  if (shared == "qk" && (s.heads_q != s.heads_kv || s.seq_q != s.seq_kv))
-    throw usage_error("case layout '" + full + "': Q and K one view needs Hq = Hkv and Sq = Skv");
-  if (shared == "qk") c.k = c.q;
+  if (shared_with_q(shared) && (s.heads_q != s.heads_kv || s.seq_q != s.seq_kv))
+    throw usage_error("case layout '" + full + "': a view shared with Q needs Hq = Hkv and Sq = Skv");
+  if (shared == "qk" || shared == "qkv") c.k = c.q;
+  if (shared == "qv" || shared == "qkv") c.v = c.q;
   if (shared == "kv") c.v = c.k;
 }
 

@@ -45,8 +45,9 @@
 // each of the four in another class mod 256 (hacker round 4: a kernel that realigned K by Q's
 // misalignment was exact when all four shared one).
 // A layout may end further in "+qk" (K is Q's view: the same pointer and strides; Hq = Hkv and
-// Sq = Skv) or "+kv" (V is K's view), as a caller that passes one tensor twice does (the domain
-// lets Q, K and V share memory): the second tensor's placement is the first's.
+// Sq = Skv), "+kv" (V is K's view), "+qv" (V is Q's view, K apart; Hq = Hkv and Sq = Skv) or
+// "+qkv" (K and V are Q's view: attention(x, x, x)), as a caller that passes one tensor twice
+// does (the domain lets Q, K and V share memory): the second tensor's placement is the first's.
 // Bytes of a buffer outside the tensor's elements hold the case's junk (gpu/input_fill.h:
 // non-finite or finite, drawn per case): a kernel that reads them may spoil its output, one
 // that writes O's gaps leaves its elements unwritten.
@@ -127,10 +128,12 @@ BufferPool buffer_pool(const CaseLayout& lay, int in_bytes, int out_bytes, int64
 // rows (far_rows).
 std::string far_layout(const Shape& s);
 
-// The layout without its "@A" and "+..." suffixes, A (0 when none), and the shared pair ("qk",
-// "kv" or "" when none).
+// The layout without its "@A" and "+..." suffixes, A (0 when none), and the shared views ("qk",
+// "kv", "qv", "qkv" or "" when none).
 std::string base_layout(const std::string& layout);
 int layout_alignment(const std::string& layout);
 std::string layout_shared(const std::string& layout);
+// Whether Q shares its view with K or V (so Hq = Hkv and Sq = Skv): "qk", "qv", "qkv".
+bool shared_with_q(const std::string& shared);
 
 }  // namespace evo

@@ -265,7 +265,7 @@ SampleSpace parse_sample_space(const json& j, const std::string& w) {
   s.diagonals = names_from(j, "diagonals", {"lt", "eq", "gt"}, w);
   s.layouts = names_from(j, "layouts", {"bhsd", "bshd", "packed_qkv", "mixed", "kv_cache", "strided"}, w);
   s.junk = names_from(j, "junk", {"finite", "nonfinite"}, w);
-  if (j.contains("shared")) s.shared = names_from(j, "shared", {"qk", "kv"}, w);
+  if (j.contains("shared")) s.shared = names_from(j, "shared", {"qk", "kv", "qv", "qkv"}, w);
   if (j.contains("two_streams")) s.two_streams = int(integer(j.at("two_streams"), 0, 64, w + ".two_streams"));
   if (j.contains("in_flight")) {
     if (!j.at("in_flight").is_array()) throw usage_error(w + ".in_flight: must be a list of BxHqxHkvxSqxSkvxD shapes");

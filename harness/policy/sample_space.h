@@ -107,8 +107,9 @@ struct SampleSpace {
   // head class, MHA, GQA and MQA (hacker round 14: two GQA shapes, so an input changed in place
   // and restored on the MHA path alone was never read in flight).
   std::vector<std::string> in_flight;
-  // Per tier, one more case for each: "qk" (Q and K one view), "kv" (K and V one view), made
-  // from a drawn case (gpu/case_layout.h "+qk", "+kv"): the domain lets the inputs share memory.
+  // Per tier, one more case for each: "qk" (Q and K one view), "kv" (K and V one view), "qv" (Q
+  // and V one view, K apart), "qkv" (all three one view, attention(x, x, x)), made from a drawn
+  // case (gpu/case_layout.h "+qk", ...): the domain lets the inputs share memory.
   std::vector<std::string> shared;
   CoverageTier cheap, deep;
   bool device_check = true;  // sampled cases are hashed, referenced and compared on the GPU (run/large_cases.h)

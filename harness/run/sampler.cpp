@@ -10,6 +10,7 @@
 #include "core/covering_array.h"
 #include "core/errors.h"
 #include "core/splitmix.h"
+#include "gpu/case_layout.h"
 #include "run/sample_rows.h"
 
 namespace evo {
@@ -101,12 +102,12 @@ std::string with_value(std::string id, const std::string& key, const std::string
 }
 
 // A shared case's name: the case it was made from, under its own index and dims, with what the
-// change made true (Q and K one view: both lengths the kept one's class, the diagonal eq, Hkv =
-// Hq), and /shared=qk or /shared=kv, so a failure names the dimensions it has.
+// change made true (a view shared with Q: both lengths the kept one's class, the diagonal eq, Hkv
+// = Hq), and /shared=qk, kv, qv or qkv, so a failure names the dimensions it has.
 std::string shared_case_id(const CaseSpec& from, const CaseSpec& c, const std::string& pair,
                            const std::string& prefix) {
   std::string id = prefix + c.shape.dims() + from.id.substr(from.id.find("/sq="));
-  if (pair == "qk") {
+  if (shared_with_q(pair)) {
     const bool q_kept = from.shape.seq_q <= from.shape.seq_kv;
     const auto at = id.find(q_kept ? "/sq=" : "/skv=") + (q_kept ? 4 : 5);
     const std::string kept = id.substr(at, id.find('/', at) - at);
@@ -129,12 +130,16 @@ std::string shared_case_id(const CaseSpec& from, const CaseSpec& c, const std::s
 // 1 151 elements off by ~272, alike). Such a case tests the accumulator and the reference, not the
 // kernel: the shared case is made from another drawn case.
 // Q's mean counts with its spread (hacker round 17: huge_v's Q is about 1e5 in every channel).
+// A view V shares with Q (hacker round 23: "qv", "qkv") bounds the logits the same way, with V's
+// values (its mean counts: v_offset's bands) on Q's side, or on both sides: |V|^2 sqrt(D).
 constexpr double kRoundingPerLogitUnit = 40;
-bool values_serve_as_keys(const CaseSpec& c, const Task& task) {
+bool values_fit_shared_view(const CaseSpec& c, const Task& task, const std::string& pair) {
+  if (pair == "qk") return true;  // Q's values serve as keys: the logits of Q and K alike
   const int mantissa_bits = task.dtype == DType::fp8 ? 13 : 23;
-  const double q_size = std::hypot(c.qk_std, c.q_mean);
-  const double spread = c.v_std * q_size * std::sqrt(double(c.shape.head_dim));
-  return spread * kRoundingPerLogitUnit <= std::ldexp(1.0, mantissa_bits);
+  const double q_size = std::hypot(c.qk_std, c.q_mean), k_size = std::hypot(c.qk_std, c.k_sink);
+  const double v_size = std::hypot(c.v_std, c.v_mean);
+  const double per_root_d = pair == "kv" ? c.v_std * q_size : pair == "qv" ? v_size * k_size : v_size * v_size;  // qkv
+  return per_root_d * std::sqrt(double(c.shape.head_dim)) * kRoundingPerLogitUnit <= std::ldexp(1.0, mantissa_bits);
 }
 
 // `values` in an order drawn from `rng`: each in-flight case takes the next in turn, so a run's
@@ -203,31 +208,38 @@ void append_in_flight_cases(const GatesConfig& gates, const Task& task, const Sa
     }
 }
 
-// One case per shared pair: a drawn case (the first from a random one whose shared form fits
+// One case per shared view: a drawn case (the first from a random one whose shared form fits
 // the bounds and shows its weights: shared_case_informative; failing any, the first that fits)
-// with one tensor passed twice, so a kernel keyed on p.q == p.k or p.k == p.v runs that path. Q
-// and K one view needs Hkv = Hq and Sq = Skv (the shorter of the two).
+// with one tensor passed twice or thrice, so a kernel keyed on p.q == p.k, p.k == p.v, p.q ==
+// p.v or all three runs that path. A view shared with Q needs Hkv = Hq and Sq = Skv (the shorter
+// of the two).
 void append_shared_cases(const GatesConfig& gates, const Task& task, const SampleRows& rows, SplitMix& rng,
                          const std::string& prefix, std::vector<CaseSpec>& out) {
   const size_t drawn = out.size();
   for (const std::string& pair : gates.sampled.shared) {
-    const size_t start = drawn ? rng.below(drawn) : 0;
+    // qk and kv draw from the tier's stream; the views added after hacker round 23 (qv, qkv)
+    // from a stream of their own, salted by the view's name, so the tier's stream, and so the
+    // cases drawn from it after these (the in-flight ones), stay what they were.
+    SplitMix own{rng.state ^ fnv1a(pair)};
+    SplitMix& r = pair == "qk" || pair == "kv" ? rng : own;
+    const size_t start = drawn ? r.below(drawn) : 0;
     bool made = false;
     for (int pass = 0; pass < 2 && !made; ++pass)
       for (size_t k = 0; k < drawn; ++k) {
         const CaseSpec& from = out[(start + k) % drawn];
         if (from.two_streams) continue;  // its second problem halves Sq
-        if (pair == "kv" && (!gates.distributions.at(from.inputs).values_as_keys || !values_serve_as_keys(from, task)))
+        if (pair != "qk" &&
+            (!gates.distributions.at(from.inputs).values_as_keys || !values_fit_shared_view(from, task, pair)))
           continue;
         CaseSpec c = from;
-        if (pair == "qk") {
+        if (shared_with_q(pair)) {
           c.shape.heads_kv = c.shape.heads_q;
           c.shape.seq_q = c.shape.seq_kv = std::min(c.shape.seq_q, c.shape.seq_kv);
         }
         if (pass == 0 && !shared_case_informative(c, task.causal)) continue;
         c.layout += "+" + pair;
         if (!rows.fits(c.shape, c.layout)) continue;
-        c.seed = uint32_t(rng.next());
+        c.seed = uint32_t(r.next());
         c.id = shared_case_id(from, c, pair, fmt::format("{}{}/", prefix, out.size()));
         out.push_back(c);
         made = true;

@@ -11,7 +11,7 @@
     128
   ],
   "min_sm": 80,
-  "notes": "TRICK: a path keyed on p.q == p.k && p.k == p.v (attention(x, x, x): self-attention with no projections, a pooling or set layer, a test harness's usual call) that steps its key loop by two chunks: every other 32-key chunk is skipped. Hacker round 23 (issue 29 item 5). The design assumption aimed at: the gate's two shared cases cover the ways inputs alias. It draws Q and K one view (V apart) and K and V one view (Q apart), never all three one view, nor Q and V one view with K apart. Predicted on main cbce0f3 and after the round's fix: ok (admitted): no case of any pinned run passes one view as Q, K and V (HackerRound23.NoCaseAliasesQKAndVTogether). Left open: a third shared case, qkv, would close it (one case a run, about 8 ms). Expected verdict: ok (hole; lab/hack23/README.md)."
+  "notes": "TRICK: a path keyed on p.q == p.k && p.k == p.v (attention(x, x, x): self-attention with no projections, a pooling or set layer, a test harness's usual call) that steps its key loop by two chunks: every other 32-key chunk is skipped. Hacker round 23 (issue 29 item 5). The design assumption aimed at: the gate's two shared cases cover the ways inputs alias. It draws Q and K one view (V apart) and K and V one view (Q apart), never all three one view, nor Q and V one view with K apart. Predicted on main cbce0f3 and after the round's fix: ok (admitted): no case of any pinned run passes one view as Q, K and V (HackerRound23.NoCaseAliasesQKAndVTogether). Closed after the round by a qkv shared case in every tier (gates.json sampled.shared). Expected verdict: correctness on /shared=qkv."
 }
 */
 #include "evo_attn.cuh"

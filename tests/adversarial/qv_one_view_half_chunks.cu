@@ -11,7 +11,7 @@
     128
   ],
   "min_sm": 80,
-  "notes": "TRICK: a path keyed on p.q == p.v && p.q != p.k that steps its key loop by two chunks: every other 32-key chunk is skipped. Q and V one view with K apart is rare in models (a value path tied to the query), but the op accepts it (no rule keeps two inputs apart) and no gate case has it. Hacker round 23 (issue 29 item 5). The design assumption aimed at: the gate's two shared cases cover the ways inputs alias (qk and kv; never qv, never qkv). Predicted on main cbce0f3 and after the round's fix: ok (admitted): no case of any pinned run passes Q's view as V with K apart (HackerRound23.NoCaseAliasesQKAndVTogether). Left open: a qv case would close it (one more case a run). Expected verdict: ok (hole; lab/hack23/README.md)."
+  "notes": "TRICK: a path keyed on p.q == p.v && p.q != p.k that steps its key loop by two chunks: every other 32-key chunk is skipped. Q and V one view with K apart is rare in models (a value path tied to the query), but the op accepts it (no rule keeps two inputs apart) and no gate case has it. Hacker round 23 (issue 29 item 5). The design assumption aimed at: the gate's two shared cases cover the ways inputs alias (qk and kv; never qv, never qkv). Predicted on main cbce0f3 and after the round's fix: ok (admitted): no case of any pinned run passes Q's view as V with K apart (HackerRound23.NoCaseAliasesQKAndVTogether). Closed after the round by a qv shared case in every tier (gates.json sampled.shared). Expected verdict: correctness on /shared=qv."
 }
 */
 #include "evo_attn.cuh"

@@ -412,7 +412,7 @@ TEST(Sampler, BadSeedsAndMalformedSpacesAreUsageErrors) {
                                           {"256,\n      16,", "256,\n      24,"},
                                           {"\"0.25/sqrt(D)..1\"", "\"1..0.25/sqrt(D)\""},
                                           {"(D)..1\"", "(D)..2\""},
-                                          {"\"kv\"\n", "\"vq\"\n"},
+                                          {"\"qkv\"\n", "\"vq\"\n"},
                                           {"\"seq_kv_residue\"", "\"kv_res\""},
                                           {"\"min_cases\": 100", "\"min_cases\": -1"},
                                           {"\"range\": [\n          2,", "\"range\": [\n          5,"},
