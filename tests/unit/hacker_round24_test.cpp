@@ -1,7 +1,8 @@
 // Hacker round 24 (issue 29 item 5, lab/hack24/README.md): what catches each try, read back from the
-// draws (seeds pinned) and the plans, and a host model of one try's float division. Three tries:
+// draws (seeds pinned) and the plans, and a host model of one try's float division. Four tries:
 // two paths keyed on Q and K at one address (shared_qk_short_half_chunks.cu,
-// shared_qk_base_takes_q_len.cu) and one index split past 2^24 rows (flat_row_float_div.cu).
+// shared_qk_base_takes_q_len.cu), one keyed on K and V one view at a decode step
+// (shared_kv_decode_half_chunks.cu) and one index split past 2^24 rows (flat_row_float_div.cu).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -9,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <iostream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -72,8 +74,8 @@ TEST(HackerRound24, QAndKAtOneAddressHaveOneLength) {
 // host's float arithmetic (IEEE single, round to nearest: __ll2float_rn, __fdiv_rn). The quotient
 // errs only near a multiple of Sq (|r - k Sq| <= ulp(r) + 1: float(r) moves r by ulp(r) / 2 at
 // most, the quotient's rounding Sq times ulp(k) / 2 <= ulp(r) / 2), so the rows within twice the
-// largest row's ulp plus 2 of each multiple past 2^22 are tried. A wrong bh is seen where the row's batch or KV head changes (other keys) or
-// the mask moves (causal: a negative row sees no key, NaN), on V that varies.
+// largest row's ulp plus 2 of each multiple past 2^22 are tried. A wrong bh is seen where the row's batch or KV head
+// changes (other keys) or the mask moves (causal: a negative row sees no key, NaN), on V that varies.
 struct Split {
   bool errs = false, seen = false;
 };
@@ -91,8 +93,8 @@ Split float_split(const CaseSpec& c, const Task& t) {
       const int64_t bh = int64_t(q), exact = r / sq;
       if (bh == exact) continue;
       out.errs = true;
-      const bool other_keys = bh / s.heads_q != exact / s.heads_q ||
-                              (bh % s.heads_q) / ratio != (exact % s.heads_q) / ratio;
+      const bool other_keys =
+          bh / s.heads_q != exact / s.heads_q || (bh % s.heads_q) / ratio != (exact % s.heads_q) / ratio;
       out.seen = out.seen || (c.v_std > 0 && (other_keys || t.causal));
       if (out.seen) return out;
     }
@@ -142,13 +144,45 @@ TEST(HackerRound24, FlatRowFloatDivisionMeetsTheGate) {
     EXPECT_NE(deep.find("deep/huge/8129x"), std::string::npos) << task << " seed " << seed << ": " << deep;
   });
   EXPECT_EQ(runs, 21);
-  std::cout << fmt::format("cheap catches {} of {} (its most rows {}), both tiers {} of {}, benchmark shapes past "
-                           "2^22 rows: {}\n",
-                           cheap_caught, runs, cheap_most_rows, deep_caught, runs, bench_rows_past);
+  std::cout << fmt::format(
+      "cheap catches {} of {} (its most rows {}), both tiers {} of {}, benchmark shapes past "
+      "2^22 rows: {}\n",
+      cheap_caught, runs, cheap_most_rows, deep_caught, runs, bench_rows_past);
   EXPECT_EQ(cheap_caught, 0) << "no cheap case passes 2^22 rows";
   EXPECT_LE(cheap_most_rows, int64_t(1) << 22);
   EXPECT_EQ(deep_caught, 21) << "the deep tier's fixed huge set, 8129 x H x 129 rows (2^25 or 2^26)";
   EXPECT_EQ(bench_rows_past, 0);
+}
+
+// shared_kv_decode_half_chunks.cu skips every other chunk where p.k == p.v and Sq <= 16: it needs a
+// case with K and V one view, a decode step, over more than 32 visible keys of a V that varies.
+// Only the kv case has p.k == p.v at Sq <= 16 (qkv has Sq = Skv >= 256), and it keeps its
+// source's Sq, so a run meets the try only by odds; under the top-left causal mask a decode step
+// sees 16 keys or fewer (the trick changes nothing there), so the fp16 and bf16 tasks without the
+// mask are the ones read. Pinned: which runs catch it, by tier.
+TEST(HackerRound24, KvCaseIsADecodeStepInSomeRuns) {
+  std::map<std::string, std::string> caught;  // "<task> seed <seed>" -> the tiers that catch it
+  test::each_run_of_both_tiers([&](const Task& t, const std::string& run, const std::vector<CaseSpec>& cases) {
+    if (t.causal || t.dtype == DType::fp8) return;
+    const std::string key = run.substr(0, run.find(' ')) + run.substr(run.find(" seed"));
+    std::string& tiers = caught[key];
+    for (const CaseSpec& c : cases) {
+      if (layout_shared(c.layout) != "kv" && layout_shared(c.layout) != "qkv") continue;
+      if (c.shape.seq_q <= 16 && c.shape.visible_kv(t.causal) > 32 && c.v_std > 0)
+        tiers += run.find(" cheap ") != std::string::npos ? "cheap " : "deep ";
+    }
+  });
+  ASSERT_EQ(caught.size(), 14u);
+  int both = 0, cheap = 0;
+  for (const auto& [run, tiers] : caught) {
+    std::cout << run << ": " << (tiers.empty() ? "admits" : tiers) << "\n";
+    both += !tiers.empty();
+    cheap += tiers.find("cheap") != std::string::npos;
+  }
+  EXPECT_EQ(both, 6) << "caught in 6 of 14 runs over both tiers";
+  EXPECT_EQ(cheap, 4) << "the cheap tier in 4: fp16-d64 seeds 0, 12345, 1511791795, 4294967295";
+  EXPECT_TRUE(caught["fp16-d64 seed 1"].empty() && caught["bf16-d128 seed 7"].empty())
+      << "fp16-d64 seed 1 and bf16-d128 seed 7 admit it in both tiers";
 }
 
 }  // namespace
