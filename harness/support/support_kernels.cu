@@ -6,9 +6,10 @@
 //  - evo_amax + evo_fill_fp8: the same values, quantized to e4m3 with a per-tensor scale
 //    448 / amax (amax over the whole logical tensor; the worker passes 1 / scale to the kernel
 //    as the tensor's descale, harness/gpu/fp8_inputs.cpp);
-//  - evo_reference_*: plain attention in FP32 from the same low-precision inputs (fp8: the
+//  - evo_reference_*: plain attention from the same low-precision inputs (fp8: the
 //    dequantized values, float(e4m3) * descale), two passes (row max, then exp-sum and P·V)
-//    so no online rescaling error enters the reference.
+//    so no online rescaling error enters the reference; scores and weights in FP32, their
+//    sums over the row in double.
 //  - evo_hash_bytes, evo_compare_*, evo_check_rows_*: checks on the GPU (gpu/device_checker.h);
 //  - evo_fill_fp16/bf16 also pre-fill O before every launch (tensor 3: gpu/launch_draws.h), and
 //    evo_hold holds two streams so a two-stream case's launches start together.
@@ -216,19 +217,24 @@ __device__ void reference(EvoTensorDesc q, EvoTensorDesc k, EvoTensorDesc v, flo
   };
   float m = -__int_as_float(0x7f800000);  // -inf; NVRTC has no <math.h>
   for (int j = 0; j < n; ++j) m = fmaxf(m, score(j));
-  float l = 0.f, acc[kPer];
+  // The sums run over every key of the row in order, so they are held in double: in FP32 each
+  // addend is rounded to the running sum's ulp, and where the weights are alike that rounding
+  // goes one way. At 33 088 keys of weights 1 - 6e-4 (scale 1.2e-5) every addend past 16 384 lost
+  // its 6e-4: the sum came out 2.5e-4 high and O as much low, so an exact kernel read as biased
+  // away from zero and failed the bias bound (H200, 2026-12-01; lab/notes/reference-sums.md).
+  double l = 0, acc[kPer];
 #pragma unroll
-  for (int c = 0; c < kPer; ++c) acc[c] = 0.f;
+  for (int c = 0; c < kPer; ++c) acc[c] = 0;
   for (int j = 0; j < n; ++j) {
-    const float p = expf(score(j) - m);
+    const double p = expf(score(j) - m);
     l += p;
     const T* vr = vp + j * v.stride[2];
 #pragma unroll
-    for (int c = 0; c < kPer; ++c) acc[c] = fmaf(p, evo_float(vr[lane + 32 * c]) * dv, acc[c]);
+    for (int c = 0; c < kPer; ++c) acc[c] = fma(p, double(evo_float(vr[lane + 32 * c]) * dv), acc[c]);
   }
   float* o = out + row * D;
 #pragma unroll
-  for (int c = 0; c < kPer; ++c) o[lane + 32 * c] = acc[c] / l;
+  for (int c = 0; c < kPer; ++c) o[lane + 32 * c] = float(acc[c] / l);
 }
 
 #define EVO_REFERENCE(NAME, T, D)                                                                             \
