@@ -137,7 +137,7 @@ struct Problem {
   TensorDesc dq{}, dk{}, dv{}, dout{};
   std::vector<int64_t> offsets;  // q, k, v, o: elements from the buffer start (packed layouts)
   bool padded = false;
-  std::string shared;  // "qk": K is Q's view, "kv": V is K's, "qv", "qkv", "qk_prefix" (gpu/case_layout.h)
+  std::string shared;  // "qk": K is Q's view, "kv": V is K's, "qv", "qkv", the prefixes (gpu/case_layout.h)
   JunkBytes junk;      // what padding and guard bands hold (CaseSpec::junk)
   size_t guard_bytes = kGuardBytes;  // 0 under compute-sanitizer, for the workspace too
   float scale = 0;                   // the case's softmax scale
@@ -180,7 +180,7 @@ struct Problem {
     // allocated, unused, so every buffer's guards and hashes work as before).
     shared = layout_shared(layout);
     if (k_at_q(shared)) dk.data = dq.data;  // "qk_prefix": Q's view holds K's rows, Q the first Sq
-    if (shared == "qv" || shared == "qkv") dv.data = dq.data;
+    if (v_at_q(shared)) dv.data = dq.data;
     if (shared == "kv") dv.data = dk.data;
   }
 
@@ -238,8 +238,8 @@ struct Problem {
     // A shared view holds what was filled last (K's values for "qk" and "qk_prefix", whose K fill
     // covers Q's rows too; V's for the others: V is filled after Q and K), with its descale.
     if (shared == "qk" || shared == kQPrefixOfK) descale[0] = descale[1];
-    if (shared == "kv" || shared == "qkv") descale[1] = descale[2];
-    if (shared == "qv" || shared == "qkv") descale[0] = descale[2];
+    if (shared == "kv" || (k_at_q(shared) && v_at_q(shared))) descale[1] = descale[2];
+    if (v_at_q(shared)) descale[0] = descale[2];
     check(cu().cuStreamSynchronize(stream), "input fill");
   }
 

@@ -59,7 +59,7 @@ inline constexpr int kSharedMinKeys = 256;
 bool shared_case_informative(const CaseSpec& c, bool causal);
 
 // Hacker round 24: each shared view also in the other class of a dimension a path may branch on
-// with it (run/sampler.cpp append_shared_forms), one more case a view a tier, after every other
+// with it (run/shared_cases.h append_shared_forms), five more cases a tier, after every other
 // case of the tier and from streams of their own (every other case keeps its draws and its name):
 //  - "qk:short", "qkv:short": Q and K one view over kSharedShortMinKeys to kSharedMinKeys - 1
 //    keys (Sq = Skv), beside the qk and qkv cases' 256 or more;
@@ -67,7 +67,9 @@ bool shared_case_informative(const CaseSpec& c, bool causal);
 //    step (Sq <= kSharedDecodeRows over kSharedMinKeys to kSharedFormMaxKeys keys) where it is a
 //    prefill, a prefill (Sq = Skv over as many) where it is a decode step;
 //  - "qk_prefix" (gpu/case_layout.h kQPrefixOfK): Q the first Sq (1 to 255) rows of K's view of
-//    256 to kSharedFormMaxKeys keys, one base, Hq = Hkv.
+//    256 to kSharedFormMaxKeys keys, one base, Hq = Hkv;
+//  - "qkv_prefix" (kQPrefixOfKV): Q the first Sq (1 to kSharedDecodeRows) rows of K's and V's one
+//    view of as many keys: Q, K and V one view at a decode step (qkv has Sq = Skv).
 // Each takes a drawn case's inputs, scale, layout, alignment, junk and heads (where Q shares its
 // view: Hkv = Hq) with V that varies, at most kSharedFormBatches batches and kSharedFormMaxFlops,
 // and a fresh seed.

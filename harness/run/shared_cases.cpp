@@ -122,10 +122,13 @@ std::string batch_name(const SampleSpace& sp, int n) {
 struct SharedForm {
   const char* listed;  // the view in sampled.shared that turns it on
   const char* view;    // the layout's suffix after '+'
-  const char* form;    // short, other (decode or prefill: the kv case's other regime), prefix
+  const char* form;    // short, other (decode or prefill: the kv case's other regime), prefix, decode
 };
-constexpr SharedForm kSharedForms[] = {
-    {"qk", "qk", "short"}, {"qkv", "qkv", "short"}, {"kv", "kv", "other"}, {"qk", kQPrefixOfK, "prefix"}};
+constexpr SharedForm kSharedForms[] = {{"qk", "qk", "short"},
+                                       {"qkv", "qkv", "short"},
+                                       {"kv", "kv", "other"},
+                                       {"qk", kQPrefixOfK, "prefix"},
+                                       {"qkv", kQPrefixOfKV, "decode"}};
 
 // The shape a form gives a source's: at most kSharedFormBatches batches, Hkv = Hq where Q shares
 // its view, and the form's lengths, drawn from `r` before any source is tried (so every source
@@ -141,7 +144,7 @@ FormLengths form_lengths(const SharedForm& f, bool kv_is_decode, SplitMix& r) {
     return {n, n};
   }
   if (form == "prefix") return {1 + int(r.below(uint64_t(kSharedMinKeys - 1))), mid};
-  if (kv_is_decode) return {mid, mid};                          // prefill: Sq = Skv
+  if (form == "other" && kv_is_decode) return {mid, mid};       // prefill: Sq = Skv
   return {1 + int(r.below(uint64_t(kSharedDecodeRows))), mid};  // a decode step
 }
 
@@ -169,7 +172,7 @@ void append_shared_forms(const GatesConfig& gates, const Task& task, const Sampl
       for (size_t k = 0; k < drawn && !made; ++k) {
         const CaseSpec& from = out[(start + k) % drawn];
         if (from.two_streams) continue;
-        const std::string fit_as = view == kQPrefixOfK ? "qk" : view;
+        const std::string fit_as = view == kQPrefixOfK ? "qk" : view == kQPrefixOfKV ? "qkv" : view;
         if (fit_as != "qk" &&
             (!gates.distributions.at(from.inputs).values_as_keys || !values_fit_shared_view(from, task, fit_as)))
           continue;
@@ -197,7 +200,7 @@ void append_shared_forms(const GatesConfig& gates, const Task& task, const Sampl
                           "/ratio=", "shared");
         if (c.shared_prefix) id += fmt::format("/prefix={}", c.shared_prefix);
         c.id = fmt::format("{}{}/{}{}/shared={}", prefix, out.size(), c.shape.dims(), id,
-                           view == kQPrefixOfK ? view : view + ":" + form);
+                           q_prefix(view) ? view : view + ":" + form);
         out.push_back(c);
         made = true;
       }

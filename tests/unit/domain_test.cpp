@@ -57,7 +57,7 @@ evo_attn_call call_of(const Task& t, const CaseSpec& c) {
   a.o = tensor(l.o, 3, s.heads_q, s.seq_q, t.output_bytes());
   const std::string shared = layout_shared(c.layout);  // one tensor passed twice or thrice
   if (k_at_q(shared)) a.k.data = a.q.data;             // qk_prefix: Q the first Sq rows of K's view
-  if (shared == "qv" || shared == "qkv") a.v.data = a.q.data;
+  if (v_at_q(shared)) a.v.data = a.q.data;
   if (shared == "kv") a.v.data = a.k.data;
   a.dtype = t.dtype_code();
   a.out_dtype = t.dtype == DType::fp8 ? EVO_ATTN_BF16 : a.dtype;

@@ -27,7 +27,7 @@
 namespace evo::hacker_round24 {
 namespace {
 
-// Whether a case passes one address as Q and K (the views "qk", "qkv" and "qk_prefix"); no other
+// Whether a case passes one address as Q and K (the views "qk", "qkv" and the prefixes); no other
 // case does: packed_qkv puts K Hq heads past Q, a two-stream case shares Q between two problems.
 bool q_is_k(const CaseSpec& c) { return k_at_q(layout_shared(c.layout)); }
 
@@ -50,7 +50,7 @@ TEST(HackerRound24, QAndKOneViewMeetBothLengthsInEveryRun) {
       if (!q_is_k(c)) continue;
       ++q_is_k_cases;
       const std::string view = layout_shared(c.layout);
-      if (view == kQPrefixOfK) continue;
+      if (q_prefix(view)) continue;
       const bool is_short = c.shape.seq_kv < kSharedMinKeys;
       lengths[view] += is_short ? "short " : "long ";
       if (is_short) {
@@ -65,7 +65,7 @@ TEST(HackerRound24, QAndKOneViewMeetBothLengthsInEveryRun) {
     EXPECT_EQ(lengths["qkv"], "long short ") << run << ": shared_qk_short_half_chunks passes qkv";
   });
   EXPECT_EQ(runs, 56);
-  EXPECT_EQ(q_is_k_cases, 5 * 56) << "qk, qkv, qk:short, qkv:short and qk_prefix a tier";
+  EXPECT_EQ(q_is_k_cases, 6 * 56) << "qk, qkv, qk:short, qkv:short, qk_prefix and qkv_prefix a tier";
 }
 
 // shared_qk_base_takes_q_len.cu takes Skv := Sq where p.q == p.k: it needs Q and K at one address
@@ -80,24 +80,31 @@ TEST(HackerRound24, EveryRunHasAQPrefixOfK) {
     ++runs;
     int prefixes = 0;
     for (const CaseSpec& c : cases) {
-      if (q_is_k(c) && layout_shared(c.layout) != kQPrefixOfK) {
+      if (q_is_k(c) && !q_prefix(layout_shared(c.layout))) {
         EXPECT_EQ(c.shape.seq_q, c.shape.seq_kv) << run << ": " << c.id;
         EXPECT_EQ(c.shape.heads_q, c.shape.heads_kv) << run << ": " << c.id;
       }
-      if (layout_shared(c.layout) != kQPrefixOfK) continue;
+      if (!q_prefix(layout_shared(c.layout))) continue;
       ++prefixes;
       EXPECT_LT(c.shape.seq_q, c.shape.seq_kv) << run << ": " << c.id;
       EXPECT_GE(c.shape.seq_kv, kSharedMinKeys) << run << ": " << c.id;
       EXPECT_EQ(c.shape.heads_q, c.shape.heads_kv) << run << ": " << c.id;
       EXPECT_GT(c.v_std, 0) << run << ": " << c.id;
-      EXPECT_NE(c.id.find("/shared=qk_prefix"), std::string::npos) << c.id;
-      // One base: K's view starts at Q's, Q has K's strides (case_layout).
+      EXPECT_NE(c.id.find("/shared=" + layout_shared(c.layout)), std::string::npos) << c.id;
+      // One base: K's view starts at Q's, Q has K's strides (case_layout); qkv_prefix: V's too.
       const CaseLayout l = case_layout(c.shape, c.layout, t.input_bytes(), t.output_bytes(), c.seed);
       EXPECT_EQ(l.q.offset, l.k.offset) << c.id;
       for (int i = 0; i < 3; ++i) EXPECT_EQ(l.q.stride[i], l.k.stride[i]) << c.id;
+      const bool v_too = layout_shared(c.layout) == kQPrefixOfKV;
+      if (v_too) {
+        EXPECT_EQ(l.v.offset, l.q.offset) << c.id;
+        for (int i = 0; i < 3; ++i) EXPECT_EQ(l.v.stride[i], l.q.stride[i]) << c.id;
+        EXPECT_LE(c.shape.seq_q, kSharedDecodeRows) << c.id << ": Q, K and V one view at a decode step";
+        continue;
+      }
       caught += !t.causal && t.dtype != DType::fp8 && c.v_std > 0;
     }
-    EXPECT_EQ(prefixes, 1) << run;
+    EXPECT_EQ(prefixes, 2) << run << ": a qk_prefix and a qkv_prefix case";
   });
   EXPECT_EQ(runs, 56);
   EXPECT_EQ(caught, 28) << "both tiers of the 14 fp16-d64 and bf16-d128 runs";
@@ -113,8 +120,11 @@ TEST(HackerRound24, EveryRunHasAQPrefixOfK) {
   Shape equal = prefix;
   equal.seq_q = 300;
   EXPECT_THROW(case_layout(equal, "bhsd+qk_prefix"), std::exception) << "a prefix is shorter than K";
+  const CaseLayout all = case_layout(prefix, "kv_cache@16+qkv_prefix", 2, 2, 7);
+  EXPECT_TRUE(all.q.offset == all.v.offset && all.q.stride[2] == all.v.stride[2]) << "V is K's view too";
   prefix.heads_q = 2;
   EXPECT_THROW(case_layout(prefix, "bhsd+qk_prefix"), std::exception) << "Hq = Hkv";
+  EXPECT_THROW(case_layout(prefix, "bhsd+qkv_prefix"), std::exception) << "Hq = Hkv";
 }
 
 // flat_row_float_div.cu: bh = trunc(rn(float(r) / float(Sq))) for the flat row r = bh * Sq + i, the
@@ -207,16 +217,24 @@ TEST(HackerRound24, FlatRowFloatDivisionMeetsTheGate) {
 // the 14 fp16-d64 and bf16-d128 runs over both tiers. Closed (append_shared_forms): a second kv
 // case a tier in the regime the first is not in, so every run of both tiers, every task, has a K =
 // V decode step (Sq <= 16, 256 keys or more) and a K = V prefill (Sq over 16 and 256 visible keys
-// or more). Under the top-left causal mask a decode step sees 16 keys or fewer (the trick changes
-// nothing), so the fp16 and bf16 tasks without the mask are the ones that catch it.
+// or more); and with Q too, a qkv_prefix decode step beside the qkv and qkv:short prefills. Under the top-left causal
+// mask a decode step sees 16 keys or fewer (the trick changes nothing), so the fp16 and bf16 tasks without the mask are
+// the ones that catch it.
 TEST(HackerRound24, KAndVOneViewMeetBothRegimesInEveryRun) {
   int runs = 0, caught = 0, forms_decode = 0;
   test::each_run_of_both_tiers([&](const Task& t, const std::string& run, const std::vector<CaseSpec>& cases) {
     ++runs;
     int decode = 0, prefill = 0, kv_cases = 0;
     bool seen = false;
+    int qkv_decode = 0, qkv_prefill = 0;  // Q, K and V one view (qkv, qkv:short, qkv_prefix)
     for (const CaseSpec& c : cases) {
-      if (layout_shared(c.layout) != "kv") continue;
+      const std::string view = layout_shared(c.layout);
+      if (view == "qkv" || view == kQPrefixOfKV) {
+        const bool step = c.shape.seq_q <= kSharedDecodeRows && c.shape.seq_kv >= kSharedMinKeys;
+        ++(step ? qkv_decode : qkv_prefill);
+        seen = seen || (step && skipping_chunks_shows(c, t.causal));
+      }
+      if (view != "kv") continue;
       ++kv_cases;
       EXPECT_GT(c.v_std, 0) << run << ": " << c.id;
       EXPECT_GE(c.shape.seq_kv, kSharedMinKeys) << run << ": " << c.id;
@@ -232,6 +250,8 @@ TEST(HackerRound24, KAndVOneViewMeetBothRegimesInEveryRun) {
     EXPECT_EQ(kv_cases, 2) << run;
     EXPECT_EQ(decode, 1) << run << ": shared_kv_decode_half_chunks's regime";
     EXPECT_EQ(prefill, 1) << run;
+    EXPECT_EQ(qkv_decode, 1) << run << ": qkv_prefix";
+    EXPECT_EQ(qkv_prefill, 2) << run << ": qkv and qkv:short";
     EXPECT_EQ(seen, !t.causal) << run;
     caught += seen && t.dtype != DType::fp8;
   });
@@ -244,26 +264,26 @@ TEST(HackerRound24, KAndVOneViewMeetBothRegimesInEveryRun) {
   EXPECT_LT(forms_decode, 56);
 }
 
-// What the shared forms cost: four cases a tier (qk:short, qkv:short, kv:decode or kv:prefill,
-// qk_prefix), appended after every other case (so every other case keeps its index and name), and
+// What the shared forms cost: five cases a tier (qk:short, qkv:short, kv:decode or kv:prefill,
+// qk_prefix, qkv_prefix), appended after every other case (so every other case keeps its index and name), and
 // small beside the tier: their FLOPs (4 B Hq Sq Skv D, before the mask) against the tier's.
 bool is_form(const CaseSpec& c) {
   for (const char* form : {"/shared=qk:short", "/shared=qkv:short", "/shared=kv:decode", "/shared=kv:prefill"})
     if (c.id.find(form) != std::string::npos) return true;
-  return layout_shared(c.layout) == kQPrefixOfK;
+  return q_prefix(layout_shared(c.layout));
 }
-TEST(HackerRound24, SharedFormsAreFourSmallCasesAtTheEnd) {
+TEST(HackerRound24, SharedFormsAreFiveSmallCasesAtTheEnd) {
   double worst_share = 0, most_flops = 0, most_cheap = 0, most_deep = 0;
   int64_t most_rows = 0;
   test::each_run_of_both_tiers([&](const Task&, const std::string& run, const std::vector<CaseSpec>& cases) {
-    ASSERT_GE(cases.size(), 4u) << run;
+    ASSERT_GE(cases.size(), 5u) << run;
     double all = 0, forms = 0;
     for (size_t i = 0; i < cases.size(); ++i) {
       const CaseSpec& c = cases[i];
       const double f =
           4.0 * c.shape.batch * c.shape.heads_q * double(c.shape.seq_q) * c.shape.seq_kv * c.shape.head_dim;
       all += f;
-      EXPECT_EQ(is_form(c), i + 4 >= cases.size()) << run << ": the forms are the tier's last four: " << c.id;
+      EXPECT_EQ(is_form(c), i + 5 >= cases.size()) << run << ": the forms are the tier's last five: " << c.id;
       if (!is_form(c)) continue;
       forms += f;
       most_flops = std::max(most_flops, f);
@@ -277,7 +297,7 @@ TEST(HackerRound24, SharedFormsAreFourSmallCasesAtTheEnd) {
     most = std::max(most, forms);
   });
   std::cout << fmt::format(
-      "shared forms: at most {:.2g} of a tier's FLOPs, {:.3g} GFLOP and {} query rows a case; the four "
+      "shared forms: at most {:.2g} of a tier's FLOPs, {:.3g} GFLOP and {} query rows a case; the five "
       "together at most {:.3g} GFLOP a cheap tier, {:.3g} a deep one\n",
       worst_share, most_flops / 1e9, most_rows, most_cheap / 1e9, most_deep / 1e9);
   EXPECT_LT(worst_share, 0.05);
