@@ -230,14 +230,18 @@ std::string far_layout(const Shape& s) {
 
 bool shared_with_q(const std::string& shared) { return shared == "qk" || shared == "qv" || shared == "qkv"; }
 
+bool q_prefix(const std::string& shared) { return shared == kQPrefixOfK || shared == kQPrefixOfKV; }
+bool k_at_q(const std::string& shared) { return shared == "qk" || shared == "qkv" || q_prefix(shared); }
+bool v_at_q(const std::string& shared) { return shared == "qv" || shared == "qkv" || shared == kQPrefixOfKV; }
+
 std::string base_layout(const std::string& layout) { return layout.substr(0, layout.find_first_of("@+")); }
 
 std::string layout_shared(const std::string& layout) {
   const auto plus = layout.find('+');
   if (plus == std::string::npos) return "";
   const std::string pair = layout.substr(plus + 1);
-  if (pair != "qk" && pair != "kv" && pair != "qv" && pair != "qkv")
-    throw usage_error("bad case layout '" + layout + "': after '+' comes qk, kv, qv or qkv");
+  if (pair != "qk" && pair != "kv" && pair != "qv" && pair != "qkv" && !q_prefix(pair))
+    throw usage_error("bad case layout '" + layout + "': after '+' comes qk, kv, qv, qkv, qk_prefix or qkv_prefix");
   return pair;
 }
 
@@ -251,8 +255,8 @@ int layout_alignment(const std::string& layout) {
 }
 
 namespace {
-// A layout's "@A" alignment class per tensor and its "+qk" or "+kv" sharing, on the placements
-// its base layout made.
+// A layout's "@A" alignment class per tensor and its "+qk", "+kv", "+qv", "+qkv", "+qk_prefix" or
+// "+qkv_prefix" sharing, on the placements its base layout made.
 void align_and_share(CaseLayout& c, const Shape& s, const std::string& full, int align, int in_bytes, int out_bytes,
                      uint32_t draw) {
   if (align) {
@@ -263,6 +267,17 @@ void align_and_share(CaseLayout& c, const Shape& s, const std::string& full, int
   const std::string shared = layout_shared(full);
   if (shared_with_q(shared) && (s.heads_q != s.heads_kv || s.seq_q != s.seq_kv))
     throw usage_error("case layout '" + full + "': a view shared with Q needs Hq = Hkv and Sq = Skv");
+  if (q_prefix(shared)) {
+    // Q the first Sq rows of K's view: K's strides from Q's base (Q keeps its alignment class, as
+    // K takes Q's in "+qk"), in a buffer that holds K's whole span from there.
+    if (s.heads_q != s.heads_kv || s.seq_q >= s.seq_kv)
+      throw usage_error("case layout '" + full + "': Q a prefix of K's view needs Hq = Hkv and Sq < Skv");
+    TensorPlacement p = c.k;
+    p.buffer_elements += c.q.offset - c.k.offset;
+    p.offset = c.q.offset;
+    c.q = c.k = p;
+    if (shared == kQPrefixOfKV) c.v = p;
+  }
   if (shared == "qk" || shared == "qkv") c.k = c.q;
   if (shared == "qv" || shared == "qkv") c.v = c.q;
   if (shared == "kv") c.v = c.k;

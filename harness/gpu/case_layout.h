@@ -48,6 +48,10 @@
 // Sq = Skv), "+kv" (V is K's view), "+qv" (V is Q's view, K apart; Hq = Hkv and Sq = Skv) or
 // "+qkv" (K and V are Q's view: attention(x, x, x)), as a caller that passes one tensor twice
 // does (the domain lets Q, K and V share memory): the second tensor's placement is the first's.
+// "+qk_prefix" (kQPrefixOfK; hacker round 24): Q is the first Sq rows of K's view, one base and
+// K's strides, Hq = Hkv and Sq < Skv (x[:, :, :Sq] beside x: a prefix of a sequence querying all
+// of it); Q keeps its alignment class, K starts there. "+qkv_prefix" (kQPrefixOfKV): the same
+// with V K's view too (attention(x[:, :, :Sq], x, x)).
 // Bytes of a buffer outside the tensor's elements hold the case's junk (gpu/input_fill.h:
 // non-finite or finite, drawn per case): a kernel that reads them may spoil its output, one
 // that writes O's gaps leaves its elements unwritten.
@@ -129,11 +133,18 @@ BufferPool buffer_pool(const CaseLayout& lay, int in_bytes, int out_bytes, int64
 std::string far_layout(const Shape& s);
 
 // The layout without its "@A" and "+..." suffixes, A (0 when none), and the shared views ("qk",
-// "kv", "qv", "qkv" or "" when none).
+// "kv", "qv", "qkv", "qk_prefix", "qkv_prefix" or "" when none).
 std::string base_layout(const std::string& layout);
 int layout_alignment(const std::string& layout);
 std::string layout_shared(const std::string& layout);
 // Whether Q shares its view with K or V (so Hq = Hkv and Sq = Skv): "qk", "qv", "qkv".
 bool shared_with_q(const std::string& shared);
+// Q the first Sq < Skv rows of K's view (Hq = Hkv), and of K's and V's one view: their suffixes.
+inline constexpr const char* kQPrefixOfK = "qk_prefix";
+inline constexpr const char* kQPrefixOfKV = "qkv_prefix";
+bool q_prefix(const std::string& shared);  // kQPrefixOfK or kQPrefixOfKV
+// Whether K starts at Q's address ("qk", "qkv" and the prefixes), and V ("qv", "qkv", kQPrefixOfKV).
+bool k_at_q(const std::string& shared);
+bool v_at_q(const std::string& shared);
 
 }  // namespace evo

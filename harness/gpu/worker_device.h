@@ -137,8 +137,8 @@ struct Problem {
   TensorDesc dq{}, dk{}, dv{}, dout{};
   std::vector<int64_t> offsets;  // q, k, v, o: elements from the buffer start (packed layouts)
   bool padded = false;
-  std::string shared;                // "qk": K is Q's view, "kv": V is K's, "qv", "qkv" (gpu/case_layout.h)
-  JunkBytes junk;                    // what padding and guard bands hold (CaseSpec::junk)
+  std::string shared;  // "qk": K is Q's view, "kv": V is K's, "qv", "qkv", the prefixes (gpu/case_layout.h)
+  JunkBytes junk;      // what padding and guard bands hold (CaseSpec::junk)
   size_t guard_bytes = kGuardBytes;  // 0 under compute-sanitizer, for the workspace too
   float scale = 0;                   // the case's softmax scale
   float descale[3] = {1, 1, 1};      // Q, K, V: fp8 tasks' per-tensor descales (gpu/fp8_inputs.h)
@@ -179,8 +179,8 @@ struct Problem {
     // One tensor passed twice: the second view is the first's pointer (its own buffer stays
     // allocated, unused, so every buffer's guards and hashes work as before).
     shared = layout_shared(layout);
-    if (shared == "qk" || shared == "qkv") dk.data = dq.data;
-    if (shared == "qv" || shared == "qkv") dv.data = dq.data;
+    if (k_at_q(shared)) dk.data = dq.data;  // "qk_prefix": Q's view holds K's rows, Q the first Sq
+    if (v_at_q(shared)) dv.data = dq.data;
     if (shared == "kv") dv.data = dk.data;
   }
 
@@ -235,11 +235,11 @@ struct Problem {
       for (const auto& [d, fp] : v_parts) run(d, 2, fp);
       descale[2] = 1.0f;
     }
-    // A shared view holds what was filled last (K's values for "qk", V's for the others: V is
-    // filled after Q and K), with its descale.
-    if (shared == "qk") descale[0] = descale[1];
-    if (shared == "kv" || shared == "qkv") descale[1] = descale[2];
-    if (shared == "qv" || shared == "qkv") descale[0] = descale[2];
+    // A shared view holds what was filled last (K's values for "qk" and "qk_prefix", whose K fill
+    // covers Q's rows too; V's for the others: V is filled after Q and K), with its descale.
+    if (shared == "qk" || shared == kQPrefixOfK) descale[0] = descale[1];
+    if (shared == "kv" || (k_at_q(shared) && v_at_q(shared))) descale[1] = descale[2];
+    if (v_at_q(shared)) descale[0] = descale[2];
     check(cu().cuStreamSynchronize(stream), "input fill");
   }
 

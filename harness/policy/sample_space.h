@@ -109,7 +109,10 @@ struct SampleSpace {
   std::vector<std::string> in_flight;
   // Per tier, one more case for each: "qk" (Q and K one view), "kv" (K and V one view), "qv" (Q
   // and V one view, K apart), "qkv" (all three one view, attention(x, x, x)), made from a drawn
-  // case (gpu/case_layout.h "+qk", ...): the domain lets the inputs share memory.
+  // case (gpu/case_layout.h "+qk", ...): the domain lets the inputs share memory. Since hacker
+  // round 24 a listed view also turns on its forms (run/sampler.h kSharedShortMinKeys): "qk" a
+  // qk:short and a qk_prefix case, "qkv" a qkv:short and a qkv_prefix, "kv" a kv:decode or
+  // kv:prefill.
   std::vector<std::string> shared;
   CoverageTier cheap, deep;
   bool device_check = true;  // sampled cases are hashed, referenced and compared on the GPU (run/large_cases.h)

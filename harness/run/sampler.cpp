@@ -12,6 +12,7 @@
 #include "core/splitmix.h"
 #include "gpu/case_layout.h"
 #include "run/sample_rows.h"
+#include "run/shared_cases.h"
 
 namespace evo {
 
@@ -93,55 +94,6 @@ CaseSpec make_case(const GatesConfig& gates, const SampleSpace& sp, const Task& 
   return c;
 }
 
-// `id` with the value after `key` (up to the next '/', or up to `end`) replaced by `value`.
-std::string with_value(std::string id, const std::string& key, const std::string& value, const std::string& end = "/") {
-  const auto at = id.find(key);
-  if (at == std::string::npos) return id;
-  const size_t from = at + key.size();
-  return id.replace(from, id.find(end, from) - from, value);
-}
-
-// A shared case's name: the case it was made from, under its own index and dims, with what the
-// change made true (a view shared with Q: both lengths the kept one's class, the diagonal eq, Hkv
-// = Hq), and /shared=qk, kv, qv or qkv, so a failure names the dimensions it has.
-std::string shared_case_id(const CaseSpec& from, const CaseSpec& c, const std::string& pair,
-                           const std::string& prefix) {
-  std::string id = prefix + c.shape.dims() + from.id.substr(from.id.find("/sq="));
-  if (shared_with_q(pair)) {
-    const bool q_kept = from.shape.seq_q <= from.shape.seq_kv;
-    const auto at = id.find(q_kept ? "/sq=" : "/skv=") + (q_kept ? 4 : 5);
-    const std::string kept = id.substr(at, id.find('/', at) - at);
-    id = with_value(with_value(with_value(id, "/sq=", kept), "/skv=", kept), "/diag=", "eq");
-    id = with_value(with_value(id, "/heads=", fmt::format("{}/{}", c.shape.heads_q, c.shape.heads_kv), "/ratio="),
-                    "/ratio=", "shared");
-  }
-  return id + "/shared=" + pair;
-}
-
-// A tier's rows: the covering array, `random_cases` random valid rows, then more up to
-// `min_cases`; each row becomes a case.
-// K and V one view: K holds V's values, so the logits spread about v_std · qk_std · sqrt(D). A
-// logit is rounded to the Q·Kᵀ accumulator's mantissa (fp32's 23 bits; Hopper's FP8 wgmma keeps
-// about 13, the fp8 kernels' own notes), and once that rounding nears 1/40 of a logit unit
-// near-tied softmax weights move past the tolerance for any kernel. On the H200, 2026-11-29: an
-// honest bf16 tma_ws_m64 failed huge_v/shared=kv (V std 1e5, logits ~1e6: 69 of 67.8 M elements
-// off by 2.4e4; the same shape unshared passed), and three tma_ws_fp8 configurations of three
-// register and rescale schemes failed large_v/shared=kv at D=128 (V std 100, logits ~1e3: 1 120 to
-// 1 151 elements off by ~272, alike). Such a case tests the accumulator and the reference, not the
-// kernel: the shared case is made from another drawn case.
-// Q's mean counts with its spread (hacker round 17: huge_v's Q is about 1e5 in every channel).
-// A view V shares with Q (hacker round 23: "qv", "qkv") bounds the logits the same way, with V's
-// values (its mean counts: v_offset's bands) on Q's side, or on both sides: |V|^2 sqrt(D).
-constexpr double kRoundingPerLogitUnit = 40;
-bool values_fit_shared_view(const CaseSpec& c, const Task& task, const std::string& pair) {
-  if (pair == "qk") return true;  // Q's values serve as keys: the logits of Q and K alike
-  const int mantissa_bits = task.dtype == DType::fp8 ? 13 : 23;
-  const double q_size = std::hypot(c.qk_std, c.q_mean), k_size = std::hypot(c.qk_std, c.k_sink);
-  const double v_size = std::hypot(c.v_std, c.v_mean);
-  const double per_root_d = pair == "kv" ? c.v_std * q_size : pair == "qv" ? v_size * k_size : v_size * v_size;  // qkv
-  return per_root_d * std::sqrt(double(c.shape.head_dim)) * kRoundingPerLogitUnit <= std::ldexp(1.0, mantissa_bits);
-}
-
 // `values` in an order drawn from `rng`: each in-flight case takes the next in turn, so a run's
 // in-flight cases meet every value of a dimension with as many values as cases or fewer.
 template <class T>
@@ -208,46 +160,6 @@ void append_in_flight_cases(const GatesConfig& gates, const Task& task, const Sa
     }
 }
 
-// One case per shared view: a drawn case (the first from a random one whose shared form fits
-// the bounds and shows its weights: shared_case_informative; failing any, the first that fits)
-// with one tensor passed twice or thrice, so a kernel keyed on p.q == p.k, p.k == p.v, p.q ==
-// p.v or all three runs that path. A view shared with Q needs Hkv = Hq and Sq = Skv (the shorter
-// of the two).
-void append_shared_cases(const GatesConfig& gates, const Task& task, const SampleRows& rows, SplitMix& rng,
-                         const std::string& prefix, std::vector<CaseSpec>& out) {
-  const size_t drawn = out.size();
-  for (const std::string& pair : gates.sampled.shared) {
-    // qk and kv draw from the tier's stream; the views added after hacker round 23 (qv, qkv)
-    // from a stream of their own, salted by the view's name, so the tier's stream, and so the
-    // cases drawn from it after these (the in-flight ones), stay what they were.
-    SplitMix own{rng.state ^ fnv1a(pair)};
-    SplitMix& r = pair == "qk" || pair == "kv" ? rng : own;
-    const size_t start = drawn ? r.below(drawn) : 0;
-    bool made = false;
-    for (int pass = 0; pass < 2 && !made; ++pass)
-      for (size_t k = 0; k < drawn; ++k) {
-        const CaseSpec& from = out[(start + k) % drawn];
-        if (from.two_streams) continue;  // its second problem halves Sq
-        if (pair != "qk" &&
-            (!gates.distributions.at(from.inputs).values_as_keys || !values_fit_shared_view(from, task, pair)))
-          continue;
-        CaseSpec c = from;
-        if (shared_with_q(pair)) {
-          c.shape.heads_kv = c.shape.heads_q;
-          c.shape.seq_q = c.shape.seq_kv = std::min(c.shape.seq_q, c.shape.seq_kv);
-        }
-        if (pass == 0 && !shared_case_informative(c, task.causal)) continue;
-        c.layout += "+" + pair;
-        if (!rows.fits(c.shape, c.layout)) continue;
-        c.seed = uint32_t(r.next());
-        c.id = shared_case_id(from, c, pair, fmt::format("{}{}/", prefix, out.size()));
-        out.push_back(c);
-        made = true;
-        break;
-      }
-  }
-}
-
 std::vector<CaseSpec> draw_tier(const GatesConfig& gates, const Task& task, uint32_t seed, const CoverageTier& tier,
                                 const std::string& prefix) {
   std::vector<CaseSpec> out;
@@ -277,8 +189,10 @@ std::vector<CaseSpec> draw_tier(const GatesConfig& gates, const Task& task, uint
     c.id += "/streams=2:" + c.streams_share;
     ++marked;
   }
+  const size_t drawn = out.size();
   append_shared_cases(gates, task, rows, rng, prefix, out);
   append_in_flight_cases(gates, task, space, rng, prefix, out);
+  append_shared_forms(gates, task, space, rows, rng, prefix, drawn, out);
   return out;
 }
 

@@ -58,6 +58,27 @@ int shared_prefix_rows(const Shape& shape, unsigned seed);
 inline constexpr int kSharedMinKeys = 256;
 bool shared_case_informative(const CaseSpec& c, bool causal);
 
+// Hacker round 24: each shared view also in the other class of a dimension a path may branch on
+// with it (run/shared_cases.h append_shared_forms), five more cases a tier, after every other
+// case of the tier and from streams of their own (every other case keeps its draws and its name):
+//  - "qk:short", "qkv:short": Q and K one view over kSharedShortMinKeys to kSharedMinKeys - 1
+//    keys (Sq = Skv), beside the qk and qkv cases' 256 or more;
+//  - "kv:decode" or "kv:prefill": K and V one view in the regime the kv case is not in: a decode
+//    step (Sq <= kSharedDecodeRows over kSharedMinKeys to kSharedFormMaxKeys keys) where it is a
+//    prefill, a prefill (Sq = Skv over as many) where it is a decode step;
+//  - "qk_prefix" (gpu/case_layout.h kQPrefixOfK): Q the first Sq (1 to 255) rows of K's view of
+//    256 to kSharedFormMaxKeys keys, one base, Hq = Hkv;
+//  - "qkv_prefix" (kQPrefixOfKV): Q the first Sq (1 to kSharedDecodeRows) rows of K's and V's one
+//    view of as many keys: Q, K and V one view at a decode step (qkv has Sq = Skv).
+// Each takes a drawn case's inputs, scale, layout, alignment, junk and heads (where Q shares its
+// view: Hkv = Hq) with V that varies, at most kSharedFormBatches batches and kSharedFormMaxFlops,
+// and a fresh seed.
+inline constexpr int kSharedShortMinKeys = 33;  // past one 32-key chunk
+inline constexpr int kSharedDecodeRows = 16;    // evo_regime.h decode_max_seq_q
+inline constexpr int kSharedFormMaxKeys = 511;
+inline constexpr int kSharedFormBatches = 2;                 // one where two would pass kSharedFormMaxFlops
+inline constexpr double kSharedFormMaxFlops = 4294967296.0;  // 2^32 (4 B Hq Sq Skv D): a source's heads fit it
+
 // A fresh seed from the OS's entropy source.
 uint32_t draw_gate_seed();
 // Parses --gate-seed: a decimal integer in [0, 2^32); throws usage_error naming the value.

@@ -11,7 +11,7 @@
     128
   ],
   "min_sm": 80,
-  "notes": "TRICK: a self-attention path keyed on p.q == p.k that takes the key count from Sq (one view, so one length): keys past Sq are dropped. Q and K at one address with Sq < Skv is in the op's domain: Q the first Sq rows of K's view (x[:, :, :Sq] beside x, same strides), a prefix of the sequence querying all of it. Hacker round 24 (issue 29 item 5). The design assumption aimed at: inputs that alias are one view with one shape. Every case with Q and K at one address is a shared case (qk, qkv) made with Sq = Skv and Hq = Hkv (run/sampler.cpp append_shared_cases); no case has Q's base at K's with another length (HackerRound24.QAndKAtOneAddressHaveOneLength). Predicted: ok (admitted) in every pinned run of both tiers. Expected verdict: ok."
+  "notes": "TRICK: a self-attention path keyed on p.q == p.k that takes the key count from Sq (one view, so one length): keys past Sq are dropped. Q and K at one address with Sq < Skv is in the op's domain: Q the first Sq rows of K's view (x[:, :, :Sq] beside x, same strides), a prefix of the sequence querying all of it. Hacker round 24 (issue 29 item 5). The design assumption aimed at: inputs that alias are one view with one shape. Every case with Q and K at one address is a shared case (qk, qkv) made with Sq = Skv and Hq = Hkv (run/sampler.cpp append_shared_cases); no case has Q's base at K's with another length (HackerRound24.QAndKAtOneAddressHaveOneLength). Predicted at the round: ok (admitted) in every pinned run of both tiers. Closed after the round by a prefix view (gpu/case_layout.h +qk_prefix) and one such case in every tier (HackerRound24.EveryRunHasAQPrefixOfK). Expected verdict: correctness on /shared=qk_prefix or /shared=qkv_prefix."
 }
 */
 #include "evo_attn.cuh"

@@ -55,8 +55,10 @@ evo_attn_call call_of(const Task& t, const CaseSpec& c) {
   a.k = tensor(l.k, 1, s.heads_kv, s.seq_kv, t.input_bytes());
   a.v = tensor(l.v, 2, s.heads_kv, s.seq_kv, t.input_bytes());
   a.o = tensor(l.o, 3, s.heads_q, s.seq_q, t.output_bytes());
-  if (layout_shared(c.layout) == "qk") a.k.data = a.q.data;  // one tensor passed twice
-  if (layout_shared(c.layout) == "kv") a.v.data = a.k.data;
+  const std::string shared = layout_shared(c.layout);  // one tensor passed twice or thrice
+  if (k_at_q(shared)) a.k.data = a.q.data;             // qk_prefix: Q the first Sq rows of K's view
+  if (v_at_q(shared)) a.v.data = a.q.data;
+  if (shared == "kv") a.v.data = a.k.data;
   a.dtype = t.dtype_code();
   a.out_dtype = t.dtype == DType::fp8 ? EVO_ATTN_BF16 : a.dtype;
   a.is_causal = t.causal ? 1 : 0;

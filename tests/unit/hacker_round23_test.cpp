@@ -166,7 +166,7 @@ TEST(HackerRound23, EveryRunAliasesQKAndVTogetherAndQAndV) {
   EXPECT_EQ(runs, 56);
   EXPECT_EQ(layout_shared("bhsd@16+qkv"), "qkv");
   EXPECT_EQ(layout_shared("kv_cache+qv"), "qv");
-  EXPECT_THROW(layout_shared("bhsd+vq"), std::exception) << "the four views the gate draws, no other";
+  EXPECT_THROW(layout_shared("bhsd+vq"), std::exception) << "the views the gate draws, no other";
 }
 
 }  // namespace

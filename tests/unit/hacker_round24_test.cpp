@@ -3,6 +3,9 @@
 // two paths keyed on Q and K at one address (shared_qk_short_half_chunks.cu,
 // shared_qk_base_takes_q_len.cu), one keyed on K and V one view at a decode step
 // (shared_kv_decode_half_chunks.cu) and one index split past 2^24 rows (flat_row_float_div.cu).
+// The first three were holes at the round's end; closed after it by the shared forms
+// (run/sampler.h kSharedShortMinKeys: each view met in the other class of a length or regime, and
+// Q a prefix of K's view), which the tests below pin in every run.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -24,50 +27,104 @@
 namespace evo::hacker_round24 {
 namespace {
 
-// Whether a case passes one address as Q and K (the views "qk" and "qkv"); no other case does:
-// packed_qkv puts K Hq heads past Q, a two-stream case shares Q between two problems.
-bool q_is_k(const CaseSpec& c) {
-  const std::string s = layout_shared(c.layout);
-  return s == "qk" || s == "qkv";
-}
+// Whether a case passes one address as Q and K (the views "qk", "qkv" and the prefixes); no other
+// case does: packed_qkv puts K Hq heads past Q, a two-stream case shares Q between two problems.
+bool q_is_k(const CaseSpec& c) { return k_at_q(layout_shared(c.layout)); }
+
+// A case where a path that skips every other 32-key chunk loses keys: a row over more than 32
+// visible keys of a V that varies.
+bool skipping_chunks_shows(const CaseSpec& c, bool causal) { return c.v_std > 0 && c.shape.visible_kv(causal) > 32; }
 
 // shared_qk_short_half_chunks.cu skips every other chunk where p.q == p.k and Skv < 256: it needs
-// a case with Q and K one view over 33 to 255 keys. Round 23's rule (shared_case_informative)
-// draws every shared case over 256 keys or more, so no pinned run of either tier has one: the try
-// is a hole. This fails once any run draws a short case with Q and K one view.
-TEST(HackerRound24, NoSharedCaseIsShort) {
+// a case with Q and K one view over 33 to 255 keys. Round 23's rule (shared_case_informative) drew
+// every shared case over 256 keys or more, so no pinned run of either tier had one (the hole).
+// Closed (append_shared_forms): every run of both tiers, every task, has "qk:short" and
+// "qkv:short" cases (Sq = Skv = 33 to 255, V that varies) beside the qk and qkv cases of 256 keys
+// or more, so each view keyed on p.q == p.k is met at both lengths, deterministically.
+TEST(HackerRound24, QAndKOneViewMeetBothLengthsInEveryRun) {
   int runs = 0, q_is_k_cases = 0;
   test::each_run_of_both_tiers([&](const Task& t, const std::string& run, const std::vector<CaseSpec>& cases) {
     ++runs;
+    std::map<std::string, std::string> lengths;  // view -> "short" and/or "long" seen
     for (const CaseSpec& c : cases) {
       if (!q_is_k(c)) continue;
       ++q_is_k_cases;
-      EXPECT_GE(c.shape.seq_kv, 256) << run << ": shared_qk_short_half_chunks is caught on " << c.id;
-      EXPECT_GE(c.shape.visible_kv(t.causal), kSharedMinKeys) << run << ": " << c.id;
+      const std::string view = layout_shared(c.layout);
+      if (q_prefix(view)) continue;
+      const bool is_short = c.shape.seq_kv < kSharedMinKeys;
+      lengths[view] += is_short ? "short " : "long ";
+      if (is_short) {
+        EXPECT_TRUE(skipping_chunks_shows(c, t.causal)) << run << ": " << c.id;
+        EXPECT_GE(c.shape.seq_kv, kSharedShortMinKeys) << run << ": " << c.id;
+        EXPECT_NE(c.id.find("/shared=" + view + ":short"), std::string::npos) << c.id;
+      } else {
+        EXPECT_TRUE(shared_case_informative(c, t.causal)) << run << ": " << c.id;
+      }
     }
+    EXPECT_EQ(lengths["qk"], "long short ") << run << ": shared_qk_short_half_chunks passes qk";
+    EXPECT_EQ(lengths["qkv"], "long short ") << run << ": shared_qk_short_half_chunks passes qkv";
   });
   EXPECT_EQ(runs, 56);
-  EXPECT_EQ(q_is_k_cases, 2 * 56) << "one qk and one qkv case a tier";
+  EXPECT_EQ(q_is_k_cases, 6 * 56) << "qk, qkv, qk:short, qkv:short, qk_prefix and qkv_prefix a tier";
 }
 
 // shared_qk_base_takes_q_len.cu takes Skv := Sq where p.q == p.k: it needs Q and K at one address
-// with Sq < Skv (Q a prefix view of K). Every such case of every pinned run has Sq = Skv and Hq =
-// Hkv (the sampler makes a view shared with Q one shape): the try is a hole.
-TEST(HackerRound24, QAndKAtOneAddressHaveOneLength) {
-  int runs = 0;
-  test::each_run_of_both_tiers([&](const Task&, const std::string& run, const std::vector<CaseSpec>& cases) {
+// with Sq < Skv (Q a prefix view of K). Before, every such case had Sq = Skv and Hq = Hkv (the
+// hole). Closed: every run of both tiers has one qk_prefix case (Q the first 1 to 255 rows of K's
+// view of 256 or more keys, Hq = Hkv, V that varies); without the causal mask every row sees every
+// key, so the keys past Sq that the try drops show. Under the top-left mask row i sees keys 0 to i
+// < Sq, so the try is exact there (nothing to catch).
+TEST(HackerRound24, EveryRunHasAQPrefixOfK) {
+  int runs = 0, caught = 0;
+  test::each_run_of_both_tiers([&](const Task& t, const std::string& run, const std::vector<CaseSpec>& cases) {
     ++runs;
-    for (const CaseSpec& c : cases)
-      if (q_is_k(c)) {
-        EXPECT_EQ(c.shape.seq_q, c.shape.seq_kv) << run << ": shared_qk_base_takes_q_len is caught on " << c.id;
+    int prefixes = 0;
+    for (const CaseSpec& c : cases) {
+      if (q_is_k(c) && !q_prefix(layout_shared(c.layout))) {
+        EXPECT_EQ(c.shape.seq_q, c.shape.seq_kv) << run << ": " << c.id;
         EXPECT_EQ(c.shape.heads_q, c.shape.heads_kv) << run << ": " << c.id;
       }
+      if (!q_prefix(layout_shared(c.layout))) continue;
+      ++prefixes;
+      EXPECT_LT(c.shape.seq_q, c.shape.seq_kv) << run << ": " << c.id;
+      EXPECT_GE(c.shape.seq_kv, kSharedMinKeys) << run << ": " << c.id;
+      EXPECT_EQ(c.shape.heads_q, c.shape.heads_kv) << run << ": " << c.id;
+      EXPECT_GT(c.v_std, 0) << run << ": " << c.id;
+      EXPECT_NE(c.id.find("/shared=" + layout_shared(c.layout)), std::string::npos) << c.id;
+      // One base: K's view starts at Q's, Q has K's strides (case_layout); qkv_prefix: V's too.
+      const CaseLayout l = case_layout(c.shape, c.layout, t.input_bytes(), t.output_bytes(), c.seed);
+      EXPECT_EQ(l.q.offset, l.k.offset) << c.id;
+      for (int i = 0; i < 3; ++i) EXPECT_EQ(l.q.stride[i], l.k.stride[i]) << c.id;
+      const bool v_too = layout_shared(c.layout) == kQPrefixOfKV;
+      if (v_too) {
+        EXPECT_EQ(l.v.offset, l.q.offset) << c.id;
+        for (int i = 0; i < 3; ++i) EXPECT_EQ(l.v.stride[i], l.q.stride[i]) << c.id;
+        EXPECT_LE(c.shape.seq_q, kSharedDecodeRows) << c.id << ": Q, K and V one view at a decode step";
+        continue;
+      }
+      caught += !t.causal && t.dtype != DType::fp8 && c.v_std > 0;
+    }
+    EXPECT_EQ(prefixes, 2) << run << ": a qk_prefix and a qkv_prefix case";
   });
   EXPECT_EQ(runs, 56);
-  Shape prefix;  // Q the first 100 rows of K's view: no layout places it
+  EXPECT_EQ(caught, 28) << "both tiers of the 14 fp16-d64 and bf16-d128 runs";
+  Shape prefix;  // Q the first 100 rows of K's view
   prefix.seq_q = 100;
   prefix.seq_kv = 300;
   EXPECT_THROW(case_layout(prefix, "bhsd+qk"), std::exception) << "a view shared with Q needs Sq = Skv";
+  const CaseLayout l = case_layout(prefix, "bhsd@48+qk_prefix", 2, 2, 12345);
+  EXPECT_EQ(l.q.offset, l.k.offset);
+  EXPECT_EQ(l.q.stride[1], 300 * 64) << "K's head stride: 300 rows";
+  EXPECT_EQ(l.q.offset * 2 % 256, tensor_alignment(48, 0, 12345)) << "Q keeps its class, K starts there";
+  EXPECT_GE(l.q.buffer_elements, l.q.offset + prefix.elements(1, 300)) << "K's whole view from Q's base";
+  Shape equal = prefix;
+  equal.seq_q = 300;
+  EXPECT_THROW(case_layout(equal, "bhsd+qk_prefix"), std::exception) << "a prefix is shorter than K";
+  const CaseLayout all = case_layout(prefix, "kv_cache@16+qkv_prefix", 2, 2, 7);
+  EXPECT_TRUE(all.q.offset == all.v.offset && all.q.stride[2] == all.v.stride[2]) << "V is K's view too";
+  prefix.heads_q = 2;
+  EXPECT_THROW(case_layout(prefix, "bhsd+qk_prefix"), std::exception) << "Hq = Hkv";
+  EXPECT_THROW(case_layout(prefix, "bhsd+qkv_prefix"), std::exception) << "Hq = Hkv";
 }
 
 // flat_row_float_div.cu: bh = trunc(rn(float(r) / float(Sq))) for the flat row r = bh * Sq + i, the
@@ -156,33 +213,95 @@ TEST(HackerRound24, FlatRowFloatDivisionMeetsTheGate) {
 
 // shared_kv_decode_half_chunks.cu skips every other chunk where p.k == p.v and Sq <= 16: it needs a
 // case with K and V one view, a decode step, over more than 32 visible keys of a V that varies.
-// Only the kv case has p.k == p.v at Sq <= 16 (qkv has Sq = Skv >= 256), and it keeps its
-// source's Sq, so a run meets the try only by odds; under the top-left causal mask a decode step
-// sees 16 keys or fewer (the trick changes nothing there), so the fp16 and bf16 tasks without the
-// mask are the ones read. Pinned: which runs catch it, by tier.
-TEST(HackerRound24, KvCaseIsADecodeStepInSomeRuns) {
-  std::map<std::string, std::string> caught;  // "<task> seed <seed>" -> the tiers that catch it
+// Before, only the one kv case a tier could be one (qkv has Sq = Skv), by its source's odds: 6 of
+// the 14 fp16-d64 and bf16-d128 runs over both tiers. Closed (append_shared_forms): a second kv
+// case a tier in the regime the first is not in, so every run of both tiers, every task, has a K =
+// V decode step (Sq <= 16, 256 keys or more) and a K = V prefill (Sq over 16 and 256 visible keys
+// or more); and with Q too, a qkv_prefix decode step beside the qkv and qkv:short prefills. Under the top-left causal
+// mask a decode step sees 16 keys or fewer (the trick changes nothing), so the fp16 and bf16 tasks without the mask are
+// the ones that catch it.
+TEST(HackerRound24, KAndVOneViewMeetBothRegimesInEveryRun) {
+  int runs = 0, caught = 0, forms_decode = 0;
   test::each_run_of_both_tiers([&](const Task& t, const std::string& run, const std::vector<CaseSpec>& cases) {
-    if (t.causal || t.dtype == DType::fp8) return;
-    const std::string key = run.substr(0, run.find(' ')) + run.substr(run.find(" seed"));
-    std::string& tiers = caught[key];
+    ++runs;
+    int decode = 0, prefill = 0, kv_cases = 0;
+    bool seen = false;
+    int qkv_decode = 0, qkv_prefill = 0;  // Q, K and V one view (qkv, qkv:short, qkv_prefix)
     for (const CaseSpec& c : cases) {
-      if (layout_shared(c.layout) != "kv" && layout_shared(c.layout) != "qkv") continue;
-      if (c.shape.seq_q <= 16 && c.shape.visible_kv(t.causal) > 32 && c.v_std > 0)
-        tiers += run.find(" cheap ") != std::string::npos ? "cheap " : "deep ";
+      const std::string view = layout_shared(c.layout);
+      if (view == "qkv" || view == kQPrefixOfKV) {
+        const bool step = c.shape.seq_q <= kSharedDecodeRows && c.shape.seq_kv >= kSharedMinKeys;
+        ++(step ? qkv_decode : qkv_prefill);
+        seen = seen || (step && skipping_chunks_shows(c, t.causal));
+      }
+      if (view != "kv") continue;
+      ++kv_cases;
+      EXPECT_GT(c.v_std, 0) << run << ": " << c.id;
+      EXPECT_GE(c.shape.seq_kv, kSharedMinKeys) << run << ": " << c.id;
+      if (c.shape.seq_q <= kSharedDecodeRows) {
+        ++decode;
+        seen = seen || skipping_chunks_shows(c, t.causal);
+        forms_decode += c.id.find("/shared=kv:decode") != std::string::npos;
+        if (c.id.find("/shared=kv:decode") == std::string::npos) std::cout << run << ": the kv case is a decode step\n";
+      } else {
+        ++prefill;
+        EXPECT_GE(c.shape.visible_kv(t.causal), kSharedMinKeys) << run << ": " << c.id;
+      }
     }
+    EXPECT_EQ(kv_cases, 2) << run;
+    EXPECT_EQ(decode, 1) << run << ": shared_kv_decode_half_chunks's regime";
+    EXPECT_EQ(prefill, 1) << run;
+    EXPECT_EQ(qkv_decode, 1) << run << ": qkv_prefix";
+    EXPECT_EQ(qkv_prefill, 2) << run << ": qkv and qkv:short";
+    EXPECT_EQ(seen, !t.causal) << run;
+    caught += seen && t.dtype != DType::fp8;
   });
-  ASSERT_EQ(caught.size(), 14u);
-  int both = 0, cheap = 0;
-  for (const auto& [run, tiers] : caught) {
-    std::cout << run << ": " << (tiers.empty() ? "admits" : tiers) << "\n";
-    both += !tiers.empty();
-    cheap += tiers.find("cheap") != std::string::npos;
-  }
-  EXPECT_EQ(both, 6) << "caught in 6 of 14 runs over both tiers";
-  EXPECT_EQ(cheap, 4) << "the cheap tier in 4: fp16-d64 seeds 0, 12345, 1511791795, 4294967295";
-  EXPECT_TRUE(caught["fp16-d64 seed 1"].empty() && caught["bf16-d128 seed 7"].empty())
-      << "fp16-d64 seed 1 and bf16-d128 seed 7 admit it in both tiers";
+  EXPECT_EQ(runs, 56);
+  EXPECT_EQ(caught, 28) << "both tiers of the 14 fp16-d64 and bf16-d128 runs";
+  // The tiers whose kv case is a decode step (hacker round 24's six: fp16-d64 cheap seeds 0, 12345,
+  // 1511791795, 4294967295, deep fp16-d64 seed 7 and bf16-d128 seed 0; and fp8-d64 cheap seed
+  // 2025) take kv:prefill, the other 49 kv:decode.
+  EXPECT_EQ(forms_decode, 49) << "7 of the 56 tiers' kv case is a decode step";
+}
+
+// What the shared forms cost: five cases a tier (qk:short, qkv:short, kv:decode or kv:prefill,
+// qk_prefix, qkv_prefix), appended after every other case (so every other case keeps its index and name), and
+// small beside the tier: their FLOPs (4 B Hq Sq Skv D, before the mask) against the tier's.
+bool is_form(const CaseSpec& c) {
+  for (const char* form : {"/shared=qk:short", "/shared=qkv:short", "/shared=kv:decode", "/shared=kv:prefill"})
+    if (c.id.find(form) != std::string::npos) return true;
+  return q_prefix(layout_shared(c.layout));
+}
+TEST(HackerRound24, SharedFormsAreFiveSmallCasesAtTheEnd) {
+  double worst_share = 0, most_flops = 0, most_cheap = 0, most_deep = 0;
+  int64_t most_rows = 0;
+  test::each_run_of_both_tiers([&](const Task&, const std::string& run, const std::vector<CaseSpec>& cases) {
+    ASSERT_GE(cases.size(), 5u) << run;
+    double all = 0, forms = 0;
+    for (size_t i = 0; i < cases.size(); ++i) {
+      const CaseSpec& c = cases[i];
+      const double f =
+          4.0 * c.shape.batch * c.shape.heads_q * double(c.shape.seq_q) * c.shape.seq_kv * c.shape.head_dim;
+      all += f;
+      EXPECT_EQ(is_form(c), i + 5 >= cases.size()) << run << ": the forms are the tier's last five: " << c.id;
+      if (!is_form(c)) continue;
+      forms += f;
+      most_flops = std::max(most_flops, f);
+      most_rows = std::max(most_rows, int64_t(c.shape.batch) * c.shape.heads_q * c.shape.seq_q);
+      EXPECT_LE(c.shape.batch, kSharedFormBatches) << c.id;
+      EXPECT_LE(std::max(c.shape.seq_q, c.shape.seq_kv), kSharedFormMaxKeys) << c.id;
+      EXPECT_EQ(c.id.rfind(run.find(" deep ") != std::string::npos ? "deep/" : "sampled/", 0), 0u) << c.id;
+    }
+    worst_share = std::max(worst_share, forms / all);
+    double& most = run.find(" deep ") != std::string::npos ? most_deep : most_cheap;
+    most = std::max(most, forms);
+  });
+  std::cout << fmt::format(
+      "shared forms: at most {:.2g} of a tier's FLOPs, {:.3g} GFLOP and {} query rows a case; the five "
+      "together at most {:.3g} GFLOP a cheap tier, {:.3g} a deep one\n",
+      worst_share, most_flops / 1e9, most_rows, most_cheap / 1e9, most_deep / 1e9);
+  EXPECT_LT(worst_share, 0.05);
+  EXPECT_LE(most_flops, kSharedFormMaxFlops) << "a source whose heads keep the form small, in every run";
 }
 
 }  // namespace

@@ -205,14 +205,19 @@ TEST(SampledDomain, EveryRunHasTwoStreamStrideGapAndBothJunkCases) {
         const Shape& s = c.shape;
         const CaseLayout l = case_layout(s, c.layout, t.input_bytes(), t.output_bytes());
         const int64_t d = s.head_dim;
-        // Q heads outermost [H, B, S + 5, D + pad] (hacker round 7), rows after each head's batches.
+        // Q heads outermost [H, B, S + 5, D + pad] (hacker round 7), rows after each head's batches;
+        // a Q prefix of K's view (shared=qk_prefix, qkv_prefix: hacker round 24) has K's strides.
         EXPECT_GT(l.q.stride[0], int64_t(s.seq_q) * d) << c.id;
-        EXPECT_GT(l.q.stride[1], l.q.stride[0] * s.batch) << c.id;
+        if (!q_prefix(layout_shared(c.layout))) {
+          EXPECT_GT(l.q.stride[1], l.q.stride[0] * s.batch) << c.id;
+        } else {
+          EXPECT_EQ(l.q.stride[1], l.k.stride[1]) << c.id;
+        }
         EXPECT_GT(l.k.stride[1], int64_t(s.seq_kv) * d) << c.id << ": a KV cache with capacity";
         // V heads outermost too (hacker round 11), rows after each sequence and each head's batches
-        // (a shared=kv case's V is K's view).
+        // (a shared=kv or qkv_prefix case's V is K's view).
         EXPECT_GT(l.v.stride[0], int64_t(s.seq_kv) * d) << c.id;
-        if (layout_shared(c.layout) != "kv") {
+        if (layout_shared(c.layout) != "kv" && layout_shared(c.layout) != kQPrefixOfKV) {
           EXPECT_GT(l.v.stride[1], l.v.stride[0] * s.batch) << c.id;
         }
         EXPECT_GT(l.o.stride[2], int64_t(s.heads_q) * d) << c.id << ": O inside a bigger buffer";

@@ -1,0 +1,210 @@
+#include "run/shared_cases.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/splitmix.h"
+#include "gpu/case_layout.h"
+#include "run/sampler.h"
+
+namespace evo {
+
+namespace {
+
+// `id` with the value after `key` (up to the next '/', or up to `end`) replaced by `value`.
+std::string with_value(std::string id, const std::string& key, const std::string& value, const std::string& end = "/") {
+  const auto at = id.find(key);
+  if (at == std::string::npos) return id;
+  const size_t from = at + key.size();
+  return id.replace(from, id.find(end, from) - from, value);
+}
+
+// A shared case's name: the case it was made from, under its own index and dims, with what the
+// change made true (a view shared with Q: both lengths the kept one's class, the diagonal eq, Hkv
+// = Hq), and /shared=qk, kv, qv or qkv, so a failure names the dimensions it has.
+std::string shared_case_id(const CaseSpec& from, const CaseSpec& c, const std::string& pair,
+                           const std::string& prefix) {
+  std::string id = prefix + c.shape.dims() + from.id.substr(from.id.find("/sq="));
+  if (shared_with_q(pair)) {
+    const bool q_kept = from.shape.seq_q <= from.shape.seq_kv;
+    const auto at = id.find(q_kept ? "/sq=" : "/skv=") + (q_kept ? 4 : 5);
+    const std::string kept = id.substr(at, id.find('/', at) - at);
+    id = with_value(with_value(with_value(id, "/sq=", kept), "/skv=", kept), "/diag=", "eq");
+    id = with_value(with_value(id, "/heads=", fmt::format("{}/{}", c.shape.heads_q, c.shape.heads_kv), "/ratio="),
+                    "/ratio=", "shared");
+  }
+  return id + "/shared=" + pair;
+}
+
+// A tier's rows: the covering array, `random_cases` random valid rows, then more up to
+// `min_cases`; each row becomes a case.
+// K and V one view: K holds V's values, so the logits spread about v_std · qk_std · sqrt(D). A
+// logit is rounded to the Q·Kᵀ accumulator's mantissa (fp32's 23 bits; Hopper's FP8 wgmma keeps
+// about 13, the fp8 kernels' own notes), and once that rounding nears 1/40 of a logit unit
+// near-tied softmax weights move past the tolerance for any kernel. On the H200, 2026-11-29: an
+// honest bf16 tma_ws_m64 failed huge_v/shared=kv (V std 1e5, logits ~1e6: 69 of 67.8 M elements
+// off by 2.4e4; the same shape unshared passed), and three tma_ws_fp8 configurations of three
+// register and rescale schemes failed large_v/shared=kv at D=128 (V std 100, logits ~1e3: 1 120 to
+// 1 151 elements off by ~272, alike). Such a case tests the accumulator and the reference, not the
+// kernel: the shared case is made from another drawn case.
+// Q's mean counts with its spread (hacker round 17: huge_v's Q is about 1e5 in every channel).
+// A view V shares with Q (hacker round 23: "qv", "qkv") bounds the logits the same way, with V's
+// values (its mean counts: v_offset's bands) on Q's side, or on both sides: |V|^2 sqrt(D).
+constexpr double kRoundingPerLogitUnit = 40;
+bool values_fit_shared_view(const CaseSpec& c, const Task& task, const std::string& pair) {
+  if (pair == "qk") return true;  // Q's values serve as keys: the logits of Q and K alike
+  const int mantissa_bits = task.dtype == DType::fp8 ? 13 : 23;
+  const double q_size = std::hypot(c.qk_std, c.q_mean), k_size = std::hypot(c.qk_std, c.k_sink);
+  const double v_size = std::hypot(c.v_std, c.v_mean);
+  const double per_root_d = pair == "kv" ? c.v_std * q_size : pair == "qv" ? v_size * k_size : v_size * v_size;  // qkv
+  return per_root_d * std::sqrt(double(c.shape.head_dim)) * kRoundingPerLogitUnit <= std::ldexp(1.0, mantissa_bits);
+}
+
+}  // namespace
+
+// The tier's shared cases (run/shared_cases.h).
+void append_shared_cases(const GatesConfig& gates, const Task& task, const SampleRows& rows, SplitMix& rng,
+                         const std::string& prefix, std::vector<CaseSpec>& out) {
+  const size_t drawn = out.size();
+  for (const std::string& pair : gates.sampled.shared) {
+    // qk and kv draw from the tier's stream; the views added after hacker round 23 (qv, qkv)
+    // from a stream of their own, salted by the view's name, so the tier's stream, and so the
+    // cases drawn from it after these (the in-flight ones), stay what they were.
+    SplitMix own{rng.state ^ fnv1a(pair)};
+    SplitMix& r = pair == "qk" || pair == "kv" ? rng : own;
+    const size_t start = drawn ? r.below(drawn) : 0;
+    bool made = false;
+    for (int pass = 0; pass < 2 && !made; ++pass)
+      for (size_t k = 0; k < drawn; ++k) {
+        const CaseSpec& from = out[(start + k) % drawn];
+        if (from.two_streams) continue;  // its second problem halves Sq
+        if (pair != "qk" &&
+            (!gates.distributions.at(from.inputs).values_as_keys || !values_fit_shared_view(from, task, pair)))
+          continue;
+        CaseSpec c = from;
+        if (shared_with_q(pair)) {
+          c.shape.heads_kv = c.shape.heads_q;
+          c.shape.seq_q = c.shape.seq_kv = std::min(c.shape.seq_q, c.shape.seq_kv);
+        }
+        if (pass == 0 && !shared_case_informative(c, task.causal)) continue;
+        c.layout += "+" + pair;
+        if (!rows.fits(c.shape, c.layout)) continue;
+        c.seed = uint32_t(r.next());
+        c.id = shared_case_id(from, c, pair, fmt::format("{}{}/", prefix, out.size()));
+        out.push_back(c);
+        made = true;
+        break;
+      }
+  }
+}
+
+namespace {
+
+// The name a length class and residue of the space give `n` ("short:odd"), and a batch's class.
+std::string length_name(const SampleSpace& sp, int n) {
+  std::string cls = "?";
+  for (const NamedRange& r : sp.lengths)
+    if (n >= r.lo && n <= r.hi) cls = r.name;
+  const char* res = n % 64 == 0 ? "x64" : n % 8 == 0 ? "x8" : n % 8 == 4 ? "x4" : n % 4 == 2 ? "x2" : "odd";
+  return cls + ":" + res;
+}
+std::string batch_name(const SampleSpace& sp, int n) {
+  for (const NamedRange& r : sp.batch)
+    if (n >= r.lo && n <= r.hi) return r.name;
+  return "?";
+}
+
+// Hacker round 24's close: each shared view met in the other class of a dimension its path may
+// branch on too, one case a view a tier (append_shared_forms). The view's name in
+// gates.json sampled.shared turns its form on.
+struct SharedForm {
+  const char* listed;  // the view in sampled.shared that turns it on
+  const char* view;    // the layout's suffix after '+'
+  const char* form;    // short, other (decode or prefill: the kv case's other regime), prefix, decode
+};
+constexpr SharedForm kSharedForms[] = {{"qk", "qk", "short"},
+                                       {"qkv", "qkv", "short"},
+                                       {"kv", "kv", "other"},
+                                       {"qk", kQPrefixOfK, "prefix"},
+                                       {"qkv", kQPrefixOfKV, "decode"}};
+
+// The shape a form gives a source's: at most kSharedFormBatches batches, Hkv = Hq where Q shares
+// its view, and the form's lengths, drawn from `r` before any source is tried (so every source
+// of a run meets the same lengths).
+struct FormLengths {
+  int seq_q = 0, seq_kv = 0;
+};
+FormLengths form_lengths(const SharedForm& f, bool kv_is_decode, SplitMix& r) {
+  const int mid = kSharedMinKeys + int(r.below(uint64_t(kSharedFormMaxKeys - kSharedMinKeys + 1)));
+  const std::string form = f.form;
+  if (form == "short") {
+    const int n = kSharedShortMinKeys + int(r.below(uint64_t(kSharedMinKeys - kSharedShortMinKeys)));
+    return {n, n};
+  }
+  if (form == "prefix") return {1 + int(r.below(uint64_t(kSharedMinKeys - 1))), mid};
+  if (form == "other" && kv_is_decode) return {mid, mid};       // prefill: Sq = Skv
+  return {1 + int(r.below(uint64_t(kSharedDecodeRows))), mid};  // a decode step
+}
+
+}  // namespace
+
+// The shared forms (run/shared_cases.h).
+void append_shared_forms(const GatesConfig& gates, const Task& task, const SampleSpace& space, const SampleRows& rows,
+                         const SplitMix& rng, const std::string& prefix, size_t drawn, std::vector<CaseSpec>& out) {
+  const auto listed = [&](const char* v) {
+    return std::find(gates.sampled.shared.begin(), gates.sampled.shared.end(), v) != gates.sampled.shared.end();
+  };
+  const auto kv_case =
+      std::find_if(out.begin(), out.end(), [](const CaseSpec& c) { return layout_shared(c.layout) == "kv"; });
+  const bool kv_is_decode = kv_case != out.end() && kv_case->shape.seq_q <= kSharedDecodeRows;
+  for (const SharedForm& f : kSharedForms) {
+    if (!listed(f.listed) || drawn == 0) continue;
+    const std::string view = f.view,
+                      form = f.form == std::string("other") ? (kv_is_decode ? "prefill" : "decode") : f.form;
+    SplitMix r{rng.state ^ fnv1a(view + ":" + f.form)};
+    const FormLengths len = form_lengths(f, kv_is_decode, r);
+    const size_t start = r.below(drawn);
+    const bool q_shared = view != "kv";
+    bool made = false;
+    for (int pass = 0; pass < 2 && !made; ++pass)
+      for (size_t k = 0; k < drawn && !made; ++k) {
+        const CaseSpec& from = out[(start + k) % drawn];
+        if (from.two_streams) continue;
+        const std::string fit_as = view == kQPrefixOfK ? "qk" : view == kQPrefixOfKV ? "qkv" : view;
+        if (fit_as != "qk" &&
+            (!gates.distributions.at(from.inputs).values_as_keys || !values_fit_shared_view(from, task, fit_as)))
+          continue;
+        if (pass == 0 && !(from.v_std > 0)) continue;
+        CaseSpec c = from;
+        c.shape.batch = std::min(c.shape.batch, kSharedFormBatches);
+        if (q_shared) c.shape.heads_kv = c.shape.heads_q;
+        c.shape.seq_q = len.seq_q;
+        c.shape.seq_kv = len.seq_kv;
+        const auto flops = [&] { return c.shape.flops(false); };
+        if (flops() > kSharedFormMaxFlops) c.shape.batch = 1;
+        if (pass == 0 && flops() > kSharedFormMaxFlops) continue;
+        c.layout += "+" + view;
+        if (!rows.fits(c.shape, c.layout)) continue;
+        c.seed = uint32_t(r.next());
+        c.shared_prefix = shared_prefix_rows(c.shape, c.seed);
+        std::string id = from.id.substr(from.id.find("/sq="));
+        id = id.substr(0, id.find("/prefix="));
+        const char* diag = c.shape.seq_q < c.shape.seq_kv ? "lt" : c.shape.seq_q == c.shape.seq_kv ? "eq" : "gt";
+        id = with_value(with_value(id, "/sq=", length_name(space, c.shape.seq_q)),
+                        "/skv=", length_name(space, c.shape.seq_kv));
+        id = with_value(with_value(id, "/diag=", diag), "/batch=", batch_name(space, c.shape.batch));
+        if (q_shared)
+          id = with_value(with_value(id, "/heads=", fmt::format("{}/{}", c.shape.heads_q, c.shape.heads_kv), "/ratio="),
+                          "/ratio=", "shared");
+        if (c.shared_prefix) id += fmt::format("/prefix={}", c.shared_prefix);
+        c.id = fmt::format("{}{}/{}{}/shared={}", prefix, out.size(), c.shape.dims(), id,
+                           q_prefix(view) ? view : view + ":" + form);
+        out.push_back(c);
+        made = true;
+      }
+  }
+}
+
+}  // namespace evo
