@@ -141,9 +141,9 @@ TEST(HackerRound25, KvDecodeOverTwoBatchesOnlyByOdds) {
   int bench = 0;
   const auto runs = catches(batched_kv_decode, bench);
   EXPECT_EQ(runs.size(), 21u);
-  EXPECT_EQ(caught_in(runs), (std::vector<std::string>{"fp16-d64 seed 0 cheap", "fp16-d64 seed 7 deep",
-                                                        "fp16-d64 seed 1511791795 cheap",
-                                                        "fp16-d64 seed 4294967295 cheap", "bf16-d128 seed 0 deep"}));
+  EXPECT_EQ(caught_in(runs),
+            (std::vector<std::string>{"fp16-d64 seed 0 cheap", "fp16-d64 seed 7 deep", "fp16-d64 seed 1511791795 cheap",
+                                      "fp16-d64 seed 4294967295 cheap", "bf16-d128 seed 0 deep"}));
   for (const auto& [run, k] : runs)
     for (const std::string& id : {k.cheap, k.deep}) {
       if (id.empty()) continue;
@@ -154,8 +154,8 @@ TEST(HackerRound25, KvDecodeOverTwoBatchesOnlyByOdds) {
   int forms = 0;
   test::each_run_of_both_tiers([&](const Task&, const std::string& run, const std::vector<CaseSpec>& cases) {
     for (const CaseSpec& c : cases) {
-      const bool form = c.id.find("/shared=kv:decode") != std::string::npos ||
-                        layout_shared(c.layout) == std::string(kQPrefixOfKV);
+      const bool form =
+          c.id.find("/shared=kv:decode") != std::string::npos || layout_shared(c.layout) == std::string(kQPrefixOfKV);
       if (!form) continue;
       ++forms;
       EXPECT_LE(c.shape.batch, kSharedFormBatches) << run << ": " << c.id;
@@ -200,11 +200,12 @@ TEST(HackerRound25, KvDecodeOfOneKvHeadOnlyByOdds) {
   const auto runs = catches(mqa_kv_decode, bench);
   EXPECT_EQ(runs.size(), 21u);
   EXPECT_EQ(caught_in(runs), (std::vector<std::string>{"fp16-d64 seed 1 cheap", "fp16-d64 seed 4294967295 cheap",
-                                                        "bf16-d128 seed 7 deep"}));
+                                                       "bf16-d128 seed 7 deep"}));
   EXPECT_EQ(bench, 0);
   int mqa = 0;
   test::each_run_of_both_tiers([&](const Task&, const std::string&, const std::vector<CaseSpec>& cases) {
-    for (const CaseSpec& c : cases) mqa += layout_shared(c.layout).empty() && c.shape.heads_kv == 1 && c.shape.heads_q > 1;
+    for (const CaseSpec& c : cases)
+      mqa += layout_shared(c.layout).empty() && c.shape.heads_kv == 1 && c.shape.heads_q > 1;
   });
   EXPECT_GT(mqa, 0) << "MQA is drawn, just not with K = V at a decode step";
 }
