@@ -144,6 +144,13 @@ Residue residue_of(const std::string& n) {
   if (n == "x4") return Residue::x4;
   return n == "x2" ? Residue::x2 : Residue::odd;
 }
+bool has_residue(int v, Residue r) {
+  if (r == Residue::x64) return v % 64 == 0;
+  if (r == Residue::x8) return v % 8 == 0 && v % 64 != 0;
+  if (r == Residue::x4) return v % 8 == 4;  // hacker round 12: a 4-key (or 4-row) tail
+  if (r == Residue::x2) return v % 4 == 2;
+  return v % 2 == 1;
+}
 Diagonal diagonal_of(const std::string& n) {
   return n == "lt" ? Diagonal::lt : n == "eq" ? Diagonal::eq : Diagonal::gt;
 }

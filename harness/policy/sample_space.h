@@ -124,6 +124,8 @@ struct SampleSpace {
 };
 
 Residue residue_of(const std::string& name);
+// Whether `v` has residue `r` (the residues are disjoint and cover every length).
+bool has_residue(int v, Residue r);
 Diagonal diagonal_of(const std::string& name);
 
 // Throws usage_error naming `where` and the field on any malformed entry.

@@ -16,14 +16,6 @@ namespace evo {
 
 namespace {
 
-bool has_residue(int v, Residue r) {
-  if (r == Residue::x64) return v % 64 == 0;
-  if (r == Residue::x8) return v % 8 == 0 && v % 64 != 0;
-  if (r == Residue::x4) return v % 8 == 4;  // hacker round 12: a 4-key (or 4-row) tail
-  if (r == Residue::x2) return v % 4 == 2;
-  return v % 2 == 1;
-}
-
 // The smallest value in [lo, hi] with the residue, or -1 (every window of 128 holds each residue).
 int smallest_with(int lo, int hi, Residue r) {
   for (int v = lo; v <= std::min(hi, lo + 128); ++v)

@@ -107,7 +107,9 @@ std::string length_name(const SampleSpace& sp, int n) {
   std::string cls = "?";
   for (const NamedRange& r : sp.lengths)
     if (n >= r.lo && n <= r.hi) cls = r.name;
-  const char* res = n % 64 == 0 ? "x64" : n % 8 == 0 ? "x8" : n % 8 == 4 ? "x4" : n % 4 == 2 ? "x2" : "odd";
+  std::string res = "?";
+  for (const std::string& name : sp.residues)
+    if (has_residue(n, residue_of(name))) res = name;
   return cls + ":" + res;
 }
 std::string batch_name(const SampleSpace& sp, int n) {

@@ -8,22 +8,33 @@
 
 namespace evo {
 
+namespace {
+// Every builtin strategy by name, in the order the help lists them: one table for the three
+// lookups below.
+struct NamedStrategy {
+  const char* name;
+  std::unique_ptr<Strategy> (*make)();
+};
+constexpr NamedStrategy kStrategies[] = {
+    {"builtin", make_builtin_strategy}, {"screened", make_screened_strategy}, {"spacefill", make_spacefill_strategy},
+    {"random", make_random_strategy},   {"genetic", make_genetic_strategy},   {"exhaustive", make_exhaustive_strategy}};
+}  // namespace
+
 std::unique_ptr<Strategy> make_strategy(const std::string& name) {
-  if (name == "builtin") return make_builtin_strategy();
-  if (name == "screened") return make_screened_strategy();
-  if (name == "spacefill") return make_spacefill_strategy();
-  if (name == "random") return make_random_strategy();
-  if (name == "genetic") return make_genetic_strategy();
-  if (name == "exhaustive") return make_exhaustive_strategy();
+  for (const auto& s : kStrategies)
+    if (name == s.name) return s.make();
   throw usage_error("--generator " + name + ": use " + strategy_names() + " or exec:COMMAND");
 }
 
 bool is_strategy(const std::string& name) {
-  return name == "builtin" || name == "screened" || name == "spacefill" || name == "random" || name == "genetic" ||
-         name == "exhaustive";
+  return std::any_of(std::begin(kStrategies), std::end(kStrategies), [&](const auto& s) { return name == s.name; });
 }
 
-std::string strategy_names() { return "builtin, screened, spacefill, random, genetic, exhaustive"; }
+std::string strategy_names() {
+  std::string out;
+  for (const auto& s : kStrategies) out += (out.empty() ? "" : ", ") + std::string(s.name);
+  return out;
+}
 
 std::string config_key(const Variant& v, const ParamSet& params) {
   std::map<std::string, long> sorted(params.begin(), params.end());
@@ -114,18 +125,20 @@ double distance(const GpPoint& a, const GpPoint& b) {
 
 std::vector<Proposal> maximin_screens(const SearchState& s, std::vector<GpPoint> taken, std::vector<Config>& open,
                                       size_t n, const std::string& why, std::mt19937_64& rng) {
-  shuffle(open, rng);  // ties go to a seeded order
+  shuffle(open, rng);           // ties go to a seeded order
+  std::vector<GpPoint> points;  // open[i]'s, computed once
+  for (const Config& c : open) points.push_back(rank_point(*s.space, *c.sv, c.params));
   std::vector<Proposal> out;
   while (out.size() < n && !open.empty()) {
     size_t pick = 0;
     double far = -1;
     for (size_t i = 0; i < open.size(); ++i) {
-      const GpPoint p = rank_point(*s.space, *open[i].sv, open[i].params);
       double near = 1e18;
-      for (const auto& t : taken) near = std::min(near, distance(p, t));
+      for (const auto& t : taken) near = std::min(near, distance(points[i], t));
       if (near > far) far = near, pick = i;
     }
-    taken.push_back(rank_point(*s.space, *open[pick].sv, open[pick].params));
+    taken.push_back(points[pick]);
+    points.erase(points.begin() + long(pick));
     Proposal p;
     p.variant = open[pick].sv->variant;
     p.params = open[pick].params;
