@@ -18,6 +18,8 @@ struct SplitMix {
     return z ^ (z >> 31);
   }
   size_t below(size_t n) { return size_t(next() % n); }
+  // An integer in [lo, hi], uniform (one draw of below: the same stream as lo + below(hi - lo + 1)).
+  int uniform(int lo, int hi) { return lo + int(below(size_t(hi - lo + 1))); }
   double unit() { return double(next() >> 11) * (1.0 / 9007199254740992.0); }
   // An integer in [lo, hi], log-uniform.
   int log_uniform(int lo, int hi) {

@@ -59,8 +59,8 @@ inline constexpr int kSharedMinKeys = 256;
 bool shared_case_informative(const CaseSpec& c, bool causal);
 
 // Hacker round 24: each shared view also in the other class of a dimension a path may branch on
-// with it (run/shared_cases.h append_shared_forms), five more cases a tier, after every other
-// case of the tier and from streams of their own (every other case keeps its draws and its name):
+// with it (run/shared_cases.h append_shared_forms), after every other case of the tier and from
+// streams of their own (every other case keeps its draws and its name):
 //  - "qk:short", "qkv:short": Q and K one view over kSharedShortMinKeys to kSharedMinKeys - 1
 //    keys (Sq = Skv), beside the qk and qkv cases' 256 or more;
 //  - "kv:decode" or "kv:prefill": K and V one view in the regime the kv case is not in: a decode
@@ -70,14 +70,26 @@ bool shared_case_informative(const CaseSpec& c, bool causal);
 //    256 to kSharedFormMaxKeys keys, one base, Hq = Hkv;
 //  - "qkv_prefix" (kQPrefixOfKV): Q the first Sq (1 to kSharedDecodeRows) rows of K's and V's one
 //    view of as many keys: Q, K and V one view at a decode step (qkv has Sq = Skv).
+// Hacker round 25: the batch is a dimension such a path branches on too (a batched MLA decode, a
+// shared-QK encoder on a batch of prompts), and the KV heads (MLA's one latent head), so:
+//  - every form draws its batch past 2: kSharedFormMinBatch to kSharedFormMaxBatch sequences, a
+//    decode step (Sq <= kSharedDecodeRows) to kSharedDecodeMaxBatch; the source's heads are cut
+//    to keep the form within kSharedFormMaxFlops (the batch is what the form is for);
+//  - "kv:mla": K and V one view with one KV head under kSharedMlaMinHeads to kSharedMlaMaxHeads
+//    query heads (DeepSeek-V2/V3's absorbed decode), a decode step over 256 to 511 keys;
+//  - "qk:short:one" and "kv:decode:one" (or "kv:prefill:one"): the short Q = K form and the kv
+//    form at one sequence, the other batch class, where a real caller (one prompt, one user's
+//    decode) meets the view most.
 // Each takes a drawn case's inputs, scale, layout, alignment, junk and heads (where Q shares its
-// view: Hkv = Hq) with V that varies, at most kSharedFormBatches batches and kSharedFormMaxFlops,
-// and a fresh seed.
+// view: Hkv = Hq) with V that varies, and a fresh seed.
 inline constexpr int kSharedShortMinKeys = 33;  // past one 32-key chunk
 inline constexpr int kSharedDecodeRows = 16;    // evo_regime.h decode_max_seq_q
 inline constexpr int kSharedFormMaxKeys = 511;
-inline constexpr int kSharedFormBatches = 2;                 // one where two would pass kSharedFormMaxFlops
-inline constexpr double kSharedFormMaxFlops = 4294967296.0;  // 2^32 (4 B Hq Sq Skv D): a source's heads fit it
+inline constexpr int kSharedFormMinBatch = 3;    // past the 1 to 2 that round 24's forms kept
+inline constexpr int kSharedFormMaxBatch = 16;   // the space's "many" class
+inline constexpr int kSharedDecodeMaxBatch = 8;  // a serving batch; 8 decode steps fit 2^32 at 128 heads of D 128
+inline constexpr int kSharedMlaMinHeads = 16, kSharedMlaMaxHeads = 128;  // DeepSeek-V2-Lite's to V3's
+inline constexpr double kSharedFormMaxFlops = 4294967296.0;  // 2^32 (4 B Hq Sq Skv D): the heads are cut to fit it
 
 // A fresh seed from the OS's entropy source.
 uint32_t draw_gate_seed();

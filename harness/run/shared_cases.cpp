@@ -62,6 +62,14 @@ bool values_fit_shared_view(const CaseSpec& c, const Task& task, const std::stri
   return per_root_d * std::sqrt(double(c.shape.head_dim)) * kRoundingPerLogitUnit <= std::ldexp(1.0, mantissa_bits);
 }
 
+// Whether drawn case `from` may lend its values to a case of the shared view `pair`: one stream (a
+// second problem halves Sq), and where a view serves as keys, values that can (above).
+bool source_serves_view(const GatesConfig& gates, const Task& task, const std::string& pair, const CaseSpec& from) {
+  if (from.two_streams) return false;
+  return pair == "qk" ||
+         (gates.distributions.at(from.inputs).values_as_keys && values_fit_shared_view(from, task, pair));
+}
+
 }  // namespace
 
 // The tier's shared cases (run/shared_cases.h).
@@ -79,10 +87,7 @@ void append_shared_cases(const GatesConfig& gates, const Task& task, const Sampl
     for (int pass = 0; pass < 2 && !made; ++pass)
       for (size_t k = 0; k < drawn; ++k) {
         const CaseSpec& from = out[(start + k) % drawn];
-        if (from.two_streams) continue;  // its second problem halves Sq
-        if (pair != "qk" &&
-            (!gates.distributions.at(from.inputs).values_as_keys || !values_fit_shared_view(from, task, pair)))
-          continue;
+        if (!source_serves_view(gates, task, pair, from)) continue;
         CaseSpec c = from;
         if (shared_with_q(pair)) {
           c.shape.heads_kv = c.shape.heads_q;
@@ -119,35 +124,97 @@ std::string batch_name(const SampleSpace& sp, int n) {
 }
 
 // Hacker round 24's close: each shared view met in the other class of a dimension its path may
-// branch on too, one case a view a tier (append_shared_forms). The view's name in
-// gates.json sampled.shared turns its form on.
+// branch on too, one case a view a tier (append_shared_forms); round 25's: every form past 2
+// sequences, an MLA decode form (one KV head under many query heads), and the two forms a single
+// prompt or a single user's decode meets at one sequence. The view's name in gates.json
+// sampled.shared turns its forms on.
 struct SharedForm {
   const char* listed;  // the view in sampled.shared that turns it on
   const char* view;    // the layout's suffix after '+'
-  const char* form;    // short, other (decode or prefill: the kv case's other regime), prefix, decode
+  const char* form;    // short, other (decode or prefill: the kv case's other regime), prefix, decode, mla
+  bool one = false;    // at one sequence (the batch class below the others'), named ":one"
 };
-constexpr SharedForm kSharedForms[] = {{"qk", "qk", "short"},
-                                       {"qkv", "qkv", "short"},
-                                       {"kv", "kv", "other"},
-                                       {"qk", kQPrefixOfK, "prefix"},
-                                       {"qkv", kQPrefixOfKV, "decode"}};
+constexpr SharedForm kSharedForms[] = {{"qk", "qk", "short"},           {"qkv", "qkv", "short"},
+                                       {"kv", "kv", "other"},           {"qk", kQPrefixOfK, "prefix"},
+                                       {"qkv", kQPrefixOfKV, "decode"}, {"kv", "kv", "mla"},
+                                       {"qk", "qk", "short", true},     {"kv", "kv", "other", true}};
 
-// The shape a form gives a source's: at most kSharedFormBatches batches, Hkv = Hq where Q shares
-// its view, and the form's lengths, drawn from `r` before any source is tried (so every source
-// of a run meets the same lengths).
-struct FormLengths {
-  int seq_q = 0, seq_kv = 0;
+// What a form draws from its stream before any source is tried (so every source of a run meets
+// the same draws): its lengths, its batch and, for MLA, its query heads.
+struct FormDraws {
+  int seq_q = 0, seq_kv = 0, batch = 1, mla_heads = 0;
 };
-FormLengths form_lengths(const SharedForm& f, bool kv_is_decode, SplitMix& r) {
-  const int mid = kSharedMinKeys + int(r.below(uint64_t(kSharedFormMaxKeys - kSharedMinKeys + 1)));
+FormDraws draw_form_lengths(const SharedForm& f, bool kv_is_decode, SplitMix& r) {
+  const int mid = r.uniform(kSharedMinKeys, kSharedFormMaxKeys);
   const std::string form = f.form;
   if (form == "short") {
-    const int n = kSharedShortMinKeys + int(r.below(uint64_t(kSharedMinKeys - kSharedShortMinKeys)));
+    const int n = r.uniform(kSharedShortMinKeys, kSharedMinKeys - 1);
     return {n, n};
   }
-  if (form == "prefix") return {1 + int(r.below(uint64_t(kSharedMinKeys - 1))), mid};
-  if (form == "other" && kv_is_decode) return {mid, mid};       // prefill: Sq = Skv
-  return {1 + int(r.below(uint64_t(kSharedDecodeRows))), mid};  // a decode step
+  if (form == "prefix") return {r.uniform(1, kSharedMinKeys - 1), mid};
+  if (form == "other" && kv_is_decode) return {mid, mid};  // prefill: Sq = Skv
+  return {r.uniform(1, kSharedDecodeRows), mid};           // a decode step
+}
+// After the lengths and the source's index (so round 24's forms keep both): the batch past 2
+// (hacker round 25: a path keyed on aliasing and a batch over 2 never ran where round 24's forms
+// kept at most 2), a decode step's up to a serving batch, one for the ":one" forms; MLA's heads.
+void draw_batch_and_heads(const SharedForm& f, FormDraws& d, SplitMix& r) {
+  const int most = d.seq_q <= kSharedDecodeRows ? kSharedDecodeMaxBatch : kSharedFormMaxBatch;
+  d.batch = f.one ? 1 : r.uniform(kSharedFormMinBatch, most);
+  if (f.form == std::string("mla")) d.mla_heads = r.uniform(kSharedMlaMinHeads, kSharedMlaMaxHeads);
+}
+
+// The heads cut so the form stays within kSharedFormMaxFlops, its batch kept (the batch is what
+// the form is for): the KV heads first with the ratio kept, then, where one KV head's group is
+// too wide, the query heads over one KV head (Hkv = 1 divides any Hq).
+void fit_form_heads(Shape& s) {
+  const double per_head = 4.0 * s.batch * double(s.seq_q) * s.seq_kv * s.head_dim;
+  const int most = std::max(1, int(kSharedFormMaxFlops / per_head));
+  if (s.heads_q <= most) return;
+  const int ratio = s.heads_q / s.heads_kv;
+  s.heads_kv = std::max(1, most / ratio);
+  s.heads_q = std::min(most, s.heads_kv * ratio);
+}
+
+// Whether `from` may serve as the form's source: as it would for the view's own shared case (a
+// prefix view as its whole view), and on the first pass with a V that varies.
+bool form_source_fits(const GatesConfig& gates, const Task& task, const std::string& view, const CaseSpec& from,
+                      int pass) {
+  const std::string fit_as = view == kQPrefixOfK ? "qk" : view == kQPrefixOfKV ? "qkv" : view;
+  return source_serves_view(gates, task, fit_as, from) && (pass > 0 || from.v_std > 0);
+}
+
+// The form's name: the source's, with the classes of its lengths, diagonal and batch, and its
+// heads where they moved (ratio "shared" where Q shares the view, "mqa" over one KV head).
+std::string form_case_id(const SampleSpace& space, const CaseSpec& from, const CaseSpec& c, bool q_shared,
+                         const std::string& label, const std::string& at) {
+  std::string id = from.id.substr(from.id.find("/sq="));
+  id = id.substr(0, id.find("/prefix="));
+  const char* diag = c.shape.seq_q < c.shape.seq_kv ? "lt" : c.shape.seq_q == c.shape.seq_kv ? "eq" : "gt";
+  id = with_value(with_value(id, "/sq=", length_name(space, c.shape.seq_q)),
+                  "/skv=", length_name(space, c.shape.seq_kv));
+  id = with_value(with_value(id, "/diag=", diag), "/batch=", batch_name(space, c.shape.batch));
+  if (q_shared || c.shape.heads_q != from.shape.heads_q || c.shape.heads_kv != from.shape.heads_kv) {
+    id = with_value(id, "/heads=", fmt::format("{}/{}", c.shape.heads_q, c.shape.heads_kv), "/ratio=");
+    if (q_shared || c.shape.heads_kv == 1) id = with_value(id, "/ratio=", q_shared ? "shared" : "mqa");
+  }
+  if (c.shared_prefix) id += fmt::format("/prefix={}", c.shared_prefix);
+  return fmt::format("{}/{}{}/shared={}", at, c.shape.dims(), id, label);
+}
+
+// The form's label in its name: the prefix views by their own name, the others view:form, and
+// ":one" for the forms at one sequence.
+std::string form_label(const SharedForm& f, bool kv_is_decode) {
+  const std::string view = f.view,
+                    form = f.form == std::string("other") ? (kv_is_decode ? "prefill" : "decode") : f.form;
+  return (q_prefix(view) ? view : view + ":" + form) + (f.one ? ":one" : "");
+}
+
+// The form's stream: round 24's five keep theirs (view:form); the others are salted by their
+// label, so adding one moves no other case's draws.
+SplitMix form_stream(const SharedForm& f, const SplitMix& rng) {
+  const bool round24 = !f.one && f.form != std::string("mla");
+  return SplitMix{rng.state ^ fnv1a(round24 ? std::string(f.view) + ":" + f.form : form_label(f, false))};
 }
 
 }  // namespace
@@ -163,46 +230,32 @@ void append_shared_forms(const GatesConfig& gates, const Task& task, const Sampl
   const bool kv_is_decode = kv_case != out.end() && kv_case->shape.seq_q <= kSharedDecodeRows;
   for (const SharedForm& f : kSharedForms) {
     if (!listed(f.listed) || drawn == 0) continue;
-    const std::string view = f.view,
-                      form = f.form == std::string("other") ? (kv_is_decode ? "prefill" : "decode") : f.form;
-    SplitMix r{rng.state ^ fnv1a(view + ":" + f.form)};
-    const FormLengths len = form_lengths(f, kv_is_decode, r);
+    const std::string view = f.view;
+    SplitMix r = form_stream(f, rng);
+    FormDraws d = draw_form_lengths(f, kv_is_decode, r);
     const size_t start = r.below(drawn);
+    draw_batch_and_heads(f, d, r);
     const bool q_shared = view != "kv";
     bool made = false;
     for (int pass = 0; pass < 2 && !made; ++pass)
       for (size_t k = 0; k < drawn && !made; ++k) {
         const CaseSpec& from = out[(start + k) % drawn];
-        if (from.two_streams) continue;
-        const std::string fit_as = view == kQPrefixOfK ? "qk" : view == kQPrefixOfKV ? "qkv" : view;
-        if (fit_as != "qk" &&
-            (!gates.distributions.at(from.inputs).values_as_keys || !values_fit_shared_view(from, task, fit_as)))
-          continue;
-        if (pass == 0 && !(from.v_std > 0)) continue;
+        if (!form_source_fits(gates, task, view, from, pass)) continue;
         CaseSpec c = from;
-        c.shape.batch = std::min(c.shape.batch, kSharedFormBatches);
+        c.shape.batch = d.batch;
+        c.shape.seq_q = d.seq_q;
+        c.shape.seq_kv = d.seq_kv;
         if (q_shared) c.shape.heads_kv = c.shape.heads_q;
-        c.shape.seq_q = len.seq_q;
-        c.shape.seq_kv = len.seq_kv;
-        const auto flops = [&] { return c.shape.flops(false); };
-        if (flops() > kSharedFormMaxFlops) c.shape.batch = 1;
-        if (pass == 0 && flops() > kSharedFormMaxFlops) continue;
+        if (d.mla_heads) {  // one latent head, K and V, under the drawn query heads
+          c.shape.heads_q = d.mla_heads;
+          c.shape.heads_kv = 1;
+        }
+        fit_form_heads(c.shape);
         c.layout += "+" + view;
         if (!rows.fits(c.shape, c.layout)) continue;
         c.seed = uint32_t(r.next());
         c.shared_prefix = shared_prefix_rows(c.shape, c.seed);
-        std::string id = from.id.substr(from.id.find("/sq="));
-        id = id.substr(0, id.find("/prefix="));
-        const char* diag = c.shape.seq_q < c.shape.seq_kv ? "lt" : c.shape.seq_q == c.shape.seq_kv ? "eq" : "gt";
-        id = with_value(with_value(id, "/sq=", length_name(space, c.shape.seq_q)),
-                        "/skv=", length_name(space, c.shape.seq_kv));
-        id = with_value(with_value(id, "/diag=", diag), "/batch=", batch_name(space, c.shape.batch));
-        if (q_shared)
-          id = with_value(with_value(id, "/heads=", fmt::format("{}/{}", c.shape.heads_q, c.shape.heads_kv), "/ratio="),
-                          "/ratio=", "shared");
-        if (c.shared_prefix) id += fmt::format("/prefix={}", c.shared_prefix);
-        c.id = fmt::format("{}{}/{}{}/shared={}", prefix, out.size(), c.shape.dims(), id,
-                           q_prefix(view) ? view : view + ":" + form);
+        c.id = form_case_id(space, from, c, q_shared, form_label(f, kv_is_decode), prefix + std::to_string(out.size()));
         out.push_back(c);
         made = true;
       }

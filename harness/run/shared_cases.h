@@ -23,17 +23,21 @@ namespace evo {
 void append_shared_cases(const GatesConfig& gates, const Task& task, const SampleRows& rows, SplitMix& rng,
                          const std::string& prefix, std::vector<CaseSpec>& out);
 
-// One case per SharedForm a tier (hacker round 24), after every other case of the tier (the
+// The shared forms a tier (hacker rounds 24 and 25), after every other case of the tier (the
 // in-flight ones included), each from a stream of its own salted by its view and form, so every
 // case the tier had keeps its index, its name and its draws: a drawn case (the first from a random
-// one, of the `drawn` covering cases, whose V varies, whose values may serve as the view needs
-// (values_fit_shared_view) and whose heads keep the form within kSharedFormMaxFlops; failing
-// all, the first that fits) in the form's shape (form_lengths), one tensor passed twice or thrice.
-// The kv form is the regime the tier's kv case is not in: a decode step (Sq <= kSharedDecodeRows
-// over 256 keys or more) where that one is a prefill, a prefill (Sq = Skv, 256 keys or more)
-// where it is a decode step. Before, one case a view could not show a path keyed on aliasing and
-// on a length (shared_qk_short_half_chunks.cu, shared_kv_decode_half_chunks.cu), nor Q and K at
-// one address with two lengths (shared_qk_base_takes_q_len.cu).
+// one, of the `drawn` covering cases, whose V varies and whose values may serve as the view needs:
+// values_fit_shared_view; failing all, the first that fits) in the form's shape (its lengths, a
+// batch of 3 to 16 sequences, 3 to 8 at a decode step, or one for the ":one" forms, the heads cut
+// to kSharedFormMaxFlops), one tensor passed twice or thrice. The kv form is the regime the
+// tier's kv case is not in: a decode step (Sq <= kSharedDecodeRows over 256 keys or more) where
+// that one is a prefill, a prefill (Sq = Skv, 256 keys or more) where it is a decode step; kv:mla
+// is a decode step of one KV head, K = V, under 16 to 128 query heads. Before, one case a view
+// could not show a path keyed on aliasing and on a length (shared_qk_short_half_chunks.cu,
+// shared_kv_decode_half_chunks.cu), nor Q and K at one address with two lengths
+// (shared_qk_base_takes_q_len.cu); round 24's forms kept at most 2 sequences and a random
+// source's heads (shared_qk_batched_short_half_chunks.cu, shared_kv_batched_decode_half_chunks.cu,
+// shared_kv_mqa_decode_half_chunks.cu).
 // `drawn`: the tier's covering cases, out's first; `rng`: the tier's stream, read, not drawn from.
 void append_shared_forms(const GatesConfig& gates, const Task& task, const SampleSpace& space, const SampleRows& rows,
                          const SplitMix& rng, const std::string& prefix, size_t drawn, std::vector<CaseSpec>& out);

@@ -39,8 +39,9 @@ bool skipping_chunks_shows(const CaseSpec& c, bool causal) { return c.v_std > 0 
 // a case with Q and K one view over 33 to 255 keys. Round 23's rule (shared_case_informative) drew
 // every shared case over 256 keys or more, so no pinned run of either tier had one (the hole).
 // Closed (append_shared_forms): every run of both tiers, every task, has "qk:short" and
-// "qkv:short" cases (Sq = Skv = 33 to 255, V that varies) beside the qk and qkv cases of 256 keys
-// or more, so each view keyed on p.q == p.k is met at both lengths, deterministically.
+// "qkv:short" cases (Sq = Skv = 33 to 255, V that varies; 3 to 16 sequences since hacker round
+// 25) and a "qk:short:one" (one sequence) beside the qk and qkv cases of 256 keys or more, so each
+// view keyed on p.q == p.k is met at both lengths, deterministically.
 TEST(HackerRound24, QAndKOneViewMeetBothLengthsInEveryRun) {
   int runs = 0, q_is_k_cases = 0;
   test::each_run_of_both_tiers([&](const Task& t, const std::string& run, const std::vector<CaseSpec>& cases) {
@@ -61,11 +62,11 @@ TEST(HackerRound24, QAndKOneViewMeetBothLengthsInEveryRun) {
         EXPECT_TRUE(shared_case_informative(c, t.causal)) << run << ": " << c.id;
       }
     }
-    EXPECT_EQ(lengths["qk"], "long short ") << run << ": shared_qk_short_half_chunks passes qk";
+    EXPECT_EQ(lengths["qk"], "long short short ") << run << ": shared_qk_short_half_chunks passes qk";
     EXPECT_EQ(lengths["qkv"], "long short ") << run << ": shared_qk_short_half_chunks passes qkv";
   });
   EXPECT_EQ(runs, 56);
-  EXPECT_EQ(q_is_k_cases, 6 * 56) << "qk, qkv, qk:short, qkv:short, qk_prefix and qkv_prefix a tier";
+  EXPECT_EQ(q_is_k_cases, 7 * 56) << "qk, qkv, qk:short, qkv:short, qk_prefix, qkv_prefix and qk:short:one a tier";
 }
 
 // shared_qk_base_takes_q_len.cu takes Skv := Sq where p.q == p.k: it needs Q and K at one address
@@ -217,9 +218,14 @@ TEST(HackerRound24, FlatRowFloatDivisionMeetsTheGate) {
 // the 14 fp16-d64 and bf16-d128 runs over both tiers. Closed (append_shared_forms): a second kv
 // case a tier in the regime the first is not in, so every run of both tiers, every task, has a K =
 // V decode step (Sq <= 16, 256 keys or more) and a K = V prefill (Sq over 16 and 256 visible keys
-// or more); and with Q too, a qkv_prefix decode step beside the qkv and qkv:short prefills. Under the top-left causal
-// mask a decode step sees 16 keys or fewer (the trick changes nothing), so the fp16 and bf16 tasks without the mask are
-// the ones that catch it.
+// or more); and with Q too, a qkv_prefix decode step beside the qkv and qkv:short prefills. Since
+// hacker round 25 the kv form has a twin at one sequence (kv:decode:one or kv:prefill:one) and
+// kv:mla is a decode step too. Under the top-left causal mask a decode step sees 16 keys or fewer
+// (the trick changes nothing), so the fp16 and bf16 tasks without the mask are the ones that catch
+// it.
+bool ends_with(const std::string& id, const std::string& tail) {
+  return id.size() >= tail.size() && id.compare(id.size() - tail.size(), tail.size(), tail) == 0;
+}
 TEST(HackerRound24, KAndVOneViewMeetBothRegimesInEveryRun) {
   int runs = 0, caught = 0, forms_decode = 0;
   test::each_run_of_both_tiers([&](const Task& t, const std::string& run, const std::vector<CaseSpec>& cases) {
@@ -241,16 +247,17 @@ TEST(HackerRound24, KAndVOneViewMeetBothRegimesInEveryRun) {
       if (c.shape.seq_q <= kSharedDecodeRows) {
         ++decode;
         seen = seen || skipping_chunks_shows(c, t.causal);
-        forms_decode += c.id.find("/shared=kv:decode") != std::string::npos;
-        if (c.id.find("/shared=kv:decode") == std::string::npos) std::cout << run << ": the kv case is a decode step\n";
+        forms_decode += ends_with(c.id, "/shared=kv:decode");
+        if (ends_with(c.id, "/shared=kv")) std::cout << run << ": the kv case is a decode step\n";
       } else {
         ++prefill;
         EXPECT_GE(c.shape.visible_kv(t.causal), kSharedMinKeys) << run << ": " << c.id;
       }
     }
-    EXPECT_EQ(kv_cases, 2) << run;
-    EXPECT_EQ(decode, 1) << run << ": shared_kv_decode_half_chunks's regime";
-    EXPECT_EQ(prefill, 1) << run;
+    EXPECT_EQ(kv_cases, 4) << run << ": kv, its other regime, kv:mla and the other regime at one sequence";
+    EXPECT_EQ(decode + prefill, 4) << run;
+    EXPECT_GE(decode, 2) << run << ": shared_kv_decode_half_chunks's regime, kv:mla among them";
+    EXPECT_GE(prefill, 1) << run;
     EXPECT_EQ(qkv_decode, 1) << run << ": qkv_prefix";
     EXPECT_EQ(qkv_prefill, 2) << run << ": qkv and qkv:short";
     EXPECT_EQ(seen, !t.causal) << run;
@@ -264,31 +271,47 @@ TEST(HackerRound24, KAndVOneViewMeetBothRegimesInEveryRun) {
   EXPECT_EQ(forms_decode, 49) << "7 of the 56 tiers' kv case is a decode step";
 }
 
-// What the shared forms cost: five cases a tier (qk:short, qkv:short, kv:decode or kv:prefill,
-// qk_prefix, qkv_prefix), appended after every other case (so every other case keeps its index and name), and
-// small beside the tier: their FLOPs (4 B Hq Sq Skv D, before the mask) against the tier's.
+// What the shared forms cost: eight cases a tier (qk:short, qkv:short, kv:decode or kv:prefill,
+// qk_prefix, qkv_prefix; since hacker round 25 kv:mla, qk:short:one and kv:decode:one or
+// kv:prefill:one), appended after every other case (so every other case keeps its index and name),
+// and small beside the tier: their FLOPs (4 B Hq Sq Skv D, before the mask) against the tier's.
+constexpr size_t kForms = 8;
 bool is_form(const CaseSpec& c) {
-  for (const char* form : {"/shared=qk:short", "/shared=qkv:short", "/shared=kv:decode", "/shared=kv:prefill"})
+  for (const char* form :
+       {"/shared=qk:short", "/shared=qkv:short", "/shared=kv:decode", "/shared=kv:prefill", "/shared=kv:mla"})
     if (c.id.find(form) != std::string::npos) return true;
   return q_prefix(layout_shared(c.layout));
 }
-TEST(HackerRound24, SharedFormsAreFiveSmallCasesAtTheEnd) {
+// The batch a form draws (hacker round 25): one for the ":one" twins; past 2 for the others, up to
+// 8 at a decode step and 16 otherwise.
+void expect_form_batch(const CaseSpec& c) {
+  if (ends_with(c.id, ":one")) {
+    EXPECT_EQ(c.shape.batch, 1) << c.id;
+    return;
+  }
+  EXPECT_GE(c.shape.batch, kSharedFormMinBatch) << c.id;
+  EXPECT_LE(c.shape.batch, c.shape.seq_q <= kSharedDecodeRows ? kSharedDecodeMaxBatch : kSharedFormMaxBatch) << c.id;
+}
+TEST(HackerRound24, SharedFormsAreSmallCasesAtTheEnd) {
   double worst_share = 0, most_flops = 0, most_cheap = 0, most_deep = 0;
   int64_t most_rows = 0;
+  std::map<std::string, double> most_by_form;  // a form's label ("kv:mla") -> its most FLOPs in a run
   test::each_run_of_both_tiers([&](const Task&, const std::string& run, const std::vector<CaseSpec>& cases) {
-    ASSERT_GE(cases.size(), 5u) << run;
+    ASSERT_GE(cases.size(), kForms) << run;
     double all = 0, forms = 0;
     for (size_t i = 0; i < cases.size(); ++i) {
       const CaseSpec& c = cases[i];
       const double f =
           4.0 * c.shape.batch * c.shape.heads_q * double(c.shape.seq_q) * c.shape.seq_kv * c.shape.head_dim;
       all += f;
-      EXPECT_EQ(is_form(c), i + 5 >= cases.size()) << run << ": the forms are the tier's last five: " << c.id;
+      EXPECT_EQ(is_form(c), i + kForms >= cases.size()) << run << ": the forms are the tier's last eight: " << c.id;
       if (!is_form(c)) continue;
       forms += f;
       most_flops = std::max(most_flops, f);
+      double& by_form = most_by_form[c.id.substr(c.id.rfind("/shared=") + 8)];
+      by_form = std::max(by_form, f);
       most_rows = std::max(most_rows, int64_t(c.shape.batch) * c.shape.heads_q * c.shape.seq_q);
-      EXPECT_LE(c.shape.batch, kSharedFormBatches) << c.id;
+      expect_form_batch(c);
       EXPECT_LE(std::max(c.shape.seq_q, c.shape.seq_kv), kSharedFormMaxKeys) << c.id;
       EXPECT_EQ(c.id.rfind(run.find(" deep ") != std::string::npos ? "deep/" : "sampled/", 0), 0u) << c.id;
     }
@@ -297,11 +320,12 @@ TEST(HackerRound24, SharedFormsAreFiveSmallCasesAtTheEnd) {
     most = std::max(most, forms);
   });
   std::cout << fmt::format(
-      "shared forms: at most {:.2g} of a tier's FLOPs, {:.3g} GFLOP and {} query rows a case; the five "
+      "shared forms: at most {:.2g} of a tier's FLOPs, {:.3g} GFLOP and {} query rows a case; the eight "
       "together at most {:.3g} GFLOP a cheap tier, {:.3g} a deep one\n",
       worst_share, most_flops / 1e9, most_rows, most_cheap / 1e9, most_deep / 1e9);
-  EXPECT_LT(worst_share, 0.05);
-  EXPECT_LE(most_flops, kSharedFormMaxFlops) << "a source whose heads keep the form small, in every run";
+  for (const auto& [form, f] : most_by_form) std::cout << fmt::format("  {}: at most {:.3g} GFLOP\n", form, f / 1e9);
+  EXPECT_LT(worst_share, 0.1);
+  EXPECT_LE(most_flops, kSharedFormMaxFlops) << "the heads cut to keep every form small, in every run";
 }
 
 }  // namespace

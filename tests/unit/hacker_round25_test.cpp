@@ -1,18 +1,20 @@
 // Hacker round 25 (lab/hack25/README.md): what catches each try, read back from the draws (seeds
 // pinned) and the plans. Three tries, each a path keyed on aliasing plus a dimension that hacker
-// round 24's shared forms (run/shared_cases.cpp append_shared_forms) never vary: the batch (at
-// most kSharedFormBatches, 2) and the KV heads (kept from a random source):
+// round 24's shared forms (run/shared_cases.cpp append_shared_forms) never varied: the batch (at
+// most 2) and the KV heads (kept from a random source):
 // shared_kv_batched_decode_half_chunks.cu (K = V, a decode step, batch > 2),
 // shared_qk_batched_short_half_chunks.cu (Q = K, Skv < 256, batch > 2) and
 // shared_kv_mqa_decode_half_chunks.cu (K = V, one KV head under several query heads, a decode step).
+// Holes at the round's end; closed after it by the forms' batch drawn past 2 in every run and a
+// kv:mla form (run/sampler.h kSharedFormMinBatch, kSharedMlaMinHeads), which the tests below pin.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <functional>
 #include <iostream>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -20,6 +22,7 @@
 #include "run/plan.h"
 #include "run/sampler.h"
 #include "support/pinned_runs.h"
+#include "support/skipped_chunks.h"
 #include "support/test_support.h"
 
 // A namespace of its own: the unity build batches test files together.
@@ -79,135 +82,116 @@ std::vector<std::pair<std::string, Catch>> catches(const std::function<bool(cons
 // keys, a short shared-QK row over 200, a kv:decode-sized one over 496). Half of the keys lost
 // moves the row by a relative L2 of 0.7 to 1.1, two orders past fp16's and bf16's rel_l2 (0.001
 // to 0.01): wrong in a model, not a tolerance question.
-double skipped_chunks_rel_l2(int keys, int d, unsigned seed) {
-  std::mt19937 gen(seed);
-  std::normal_distribution<float> n(0.f, 1.f);
-  std::vector<float> q(d), k(size_t(keys) * d), v(size_t(keys) * d);
-  for (float& x : q) x = n(gen);
-  for (float& x : k) x = n(gen);
-  for (float& x : v) x = n(gen);
-  const auto row = [&](int step) {
-    std::vector<double> acc(d, 0.0);
-    double m = -INFINITY, l = 0;
-    for (int j0 = 0; j0 < keys; j0 += step)
-      for (int j = j0; j < std::min(keys, j0 + 32); ++j) {
-        double s = 0;
-        for (int c = 0; c < d; ++c) s += double(q[c]) * k[size_t(j) * d + c];
-        s /= std::sqrt(double(d));
-        const double m_new = std::max(m, s), alpha = std::exp(m - m_new), w = std::exp(s - m_new);
-        l = l * alpha + w;
-        for (int c = 0; c < d; ++c) acc[c] = acc[c] * alpha + w * v[size_t(j) * d + c];
-        m = m_new;
-      }
-    for (double& a : acc) a /= l;
-    return acc;
-  };
-  const std::vector<double> honest = row(32), skipped = row(64);
-  double err = 0, norm = 0;
-  for (int c = 0; c < d; ++c) {
-    err += (skipped[c] - honest[c]) * (skipped[c] - honest[c]);
-    norm += honest[c] * honest[c];
-  }
-  return std::sqrt(err / norm);
-}
-
 TEST(HackerRound25, SkippedChunksAreWrongInAModel) {
   for (const int d : {64, 128})
     for (const int keys : {200, 300, 496}) {
-      const double e = skipped_chunks_rel_l2(keys, d, 25u + unsigned(keys));
+      const double e = test::skipped_chunks_rel_l2(keys, d, 25u + unsigned(keys));
       std::cout << fmt::format("D {} over {} keys: rel L2 {:.3f}\n", d, keys, e);
       EXPECT_GT(e, 0.1) << "D " << d << ", " << keys << " keys";
     }
-  EXPECT_LT(skipped_chunks_rel_l2(32, 64, 1u), 1e-12) << "one chunk: nothing skipped";
+  EXPECT_LT(test::skipped_chunks_rel_l2(32, 64, 1u), 1e-12) << "one chunk: nothing skipped";
 }
 
-// The runs whose cheap or deep tier catches a try, named "<run> cheap" or "<run> deep".
-std::vector<std::string> caught_in(const std::vector<std::pair<std::string, Catch>>& runs) {
-  std::vector<std::string> out;
-  for (const auto& [run, k] : runs) {
-    if (!k.cheap.empty()) out.push_back(run + " cheap");
-    if (!k.deep.empty()) out.push_back(run + " deep");
-  }
-  return out;
+bool ends_with(const std::string& id, const std::string& tail) {
+  return id.size() >= tail.size() && id.compare(id.size() - tail.size(), tail.size(), tail) == 0;
+}
+bool ends_with_any(const std::string& id, const std::vector<std::string>& tails) {
+  return std::any_of(tails.begin(), tails.end(), [&](const std::string& t) { return ends_with(id, t); });
 }
 
-// shared_kv_batched_decode_half_chunks.cu skips every other chunk where p.k == p.v, Sq <= 16 and
-// the batch is over 2: a batched MLA decode. Round 24's close met K = V at a decode step in every
-// run, but its kv:decode and qkv_prefix forms keep at most 2 batches (kSharedFormBatches), so only
-// a run whose own kv case (the source's batch kept) is a decode step of 3 or more sequences sees
-// the path: 5 of the 14 fp16-d64 and bf16-d128 runs over both tiers. Causal: a decode step sees 16
-// keys or fewer, nothing to skip.
-TEST(HackerRound25, KvDecodeOverTwoBatchesOnlyByOdds) {
-  int bench = 0;
-  const auto runs = catches(batched_kv_decode, bench);
+// Every run's catches: each tier of each run whose task can show the path (`shows(task)`) catches
+// the try on a case named by one of `by`; the others catch nothing.
+void expect_caught_in_every_run(const std::vector<std::pair<std::string, Catch>>& runs,
+                                const std::function<bool(const std::string&)>& shows,
+                                const std::vector<std::string>& by) {
   EXPECT_EQ(runs.size(), 21u);
-  EXPECT_EQ(caught_in(runs),
-            (std::vector<std::string>{"fp16-d64 seed 0 cheap", "fp16-d64 seed 7 deep", "fp16-d64 seed 1511791795 cheap",
-                                      "fp16-d64 seed 4294967295 cheap", "bf16-d128 seed 0 deep"}));
   for (const auto& [run, k] : runs)
     for (const std::string& id : {k.cheap, k.deep}) {
-      if (id.empty()) continue;
-      EXPECT_NE(id.find("/shared=kv"), std::string::npos) << run << ": the tier's own kv case";
+      if (!shows(run)) {
+        EXPECT_EQ(id, "") << run << ": the path's rows see 32 keys or fewer";
+        continue;
+      }
+      EXPECT_TRUE(ends_with_any(id, by)) << run << ": " << (id.empty() ? "admitted" : id);
     }
+}
+bool not_causal(const std::string& run) { return run.find("causal") == std::string::npos; }
+
+// shared_kv_batched_decode_half_chunks.cu skips every other chunk where p.k == p.v, Sq <= 16 and
+// the batch is over 2: a batched MLA decode. Round 24's kv:decode and qkv_prefix forms kept at most
+// 2 sequences, so only a run whose own kv case was a decode step of 3 or more sequences saw the
+// path (5 of the 14 fp16-d64 and bf16-d128 runs over both tiers). Closed: every K = V decode form
+// (kv:decode, qkv_prefix, kv:mla) draws 3 to 8 sequences, so both tiers of every fp16-d64 and
+// bf16-d128 run catch it, on the tier's kv case where it is such a step (by odds, first in the
+// tier) or else on kv:decode (where the kv case is a prefill) or qkv_prefix. Causal: a top-left
+// decode step sees 16 keys or fewer, nothing to skip (the try is exact there).
+TEST(HackerRound25, KvDecodeOverTwoBatchesIsCaughtInEveryRun) {
+  int bench = 0;
+  const auto runs = catches(batched_kv_decode, bench);
+  expect_caught_in_every_run(runs, not_causal, {"/shared=kv", "/shared=kv:decode", "/shared=qkv_prefix"});
   EXPECT_EQ(bench, 0);
-  // Every K = V decode step the forms add has at most 2 sequences: the gap the try takes.
   int forms = 0;
   test::each_run_of_both_tiers([&](const Task&, const std::string& run, const std::vector<CaseSpec>& cases) {
     for (const CaseSpec& c : cases) {
-      const bool form =
-          c.id.find("/shared=kv:decode") != std::string::npos || layout_shared(c.layout) == std::string(kQPrefixOfKV);
+      const bool form = ends_with_any(c.id, {"/shared=kv:decode", "/shared=qkv_prefix", "/shared=kv:mla"});
       if (!form) continue;
       ++forms;
-      EXPECT_LE(c.shape.batch, kSharedFormBatches) << run << ": " << c.id;
-      EXPECT_FALSE(batched_kv_decode(c)) << run << ": " << c.id;
+      EXPECT_TRUE(batched_kv_decode(c)) << run << ": " << c.id;
+      EXPECT_LE(c.shape.batch, kSharedDecodeMaxBatch) << run << ": " << c.id;
     }
   });
-  EXPECT_EQ(forms, 56 + 49) << "a qkv_prefix a tier, and kv:decode in 49 of the 56 tiers";
+  EXPECT_EQ(forms, 49 + 56 + 56) << "kv:decode in 49 of the 56 tiers, a qkv_prefix and a kv:mla in each";
 }
 
 // shared_qk_batched_short_half_chunks.cu skips every other chunk where p.q == p.k, Skv < 256 and
-// the batch is over 2: a shared-QK encoder (Reformer's) on a batch of short sequences. The only
-// cases with Q and K one view under 256 keys are round 24's qk:short and qkv:short forms, at most
-// 2 batches each; qk, qkv and the prefixes have 256 keys or more. So no case of either tier of any
-// pinned run runs the path: admitted by all 21 fp16 and bf16 runs (the hole).
-TEST(HackerRound25, NoShortQkCaseHasMoreThanTwoBatches) {
+// the batch is over 2: a shared-QK encoder (Reformer's) on a batch of short sequences. Round 24's
+// qk:short and qkv:short forms kept at most 2 sequences and every other Q = K case has 256 keys or
+// more, so no pinned run saw the path. Closed: both short forms draw 3 to 16 sequences, so both
+// tiers of all 21 fp16 and bf16 runs catch it on qk:short (the first of the two; causal too: a
+// short case's last rows see over 32 keys). The twin at one sequence (qk:short:one) keeps the
+// class round 24's forms had.
+TEST(HackerRound25, ShortQkOverTwoBatchesIsCaughtInEveryRun) {
   int bench = 0;
   const auto runs = catches(batched_qk_short, bench);
-  EXPECT_EQ(runs.size(), 21u);
-  EXPECT_TRUE(caught_in(runs).empty());
+  expect_caught_in_every_run(runs, [](const std::string&) { return true; }, {"/shared=qk:short"});
   EXPECT_EQ(bench, 0);
-  int short_cases = 0, wide_batches = 0;
-  test::each_run_of_both_tiers([&](const Task& t, const std::string& run, const std::vector<CaseSpec>& cases) {
+  int batched = 0, single = 0;
+  test::each_run_of_both_tiers([&](const Task&, const std::string& run, const std::vector<CaseSpec>& cases) {
     for (const CaseSpec& c : cases) {
-      wide_batches += q_is_k(c) && c.shape.batch > 2;
       if (!q_is_k(c) || c.shape.seq_kv >= 256) continue;
-      ++short_cases;
-      EXPECT_TRUE(skipping_chunks_shows(c, t.causal)) << run << ": the path at 2 batches is seen";
-      EXPECT_LE(c.shape.batch, kSharedFormBatches) << run << ": " << c.id;
+      const bool one = ends_with(c.id, ":short:one");
+      ++(one ? single : batched);
+      EXPECT_EQ(batched_qk_short(c), !one) << run << ": " << c.id;
     }
   });
-  EXPECT_EQ(short_cases, 2 * 56) << "qk:short and qkv:short a tier";
-  EXPECT_GT(wide_batches, 0) << "Q = K over 3 or more sequences is drawn, but only over 256 keys or more";
+  EXPECT_EQ(batched, 2 * 56) << "qk:short and qkv:short a tier, 3 to 16 sequences";
+  EXPECT_EQ(single, 56) << "qk:short:one a tier";
 }
 
 // shared_kv_mqa_decode_half_chunks.cu skips every other chunk where p.k == p.v, Hkv = 1 < Hq and
 // Sq <= 16: MLA's absorbed decode (DeepSeek-V2/V3: 128 query heads over one latent head that is K
-// and V). The kv:decode form keeps its random source's heads, and views shared with Q have Hkv =
-// Hq, so only a run whose K = V decode step happens to come from an MQA source sees it: 3 of the
-// 14 fp16-d64 and bf16-d128 runs over both tiers.
-TEST(HackerRound25, KvDecodeOfOneKvHeadOnlyByOdds) {
+// and V). Round 24's kv:decode kept a random source's heads, so only 3 of the 14 fp16-d64 and
+// bf16-d128 runs over both tiers saw it. Closed: every tier has a kv:mla case (one KV head under
+// 16 to 128 query heads, a decode step over 256 to 511 keys, 3 to 8 sequences), so both tiers of
+// every fp16-d64 and bf16-d128 run catch it, on kv:mla or on a K = V decode step before it that
+// happens to have one KV head (the kv case or kv:decode). Causal: nothing to skip.
+TEST(HackerRound25, MqaKvDecodeIsCaughtInEveryRun) {
   int bench = 0;
   const auto runs = catches(mqa_kv_decode, bench);
-  EXPECT_EQ(runs.size(), 21u);
-  EXPECT_EQ(caught_in(runs), (std::vector<std::string>{"fp16-d64 seed 1 cheap", "fp16-d64 seed 4294967295 cheap",
-                                                       "bf16-d128 seed 7 deep"}));
+  expect_caught_in_every_run(runs, not_causal, {"/shared=kv", "/shared=kv:decode", "/shared=kv:mla"});
   EXPECT_EQ(bench, 0);
-  int mqa = 0;
-  test::each_run_of_both_tiers([&](const Task&, const std::string&, const std::vector<CaseSpec>& cases) {
-    for (const CaseSpec& c : cases)
-      mqa += layout_shared(c.layout).empty() && c.shape.heads_kv == 1 && c.shape.heads_q > 1;
+  int mla = 0;
+  test::each_run_of_both_tiers([&](const Task&, const std::string& run, const std::vector<CaseSpec>& cases) {
+    for (const CaseSpec& c : cases) {
+      if (!ends_with(c.id, "/shared=kv:mla")) continue;
+      ++mla;
+      EXPECT_TRUE(mqa_kv_decode(c) && batched_kv_decode(c)) << run << ": " << c.id;
+      EXPECT_GE(c.shape.heads_q, kSharedMlaMinHeads) << run << ": " << c.id;
+      EXPECT_LE(c.shape.heads_q, kSharedMlaMaxHeads) << run << ": " << c.id;
+      EXPECT_GE(c.shape.seq_kv, kSharedMinKeys) << run << ": " << c.id;
+      EXPECT_GT(c.v_std, 0) << run << ": " << c.id;
+    }
   });
-  EXPECT_GT(mqa, 0) << "MQA is drawn, just not with K = V at a decode step";
+  EXPECT_EQ(mla, 56) << "a kv:mla case a tier";
 }
 
 }  // namespace
