@@ -3,8 +3,8 @@
 # the gpu tests in build/ (kept between warm calls, so a second call skips the build); each run's
 # verbose log and the adversarial verdicts that differ from tests/adversarial/expected.json come
 # back under $OUT. WALL_S (default 560) bounds the whole call; a run that would not fit in what is
-# left is not started. FILTER (a ctest -R regex) narrows the runs. Without FILTER, EXCLUDE (a
-# ctest -E regex) defaults to DeepTier: the deep adversarial suite needs about 65 s per candidate
+# left is not started. FILTER (a ctest -R regex) narrows the runs. Unless FILTER names it, EXCLUDE
+# (a ctest -E regex) defaults to DeepTier: the deep adversarial suite needs about 65 s per candidate
 # (the scalar control included) and does not fit one call beside the rest; run it with
 # FILTER=DeepTier and EVO_ADVERSARIAL_FILES naming one or two tricks.
 #   OUT=... RUNS=3 bash lab/device-sessions/gpu_tests.sh
@@ -13,7 +13,9 @@ cd "$(dirname "$0")/../.."
 : "${OUT:?set OUT to the folder that comes back}"
 export XDG_CACHE_HOME=/tmp/evo-cache PYTHONUNBUFFERED=1
 start=$(date +%s)
-[ -z "${FILTER:-}" ] && : "${EXCLUDE=DeepTier}"
+# The deep suite runs only when FILTER names it: FILTER=Adversarial alone would take it too and
+# spend the call's limit on it (the eighteenth session's call 4).
+case "${FILTER:-}" in *Deep*) ;; *) : "${EXCLUDE=DeepTier}" ;; esac
 left() { echo $((${WALL_S:-560} - ($(date +%s) - start))); }
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader | tee "$OUT/gpu.txt"
