@@ -75,20 +75,34 @@ TEST(EvoLaunchAbi, PackGqaPutsAGroupsHeadsInOneTile) {
 
 TEST(EvoLaunchAbi, SplitsFillOneWaveOfCtaSlots) {
   EXPECT_EQ(evo_ctas_per_sm(kSplit, kSmemPerSm), 2);  // 233472 / (110000 + 1024)
-  // Llama-3 70B, B16: 128 tiles; 2 splits make 256 CTAs, 97 % of the 264 slots.
-  const EvoShape llama70b = shape(16, 64, 8, 1, 4096);
-  EXPECT_EQ(evo_num_splits(kSplit, llama70b, kSms, kSmemPerSm), 2);
-  expect_grid(evo_grid(kSplit, llama70b, 2, kSms), 2, 8, 16);
   // Llama-3 8B, B1: 8 tiles; 29 splits fill 88 %, 30 fill 91 %.
   const EvoShape llama8b = shape(1, 32, 8, 1, 8192);
   EXPECT_EQ(evo_num_splits(kSplit, llama8b, kSms, kSmemPerSm), 30);
   expect_grid(evo_grid(kSplit, llama8b, 30, kSms), 30, 8, 1);
   // MQA 16/1, B32: 32 tiles; 8 splits give 256 CTAs.
   EXPECT_EQ(evo_num_splits(kSplit, shape(32, 16, 1, 1, 4096), kSms, kSmemPerSm), 8);
-  // B64: 512 tiles are already past one wave.
+  // 43 sequences of MQA 8/1: 43 tiles, one short of a third of 132 SMs; 6 splits fill 258 of 264.
+  EXPECT_EQ(evo_num_splits(kSplit, shape(43, 8, 1, 1, 4096), kSms, kSmemPerSm), 6);
+  expect_grid(evo_grid(kSplit, shape(43, 8, 1, 1, 4096), 6, kSms), 6, 1, 43);
+}
+
+// A tile for a third of the SMs or more runs unsplit: the unsplit twins of the near-optimal
+// stage-9 configurations were as fast or faster there on the H200 (evo_launch.h).
+TEST(EvoLaunchAbi, CallsWithATileForAThirdOfTheSmsDoNotSplit) {
+  // 44 tiles: 44 x 3 >= 132.
+  EXPECT_EQ(evo_num_splits(kSplit, shape(44, 8, 1, 1, 4096), kSms, kSmemPerSm), 1);
+  // Falcon-7B's MQA 71/1 at B16 over 2k keys: 5 tiles of 16 packed rows per sequence, 80 tiles.
+  EXPECT_EQ(evo_tiles(kSplit, shape(16, 71, 1, 1, 2048)), 80);
+  EXPECT_EQ(evo_num_splits(kSplit, shape(16, 71, 1, 1, 2048), kSms, kSmemPerSm), 1);
+  // Llama-3 70B, B16: 128 tiles (two splits before: 0.95-1.00x unsplit over split on bf16-d128).
+  const EvoShape llama70b = shape(16, 64, 8, 1, 4096);
+  EXPECT_EQ(evo_num_splits(kSplit, llama70b, kSms, kSmemPerSm), 1);
+  expect_grid(evo_grid(kSplit, llama70b, 1, kSms), 1, 8, 16);
+  // B64: 512 tiles, past one wave.
   EXPECT_EQ(evo_num_splits(kSplit, shape(64, 32, 8, 1, 2048), kSms, kSmemPerSm), 1);
-  // 200 tiles (76 % of the slots): 1 to 4 splits leave the last wave 76 % full, 5 fill 95 %.
-  EXPECT_EQ(evo_num_splits(kSplit, shape(25, 64, 8, 1, 4096), kSms, kSmemPerSm), 5);
+  // On a GPU of 66 SMs (a MIG half) the same 32 tiles are a third: unsplit.
+  EXPECT_EQ(evo_num_splits(kSplit, shape(32, 16, 1, 1, 4096), 66, kSmemPerSm), 1);
+  EXPECT_EQ(evo_num_splits(kSplit, shape(32, 16, 1, 1, 4096), 97, kSmemPerSm), 6);
 }
 
 TEST(EvoLaunchAbi, SplitsAreCappedByTheKernelAndTheKvBlocks) {

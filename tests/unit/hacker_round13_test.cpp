@@ -219,8 +219,9 @@ long long foreign_slots(const EvoShape& s, int splits, int primer) {
 }
 
 // The primer's split count is another one than the case's: every count it may draw leaves written
-// partials where the causal suite's fixed split cases (the small set's 1x1x1x1000x1000, mission's
-// 1x8x8x512x512) have split rows that wrote nothing. Round 12's primer split as the case: none.
+// partials where the causal suite's fixed split cases (the small set's 1x1x1x680x777, 1x2x1x300x700
+// and 1x1x1x500x600; before a call with a tile for a third of the SMs ran unsplit, 1x1x1x1000x1000
+// and mission's 1x8x8x512x512) have split rows that wrote nothing. Round 12's primer split as the case: none.
 TEST(HackerRound13, APrimerOfAnotherSplitCountLeavesPartialsWhereEmptySplitRowsRead) {
   int split_cases = 0;
   for (const std::string& set : gates().gate_sets)

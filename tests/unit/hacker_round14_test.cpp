@@ -211,8 +211,9 @@ long long foreign_slots(const EvoShape& s, const EvoShape& p, int splits) {
 // case's second primer runs at the case's split count over another shape (LaunchDraws::
 // primer_lengths: fewer query rows and keys through the same buffers), as an earlier call the package
 // split alike leaves the workspace; on the gate's fixed causal split cases (the small set's
-// 1x1x1x1000x1000, mission's 1x8x8x512x512, ragged's 2x8x2x1000x777) its draws leave flagged
-// partials where the case's empty split rows read. Round 13's primers, at another count or the
+// 1x1x1x680x777, 1x2x1x300x700 and 1x1x1x500x600 since a call with a tile for a third of the SMs
+// runs unsplit; before, 1x1x1x1000x1000, mission's 1x8x8x512x512 and ragged's 2x8x2x1000x777) its
+// draws leave flagged partials where the case's empty split rows read. Round 13's primers, at another count or the
 // case's own shape: none at the case's count.
 TEST(HackerRound14, APrimerOfAnotherShapeAtTheCasesSplitCountLeavesPartialsWhereEmptySplitRowsRead) {
   const GatesConfig g = test::repo_gates();

@@ -140,18 +140,22 @@ inline int evo_ctas_per_sm(const EvoLaunch& L, int smem_per_sm) {
   return n < 1 ? 1 : (n > 8 ? 8 : int(n));
 }
 
-// The KV split count of a call. 1 for a kernel without kv_splits_max, for a call whose tiles
-// already fill 80 % of the GPU's CTA slots (SMs x evo_ctas_per_sm), and for at most 4 KV blocks
-// (FlashAttention 3's rules in hopper/heuristics.h: the combine would cost about what it saves).
-// Otherwise the smallest count whose CTAs fill their last wave of slots to 90 % or more, so each
-// CTA streams as long a slice of the KV cache as one wave allows (a second, partial wave of
-// short CTAs measured slower on the H200: lab/decode.md); at most kv_splits_max and the number
-// of KV blocks, and all of those when even they fall short of one wave.
+// The KV split count of a call. 1 for a kernel without kv_splits_max, for at most 4 KV blocks
+// (FlashAttention 3's rule in hopper/heuristics.h: the combine would cost about what it saves),
+// and for a call with a tile for a third of the SMs or more: on the H200's stage-9 datasets the
+// unsplit twin of the near-optimal configurations beat their split runs from 64 tiles up (GQA
+// 28/4 and 32/8 at 64 tiles 0.96-0.98x, MQA 71/1 at 80 tiles 0.67x, 128 tiles 0.94-1.00x: the
+// combine and the split CTAs' fill cost more than the idle SMs), while at 32 tiles and fewer
+// splitting won (1.4-1.9x at 32; lab/notes/decode-splits-20261201.md). Otherwise the smallest
+// count whose CTAs fill their last wave of slots to 90 % or more, so each CTA streams as long a
+// slice of the KV cache as one wave allows (a second, partial wave of short CTAs measured slower
+// on the H200: lab/decode.md); at most kv_splits_max and the number of KV blocks, and all of
+// those when even they fall short of one wave.
 inline int evo_num_splits(const EvoLaunch& L, const EvoShape& s, int sms, int smem_per_sm) {
   if (L.kv_splits_max <= 1 || sms < 1) return 1;
   const long long tiles = evo_tiles(L, s), blocks = evo_kv_blocks(L, s);
   const long long slots = (long long)sms * evo_ctas_per_sm(L, smem_per_sm);
-  if (tiles * 10 >= slots * 8 || blocks <= 4) return 1;
+  if (tiles * 3 >= sms || blocks <= 4) return 1;
   const long long cap = L.kv_splits_max < blocks ? L.kv_splits_max : blocks;
   if (tiles * cap <= slots) return int(cap);
   for (long long n = 1; n < cap; ++n) {
