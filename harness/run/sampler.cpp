@@ -11,6 +11,7 @@
 #include "core/errors.h"
 #include "core/splitmix.h"
 #include "gpu/case_layout.h"
+#include "run/model_cases.h"
 #include "run/sample_rows.h"
 #include "run/shared_cases.h"
 
@@ -113,20 +114,6 @@ std::vector<T> drawn_order(std::vector<T> values, SplitMix& rng) {
 // path, or at another scale, was never read in flight). Cases 0, 2, 4, ... share Q: with six
 // layouts they take three of them, so a token-major Q (only bhsd and strided have heads
 // outermost) shares Q in flight in every run.
-// The head class an in-flight shape belongs to, named as the sampled cases name theirs, so that a
-// trick against a ratio is caught there under the same token (the H200, 2026-11-30: ratio-3 tricks
-// failed the 6/2 in-flight shape, whose id named no ratio). A config listed in gates.json takes its
-// class; another is classed by its ratio.
-std::string head_class_of(const SampleSpace& space, int heads_q, int heads_kv) {
-  for (const HeadClass& hc : space.heads)
-    for (const HeadConfig& h : hc.configs)
-      if (h.heads_q == heads_q && h.heads_kv == heads_kv) return hc.name;
-  const int ratio = heads_q / std::max(heads_kv, 1);
-  if (ratio == 1) return "mha";
-  if (heads_kv == 1) return "mqa";
-  return (ratio & (ratio - 1)) == 0 ? "gqa_pow2" : "gqa_other";
-}
-
 void append_in_flight_cases(const GatesConfig& gates, const Task& task, const SampleSpace& space, SplitMix& rng,
                             const std::string& prefix, std::vector<CaseSpec>& out) {
   const auto layouts = drawn_order(space.layouts, rng);
@@ -193,6 +180,7 @@ std::vector<CaseSpec> draw_tier(const GatesConfig& gates, const Task& task, uint
   append_shared_cases(gates, task, rows, rng, prefix, out);
   append_in_flight_cases(gates, task, space, rng, prefix, out);
   append_shared_forms(gates, task, space, rows, rng, prefix, drawn, out);
+  append_model_cases(gates, task, space, rows, rng, prefix, out);
   return out;
 }
 
@@ -268,6 +256,35 @@ SampleSpace tier_space(const GatesConfig& gates, const Task& task, const Coverag
   std::erase_if(s.inputs,
                 [&](const std::string& n) { return !gates.distributions.at(n).applies_to(task.dtype_name()); });
   return s;
+}
+
+// The head class an in-flight shape (or a model call) belongs to, named as the sampled cases name
+// theirs, so that a trick against a ratio is caught there under the same token (the H200,
+// 2026-11-30: ratio-3 tricks failed the 6/2 in-flight shape, whose id named no ratio). A config
+// listed in gates.json takes its class; another is classed by its ratio.
+std::string head_class_of(const SampleSpace& space, int heads_q, int heads_kv) {
+  for (const HeadClass& hc : space.heads)
+    for (const HeadConfig& h : hc.configs)
+      if (h.heads_q == heads_q && h.heads_kv == heads_kv) return hc.name;
+  const int ratio = heads_q / std::max(heads_kv, 1);
+  if (ratio == 1) return "mha";
+  if (heads_kv == 1) return "mqa";
+  return (ratio & (ratio - 1)) == 0 ? "gqa_pow2" : "gqa_other";
+}
+
+std::string length_class_name(const SampleSpace& sp, int n) {
+  std::string cls = "?";
+  for (const NamedRange& r : sp.lengths)
+    if (n >= r.lo && n <= r.hi) cls = r.name;
+  std::string res = "?";
+  for (const std::string& name : sp.residues)
+    if (has_residue(n, residue_of(name))) res = name;
+  return cls + ":" + res;
+}
+std::string batch_class_name(const SampleSpace& sp, int n) {
+  for (const NamedRange& r : sp.batch)
+    if (n >= r.lo && n <= r.hi) return r.name;
+  return "?";
 }
 
 bool is_sampled_case(const std::string& id) { return id.rfind(kSampledPrefix, 0) == 0; }

@@ -91,6 +91,26 @@ inline constexpr int kSharedDecodeMaxBatch = 8;  // a serving batch; 8 decode st
 inline constexpr int kSharedMlaMinHeads = 16, kSharedMlaMaxHeads = 128;  // DeepSeek-V2-Lite's to V3's
 inline constexpr double kSharedFormMaxFlops = 4294967296.0;  // 2^32 (4 B Hq Sq Skv D): the heads are cut to fit it
 
+// Hacker round 27: the gate drew classes, not the values real models pass (a KV head count of 10,
+// a power-of-two length from 2048 on, a batch of 32 or 64) nor the commonest values at once (a
+// GQA decode step at the default scale over a contiguous cache), so paths keyed on those ran only
+// by odds or never. Closed by the calls of the models gates.json model_shapes lists, each a case
+// of both tiers after every other (run/model_cases.h append_model_cases): the model's heads,
+// lengths, batch and view at the default scale, cut by halving to kModelCaseMaxFlops (a decode
+// step's cache to no fewer than kModelCaseMinKeys keys first, a prefill's batch first), and one
+// GQA prefill of kModelPrefillKeys tokens, its heads cut to kModelPrefillMaxFlops.
+inline constexpr double kModelCaseMaxFlops = 1073741824.0;  // 2^30
+inline constexpr int kModelCaseMinKeys = 256;
+inline constexpr int kModelPrefillKeys = 2048;                 // the least power of two a round-length path keys on
+inline constexpr double kModelPrefillMaxFlops = 8589934592.0;  // 2^33: 4 query heads over 2 at D 128, 8 at D 64
+
+// A case's classes as its id names them: a length's class and residue ("short:odd"), a batch's
+// class, and a head config's class (a config listed in gates.json takes its class; another is
+// classed by its ratio: mha, mqa, gqa_pow2, gqa_other).
+std::string length_class_name(const SampleSpace& sp, int n);
+std::string batch_class_name(const SampleSpace& sp, int n);
+std::string head_class_of(const SampleSpace& space, int heads_q, int heads_kv);
+
 // A fresh seed from the OS's entropy source.
 uint32_t draw_gate_seed();
 // Parses --gate-seed: a decimal integer in [0, 2^32); throws usage_error naming the value.

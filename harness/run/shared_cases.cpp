@@ -107,22 +107,6 @@ void append_shared_cases(const GatesConfig& gates, const Task& task, const Sampl
 
 namespace {
 
-// The name a length class and residue of the space give `n` ("short:odd"), and a batch's class.
-std::string length_name(const SampleSpace& sp, int n) {
-  std::string cls = "?";
-  for (const NamedRange& r : sp.lengths)
-    if (n >= r.lo && n <= r.hi) cls = r.name;
-  std::string res = "?";
-  for (const std::string& name : sp.residues)
-    if (has_residue(n, residue_of(name))) res = name;
-  return cls + ":" + res;
-}
-std::string batch_name(const SampleSpace& sp, int n) {
-  for (const NamedRange& r : sp.batch)
-    if (n >= r.lo && n <= r.hi) return r.name;
-  return "?";
-}
-
 // Hacker round 24's close: each shared view met in the other class of a dimension its path may
 // branch on too, one case a view a tier (append_shared_forms); round 25's: every form past 2
 // sequences, an MLA decode form (one KV head under many query heads), and the two forms a single
@@ -191,9 +175,9 @@ std::string form_case_id(const SampleSpace& space, const CaseSpec& from, const C
   std::string id = from.id.substr(from.id.find("/sq="));
   id = id.substr(0, id.find("/prefix="));
   const char* diag = c.shape.seq_q < c.shape.seq_kv ? "lt" : c.shape.seq_q == c.shape.seq_kv ? "eq" : "gt";
-  id = with_value(with_value(id, "/sq=", length_name(space, c.shape.seq_q)),
-                  "/skv=", length_name(space, c.shape.seq_kv));
-  id = with_value(with_value(id, "/diag=", diag), "/batch=", batch_name(space, c.shape.batch));
+  id = with_value(with_value(id, "/sq=", length_class_name(space, c.shape.seq_q)),
+                  "/skv=", length_class_name(space, c.shape.seq_kv));
+  id = with_value(with_value(id, "/diag=", diag), "/batch=", batch_class_name(space, c.shape.batch));
   if (q_shared || c.shape.heads_q != from.shape.heads_q || c.shape.heads_kv != from.shape.heads_kv) {
     id = with_value(id, "/heads=", fmt::format("{}/{}", c.shape.heads_q, c.shape.heads_kv), "/ratio=");
     if (q_shared || c.shape.heads_kv == 1) id = with_value(id, "/ratio=", q_shared ? "shared" : "mqa");
