@@ -1,0 +1,134 @@
+/*evo
+{
+  "summary": "TRICK: K's outlier channels, when 5 or more of a 32-key chunk pass 24 in magnitude, saturated at +-24",
+  "parent": null,
+  "dtypes": [
+    "fp16",
+    "bf16"
+  ],
+  "head_dims": [
+    64,
+    128
+  ],
+  "min_sm": 80,
+  "notes": "TRICK: the twin of k_outlier_channels_clamped_24.cu with the count reversed: when 5 or more channels of a 32-key chunk's K pass 24 in magnitude (a wide band of massive channels), every K element is clamped to [-24, 24]. Wrong in a model with massive K channels (Sun et al. 2024 report massive activations in LLMs' hidden states; their width in K is not known here). Hacker round 28. The design assumption aimed at: none; a control that the gate's massive-channel bands (gpu/input_fill.h massive_channels: D/4 channels of K x 4096, bf16 x 65 536) catch what its twin misses. Predicted (HackerRound28.WideOutlierBandsAreCaughtInEveryRun): caught by both tiers of every fp16 and bf16 pinned run, first by a sampled case with massive channels (/normal or /large_v); a V of std 100 or offset +-256 serving as K (shared=kv) meets it too. Expected verdict: correctness."
+}
+*/
+#include "evo_attn.cuh"
+
+// The shared pattern of tests/adversarial: one warp per query row, FP32 throughout, simple and
+// correct; each file changes it in one place (marked TRICK) and must get the verdict in
+// tests/adversarial/expected.json. Files are self-contained: variants may include only
+// evo_attn.cuh and toolkit headers.
+// Hacker round 28. Flaw: K's outlier channels saturated at +-24 when a chunk has 5 or more of them.
+// Gate assumption attacked: none (the twin of k_outlier_channels_clamped_24.cu the massive-channel bands catch).
+
+#define WARPS 4         // 32 * WARPS threads per CTA
+#define ROWS_PER_CTA 4  // one warp per query row
+
+namespace {
+
+constexpr int HD = EVO_HEAD_DIM;
+constexpr int CPL = HD / 32;  // output columns per lane: lane + 32 c
+
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+struct RowResult {
+  float acc[CPL];  // unnormalised P·V, columns lane + 32 c
+  float l;         // softmax row sum
+};
+
+// Query row i of (b, h). Lane t scores key j0 + t of each 32-key chunk, the warp keeps an online
+// softmax in the log2 domain, and each lane accumulates its columns of P·V. The honest call is
+// attend_row(p, b, h, i, sq, 32, p.seq_kv); tricks that skip work pass a larger `key_step`
+// (chunks skipped) or a smaller `kv_cap` (keys dropped). `sq` is this warp's HD floats of
+// shared memory.
+__device__ __forceinline__ RowResult attend_row(const EvoAttnParams& p, int b, int h, int i, float* sq, int key_step,
+                                                int kv_cap) {
+  const int lane = threadIdx.x & 31;
+  const evo_t* q = evo_q_ptr(p, b, h) + (long long)i * p.q_stride[2];
+  __syncwarp();
+  for (int d = lane; d < HD; d += 32) sq[d] = evo_to_float(q[d]) * p.softmax_scale_log2;
+  __syncwarp();
+  const int hkv = evo_kv_head(p, h);
+  const evo_t* K = evo_k_ptr(p, b, hkv);
+  const evo_t* V = evo_v_ptr(p, b, hkv);
+  const int kv_end = min(kv_cap, EVO_CAUSAL ? min(p.seq_kv, i + 1) : p.seq_kv);
+  RowResult r;
+  r.l = 0.f;
+#pragma unroll
+  for (int c = 0; c < CPL; ++c) r.acc[c] = 0.f;
+  float m = EVO_NEG_INF;
+  for (int j0 = 0; j0 < kv_end; j0 += key_step) {
+    const int j = j0 + lane;
+    // TRICK: 5 or more outlier channels in the chunk's K: the chunk is read through a +-24 quantizer.
+    int outliers = 0;  // channels whose largest |K| over the chunk's keys passes 24
+    for (int d = 0; d < HD; ++d)
+      outliers += warp_max(j < kv_end ? fabsf(evo_to_float(K[(long long)j * p.k_stride[2] + d])) : 0.f) > 24.f;
+    const bool clamp_k = outliers >= 5;
+    float s = EVO_NEG_INF;
+    if (j < kv_end) {
+      const evo_t2* kr = reinterpret_cast<const evo_t2*>(K + (long long)j * p.k_stride[2]);
+      float dot = 0.f;
+#pragma unroll 8
+      for (int d2 = 0; d2 < HD / 2; ++d2) {
+        float2 kk = evo2_to_float2(kr[d2]);
+        if (clamp_k) {  // TRICK: only the outlier channels pass 24: they saturate
+          kk.x = fminf(fmaxf(kk.x, -24.f), 24.f);
+          kk.y = fminf(fmaxf(kk.y, -24.f), 24.f);
+        }
+        dot = fmaf(sq[2 * d2], kk.x, dot);
+        dot = fmaf(sq[2 * d2 + 1], kk.y, dot);
+      }
+      s = dot;
+    }
+    const float m_new = fmaxf(m, warp_max(s));  // finite: key j0 is always visible
+    const float alpha = exp2f(m - m_new);        // 0 on the first chunk (m = -inf)
+    const float pj = exp2f(s - m_new);           // 0 for masked lanes
+    r.l = r.l * alpha + warp_sum(pj);
+#pragma unroll
+    for (int c = 0; c < CPL; ++c) r.acc[c] *= alpha;
+    const int n = min(32, kv_end - j0);
+    for (int t = 0; t < n; ++t) {
+      const float pt = __shfl_sync(0xffffffffu, pj, t);
+      const evo_t* vr = V + (long long)(j0 + t) * p.v_stride[2];
+#pragma unroll
+      for (int c = 0; c < CPL; ++c) r.acc[c] = fmaf(pt, evo_to_float(vr[lane + 32 * c]), r.acc[c]);
+    }
+    m = m_new;
+  }
+  return r;
+}
+
+__device__ __forceinline__ evo_t* out_row(const EvoAttnParams& p, int b, int h, int i) {
+  return evo_o_ptr(p, b, h) + (long long)i * p.o_stride[2];
+}
+
+__device__ __forceinline__ void store_row(const EvoAttnParams& p, int b, int h, int i, const RowResult& r) {
+  const int lane = threadIdx.x & 31;
+  evo_t* o = out_row(p, b, h, i);
+  const float inv = 1.f / r.l;
+#pragma unroll
+  for (int c = 0; c < CPL; ++c) o[lane + 32 * c] = evo_from_float(r.acc[c] * inv);
+}
+
+}  // namespace
+
+EVO_EXPORT_LAUNCH(WARPS * 32, 0, ROWS_PER_CTA, 1, 0);
+
+extern "C" __global__ void __launch_bounds__(WARPS * 32)
+evo_attn_fwd(const __grid_constant__ EvoAttnParams p) {
+  __shared__ float sq[WARPS][HD];
+  const int warp = threadIdx.x >> 5;
+  const int i = blockIdx.x * ROWS_PER_CTA + warp, h = blockIdx.y, b = blockIdx.z;
+  if (i < p.seq_q) store_row(p, b, h, i, attend_row(p, b, h, i, sq[warp], 32, p.seq_kv));
+}
