@@ -293,7 +293,8 @@ void check_suite(const Suite& s, const std::string& sets) {
     if (is_control(file)) continue;
     ++adversarial;
     const auto fixed = s.fixed_too.find(file);
-    if (tokens && !caught_by_sampled(r, *tokens, fixed == s.fixed_too.end() ? std::vector<std::string>{} : fixed->second))
+    if (tokens &&
+        !caught_by_sampled(r, *tokens, fixed == s.fixed_too.end() ? std::vector<std::string>{} : fixed->second))
       continue;
     if (want != "ok" && got == want) ++rejected;
     if (file == kSpin && got == "ok") {
