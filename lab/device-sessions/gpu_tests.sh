@@ -6,8 +6,11 @@
 # left is not started. FILTER (a ctest -R regex) narrows the runs. Unless FILTER names it, EXCLUDE
 # (a ctest -E regex) defaults to DeepTier: the deep adversarial suite needs about 65 s per candidate
 # (the scalar control included) and does not fit one call beside the rest; run it with
-# FILTER=DeepTier and EVO_ADVERSARIAL_FILES naming one or two tricks.
+# FILTER=DeepTier and EVO_ADVERSARIAL_FILES naming one or two tricks. JOBS (ctest -j, default 1)
+# runs tests side by side on the one GPU: each test has its own scratch repo, and a full run is
+# about 730 s one at a time (EveryTrick alone 389 s on 2026-12-02), more than one call's limit.
 #   OUT=... RUNS=3 bash lab/device-sessions/gpu_tests.sh
+#   OUT=... JOBS=3 WALL_S=585 bash lab/device-sessions/gpu_tests.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 : "${OUT:?set OUT to the folder that comes back}"
@@ -29,7 +32,7 @@ for run in $(seq 1 "${RUNS:-1}"); do
     break
   fi
   t0=$(date +%s)
-  timeout $(($(left) - 5)) ctest --test-dir build -L gpu ${FILTER:+-R "$FILTER"} ${EXCLUDE:+-E "$EXCLUDE"} -V >"$OUT/ctest-gpu-$run.log" 2>&1
+  timeout $(($(left) - 5)) ctest --test-dir build -L gpu ${JOBS:+-j "$JOBS"} ${FILTER:+-R "$FILTER"} ${EXCLUDE:+-E "$EXCLUDE"} -V >"$OUT/ctest-gpu-$run.log" 2>&1
   rc=$?
   last=$(($(date +%s) - t0))
   echo "ctest -L gpu run $run: exit $rc in $last s"
