@@ -8,9 +8,11 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "core/splitmix.h"
 
+#include "gpu/value_fill.h"
 #include "gpu/worker_protocol.h"
 
 namespace evo {
@@ -21,8 +23,10 @@ struct FillParams {
   unsigned outlier_every = 0;  // 0: no outlier rows
   unsigned mean_every = 0;     // non-zero: `mean` only in the sequences v_offset_sequence keeps
   unsigned prefix_rows = 0;    // non-zero: odd batches repeat the batch before's first rows (shared_prefix_row)
+  unsigned pair_every = 0;     // non-zero: a row whose pair hash hits repeats the row before's draw (fill_pair_source)
+  float grid_scale = 0;        // non-zero: each value rounded to e4m3 times this power of two (e4m3_grid)
 };
-static_assert(sizeof(FillParams) == 28, "FillParams must mirror EvoFill");
+static_assert(sizeof(FillParams) == 36, "FillParams must mirror EvoFill");
 
 struct TensorFills {
   FillParams q, k, v;
@@ -97,6 +101,10 @@ inline TensorFills tensor_fills(const CaseSpec& c) {
     f.k.outlier_scale = f.v.outlier_scale = 0;
   }
   f.k.prefix_rows = f.v.prefix_rows = unsigned(c.shared_prefix);  // K and V: the cache; Q differs
+  // Hacker round 28's value cases (value_kinds): V's pairs, the e4m3 grid.
+  if (c.values == "v_repeat") f.v.pair_every = kValuePairEvery;
+  f.k.grid_scale = f.v.grid_scale = value_grid_scale(c);
+  if (c.values == "e4m3_qkv") f.q.grid_scale = f.k.grid_scale;
   return f;
 }
 
@@ -220,19 +228,60 @@ inline std::array<ColumnBand, 2> massive_channel_bands(unsigned seed, int head_d
   if (!massive_q_band_high(seed)) return bands;
   return {bands[1], bands[0]};
 }
+// A column view the worker fills over a tensor's own draw: its band, whether Q is the large one
+// there (massive channels), and its counter's offset (`lane` << 32: a view of one channel draws
+// from the same logical indices as every other, so each takes a lane of its own; lane 0 is the
+// D/4 bands' as before).
+struct ChannelFill {
+  ColumnBand band;
+  bool q_large = false;
+  uint64_t counter = 0;
+};
+inline uint64_t lane_counter(unsigned lane) { return uint64_t(lane) << 32; }
+
+// Where the case's massive channels sit: v_offset_bands' two D/4 bands (massive_channel_bands, lane
+// 0), or for the value cases "massive_1", "massive_2" and "massive_4" that many scattered channels
+// with Q large and as many with K large (drawn_channels, lanes 1 up).
+inline std::vector<ChannelFill> massive_channel_fills(const CaseSpec& c) {
+  std::vector<ChannelFill> out;
+  if (const int n = narrow_massive_width(c)) {
+    const auto at = drawn_channels(c.seed, kNarrowMassiveSalt, c.shape.head_dim, 2 * n);
+    for (size_t k = 0; k < at.size(); ++k)
+      out.push_back({ColumnBand{at[k], at[k] + 1, 0.f}, int(k) < n, lane_counter(unsigned(k + 1))});
+    return out;
+  }
+  const auto bands = massive_channel_bands(c.seed, c.shape.head_dim);
+  return {{bands[0], true, 0}, {bands[1], false, 0}};
+}
 // What the worker fills over Q's and K's own draws (worker_device.h Problem::fill): `fill(tensor,
-// band, params)` for tensor 0 (Q) and 1 (K) on each band, the draw's spread scaled.
+// band, params, counter)` for tensor 0 (Q) and 1 (K) on each of massive_channel_fills, the draw's
+// spread scaled (the large tensor's multiplied, the other's divided).
 template <class Fill>
 void fill_massive_channels(const CaseSpec& c, const TensorFills& f, bool bf16, Fill fill) {
   const float big = massive_channel_scale(bf16);
-  const auto bands = massive_channel_bands(c.seed, c.shape.head_dim);
-  for (size_t b = 0; b < 2; ++b) {
+  for (const ChannelFill& m : massive_channel_fills(c)) {
     FillParams fq = f.q, fk = f.k;
-    fq.stddev = b == 0 ? fq.stddev * big : fq.stddev / big;
-    fk.stddev = b == 1 ? fk.stddev * big : fk.stddev / big;
-    fill(0u, bands[b], fq);
-    fill(1u, bands[b], fk);
+    fq.stddev = m.q_large ? fq.stddev * big : fq.stddev / big;
+    fk.stddev = m.q_large ? fk.stddev / big : fk.stddev * big;
+    fill(0u, m.band, fq, m.counter);
+    fill(1u, m.band, fk, m.counter);
   }
+}
+
+// "k_offset" (value_kinds): 1 to 4 K channels (drawn_channels), each with a mean of 16 to 48 of a
+// drawn sign over K's own spread, lanes 16 up. Empty for the other cases.
+inline constexpr uint64_t kKOffsetSalt = 0xB1A5Cull;
+inline std::vector<ChannelFill> k_offset_channels(const CaseSpec& c) {
+  std::vector<ChannelFill> out;
+  if (c.values != "k_offset") return out;
+  SplitMix r{(uint64_t(c.seed) << 32) ^ kKOffsetSalt ^ 0x77ull};
+  const int n = 1 + int(r.below(4));
+  const auto at = drawn_channels(c.seed, kKOffsetSalt, c.shape.head_dim, n);
+  for (size_t k = 0; k < at.size(); ++k) {
+    const float mean = float(16 + 8 * int(r.below(5))) * (r.below(2) ? -1.f : 1.f);
+    out.push_back({ColumnBand{at[k], at[k] + 1, mean}, false, lane_counter(unsigned(16 + k))});
+  }
+  return out;
 }
 
 // The values of "nonfinite" junk in fp16 and bf16 padding (JunkBytes::infinities): evo_fill's normal

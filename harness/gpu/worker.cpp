@@ -31,6 +31,7 @@
 #include "gpu/tma_maps.h"
 #include "gpu/worker_device.h"
 #include "gpu/worker_protocol.h"
+#include "store/atomic_file.h"
 
 namespace evo {
 

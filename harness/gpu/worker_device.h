@@ -18,6 +18,7 @@
 #include "common/evo_host_launch.h"
 #include "core/sha256.h"
 #include "gpu/case_layout.h"
+#include "gpu/channel_views.h"
 #include "gpu/cuda_driver.h"
 #include "gpu/fp8_inputs.h"
 #include "gpu/input_fill.h"
@@ -212,10 +213,6 @@ struct Problem {
       d.dim = band.end - band.begin;
       return d;
     };
-    if (massive_channels(c) && !sup.amax && shared.empty() && !c.two_streams)  // hacker round 20
-      fill_massive_channels(c, f, bf16_inputs, [&](unsigned t, const ColumnBand& band, const FillParams& fp) {
-        run(columns(t == 0 ? dq : dk, band), t, fp);
-      });
     // A V offset sits on two drawn bands of columns, one of each sign, the rest zero-mean
     // (v_offset_bands, hacker round 5); an fp8 V's parts share one amax (hacker round 12: with
     // the offset on every column, column 0 told an overflow guard when fp16 sums could overflow).
@@ -235,6 +232,7 @@ struct Problem {
       for (const auto& [d, fp] : v_parts) run(d, 2, fp);
       descale[2] = 1.0f;
     }
+    fill_channel_views(sup, *this, c, f, stream, nonce);  // massive channels and the like (gpu/channel_views.h)
     // A shared view holds what was filled last (K's values for "qk" and "qk_prefix", whose K fill
     // covers Q's rows too; V's for the others: V is filled after Q and K), with its descale.
     if (shared == "qk" || shared == kQPrefixOfK) descale[0] = descale[1];

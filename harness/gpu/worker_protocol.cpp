@@ -1,6 +1,9 @@
 #include "gpu/worker_protocol.h"
 
+#include <algorithm>
 #include <stdexcept>
+
+#include "gpu/value_fill.h"
 
 namespace evo {
 
@@ -49,6 +52,7 @@ json case_json(const CaseSpec& c) {
           {"junk", c.junk},
           {"massive_sampled", c.massive_sampled},
           {"shared_prefix", c.shared_prefix},
+          {"values", c.values},
           {"two_streams", c.two_streams},
           {"streams_share", c.streams_share},
           {"device_check", {{"on", c.device_check.on}, {"atol", c.device_check.atol}, {"rtol", c.device_check.rtol}}}};
@@ -73,6 +77,9 @@ CaseSpec case_from_json(const json& j) {
   c.massive_sampled = j.value("massive_sampled", false);
   c.shared_prefix = j.value("shared_prefix", 0);
   if (c.shared_prefix < 0) throw std::invalid_argument("shared_prefix must be 0 or a row count");
+  c.values = j.value("values", "");
+  if (!c.values.empty() && std::find(value_kinds().begin(), value_kinds().end(), c.values) == value_kinds().end())
+    throw std::invalid_argument("case " + c.id + ": unknown value kind '" + c.values + "'");
   c.two_streams = j.value("two_streams", false);
   c.streams_share = j.value("streams_share", "");
   if (c.streams_share != "" && c.streams_share != "q" && c.streams_share != "kv")

@@ -36,6 +36,9 @@ struct CaseSpec {
   // V repeat the batch before's bit for bit, then differ (gpu/input_fill.h shared_prefix_row; hacker
   // round 22). 0: none.
   int shared_prefix = 0;
+  // Hacker round 28's value cases (run/value_cases.h): a pattern of real models' values laid on the
+  // inputs (gpu/input_fill.h value_kinds: "massive_1", "v_repeat", "e4m3_kv", ...); "" none.
+  std::string values;
   // Sampled cases: launched on two streams at once beside a second problem of other inputs,
   // both outputs checked (a kernel's state shared between launches in flight breaks).
   bool two_streams = false;

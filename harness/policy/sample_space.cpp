@@ -286,6 +286,10 @@ SampleSpace parse_sample_space(const json& j, const std::string& w) {
     if (!j.at("device_check").is_boolean()) throw usage_error(w + ".device_check: must be true or false");
     s.device_check = j.at("device_check").get<bool>();
   }
+  if (j.contains("value_cases")) {
+    if (!j.at("value_cases").is_boolean()) throw usage_error(w + ".value_cases: must be true or false");
+    s.value_cases = j.at("value_cases").get<bool>();
+  }
   s.cheap = tier(member(j, "cheap", w), w + ".cheap");
   s.deep = tier(member(j, "deep", w), w + ".deep");
   return s;

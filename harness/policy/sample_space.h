@@ -116,6 +116,9 @@ struct SampleSpace {
   std::vector<std::string> shared;
   CoverageTier cheap, deep;
   bool device_check = true;  // sampled cases are hashed, referenced and compared on the GPU (run/large_cases.h)
+  // Hacker round 28's value cases (run/value_cases.h), after every other case of each tier of a 16-bit
+  // task; "value_cases": false leaves them out (the tests compare a tier with and without them).
+  bool value_cases = true;
 
   // Values per dimension, in SampleDim order.
   std::vector<int> sizes() const;

@@ -75,8 +75,9 @@ std::vector<CaseSpec> deep_cases(const GatesConfig& gates, const PlanRequest& r)
 std::vector<CaseSpec> sanitize_deep_cases(const GatesConfig& gates, const PlanRequest& r) {
   std::map<std::string, std::pair<int64_t, CaseSpec>> smallest;  // per kind
   for (CaseSpec& c : draw_deep_cases(gates, r.task, *r.gate_seed)) {
-    // The model calls (run/model_cases.h) are plain views, which the small set gives memcheck already.
-    if (c.id.find("/model=") != std::string::npos) continue;
+    // The model calls (run/model_cases.h) and value cases (run/value_cases.h) are plain views, which
+    // the small set gives memcheck already.
+    if (c.id.find("/model=") != std::string::npos || c.id.find("/values=") != std::string::npos) continue;
     const CaseLayout l = case_layout(c.shape, c.layout);
     const int64_t n = l.q.buffer_elements + l.k.buffer_elements + l.v.buffer_elements + l.o.buffer_elements;
     if (n > gates.sanitizer.deep_max_elements) continue;

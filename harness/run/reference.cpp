@@ -31,6 +31,8 @@ fs::path ReferenceStore::path_for(const Task& task, const CaseSpec& c) const {
                               .update(c.v_mean != 0 ? fmt::format("|v_mean {:.17g}", c.v_mean) : std::string())
                               // a shared prefix of K and V (hacker round 22): only the cases that have one
                               .update(c.shared_prefix ? fmt::format("|prefix {}", c.shared_prefix) : std::string())
+                              // hacker round 28's value cases: only the cases that have one
+                              .update(c.values.empty() ? std::string() : "|values " + c.values)
                               // hacker rounds 20-22's fills (gpu/input_fill.h): V's bands at any column
                               // and not in every sequence, massive Q and K channels (round 21: on
                               // normal's sampled cases too; round 22: Q's large band in either half);

@@ -14,6 +14,7 @@
 #include "run/model_cases.h"
 #include "run/sample_rows.h"
 #include "run/shared_cases.h"
+#include "run/value_cases.h"
 
 namespace evo {
 
@@ -181,6 +182,7 @@ std::vector<CaseSpec> draw_tier(const GatesConfig& gates, const Task& task, uint
   append_in_flight_cases(gates, task, space, rng, prefix, out);
   append_shared_forms(gates, task, space, rows, rng, prefix, drawn, out);
   append_model_cases(gates, task, space, rows, rng, prefix, out);
+  append_value_cases(gates, task, space, rows, rng, prefix, out);
   return out;
 }
 

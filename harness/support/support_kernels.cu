@@ -56,7 +56,26 @@ struct EvoFill {
   unsigned outlier_every;  // 0: none; else rows whose hash is 0 mod this are scaled (outliers)
   unsigned mean_every;     // 0: `mean` everywhere; else only in the (b, h) sequences kept (below)
   unsigned prefix_rows;    // 0: none; else odd batches repeat the batch before's first rows (below)
+  unsigned pair_every;     // 0: none; else a row whose pair hash hits repeats the row before's draw (below)
+  float grid_scale;        // 0: none; else each value rounded to e4m3 times this power of two (below)
 };
+
+// x rounded to the nearest e4m3 value times `scale` (a power of two), ties to even, saturated to
+// +-448 x scale (hacker round 28's "e4m3_kv" and "e4m3_qkv" value cases). gpu/input_fill.h
+// e4m3_grid is the host's mirror, the same operations: exact division by a power of two, integer
+// rounding of the bits, rint, a product by a power of two.
+__device__ __forceinline__ float evo_e4m3_grid(float x, float scale) {
+  const float a = fabsf(x / scale);
+  float r;
+  if (a >= 0.015625f) {
+    unsigned u = __float_as_uint(a);
+    u = (u + 0x7FFFFu + ((u >> 20) & 1u)) & ~0xFFFFFu;
+    r = fminf(__uint_as_float(u), 448.f);
+  } else {
+    r = rintf(a * 512.f) / 512.f;
+  }
+  return copysignf(r, x) * scale;
+}
 
 // Element i of the logical BHSD tensor: its value before any rounding, and where it lives.
 __device__ __forceinline__ float fill_value(const EvoTensorDesc& t, unsigned long long i, unsigned seed, unsigned tensor,
@@ -92,6 +111,14 @@ __device__ __forceinline__ float fill_value(const EvoTensorDesc& t, unsigned lon
          row_hash_of(i / t.dim) % f.outlier_every != 0))
       i = first;
   }
+  // V's repeated rows (hacker round 28's "v_repeat"; gpu/input_fill.h fill_pair_source is the host's
+  // mirror, kPairRowSalt its salt): a row that is not its sequence's first takes the row before's
+  // draw where its hash is 0 mod pair_every and the row before's is not (pairs, never chains).
+  if (f.pair_every) {
+    const unsigned long long row = i / t.dim;
+    auto pair_row = [&](unsigned long long q) { return evo_mix64(q ^ 0x9A1E5ull ^ salt) % f.pair_every == 0; };
+    if (row % t.seq != 0 && pair_row(row) && !pair_row(row - 1)) i -= t.dim;
+  }
   // A V offset band's mean is in every (b, h) sequence but one in mean_every, and always in the
   // one drawn from the seed (hacker round 21: a guard decided by head 0's V was exact while every
   // sequence had the same bands). The salts are input_fill.h's kVOffsetSequenceSalt and its
@@ -115,6 +142,7 @@ __device__ __forceinline__ float fill_value(const EvoTensorDesc& t, unsigned lon
     x = f.outlier_scale != 0.f || kind == 2 ? x * f.outlier_scale : kind == 0 ? 0.f : -0.f;
   }
   if (f.sink != 0.f && s == 0) x = f.sink;  // the sink key: position 0 of every (b, h)
+  if (f.grid_scale != 0.f) x = evo_e4m3_grid(x, f.grid_scale);  // on e4m3's grid (a dequantized fp8 cache)
   return x;
 }
 

@@ -42,4 +42,19 @@ void each_run_of_both_tiers(Check check) {
   });
 }
 
+// `check(task, run, deep, cases, before)` for both tiers of every pinned run drawn under `with`
+// and under `without`, a config that leaves one kind of case out (the cases appended at a tier's
+// end: round 27's model calls, round 28's value cases), the run named as each_run_of_both_tiers
+// names it.
+template <class Check>
+void each_run_with_and_without(const GatesConfig& with, const GatesConfig& without, Check check) {
+  each_pinned_task_and_seed([&](const Task& t, const std::string& task, uint32_t seed) {
+    for (const bool deep : {false, true}) {
+      const auto cases = deep ? draw_deep_cases(with, t, seed) : draw_sampled_cases(with, t, seed);
+      const auto before = deep ? draw_deep_cases(without, t, seed) : draw_sampled_cases(without, t, seed);
+      check(t, task + (deep ? " deep seed " : " cheap seed ") + std::to_string(seed), deep, cases, before);
+    }
+  });
+}
+
 }  // namespace evo::test

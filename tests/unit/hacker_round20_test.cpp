@@ -48,7 +48,7 @@ TEST(HackerRound20, OnlyLargeVDrawsMassiveChannelsOnTwoDisjointBands) {
   set_inputs(c, g.distributions.at("large_v"), 0);
   const TensorFills f = tensor_fills(c);
   std::map<std::pair<unsigned, int>, float> spread;  // (tensor, band start) -> stddev
-  fill_massive_channels(c, f, true, [&](unsigned t, const ColumnBand& b, const FillParams& fp) {
+  fill_massive_channels(c, f, true, [&](unsigned t, const ColumnBand& b, const FillParams& fp, uint64_t) {
     spread[{t, b.begin}] = fp.stddev;
     EXPECT_EQ(b.end - b.begin, 32);
   });

@@ -396,7 +396,7 @@ TEST(HackerRound22, OddBatchesRepeatThePrefixOfKAndVOnly) {
   EXPECT_EQ(f.v.prefix_rows, 5u);
   ASSERT_TRUE(massive_channels(c));
   int k_bands = 0;
-  fill_massive_channels(c, f, false, [&](unsigned tensor, const ColumnBand&, const FillParams& fp) {
+  fill_massive_channels(c, f, false, [&](unsigned tensor, const ColumnBand&, const FillParams& fp, uint64_t) {
     EXPECT_EQ(fp.prefix_rows, tensor == 1 ? 5u : 0u) << "tensor " << tensor;
     k_bands += tensor == 1;
   });

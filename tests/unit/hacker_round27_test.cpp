@@ -330,50 +330,49 @@ TEST(HackerRound27, GqaDecodeOfAPowerOfTwoBatchIsCaughtInEveryRun) {
 // tokens within 2^33) and the tier's bounds; together at most 24 GFLOP a cheap tier. Every case
 // before them is the case the tier drew without them (their stream is their own).
 TEST(HackerRound27, ModelCallsAreSmallCasesAtTheEnd) {
-  const GatesConfig g = test::repo_gates();
+  GatesConfig g = test::repo_gates();
+  g.sampled.value_cases = false;  // round 28's value cases come after the model calls (hacker_round28_test.cpp)
   GatesConfig without = g;
   without.model_shapes.clear();
   const size_t calls = g.model_shapes.size() + 1;
   EXPECT_EQ(calls, 27u) << "26 entries and prefill_pow2";
   double most_cheap = 0, most_deep = 0;
-  test::each_pinned_task_and_seed([&](const Task& t, const std::string& task, uint32_t seed) {
-    for (const bool deep : {false, true}) {
-      const auto cases = deep ? draw_deep_cases(g, t, seed) : draw_sampled_cases(g, t, seed);
-      const auto before = deep ? draw_deep_cases(without, t, seed) : draw_sampled_cases(without, t, seed);
-      const std::string run = fmt::format("{} {} seed {}", task, deep ? "deep" : "cheap", seed);
-      ASSERT_EQ(cases.size(), before.size() + calls) << run;
-      double sum = 0;
-      for (size_t i = 0; i < cases.size(); ++i) {
-        const CaseSpec& c = cases[i];
-        EXPECT_EQ(model_case(c.id, ""), i >= before.size()) << run << ": " << c.id;
-        if (i < before.size()) {
-          EXPECT_EQ(c.id, before[i].id) << run;
-          EXPECT_EQ(c.seed, before[i].seed) << run << ": " << c.id;
-          continue;
+  test::each_run_with_and_without(
+      g, without,
+      [&](const Task& t, const std::string& run, bool deep, const std::vector<CaseSpec>& cases,
+          const std::vector<CaseSpec>& before) {
+        ASSERT_EQ(cases.size(), before.size() + calls) << run;
+        double sum = 0;
+        for (size_t i = 0; i < cases.size(); ++i) {
+          const CaseSpec& c = cases[i];
+          EXPECT_EQ(model_case(c.id, ""), i >= before.size()) << run << ": " << c.id;
+          if (i < before.size()) {
+            EXPECT_EQ(c.id, before[i].id) << run;
+            EXPECT_EQ(c.seed, before[i].seed) << run << ": " << c.id;
+            continue;
+          }
+          const Shape& s = c.shape;
+          const double f = 4.0 * s.batch * s.heads_q * double(s.seq_q) * s.seq_kv * s.head_dim;
+          sum += f;
+          EXPECT_EQ(s.head_dim, t.head_dim) << c.id;
+          EXPECT_NEAR(c.scale * std::sqrt(double(s.head_dim)), 1.0, 1e-12) << c.id;
+          EXPECT_TRUE(!c.two_streams && c.shared_prefix == 0 && c.inputs == "normal") << c.id;
+          EXPECT_EQ(c.id.rfind(deep ? "deep/" : "sampled/", 0), 0u) << c.id;
+          const size_t k = i - before.size();
+          if (k < g.model_shapes.size()) {
+            const Shape& m = g.model_shapes[k].shape;
+            EXPECT_TRUE(s.heads_q == m.heads_q && s.heads_kv == m.heads_kv && s.layout == m.layout) << c.id;
+            EXPECT_TRUE(s.batch <= m.batch && s.seq_q <= m.seq_q && s.seq_kv <= m.seq_kv) << c.id;
+            EXPECT_LE(f, kModelCaseMaxFlops) << c.id;
+          } else {
+            EXPECT_TRUE(s.seq_q == kModelPrefillKeys && s.seq_kv == kModelPrefillKeys && s.batch == 1) << c.id;
+            EXPECT_TRUE(s.heads_kv > 1 && s.heads_q > s.heads_kv) << c.id;
+            EXPECT_LE(f, kModelPrefillMaxFlops) << c.id;
+          }
         }
-        const Shape& s = c.shape;
-        const double f = 4.0 * s.batch * s.heads_q * double(s.seq_q) * s.seq_kv * s.head_dim;
-        sum += f;
-        EXPECT_EQ(s.head_dim, t.head_dim) << c.id;
-        EXPECT_NEAR(c.scale * std::sqrt(double(s.head_dim)), 1.0, 1e-12) << c.id;
-        EXPECT_TRUE(!c.two_streams && c.shared_prefix == 0 && c.inputs == "normal") << c.id;
-        EXPECT_EQ(c.id.rfind(deep ? "deep/" : "sampled/", 0), 0u) << c.id;
-        const size_t k = i - before.size();
-        if (k < g.model_shapes.size()) {
-          const Shape& m = g.model_shapes[k].shape;
-          EXPECT_TRUE(s.heads_q == m.heads_q && s.heads_kv == m.heads_kv && s.layout == m.layout) << c.id;
-          EXPECT_TRUE(s.batch <= m.batch && s.seq_q <= m.seq_q && s.seq_kv <= m.seq_kv) << c.id;
-          EXPECT_LE(f, kModelCaseMaxFlops) << c.id;
-        } else {
-          EXPECT_TRUE(s.seq_q == kModelPrefillKeys && s.seq_kv == kModelPrefillKeys && s.batch == 1) << c.id;
-          EXPECT_TRUE(s.heads_kv > 1 && s.heads_q > s.heads_kv) << c.id;
-          EXPECT_LE(f, kModelPrefillMaxFlops) << c.id;
-        }
-      }
-      double& most = deep ? most_deep : most_cheap;
-      most = std::max(most, sum);
-    }
-  });
+        double& most = deep ? most_deep : most_cheap;
+        most = std::max(most, sum);
+      });
   std::cout << fmt::format("model calls: {} a tier, at most {:.3g} GFLOP a cheap tier, {:.3g} a deep one\n", calls,
                            most_cheap / 1e9, most_deep / 1e9);
   EXPECT_LE(most_cheap, 24e9);
