@@ -30,7 +30,11 @@
 # dataset's file name ends -$SPACE.json). Both are restored at exit. BENCH (benchmark sets or
 # dims, e.g. 'decode,32x12x12x1x1024x64:bshd') times screens and full evaluations on those shapes
 # instead of the stage's own (`evo evolve --bench`); it needs SPACE too, and a second call must
-# pass the same BENCH (lab/notes/domain-prediction-20261130.md).
+# pass the same BENCH (lab/notes/domain-prediction-20261130.md). FULL_S (150): the seconds the
+# screen step leaves for step 4; SCREEN_RATE (0.6): the GPU-s per wall-second the screen step's
+# budget assumes (fp8 screens ran at 0.74: a lower rate ends the screens before their time);
+# FULL_RATE (0.75): the same for step 4 (fp8's full evaluations ran at 1.23); SEARCH_DIR
+# (/tmp/evo-search): the run's scratch, emptied first.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 : "${OUT:?set OUT to the folder that comes back}"
@@ -48,7 +52,7 @@ if [ -z "${RECORDS+set}" ]; then
   RECORDS=""
   [ "$STAGE-$TASK" = 7-fp16-d128 ] && [ -f "$DEFAULT_RECORDS" ] && RECORDS=$DEFAULT_RECORDS
 fi
-W=/tmp/evo-search
+W=${SEARCH_DIR:-/tmp/evo-search}  # scratch: emptied first
 R=$W/results P=$W/populations
 rm -rf "$W" "$W-orig" && mkdir -p "$R" "$P" "$W-orig"
 source lab/device-sessions/device_steps.sh
@@ -90,16 +94,17 @@ EOF
 $evo compile --stage "$STAGE" --task "$TASK" --arch sm_90a --jobs "$(nproc)" >"$OUT/compile.log" 2>&1
 log "compiled: exit $?"
 
-# 3. the screen, leaving ~150 s for the full evaluations (a screen is ~0.6 wall-s per GPU-s)
+# 3. the screen, leaving FULL_S (~150 s) for the full evaluations (~0.6 GPU-s per wall-s)
 common=(--stage "$STAGE" --task "$TASK" --generator exhaustive --rng-seed 26 --results-dir "$R" --populations-dir "$P")
 [ -n "${BENCH:-}" ] && common+=(--bench "$BENCH")
 resume=()
 [ -n "$RUN" ] && resume=(--resume "$RUN")
-budget=$(python3 -c "print(int($(spent) + max(30, $(left) - 150) * 0.6))")
+FULL_S=${FULL_S:-150}
+budget=$(python3 -c "print(int($(spent) + max(30, $(left) - $FULL_S) * ${SCREEN_RATE:-0.6}))")
 # The budget is in GPU-s and a screen's wall time per GPU-s varies (0.6 when its checks dominated
 # it, more once they were capped): `timeout` keeps the call's wall time; the records written so
 # far stay and the next step resumes them.
-timeout $(($(left) - 150)) $evo evolve "${common[@]}" "${resume[@]}" --population 400 --generations 1000 \
+timeout $(($(left) - FULL_S)) $evo evolve "${common[@]}" "${resume[@]}" --population 400 --generations 1000 \
   --budget-gpu-s "$budget" >"$OUT/screen.log" 2>&1
 log "screen: exit $? (budget $budget GPU-s in all); $(tail -1 "$OUT/screen.log" | cut -c1-200)"
 [ -n "$RUN" ] || RUN=$(grep -o 'evo evolve ev-[^:]*' "$OUT/screen.log" | head -1 | cut -d' ' -f3)
@@ -107,7 +112,7 @@ log "screen: exit $? (budget $budget GPU-s in all); $(tail -1 "$OUT/screen.log" 
 
 # 4. the best screens in full, one per generation, until the run's GPU-second budget (screens
 #    included) is spent; a full evaluation takes ~6 s of wall time for ~5 GPU-s.
-budget=$(python3 -c "print(int($(spent) + max(0, $(left) - 25) * 0.75))")
+budget=$(python3 -c "print(int($(spent) + max(0, $(left) - 25) * ${FULL_RATE:-0.75}))")
 timeout $(($(left) - 20)) $evo evolve "${common[@]}" --resume "$RUN" --population 1 --generations 1000 \
   --budget-gpu-s "$budget" >"$OUT/full.log" 2>&1
 log "full: exit $? (budget $budget GPU-s in all); $(tail -1 "$OUT/full.log" | cut -c1-200)"
