@@ -24,6 +24,7 @@
 
 #include "gpu/case_layout.h"
 #include "gpu/worker_protocol.h"
+#include "package.h"
 #include "run/plan.h"
 #include "run/sampler.h"
 #include "run/value_cases.h"
@@ -247,6 +248,63 @@ TEST(HackerRound29, EachTryIsWrongInAModel) {
   // self-attention (gates.json's 2x10x10x4096x4096x64).
   EXPECT_TRUE(cross_attention_short_text(model_call("2x10x10x4096x77x64")));
   EXPECT_FALSE(cross_attention_short_text(model_call("2x10x10x4096x4096x64")));
+}
+
+// The exported op takes each model call above as it stands (deploy/src/plan.cpp, the checks
+// every call passes before a launch): a package of one kernel for the tries' tasks.
+const unsigned char kNoCubin[] = "";
+const evo_attn::Kernel kKernel[] = {{"k0", "scalar", "c0", kNoCubin, 0, {128, 0, 4, 1, 0, 2, 0, 0, 0}, {}, 0}};
+const evo_attn::Task kTasks[] = {{EVO_ATTN_FP16, 64, 0, "fp16-d64", {0, 0, 0, 0}},
+                                 {EVO_ATTN_FP16, 64, 1, "fp16-d64-causal", {0, 0, 0, 0}},
+                                 {EVO_ATTN_BF16, 128, 0, "bf16-d128", {0, 0, 0, 0}},
+                                 {EVO_ATTN_BF16, 128, 1, "bf16-d128-causal", {0, 0, 0, 0}}};
+const evo_attn::Package kOp = {"nvidia-h200", 90, "sm_90a", {16, 1024, 128}, kKernel, 1, kTasks, 4, "", 132};
+// A call of dense BSHD tensors (as a model's projections and its KV cache hold them), O as the op
+// allocates it (torch: Q token-major, so O BSHD), each in memory of its own.
+evo_attn_call op_call(const std::string& dims, bool causal, int dtype, double scale) {
+  const Shape s = parse_shape(dims, dims.find("x128") != std::string::npos ? 128 : 64);
+  const auto bshd = [](uint64_t at, int64_t b, int64_t h, int64_t n, int64_t d) {
+    return evo_attn_tensor{at, {b, h, n, d}, {n * h * d, d, h * d, 1}};
+  };
+  const uint64_t base = 1ull << 40, gap = 1ull << 36;
+  evo_attn_call c{};
+  c.q = bshd(base, s.batch, s.heads_q, s.seq_q, s.head_dim);
+  c.k = bshd(base + gap, s.batch, s.heads_kv, s.seq_kv, s.head_dim);
+  c.v = bshd(base + 2 * gap, s.batch, s.heads_kv, s.seq_kv, s.head_dim);
+  c.o = bshd(base + 3 * gap, s.batch, s.heads_q, s.seq_q, s.head_dim);
+  c.dtype = c.out_dtype = dtype;
+  c.is_causal = causal ? 1 : 0;
+  c.scale = float(scale > 0 ? scale : 1 / std::sqrt(double(s.head_dim)));
+  c.q_descale = c.k_descale = c.v_descale = 1.0f;
+  return c;
+}
+bool op_takes(const evo_attn_call& c) {
+  evo_attn::Plan plan;
+  std::string error;
+  const bool ok = evo_attn::plan_call(kOp, c, plan, error);
+  EXPECT_TRUE(ok) << error;
+  return ok;
+}
+TEST(HackerRound29, TheOpTakesEachModelCall) {
+  EXPECT_TRUE(op_takes(op_call("1x32x16x4096x4096x128", true, EVO_ATTN_BF16, std::pow(168.0, -0.5))));  // Gemma 3
+  // nanoGPT (GPT-2 124M): q, k, v = c_attn(x).split(768, 2), viewed [8, 12, 1024, 64]: one buffer.
+  evo_attn_call gpt2 = op_call("8x12x12x1024x1024x64", true, EVO_ATTN_FP16, 0);
+  const int64_t row = 3 * 768;
+  for (evo_attn_tensor* t : {&gpt2.q, &gpt2.k, &gpt2.v}) {
+    t->data = gpt2.q.data + uint64_t(t == &gpt2.k ? 768 * 2 : t == &gpt2.v ? 2 * 768 * 2 : 0);
+    t->stride[0] = row * 1024;
+    t->stride[2] = row;
+  }
+  EXPECT_TRUE(op_takes(gpt2));
+  EXPECT_TRUE(op_takes(op_call("16x40x10x1x4096x128", false, EVO_ATTN_BF16, 0)));   // Phi-4
+  EXPECT_TRUE(op_takes(op_call("1x32x8x8192x8192x128", false, EVO_ATTN_BF16, 0)));  // K outlier channels
+  EXPECT_TRUE(op_takes(op_call("16x28x4x1x4096x128", false, EVO_ATTN_BF16, 0)));    // Qwen2 7B
+  EXPECT_TRUE(op_takes(op_call("8x32x8x4096x4096x128", true, EVO_ATTN_BF16, 0)));   // Llama-3 8B training
+  EXPECT_TRUE(op_takes(op_call("8x32x8x16x8192x128", false, EVO_ATTN_BF16, 0)));    // verification
+  EXPECT_TRUE(op_takes(op_call("2x10x10x4096x77x64", false, EVO_ATTN_FP16, 0)));    // SD cross-attention
+  // Weighed, not a try: the default scale the op passes (float of the double 1/sqrt(D), as
+  // evo_attn_op.cpp computes it) is the worker's (1.0f / sqrtf(D)) to the bit at both head dims.
+  for (int d : {64, 128}) EXPECT_EQ(float(1.0 / std::sqrt(double(d))), 1.0f / std::sqrt(float(d))) << d;
 }
 
 // (b) scale_inverse_root_of_integer_half_chunks.cu: no case of either tier of any fp16 or bf16
