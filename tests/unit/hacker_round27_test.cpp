@@ -23,6 +23,7 @@
 #include "gpu/case_layout.h"
 #include "run/plan.h"
 #include "run/sampler.h"
+#include "support/pinned_catches.h"
 #include "support/pinned_runs.h"
 #include "support/skipped_chunks.h"
 #include "support/test_support.h"
@@ -94,50 +95,14 @@ bool llama3_heads_decode(const Call& c) {
 
 using Condition = std::function<bool(const Call&)>;
 
-// Whether a case runs the try's path where its skipped chunks show: a problem of the case (a
-// two-stream case's second has ceil(Sq / 2) query rows: gpu/worker.cpp) meets the condition with
-// rows over more than 32 visible keys of a V that varies.
-bool meets(const CaseSpec& c, bool causal, const Condition& path) {
-  std::vector<Shape> problems{c.shape};
-  if (c.two_streams) {
-    problems.push_back(c.shape);
-    problems.back().seq_q = (c.shape.seq_q + 1) / 2;
-  }
-  for (const Shape& s : problems)
-    if (c.v_std > 0 && s.visible_kv(causal) > 32 && path(call_of(s, c.layout, c.scale))) return true;
-  return false;
-}
-
-// Per pinned fp16 or bf16 run (the tries' dtypes), in each_pinned_task_and_seed's order (gate seed
-// 2025 fp16-d64, the GPU suite's run, is the 7th): the first case of the cheap tier (its fixed gate
-// sets, sampled cases and shared forms, benchmark shapes timed and fresh) and of the deep tier
-// (drawn and fixed) that runs the path, "" where none; and the ids of every case of each that does.
-struct Catch {
-  std::string run, cheap, deep;
-  std::vector<std::string> cheap_ids, deep_ids;
-};
+// Per fp16 and bf16 pinned run (support/pinned_catches.h): the first case of the cheap tier (its
+// fixed gate sets, sampled cases and shared forms, benchmark shapes timed and fresh) and of the
+// deep tier (drawn and fixed) that runs the path with rows over more than 32 visible keys of a V
+// that varies, "" where none; and the ids of every case of each that does.
+using test::Catch;
 std::vector<Catch> catches(const Condition& path) {
-  const GatesConfig g = test::repo_gates();
-  std::vector<Catch> out;
-  test::each_pinned_task_and_seed([&](const Task& t, const std::string& task, uint32_t seed) {
-    if (t.dtype == DType::fp8) return;
-    const EvalPlan p = make_plan(g, {t, g.gate_sets, g.benchmark_sets, g.seeds, false, seed, true});
-    Catch k{fmt::format("{} seed {}", task, seed), "", "", {}, {}};
-    const auto see = [&](const CaseSpec& c, std::string& first, std::vector<std::string>& ids) {
-      if (!meets(c, t.causal, path)) return;
-      if (first.empty()) first = c.id;
-      ids.push_back(c.id);
-    };
-    for (const CaseSpec& c : p.gate_cases) see(c, k.cheap, k.cheap_ids);
-    for (const BenchSpec& b : p.bench)
-      for (const CaseSpec* c : {&b.timed, &b.fresh}) see(*c, k.cheap, k.cheap_ids);
-    for (const CaseSpec& c : p.deep_cases) see(c, k.deep, k.deep_ids);
-    std::cout << fmt::format("{}: cheap {}; deep {}\n", k.run, k.cheap.empty() ? "admits" : k.cheap,
-                             k.deep.empty() ? "admits" : k.deep);
-    out.push_back(k);
-  });
-  EXPECT_EQ(out.size(), 21u);
-  return out;
+  return test::pinned_catches(
+      [&](const CaseSpec& c, const Shape& s, bool) { return path(call_of(s, c.layout, c.scale)); });
 }
 bool causal(const std::string& run) { return run.find("causal") != std::string::npos; }
 bool starts_with(const std::string& id, const std::string& head) { return id.rfind(head, 0) == 0; }
