@@ -240,8 +240,9 @@ std::string layout_shared(const std::string& layout) {
   const auto plus = layout.find('+');
   if (plus == std::string::npos) return "";
   const std::string pair = layout.substr(plus + 1);
-  if (pair != "qk" && pair != "kv" && pair != "qv" && pair != "qkv" && !q_prefix(pair))
-    throw usage_error("bad case layout '" + layout + "': after '+' comes qk, kv, qv, qkv, qk_prefix or qkv_prefix");
+  if (pair != "qk" && pair != "kv" && pair != "qv" && pair != "qkv" && !q_prefix(pair) && pair != kFusedQkv)
+    throw usage_error("bad case layout '" + layout +
+                      "': after '+' comes qk, kv, qv, qkv, qk_prefix, qkv_prefix or fused");
   return pair;
 }
 
@@ -277,6 +278,16 @@ void align_and_share(CaseLayout& c, const Shape& s, const std::string& full, int
     p.offset = c.q.offset;
     c.q = c.k = p;
     if (shared == kQPrefixOfKV) c.v = p;
+  }
+  if (shared == kFusedQkv) {
+    // K and V in Q's buffer at their head offsets, with Q's strides: one fused projection's
+    // output [B, S, Hq + 2 Hkv, D] (packed_qkv's placements, which put K and V in buffers of
+    // their own, each as large as Q's, which holds the whole projection from its start).
+    if (base_layout(full) != "packed_qkv" || s.seq_q != s.seq_kv)
+      throw usage_error("case layout '" + full + "': one fused buffer is packed_qkv's, with Sq = Skv");
+    c.k = c.v = c.q;
+    c.k.offset += int64_t(s.heads_q) * s.head_dim;
+    c.v.offset += int64_t(s.heads_q + s.heads_kv) * s.head_dim;
   }
   if (shared == "qk" || shared == "qkv") c.k = c.q;
   if (shared == "qv" || shared == "qkv") c.v = c.q;

@@ -52,6 +52,11 @@
 // K's strides, Hq = Hkv and Sq < Skv (x[:, :, :Sq] beside x: a prefix of a sequence querying all
 // of it); Q keeps its alignment class, K starts there. "+qkv_prefix" (kQPrefixOfKV): the same
 // with V K's view too (attention(x[:, :, :Sq], x, x)).
+// "packed_qkv+fused" (kFusedQkv; hacker round 29): Q, K and V views of ONE buffer, the fused
+// projection [B, S, Hq + 2 Hkv, D] (Sq = Skv): K Hq·D elements after Q, V Hkv·D after K, all three
+// with its strides, as nanoGPT's q, k, v = c_attn(x).split(C, 2) passes them. The placements give
+// K and V Q's buffer size and their offsets in it; the worker points them into Q's buffer (their
+// own stay allocated, unused), whose guard bands surround the whole projection.
 // Bytes of a buffer outside the tensor's elements hold the case's junk (gpu/input_fill.h:
 // non-finite or finite, drawn per case): a kernel that reads them may spoil its output, one
 // that writes O's gaps leaves its elements unwritten.
@@ -143,6 +148,7 @@ bool shared_with_q(const std::string& shared);
 inline constexpr const char* kQPrefixOfK = "qk_prefix";
 inline constexpr const char* kQPrefixOfKV = "qkv_prefix";
 bool q_prefix(const std::string& shared);  // kQPrefixOfK or kQPrefixOfKV
+inline constexpr const char* kFusedQkv = "fused";
 // Whether K starts at Q's address ("qk", "qkv" and the prefixes), and V ("qv", "qkv", kQPrefixOfKV).
 bool k_at_q(const std::string& shared);
 bool v_at_q(const std::string& shared);

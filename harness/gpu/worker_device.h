@@ -183,6 +183,10 @@ struct Problem {
     if (k_at_q(shared)) dk.data = dq.data;  // "qk_prefix": Q's view holds K's rows, Q the first Sq
     if (v_at_q(shared)) dv.data = dq.data;
     if (shared == "kv") dv.data = dk.data;
+    if (shared == kFusedQkv) {  // K and V at their head offsets in Q's buffer: one fused projection
+      dk.data = dq.data + CUdeviceptr((lay.k.offset - lay.q.offset) * in_elem);
+      dv.data = dq.data + CUdeviceptr((lay.v.offset - lay.q.offset) * in_elem);
+    }
   }
 
   // Inputs from the case's distribution (gpu/input_fill.h); its softmax scale travels with them.

@@ -290,6 +290,14 @@ SampleSpace parse_sample_space(const json& j, const std::string& w) {
     if (!j.at("value_cases").is_boolean()) throw usage_error(w + ".value_cases: must be true or false");
     s.value_cases = j.at("value_cases").get<bool>();
   }
+  if (j.contains("scale_cases")) {
+    if (!j.at("scale_cases").is_boolean()) throw usage_error(w + ".scale_cases: must be true or false");
+    s.scale_cases = j.at("scale_cases").get<bool>();
+  }
+  if (j.contains("fused_qkv_cases")) {
+    if (!j.at("fused_qkv_cases").is_boolean()) throw usage_error(w + ".fused_qkv_cases: must be true or false");
+    s.fused_qkv_cases = j.at("fused_qkv_cases").get<bool>();
+  }
   s.cheap = tier(member(j, "cheap", w), w + ".cheap");
   s.deep = tier(member(j, "deep", w), w + ".deep");
   return s;

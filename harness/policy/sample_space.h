@@ -119,6 +119,12 @@ struct SampleSpace {
   // Hacker round 28's value cases (run/value_cases.h), after every other case of each tier of a 16-bit
   // task; "value_cases": false leaves them out (the tests compare a tier with and without them).
   bool value_cases = true;
+  // Hacker round 29's scale cases (run/value_cases.h append_scale_cases), after the value cases of
+  // each tier of every task; "scale_cases": false leaves them out.
+  bool scale_cases = true;
+  // Hacker round 29's fused-buffer cases (run/value_cases.h append_fused_qkv_cases), after the scale
+  // cases; "fused_qkv_cases": false leaves them out.
+  bool fused_qkv_cases = true;
 
   // Values per dimension, in SampleDim order.
   std::vector<int> sizes() const;

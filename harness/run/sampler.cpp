@@ -183,6 +183,8 @@ std::vector<CaseSpec> draw_tier(const GatesConfig& gates, const Task& task, uint
   append_shared_forms(gates, task, space, rows, rng, prefix, drawn, out);
   append_model_cases(gates, task, space, rows, rng, prefix, out);
   append_value_cases(gates, task, space, rows, rng, prefix, out);
+  append_scale_cases(gates, task, space, rows, rng, prefix, out);
+  append_fused_qkv_cases(gates, task, space, rows, rng, prefix, out);
   return out;
 }
 

@@ -3,11 +3,59 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <iterator>
 
+#include "gpu/case_layout.h"
 #include "gpu/value_fill.h"
 #include "run/sampler.h"
 
 namespace evo {
+
+namespace {
+
+// A small case's shape (the value cases' and those after them): 2 sequences of 4 query heads over
+// 4, 2 or 1 KV heads, kValueCaseMinKeys to kValueCaseMaxKeys keys, a prefill or a decode step of 1
+// to kSharedDecodeRows rows, BHSD or BSHD, and its seed, drawn in that order from `r`.
+Shape small_shape(const Task& task, SplitMix& r, bool decode, uint32_t& seed) {
+  Shape s;
+  s.batch = 2;
+  s.heads_q = 4;
+  s.heads_kv = 4 >> r.below(3);  // MHA, GQA 2, MQA
+  s.head_dim = task.head_dim;
+  s.seq_kv = r.uniform(kValueCaseMinKeys, kValueCaseMaxKeys);
+  const int decode_rows = r.uniform(1, kSharedDecodeRows);
+  s.seq_q = decode ? decode_rows : s.seq_kv;
+  s.layout = r.below(2) != 0 ? Layout::bshd : Layout::bhsd;
+  seed = uint32_t(r.next());
+  return s;
+}
+
+// The case on `layout` (its name in the id `layout_name`), 256-byte aligned, finite junk, the
+// input `in`, the scale `scale` (named `scale_name`); its id names every dimension as a sampled
+// case's does, the caller adds what the case is.
+CaseSpec small_case(const SampleSpace& space, const Shape& s, uint32_t seed, const std::string& layout,
+                    const std::string& layout_name, double scale, const std::string& scale_name,
+                    const InputDistribution& in, const std::string& prefix, size_t index) {
+  CaseSpec c;
+  c.shape = s;
+  c.layout = layout;
+  c.seed = seed;
+  c.scale = scale;
+  set_inputs(c, in, in.v_mean);
+  c.junk = "finite";
+  const char* diag = s.seq_q < s.seq_kv ? "lt" : s.seq_q == s.seq_kv ? "eq" : "gt";
+  c.id =
+      fmt::format("{}{}/{}/sq={}/skv={}/diag={}/batch={}/heads={}/{}/ratio={}/layout={}/align=256/junk={}/scale={}/{}",
+                  prefix, index, s.dims(), length_class_name(space, s.seq_q), length_class_name(space, s.seq_kv), diag,
+                  batch_class_name(space, s.batch), s.heads_q, s.heads_kv, head_class_of(space, s.heads_q, s.heads_kv),
+                  layout_name, c.junk, scale_name, c.inputs);
+  return c;
+}
+
+// Plain: every tensor 256-byte aligned, no gaps.
+std::string plain(const Shape& s) { return s.layout == Layout::bshd ? "bshd" : "bhsd"; }
+
+}  // namespace
 
 // The value cases (run/value_cases.h).
 void append_value_cases(const GatesConfig& gates, const Task& task, const SampleSpace& space, const SampleRows& rows,
@@ -17,36 +65,62 @@ void append_value_cases(const GatesConfig& gates, const Task& task, const Sample
   const std::vector<std::string>& kinds = value_kinds();
   for (size_t k = 0; k < kinds.size(); ++k) {
     const std::string& kind = kinds[k];
-    const std::string inputs = kind == "small_sink" ? "attention_sink" : "normal";
+    uint32_t seed = 0;
+    const Shape s = small_shape(task, r, !task.causal && k % 2 == 1, seed);
+    const auto in = gates.distributions.find(kind == "small_sink" ? "attention_sink" : "normal");
+    if (in == gates.distributions.end() || !rows.fits(s, "")) continue;
+    CaseSpec c = small_case(space, s, seed, plain(s), plain(s), 1 / std::sqrt(double(s.head_dim)), "1/sqrt(D)",
+                            in->second, prefix, out.size());
+    c.massive_sampled = kind.rfind("massive_", 0) == 0;  // its narrow channels (massive_channel_fills)
+    c.values = kind;
+    c.id += "/values=" + kind;
+    out.push_back(c);
+  }
+}
+
+// The scale cases (run/value_cases.h).
+void append_scale_cases(const GatesConfig& gates, const Task& task, const SampleSpace& space, const SampleRows& rows,
+                        const SplitMix& rng, const std::string& prefix, std::vector<CaseSpec>& out) {
+  const auto in = gates.distributions.find("normal");
+  if (!space.scale_cases || in == gates.distributions.end()) return;
+  SplitMix r{rng.state ^ fnv1a("model_scales")};
+  constexpr int roots = int(std::size(kModelScaleRoots));
+  const int first = int(r.below(roots));
+  for (int k = 0; k < kScaleCases; ++k) {
+    const ModelScaleRoot& root = kModelScaleRoots[(first + k * (1 + int(r.below(roots - 1)))) % roots];
+    uint32_t seed = 0;
+    const Shape s = small_shape(task, r, !task.causal && k % 2 == 1, seed);
+    if (!rows.fits(s, "")) continue;
+    // The worker passes float(c.scale): the float of n^-1/2, as the model computes it.
+    CaseSpec c = small_case(space, s, seed, plain(s), plain(s), 1 / std::sqrt(double(root.n)),
+                            fmt::format("1/sqrt({})", root.n), in->second, prefix, out.size());
+    c.massive_sampled = true;  // normal's massive Q and K channels, as a sampled case's and a model call's
+    c.id += std::string("/model_scale=") + root.model;
+    out.push_back(c);
+  }
+}
+
+// The fused-buffer cases (run/value_cases.h).
+void append_fused_qkv_cases(const GatesConfig& gates, const Task& task, const SampleSpace& space,
+                            const SampleRows& rows, const SplitMix& rng, const std::string& prefix,
+                            std::vector<CaseSpec>& out) {
+  const auto in = gates.distributions.find("normal");
+  if (!space.fused_qkv_cases || in == gates.distributions.end()) return;
+  SplitMix r{rng.state ^ fnv1a("fused_qkv")};
+  for (int k = 0; k < kFusedQkvCases; ++k) {
     Shape s;
     s.batch = 2;
     s.heads_q = 4;
-    s.heads_kv = 4 >> r.below(3);  // MHA, GQA 2, MQA
+    s.heads_kv = k == 0 ? 4 : 2 >> r.below(2);  // MHA, then GQA 2 or MQA
     s.head_dim = task.head_dim;
-    s.seq_kv = r.uniform(kValueCaseMinKeys, kValueCaseMaxKeys);
-    const bool decode = !task.causal && k % 2 == 1;
-    const int decode_rows = r.uniform(1, kSharedDecodeRows);
-    s.seq_q = decode ? decode_rows : s.seq_kv;
-    s.layout = r.below(2) != 0 ? Layout::bshd : Layout::bhsd;
+    s.seq_q = s.seq_kv = r.uniform(kValueCaseMinKeys, kValueCaseMaxKeys);
+    s.layout = Layout::bshd;  // the projection's own token-major order
     const uint32_t seed = uint32_t(r.next());
-    const auto in = gates.distributions.find(inputs);
-    if (in == gates.distributions.end() || !rows.fits(s, "")) continue;
-    CaseSpec c;
-    c.shape = s;
-    c.layout = s.layout == Layout::bshd ? "bshd" : "bhsd";  // plain: every tensor 256-byte aligned, no gaps
-    c.seed = seed;
-    c.scale = 1 / std::sqrt(double(s.head_dim));
-    set_inputs(c, in->second, in->second.v_mean);
-    c.massive_sampled = kind.rfind("massive_", 0) == 0;  // its narrow channels (massive_channel_fills)
-    c.values = kind;
-    c.junk = "finite";
-    const char* diag = s.seq_q < s.seq_kv ? "lt" : s.seq_q == s.seq_kv ? "eq" : "gt";
-    c.id = fmt::format(
-        "{}{}/{}/sq={}/skv={}/diag={}/batch={}/heads={}/{}/ratio={}/layout={}/align=256/junk={}/scale=1/sqrt(D)/{}/"
-        "values={}",
-        prefix, out.size(), s.dims(), length_class_name(space, s.seq_q), length_class_name(space, s.seq_kv), diag,
-        batch_class_name(space, s.batch), s.heads_q, s.heads_kv, head_class_of(space, s.heads_q, s.heads_kv), c.layout,
-        c.junk, c.inputs, kind);
+    if (!rows.fits(s, "")) continue;
+    CaseSpec c = small_case(space, s, seed, std::string("packed_qkv+") + kFusedQkv, "packed_qkv",
+                            1 / std::sqrt(double(s.head_dim)), "1/sqrt(D)", in->second, prefix, out.size());
+    c.massive_sampled = true;  // as a sampled case's (the worker lays no channels in a shared view)
+    c.id += std::string("/shared=") + kFusedQkv;
     out.push_back(c);
   }
 }

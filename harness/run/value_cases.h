@@ -27,4 +27,38 @@ inline constexpr int kValueCaseMinKeys = 256, kValueCaseMaxKeys = 512;
 void append_value_cases(const GatesConfig& gates, const Task& task, const SampleSpace& space, const SampleRows& rows,
                         const SplitMix& rng, const std::string& prefix, std::vector<CaseSpec>& out);
 
+// The scale cases of a tier (hacker round 29), after the value cases: kScaleCases cases whose
+// softmax scale is the float of 1/sqrt(n) for an integer n a model computes its scale from that
+// is not a power of two (kModelScaleRoots), two different n a tier, as the model passes it
+// (Python's n ** -0.5: the double rounded once to float by the worker), where the listed points
+// are rounded decimals ("0.0833333" for 1/12) or powers of two and the ranges continuous draws.
+// The shapes are the value cases' (2 sequences of 4 query heads over 4, 2 or 1 KV heads, 256 to
+// 512 keys, a prefill or on a task without a mask a decode step for the second, a plain BHSD or
+// BSHD view), normal inputs with their massive channels (as a model call's), on every task. Each
+// id names the scale ("scale=1/sqrt(168)") and ends in "/model_scale=<model>". A stream of their
+// own (`rng` salted by "model_scales"), so every other case keeps its id, seed and draws. Nothing
+// when the space's scale_cases is off.
+struct ModelScaleRoot {
+  int n;
+  const char* model;
+};
+inline constexpr ModelScaleRoot kModelScaleRoots[] = {{80, "phi_2"},          // head dim 80 (2560 / 32 heads)
+                                                      {96, "phi_3_mini"},     // head dim 96 (3072 / 32)
+                                                      {144, "gemma_2_27b"},   // query_pre_attn_scalar 144
+                                                      {168, "gemma_3_27b"}};  // query_pre_attn_scalar 168
+inline constexpr int kScaleCases = 2;
+// The fused-buffer cases of a tier (hacker round 29), after the scale cases: kFusedQkvCases
+// prefills (Sq = Skv) whose Q, K and V are views of one fused projection buffer ("packed_qkv+fused",
+// gpu/case_layout.h kFusedQkv: K Hq·D elements after Q, V Hkv·D after K, one set of strides), as
+// nanoGPT's c_attn split passes them, where packed_qkv puts each view in a buffer of its own: one
+// MHA, one GQA or MQA, each 2 sequences of 4 query heads over 256 to 512 tokens, the default
+// scale, normal inputs, on every task. Each id names the view ("/shared=fused"). A stream of their
+// own (`rng` salted by "fused_qkv"); nothing when the space's fused_qkv_cases is off.
+inline constexpr int kFusedQkvCases = 2;
+void append_fused_qkv_cases(const GatesConfig& gates, const Task& task, const SampleSpace& space,
+                            const SampleRows& rows, const SplitMix& rng, const std::string& prefix,
+                            std::vector<CaseSpec>& out);
+void append_scale_cases(const GatesConfig& gates, const Task& task, const SampleSpace& space, const SampleRows& rows,
+                        const SplitMix& rng, const std::string& prefix, std::vector<CaseSpec>& out);
+
 }  // namespace evo

@@ -59,6 +59,10 @@ evo_attn_call call_of(const Task& t, const CaseSpec& c) {
   if (k_at_q(shared)) a.k.data = a.q.data;             // qk_prefix: Q the first Sq rows of K's view
   if (v_at_q(shared)) a.v.data = a.q.data;
   if (shared == "kv") a.v.data = a.k.data;
+  if (shared == kFusedQkv) {  // K and V in Q's buffer at their head offsets
+    a.k.data = a.q.data + uint64_t(l.k.offset - l.q.offset) * uint64_t(t.input_bytes());
+    a.v.data = a.q.data + uint64_t(l.v.offset - l.q.offset) * uint64_t(t.input_bytes());
+  }
   a.dtype = t.dtype_code();
   a.out_dtype = t.dtype == DType::fp8 ? EVO_ATTN_BF16 : a.dtype;
   a.is_causal = t.causal ? 1 : 0;

@@ -9,7 +9,9 @@
 // 2^30 FLOPs, the value cases at 2 x 4 heads over 256 to 512 keys); the per-case FLOPs bound
 // (a batched long prefill, a training step); and two conjunctions the length classes and the model
 // calls cut (speculative verification over a long cache, cross-attention of many queries over a
-// short text).
+// short text). Closed after the round (lab/hack29/README.md): the scale try by the scale cases
+// (run/value_cases.h append_scale_cases), the fused-buffer try by the fused-buffer cases
+// (append_fused_qkv_cases, layout packed_qkv+fused), both after every other case of each tier.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -20,6 +22,7 @@
 #include <iostream>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gpu/case_layout.h"
@@ -61,6 +64,10 @@ Call call_of(const Shape& s, const std::string& layout, double scale, bool causa
   const std::string shared = layout_shared(layout);
   c.k_from_q = k_at_q(shared) ? 0 : -1;
   c.v_from_k = shared == "kv" || (k_at_q(shared) && v_at_q(shared)) ? 0 : -1;
+  if (shared == kFusedQkv) {  // K and V in Q's buffer (worker_device.h Problem::allocate)
+    c.k_from_q = lay.k.offset - lay.q.offset;
+    c.v_from_k = lay.v.offset - lay.k.offset;
+  }
   return c;
 }
 // A model's call: dims as gates.json writes them, dense tensors, the scale it passes (0: default).
@@ -171,13 +178,6 @@ int caught_in(const std::vector<Catch>& runs, bool deep) {
   int n = 0;
   for (const Catch& k : runs) n += (deep ? k.deep : k.cheap).empty() ? 0 : 1;
   return n;
-}
-void expect_admitted(const std::vector<Catch>& runs, const std::function<bool(const std::string&)>& where) {
-  for (const Catch& k : runs)
-    if (where(k.run)) {
-      EXPECT_EQ(k.cheap, "") << k.run;
-      EXPECT_EQ(k.deep, "") << k.run;
-    }
 }
 
 // A K chunk of 32 keys of a model-like row: N(0, 1), and `channels` channels either past 24
@@ -307,12 +307,31 @@ TEST(HackerRound29, TheOpTakesEachModelCall) {
   for (int d : {64, 128}) EXPECT_EQ(float(1.0 / std::sqrt(double(d))), 1.0f / std::sqrt(float(d))) << d;
 }
 
-// (b) scale_inverse_root_of_integer_half_chunks.cu: no case of either tier of any fp16 or bf16
-// pinned run passes a scale that is the float of 1/sqrt(n) for an integer n not a power of two.
-// The listed points are such floats only for powers of two (1/sqrt(D), 1/D, 0.5/sqrt(D),
-// 2/sqrt(D), 1) or not at all (0.0833333); the ranges are continuous draws.
-TEST(HackerRound29, ScaleOfAnIntegersInverseRootIsAHole) {
-  expect_admitted(catches(inverse_root_scale, "scale_inverse_root"), [](const std::string&) { return true; });
+// Every case of either tier that runs the path names one of `tokens` (the GPU suite's caught_by).
+void expect_every_catch_names(const std::vector<Catch>& runs, const std::vector<std::string>& tokens) {
+  for (const Catch& k : runs)
+    for (const auto* ids : {&k.cheap_ids, &k.deep_ids})
+      for (const auto& id : *ids)
+        EXPECT_TRUE(std::any_of(tokens.begin(), tokens.end(), [&](const std::string& t) { return names(id, t); }))
+            << k.run << ": " << id;
+}
+// scale_inverse_root_of_integer_half_chunks.cu, closed after the round by the scale cases
+// (run/value_cases.h append_scale_cases): both tiers of every fp16 and bf16 pinned run end with two
+// cases at the float of 1/sqrt(n) for two of kModelScaleRoots, and every case of either tier that
+// runs the try's path is one of them (named "/model_scale="). Before them no case did: the listed
+// points are such floats only for powers of two (1/sqrt(D), 1/D, 0.5/sqrt(D), 2/sqrt(D), 1) or not
+// at all (0.0833333), the ranges continuous draws.
+TEST(HackerRound29, ScaleOfAnIntegersInverseRootIsCaughtByTheScaleCases) {
+  const std::vector<Catch> runs = catches(inverse_root_scale, "scale_inverse_root");
+  EXPECT_EQ(caught_in(runs, false), 21);
+  EXPECT_EQ(caught_in(runs, true), 21);
+  expect_every_catch_names(runs, {"/model_scale="});
+  EXPECT_TRUE(starts_with(runs[6].cheap, "sampled/148/2x4x2x366x366x64:bshd/")) << runs[6].cheap;
+  EXPECT_TRUE(starts_with(runs[6].deep, "deep/320/2x4x4x479x479x64:bshd/")) << runs[6].deep;
+  for (const Catch& k : runs) {
+    EXPECT_EQ(k.cheap_ids.size(), size_t(kScaleCases)) << k.run;
+    EXPECT_EQ(k.deep_ids.size(), size_t(kScaleCases)) << k.run;
+  }
   const GatesConfig g = test::repo_gates();
   for (int d : {64, 128})
     for (const ScaleChoice& p : g.sampled.scales)
@@ -320,22 +339,119 @@ TEST(HackerRound29, ScaleOfAnIntegersInverseRootIsAHole) {
         Call c = model_call(fmt::format("1x8x8x1x300x{}", d), p.value(d));
         EXPECT_FALSE(inverse_root_scale(c)) << p.value(d);
       }
+  // The float the kernel and the host reference read (worker_device.h: float(c.scale); the
+  // reference takes the problem's float) is the model's n ** -0.5 to the bit.
+  for (const ModelScaleRoot& root : kModelScaleRoots) {
+    const Call c = model_call("1x8x8x1x300x128", 1 / std::sqrt(double(root.n)));
+    EXPECT_TRUE(inverse_root_scale(c)) << root.n;
+    EXPECT_EQ(c.scale, float(std::pow(double(root.n), -0.5))) << root.n;
+  }
 }
 
-// (b) fused_qkv_one_buffer_half_chunks.cu: no case passes K at Q + Hq * D elements. Every case's
-// tensors lie in buffers of their own (or pool regions, GuardedBuffer's guard bands of kGuardBytes
-// around each), so K's address minus Q's is 0 (a shared view) or beyond Q's rows and a guard band:
-// more than 64 KiB, which no head offset Hq * D * 2 bytes passes (at most 256 x 128 x 2 = 64 KiB).
-TEST(HackerRound29, FusedQkvInOneBufferIsAHole) {
+// Each tier of every pinned run (fp8 included) is the tier `without` draws and `added` cases more
+// at its end: every earlier case keeps its id and seed. `check` sees each added case (its index
+// among them); the most FLOPs the added cases of a cheap and of a deep tier take are returned.
+using Added = std::function<void(const Task&, bool deep, const CaseSpec&, size_t k)>;
+std::pair<double, double> expect_appended(const GatesConfig& with, const GatesConfig& without, size_t added,
+                                          const Added& check) {
+  double most[2] = {0, 0};
+  test::each_run_with_and_without(with, without,
+                                  [&](const Task& t, const std::string& run, bool deep,
+                                      const std::vector<CaseSpec>& cases, const std::vector<CaseSpec>& before) {
+                                    ASSERT_EQ(cases.size(), before.size() + added) << run;
+                                    for (size_t i = 0; i < before.size(); ++i)
+                                      EXPECT_TRUE(cases[i].id == before[i].id && cases[i].seed == before[i].seed)
+                                          << run << ": " << cases[i].id << " was " << before[i].id;
+                                    double sum = 0;
+                                    for (size_t i = before.size(); i < cases.size(); ++i) {
+                                      const Shape& s = cases[i].shape;
+                                      sum += 4.0 * s.batch * s.heads_q * double(s.seq_q) * s.seq_kv * s.head_dim;
+                                      EXPECT_EQ(cases[i].id.rfind(deep ? "deep/" : "sampled/", 0), 0u) << cases[i].id;
+                                      check(t, deep, cases[i], i - before.size());
+                                    }
+                                    most[deep] = std::max(most[deep], sum);
+                                  });
+  return {most[0], most[1]};
+}
+
+// The scale cases come after every other case of each tier, from a stream of their own: two
+// different n a tier, each a value case's shape (at most 2^30 FLOPs).
+TEST(HackerRound29, ScaleCasesAreSmallCasesAtTheEnd) {
+  GatesConfig g = test::repo_gates();
+  g.sampled.fused_qkv_cases = false;  // after the scale cases (FusedQkvCasesAreSmallCasesAtTheEnd)
+  GatesConfig without = g;
+  without.sampled.scale_cases = false;
+  double first_scale = 0;
+  const auto [cheap, deep] =
+      expect_appended(g, without, kScaleCases, [&](const Task& t, bool, const CaseSpec& c, size_t k) {
+        const Shape& s = c.shape;
+        EXPECT_LE(4.0 * s.batch * s.heads_q * double(s.seq_q) * s.seq_kv * s.head_dim, kModelCaseMaxFlops) << c.id;
+        EXPECT_TRUE(names(c.id, "/model_scale=")) << c.id;
+        EXPECT_TRUE(inverse_root_scale(call_of(s, c.layout, c.scale, t.causal))) << c.id;
+        EXPECT_TRUE(names(c.id, fmt::format("/scale=1/sqrt({})/", std::lrint(1 / (c.scale * c.scale))))) << c.id;
+        EXPECT_TRUE(s.seq_kv >= kValueCaseMinKeys && (s.seq_q == s.seq_kv || (!t.causal && s.seq_q <= 16))) << c.id;
+        EXPECT_TRUE(!c.two_streams && c.shared_prefix == 0 && c.values.empty() && c.inputs == "normal") << c.id;
+        if (k == 0) first_scale = c.scale;
+        EXPECT_TRUE(k == 0 || c.scale != first_scale) << c.id;
+      });
+  std::cout << fmt::format("scale cases: {} a tier, at most {:.3g} GFLOP a cheap tier, {:.3g} a deep one\n",
+                           kScaleCases, cheap / 1e9, deep / 1e9);
+  EXPECT_LE(cheap, 2 * kModelCaseMaxFlops);
+  EXPECT_LE(deep, 2 * kModelCaseMaxFlops);
+}
+
+// fused_qkv_one_buffer_half_chunks.cu, closed after the round by the fused-buffer cases
+// (run/value_cases.h append_fused_qkv_cases, layout "packed_qkv+fused"): both tiers of every fp16
+// and bf16 pinned run end with an MHA and a GQA or MQA prefill whose K lies Hq * D elements after Q
+// in Q's buffer, V Hkv * D after K, one set of strides, and every case that runs the try's path is
+// one of them. Every other case's tensors lie in buffers of their own (or pool regions,
+// GuardedBuffer's guard bands of kGuardBytes around each), so K's address minus Q's is 0 (a shared
+// view) or beyond Q's rows and a guard band: more than 64 KiB, which no head offset Hq * D * 2
+// bytes passes (at most 256 x 128 x 2 = 64 KiB).
+TEST(HackerRound29, FusedQkvInOneBufferIsCaughtByTheFusedCases) {
   const std::vector<Catch> runs = catches(fused_qkv, "fused_qkv");
-  expect_admitted(runs, [](const std::string&) { return true; });
+  EXPECT_EQ(caught_in(runs, false), 21);
+  EXPECT_EQ(caught_in(runs, true), 21);
+  expect_every_catch_names(runs, {"/shared=fused"});
+  for (const Catch& k : runs) {
+    EXPECT_EQ(k.cheap_ids.size(), size_t(kFusedQkvCases)) << k.run;
+    EXPECT_EQ(k.deep_ids.size(), size_t(kFusedQkvCases)) << k.run;
+  }
+  EXPECT_TRUE(starts_with(runs[6].cheap, "sampled/150/2x4x4x")) << runs[6].cheap;
   const GatesConfig g = test::repo_gates();
   test::each_pinned_task_and_seed([&](const Task& t, const std::string& task, uint32_t seed) {
     const EvalPlan p = make_plan(g, {t, g.gate_sets, g.benchmark_sets, g.seeds, false, seed, true});
     for (const auto* cases : {&p.gate_cases, &p.deep_cases})
-      for (const CaseSpec& c : *cases)
+      for (const CaseSpec& c : *cases) {
         EXPECT_LE(int64_t(c.shape.heads_q) * c.shape.head_dim * 2, int64_t(kGuardBytes)) << task << ": " << c.id;
+        if (layout_shared(c.layout) != kFusedQkv) continue;
+        // The whole projection lies in Q's buffer: V's last element is its last.
+        const Shape& s = c.shape;
+        const CaseLayout lay = case_layout(s, c.layout, t.input_bytes(), t.output_bytes());
+        const int64_t last = lay.v.offset + (s.batch - 1) * lay.v.stride[0] + (s.heads_kv - 1) * lay.v.stride[1] +
+                             (s.seq_kv - 1) * lay.v.stride[2] + s.head_dim - 1;
+        EXPECT_EQ(last + 1, lay.q.buffer_elements) << task << ": " << c.id;
+      }
   });
+}
+
+// The fused-buffer cases come after every other case of each tier (the scale cases included),
+// from a stream of their own: an MHA and a GQA or MQA prefill.
+TEST(HackerRound29, FusedQkvCasesAreSmallCasesAtTheEnd) {
+  const GatesConfig g = test::repo_gates();
+  GatesConfig without = g;
+  without.sampled.fused_qkv_cases = false;
+  const auto [cheap, deep] =
+      expect_appended(g, without, kFusedQkvCases, [](const Task& t, bool, const CaseSpec& c, size_t k) {
+        const Shape& s = c.shape;
+        EXPECT_TRUE(fused_qkv(call_of(s, c.layout, c.scale, t.causal))) << c.id;
+        EXPECT_TRUE(names(c.id, "/shared=fused")) << c.id;
+        EXPECT_EQ(s.heads_kv<s.heads_q, k> 0) << c.id;  // MHA, then GQA or MQA
+        EXPECT_TRUE(s.seq_q == s.seq_kv && s.seq_kv >= kValueCaseMinKeys && s.seq_kv <= kValueCaseMaxKeys) << c.id;
+      });
+  std::cout << fmt::format("fused-buffer cases: {} a tier, at most {:.3g} GFLOP a cheap tier, {:.3g} a deep one\n",
+                           kFusedQkvCases, cheap / 1e9, deep / 1e9);
+  EXPECT_LE(std::max(cheap, deep), 2 * kModelCaseMaxFlops);
 }
 
 // (b) phi4_heads_past_2k_keys_half_chunks.cu: only the model calls have 9 to 15 KV heads under
@@ -389,14 +505,6 @@ TEST(HackerRound29, ValueCasesNeverMeetALongCacheOrAWideGroup) {
   }
 }
 
-// Every case of either tier that runs the path names one of `tokens` (the GPU suite's caught_by).
-void expect_every_catch_names(const std::vector<Catch>& runs, const std::vector<std::string>& tokens) {
-  for (const Catch& k : runs)
-    for (const auto* ids : {&k.cheap_ids, &k.deep_ids})
-      for (const auto& id : *ids)
-        EXPECT_TRUE(std::any_of(tokens.begin(), tokens.end(), [&](const std::string& t) { return names(id, t); }))
-            << k.run << ": " << id;
-}
 // The runs (each_pinned_task_and_seed's order, fp16 and bf16) where a tier catches the try.
 std::vector<size_t> caught_runs(const std::vector<Catch>& runs, bool deep) {
   std::vector<size_t> at;

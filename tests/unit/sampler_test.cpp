@@ -104,10 +104,11 @@ void expect_tier_covered(const GatesConfig& g, const Task& t, uint32_t seed, boo
   const std::string what = fmt::format("{} seed {} {}", t.name(), seed, deep ? "deep" : "cheap");
   std::vector<CoverRow> rows;
   for (const auto& c : cases) {
-    if (c.id.find("/shared=") != std::string::npos) continue;     // made from a drawn case, beside the array
-    if (c.id.find("/in_flight/") != std::string::npos) continue;  // fixed shapes, beside the array
-    if (c.id.find("/model=") != std::string::npos) continue;      // a model's call (hacker round 27), beside it
-    if (c.id.find("/values=") != std::string::npos) continue;     // a value case (hacker round 28), beside it
+    if (c.id.find("/shared=") != std::string::npos) continue;       // made from a drawn case, beside the array
+    if (c.id.find("/in_flight/") != std::string::npos) continue;    // fixed shapes, beside the array
+    if (c.id.find("/model=") != std::string::npos) continue;        // a model's call (hacker round 27), beside it
+    if (c.id.find("/values=") != std::string::npos) continue;       // a value case (hacker round 28), beside it
+    if (c.id.find("/model_scale=") != std::string::npos) continue;  // a scale case (hacker round 29), beside it
     const CoverRow r = row_of(sp, t, c);
     for (int d = 0; d < kSampleDims; ++d) ASSERT_GE(r[size_t(d)], 0) << c.id << ": no value of " << sample_dim_name(d);
     EXPECT_NE(c.id.find(fmt::format("/sq={}:{}/skv={}:{}/diag={}/", sp.lengths[size_t(r[kDimSeqQ])].name,
