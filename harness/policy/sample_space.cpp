@@ -256,6 +256,13 @@ std::vector<int> alignments(const json& j, const std::string& w) {
   return out;
 }
 
+// `key` of `j` into `out` when present (a switch whose default the caller's field holds).
+void optional_bool(const json& j, const char* key, const std::string& w, bool& out) {
+  if (!j.contains(key)) return;
+  if (!j.at(key).is_boolean()) throw usage_error(w + "." + key + ": must be true or false");
+  out = j.at(key).get<bool>();
+}
+
 }  // namespace
 
 SampleSpace parse_sample_space(const json& j, const std::string& w) {
@@ -282,22 +289,10 @@ SampleSpace parse_sample_space(const json& j, const std::string& w) {
   for (const auto& v : nonempty_list(j, "scales", w))
     s.scales.push_back(parse_scale(text(v, w + ".scales"), w + ".scales"));
   for (const auto& v : nonempty_list(j, "inputs", w)) s.inputs.push_back(text(v, w + ".inputs"));
-  if (j.contains("device_check")) {
-    if (!j.at("device_check").is_boolean()) throw usage_error(w + ".device_check: must be true or false");
-    s.device_check = j.at("device_check").get<bool>();
-  }
-  if (j.contains("value_cases")) {
-    if (!j.at("value_cases").is_boolean()) throw usage_error(w + ".value_cases: must be true or false");
-    s.value_cases = j.at("value_cases").get<bool>();
-  }
-  if (j.contains("scale_cases")) {
-    if (!j.at("scale_cases").is_boolean()) throw usage_error(w + ".scale_cases: must be true or false");
-    s.scale_cases = j.at("scale_cases").get<bool>();
-  }
-  if (j.contains("fused_qkv_cases")) {
-    if (!j.at("fused_qkv_cases").is_boolean()) throw usage_error(w + ".fused_qkv_cases: must be true or false");
-    s.fused_qkv_cases = j.at("fused_qkv_cases").get<bool>();
-  }
+  optional_bool(j, "device_check", w, s.device_check);
+  optional_bool(j, "value_cases", w, s.value_cases);
+  optional_bool(j, "scale_cases", w, s.scale_cases);
+  optional_bool(j, "fused_qkv_cases", w, s.fused_qkv_cases);
   s.cheap = tier(member(j, "cheap", w), w + ".cheap");
   s.deep = tier(member(j, "deep", w), w + ".deep");
   return s;

@@ -83,13 +83,7 @@ CaseSpec model_case(const GatesConfig& gates, const SampleSpace& space, const Sh
   set_inputs(c, gates.inputs.front(), gates.inputs.front().v_mean);
   c.massive_sampled = true;  // normal's massive Q and K channels, as a sampled case's (a model's activations have them)
   c.junk = "finite";
-  const char* diag = s.seq_q < s.seq_kv ? "lt" : s.seq_q == s.seq_kv ? "eq" : "gt";
-  c.id = fmt::format(
-      "{}/{}/sq={}/skv={}/diag={}/batch={}/heads={}/{}/ratio={}/layout={}/align=256/junk={}/scale=1/sqrt(D)/{}/"
-      "model={}",
-      at, s.dims(), length_class_name(space, s.seq_q), length_class_name(space, s.seq_kv), diag,
-      batch_class_name(space, s.batch), s.heads_q, s.heads_kv, head_class_of(space, s.heads_q, s.heads_kv), c.layout,
-      c.junk, c.inputs, name);
+  c.id = plain_case_id(space, at, s, c.layout, c.junk, "1/sqrt(D)", c.inputs) + "/model=" + name;
   return c;
 }
 

@@ -291,6 +291,15 @@ std::string batch_class_name(const SampleSpace& sp, int n) {
   return "?";
 }
 
+std::string plain_case_id(const SampleSpace& space, const std::string& at, const Shape& s, const std::string& layout,
+                          const std::string& junk, const std::string& scale, const std::string& inputs) {
+  const char* diag = s.seq_q < s.seq_kv ? "lt" : s.seq_q == s.seq_kv ? "eq" : "gt";
+  return fmt::format("{}/{}/sq={}/skv={}/diag={}/batch={}/heads={}/{}/ratio={}/layout={}/align=256/junk={}/scale={}/{}",
+                     at, s.dims(), length_class_name(space, s.seq_q), length_class_name(space, s.seq_kv), diag,
+                     batch_class_name(space, s.batch), s.heads_q, s.heads_kv,
+                     head_class_of(space, s.heads_q, s.heads_kv), layout, junk, scale, inputs);
+}
+
 bool is_sampled_case(const std::string& id) { return id.rfind(kSampledPrefix, 0) == 0; }
 bool is_deep_case(const std::string& id) { return id.rfind(kDeepPrefix, 0) == 0; }
 

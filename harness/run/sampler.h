@@ -110,6 +110,11 @@ inline constexpr double kModelPrefillMaxFlops = 8589934592.0;  // 2^33: 4 query 
 std::string length_class_name(const SampleSpace& sp, int n);
 std::string batch_class_name(const SampleSpace& sp, int n);
 std::string head_class_of(const SampleSpace& space, int heads_q, int heads_kv);
+// The id of a plain case (256-byte aligned, no gaps: the model calls, value, scale and fused-buffer
+// cases) at `at` (its prefix and index): every dimension named as a sampled case's id names it, so
+// a failure says what the case had; the caller appends what the case is ("/model=", "/values=").
+std::string plain_case_id(const SampleSpace& space, const std::string& at, const Shape& s, const std::string& layout,
+                          const std::string& junk, const std::string& scale, const std::string& inputs);
 
 // A fresh seed from the OS's entropy source.
 uint32_t draw_gate_seed();

@@ -43,12 +43,7 @@ CaseSpec small_case(const SampleSpace& space, const Shape& s, uint32_t seed, con
   c.scale = scale;
   set_inputs(c, in, in.v_mean);
   c.junk = "finite";
-  const char* diag = s.seq_q < s.seq_kv ? "lt" : s.seq_q == s.seq_kv ? "eq" : "gt";
-  c.id =
-      fmt::format("{}{}/{}/sq={}/skv={}/diag={}/batch={}/heads={}/{}/ratio={}/layout={}/align=256/junk={}/scale={}/{}",
-                  prefix, index, s.dims(), length_class_name(space, s.seq_q), length_class_name(space, s.seq_kv), diag,
-                  batch_class_name(space, s.batch), s.heads_q, s.heads_kv, head_class_of(space, s.heads_q, s.heads_kv),
-                  layout_name, c.junk, scale_name, c.inputs);
+  c.id = plain_case_id(space, prefix + std::to_string(index), s, layout_name, c.junk, scale_name, c.inputs);
   return c;
 }
 
