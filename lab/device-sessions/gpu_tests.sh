@@ -8,7 +8,8 @@
 # (the scalar control included) and does not fit one call beside the rest; run it with
 # FILTER=DeepTier and EVO_ADVERSARIAL_FILES naming one or two tricks. JOBS (ctest -j, default 1)
 # runs tests side by side on the one GPU: each test has its own scratch repo, and a full run is
-# about 730 s one at a time (EveryTrick alone 389 s on 2026-12-02), more than one call's limit.
+# about 730 s one at a time (EveryTrick alone 389 s on 2026-12-02), more than one call's limit;
+# EveryTrick runs as four shards (Adversarial/EveryTrick.*/0..3), so JOBS=4 spreads it.
 #   OUT=... RUNS=3 bash lab/device-sessions/gpu_tests.sh
 #   OUT=... JOBS=3 WALL_S=585 bash lab/device-sessions/gpu_tests.sh
 set -uo pipefail

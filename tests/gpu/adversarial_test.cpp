@@ -162,9 +162,13 @@ bool selected(const std::string& file) {
 // deep_gate.enabled; otherwise the others, under the default gate. Entries with "seen_on_gpu":
 // false are verdicts written before any GPU ran them (hacker round 1 of issue 29): printed, and
 // checked like the rest.
-Suite make_suite(const std::string& task, bool deep = false) {
+// `shard` of `shards`: every shards-th trick of the selection, counted in file-name order, so a
+// suite too long for one device call runs as tests side by side (ctest -j) on the one GPU; each
+// shard has its own scratch repo and its own control.
+Suite make_suite(const std::string& task, bool deep = false, int shard = 0, int shards = 1) {
   Suite s;
   s.task = task;
+  int position = 0;  // among the tricks this suite would run unsharded
   const json expected = json::parse(read_text(kSuite / "expected.json"));
   std::vector<std::pair<std::string, std::string>> files;
   for (auto& [file, outcome] : expected.items()) {
@@ -181,6 +185,7 @@ Suite make_suite(const std::string& task, bool deep = false) {
       std::cout << file << ": expected verdict not yet seen on a GPU (pending the H200)\n";
     if (outcome.is_object() && outcome.value("task", "fp16-d64") != task) continue;  // fp8: tests/gpu/fp8_test.cpp
     if (!outcome.is_object() && task != "fp16-d64") continue;
+    if (position++ % shards != shard) continue;
     if (outcome.is_object()) {
       s.expected[file] = outcome.at("verdict").get<std::string>();
       if (outcome.contains("caught_by")) s.caught_by[file] = outcome.at("caught_by").get<std::vector<std::string>>();
@@ -203,7 +208,9 @@ Suite make_suite(const std::string& task, bool deep = false) {
   s.expected[kControl] = "ok";
   files.emplace_back("variants/0-adversarial/" + kControl,
                      read_text(source_root() / "variants" / "0-baseline" / "wmma_scalar_pv.cu"));
-  s.root = make_repo((deep ? "adversarial-deep-" : "adversarial-") + task, files);
+  s.root = make_repo((deep ? "adversarial-deep-" : "adversarial-") + task +
+                         (shards > 1 ? fmt::format("-shard{}of{}", shard, shards) : std::string()),
+                     files);
   // The deep tier on for the deep suite: a would-be elite runs it after timing. Each trick it
   // catches leaves the population with fewer than three elites, so every trick in turn is a
   // would-be elite (and none is pruned: only a full top 3 prunes). Off for the cheap suites, which
@@ -377,12 +384,19 @@ void check_suite(const Suite& s, const std::string& sets) {
   }
 }
 
-TEST(Adversarial, EveryTrickGetsItsVerdictAndOnlyHonestKernelsEnterThePopulation) {
+// The fp16-d64 suite (about 200 tricks, 389 s in one run on 2026-12-02) in four shards: with
+// ctest -j they run side by side, and the whole gpu label fits one device call.
+constexpr int kEveryTrickShards = 4;
+class EveryTrick : public ::testing::TestWithParam<int> {};
+
+TEST_P(EveryTrick, GetsItsVerdictAndOnlyHonestKernelsEnterThePopulation) {
   EVO_REQUIRE_GPU();
   // Gate on the default gate sets (small, mission, ragged) with two seeds; bench light: one
   // mission shape and one long one (seq 2048, which no gate shape reaches).
-  check_suite(make_suite("fp16-d64"), "--shapes small,mission,ragged --bench mission,long-smoke --seeds 0,1");
+  check_suite(make_suite("fp16-d64", false, GetParam(), kEveryTrickShards),
+              "--shapes small,mission,ragged --bench mission,long-smoke --seeds 0,1");
 }
+INSTANTIATE_TEST_SUITE_P(Adversarial, EveryTrick, ::testing::Range(0, kEveryTrickShards));
 
 TEST(Adversarial, CausalTricksAreCaughtUnderBenchMission) {
   EVO_REQUIRE_GPU();
@@ -401,12 +415,19 @@ TEST(Adversarial, Bf16TricksAreCaught) {
   check_suite(s, "--shapes small,mission,ragged --bench mission --seeds 0,1");
 }
 
-TEST(Adversarial, DeepTierTricksAreCaughtWithTheDeepTierOn) {
+// The deep suite (about 65 s a candidate, the control included) in two shards, side by side
+// under ctest -j: the selection one device call can take (EVO_ADVERSARIAL_FILES) runs in about
+// half the time.
+constexpr int kDeepTierShards = 2;
+class DeepTierTricks : public ::testing::TestWithParam<int> {};
+
+TEST_P(DeepTierTricks, AreCaughtWithTheDeepTierOn) {
   EVO_REQUIRE_GPU();
-  const Suite s = make_suite("fp16-d64", true);
-  if (s.expected.size() == 1) GTEST_SKIP() << "EVO_ADVERSARIAL_FILES selects no deep-tier trick";
+  const Suite s = make_suite("fp16-d64", true, GetParam(), kDeepTierShards);
+  if (s.expected.size() == 1) GTEST_SKIP() << "EVO_ADVERSARIAL_FILES selects no deep-tier trick for this shard";
   check_suite(s, "--shapes small,mission,ragged --bench mission --seeds 0");
 }
+INSTANTIATE_TEST_SUITE_P(Adversarial, DeepTierTricks, ::testing::Range(0, kDeepTierShards));
 
 }  // namespace
 }  // namespace evo::test
