@@ -13,6 +13,10 @@
 
 namespace evo {
 
+// A gates.json model_shapes entry's name as an id token: lower case, each run of other characters
+// one '_' ("Phi-4 decode (GQA 40/10), ..." is "phi_4_decode_gqa_40_10_...").
+std::string model_token(const std::string& model);
+
 // One case per entry of gates.json model_shapes, at the task's head dim and mask: the model's
 // heads (Hq, Hkv), lengths, batch and contiguous view (BSHD or BHSD, 256-byte aligned), the
 // default scale (0: 1/sqrt(D) as the worker passes it) and normal inputs, cut to fit the tier's
@@ -25,10 +29,6 @@ namespace evo {
 // heads to a multiple of them). Each id names every dimension as a sampled case's does, and
 // "/model=" the entry ("/model=prefill_pow2:" the extra one). The seeds come from a stream of their
 // own (`rng`'s state salted), so every other case keeps its draws.
-// A gates.json model_shapes entry's name as an id token: lower case, each run of other characters
-// one '_' ("Phi-4 decode (GQA 40/10), ..." is "phi_4_decode_gqa_40_10_...").
-std::string model_token(const std::string& model);
-
 void append_model_cases(const GatesConfig& gates, const Task& task, const SampleSpace& space, const SampleRows& rows,
                         const SplitMix& rng, const std::string& prefix, std::vector<CaseSpec>& out);
 

@@ -30,8 +30,8 @@ Shape small_shape(const Task& task, SplitMix& r, bool decode, uint32_t& seed) {
   return s;
 }
 
-// A long value case's shape: one sequence of a wide group over 1 or 2 KV heads, a decode step over a
-// long cache (unmasked) or a prefill past 512 tokens (causal), BSHD, and its seed, in that order.
+// A long value case's shape: one sequence of a wide group, a decode step over a long cache under 1
+// or 2 KV heads (unmasked) or a prefill past 512 tokens under 1 (causal), BSHD, and its seed.
 Shape long_value_shape(const Task& task, SplitMix& r, uint32_t& seed) {
   Shape s;
   s.batch = 1;
