@@ -293,6 +293,9 @@ SampleSpace parse_sample_space(const json& j, const std::string& w) {
   optional_bool(j, "value_cases", w, s.value_cases);
   optional_bool(j, "scale_cases", w, s.scale_cases);
   optional_bool(j, "fused_qkv_cases", w, s.fused_qkv_cases);
+  optional_bool(j, "whole_cache_model_cases", w, s.whole_cache_model_cases);
+  optional_bool(j, "long_value_cases", w, s.long_value_cases);
+  optional_bool(j, "training_step_cases", w, s.training_step_cases);
   s.cheap = tier(member(j, "cheap", w), w + ".cheap");
   s.deep = tier(member(j, "deep", w), w + ".deep");
   return s;

@@ -125,6 +125,15 @@ struct SampleSpace {
   // Hacker round 29's fused-buffer cases (run/value_cases.h append_fused_qkv_cases), after the scale
   // cases; "fused_qkv_cases": false leaves them out.
   bool fused_qkv_cases = true;
+  // The close of round 29's four cut holes, after the fused-buffer cases, in this order: the model
+  // decode steps whose cut shortened their cache again at one sequence over the whole cache
+  // (run/model_cases.h append_whole_cache_model_cases), value kinds over a long cache and a wide
+  // group (run/value_cases.h append_long_value_cases), a GQA training step cut in heads
+  // (append_training_step_cases). "whole_cache_model_cases", "long_value_cases" and
+  // "training_step_cases": false leaves each out.
+  bool whole_cache_model_cases = true;
+  bool long_value_cases = true;
+  bool training_step_cases = true;
 
   // Values per dimension, in SampleDim order.
   std::vector<int> sizes() const;

@@ -14,28 +14,16 @@ namespace {
 
 bool power_of_two(int n) { return n > 0 && (n & (n - 1)) == 0; }
 
-// The entry's name as an id token: lower case, each run of other characters one '_'.
-std::string model_token(const std::string& model) {
-  std::string out;
-  for (const char ch : model) {
-    const bool word = std::isalnum(static_cast<unsigned char>(ch)) != 0;
-    if (word)
-      out += char(std::tolower(static_cast<unsigned char>(ch)));
-    else if (!out.empty() && out.back() != '_')
-      out += '_';
-  }
-  while (!out.empty() && out.back() == '_') out.pop_back();
-  return out;
+// Within the tier's bounds and kModelCaseMaxFlops.
+bool fits_model_case(const SampleRows& rows, const Shape& s) {
+  return rows.fits(s, "") && 4.0 * s.batch * s.heads_q * double(s.seq_q) * s.seq_kv * s.head_dim <= kModelCaseMaxFlops;
 }
 
-// The model's call at the task's head dim, cut to the tier's bounds and kModelCaseMaxFlops by
-// halving: a decode step its cache (to kModelCaseMinKeys), then its batch; a prefill its batch,
-// then both lengths. False where nothing fits.
+// The model's call at the task's head dim, cut to fit by halving: a decode step its cache (to
+// kModelCaseMinKeys), then its batch; a prefill its batch, then both lengths. False where nothing
+// fits.
 bool cut_to_fit(const SampleRows& rows, Shape& s) {
-  const auto fits = [&] {
-    return rows.fits(s, "") &&
-           4.0 * s.batch * s.heads_q * double(s.seq_q) * s.seq_kv * s.head_dim <= kModelCaseMaxFlops;
-  };
+  const auto fits = [&] { return fits_model_case(rows, s); };
   if (s.seq_q <= kSharedDecodeRows)
     while (!fits() && s.seq_kv / 2 >= kModelCaseMinKeys) s.seq_kv /= 2;
   while (!fits() && s.batch > 1) s.batch /= 2;
@@ -72,6 +60,17 @@ const ModelShape* pow2_gqa_prefill(const std::vector<ModelShape>& all) {
   return nullptr;
 }
 
+// A decode step at one sequence over its whole cache, its query and KV heads halved together (the
+// ratio kept) while past kModelCaseMaxFlops or the tier's bounds. False where nothing fits.
+bool cut_heads_keeping_cache(const SampleRows& rows, Shape& s) {
+  s.batch = 1;
+  while (!fits_model_case(rows, s) && s.heads_q % 2 == 0 && s.heads_kv % 2 == 0) {
+    s.heads_q /= 2;
+    s.heads_kv /= 2;
+  }
+  return fits_model_case(rows, s);
+}
+
 CaseSpec model_case(const GatesConfig& gates, const SampleSpace& space, const Shape& s, SplitMix& r,
                     const std::string& name, const std::string& at) {
   CaseSpec c;
@@ -88,6 +87,20 @@ CaseSpec model_case(const GatesConfig& gates, const SampleSpace& space, const Sh
 }
 
 }  // namespace
+
+// The entry's id token (run/model_cases.h).
+std::string model_token(const std::string& model) {
+  std::string out;
+  for (const char ch : model) {
+    const bool word = std::isalnum(static_cast<unsigned char>(ch)) != 0;
+    if (word)
+      out += char(std::tolower(static_cast<unsigned char>(ch)));
+    else if (!out.empty() && out.back() != '_')
+      out += '_';
+  }
+  while (!out.empty() && out.back() == '_') out.pop_back();
+  return out;
+}
 
 // The model calls (run/model_cases.h).
 void append_model_cases(const GatesConfig& gates, const Task& task, const SampleSpace& space, const SampleRows& rows,
@@ -108,6 +121,42 @@ void append_model_cases(const GatesConfig& gates, const Task& task, const Sample
       out.push_back(
           model_case(gates, space, s, r, "prefill_pow2:" + model_token(m->model), prefix + std::to_string(out.size())));
   }
+}
+
+// The whole-cache decode steps (run/model_cases.h).
+void append_whole_cache_model_cases(const GatesConfig& gates, const Task& task, const SampleSpace& space,
+                                    const SampleRows& rows, const SplitMix& rng, const std::string& prefix,
+                                    std::vector<CaseSpec>& out) {
+  if (!space.whole_cache_model_cases || task.causal) return;
+  SplitMix r{rng.state ^ fnv1a("whole_cache_model_calls")};
+  for (const ModelShape& m : gates.model_shapes) {
+    Shape whole = m.shape;
+    whole.head_dim = task.head_dim;
+    if (whole.seq_q > kSharedDecodeRows) continue;
+    Shape cut = whole;
+    if (cut_to_fit(rows, cut) && cut.seq_kv == whole.seq_kv) continue;  // the model case has the whole cache
+    if (!cut_heads_keeping_cache(rows, whole)) continue;
+    // The entry's own "/model=" token first: a try its cut case catches names the same token here.
+    out.push_back(
+        model_case(gates, space, whole, r, model_token(m.model) + "/cache=whole", prefix + std::to_string(out.size())));
+  }
+}
+
+// The training step (run/model_cases.h).
+void append_training_step_cases(const GatesConfig& gates, const Task& task, const SampleSpace& space,
+                                const SampleRows& rows, const SplitMix& rng, const std::string& prefix,
+                                std::vector<CaseSpec>& out) {
+  if (!space.training_step_cases) return;
+  SplitMix r{rng.state ^ fnv1a("training_step")};
+  Shape s;
+  s.batch = kTrainingStepBatch;
+  s.heads_q = 2;
+  s.heads_kv = 1;
+  s.seq_q = s.seq_kv = kTrainingStepTokens;
+  s.head_dim = task.head_dim;
+  s.layout = Layout::bshd;  // a training step's token-major activations
+  if (!rows.fits(s, "")) return;
+  out.push_back(model_case(gates, space, s, r, "training_step", prefix + std::to_string(out.size())));
 }
 
 }  // namespace evo

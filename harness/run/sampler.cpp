@@ -185,6 +185,9 @@ std::vector<CaseSpec> draw_tier(const GatesConfig& gates, const Task& task, uint
   append_value_cases(gates, task, space, rows, rng, prefix, out);
   append_scale_cases(gates, task, space, rows, rng, prefix, out);
   append_fused_qkv_cases(gates, task, space, rows, rng, prefix, out);
+  append_whole_cache_model_cases(gates, task, space, rows, rng, prefix, out);
+  append_long_value_cases(gates, task, space, rows, rng, prefix, out);
+  append_training_step_cases(gates, task, space, rows, rng, prefix, out);
   return out;
 }
 

@@ -30,6 +30,25 @@ Shape small_shape(const Task& task, SplitMix& r, bool decode, uint32_t& seed) {
   return s;
 }
 
+// A long value case's shape: one sequence of a wide group, a decode step over a long cache under 1
+// or 2 KV heads (unmasked) or a prefill past 512 tokens under 1 (causal), BSHD, and its seed.
+Shape long_value_shape(const Task& task, SplitMix& r, uint32_t& seed) {
+  Shape s;
+  s.batch = 1;
+  s.heads_kv = task.causal ? 1 : 1 + int(r.below(2));  // a prefill's cost is quadratic: one KV head
+  s.heads_q = s.heads_kv * r.uniform(kLongValueGroups[0], kLongValueGroups[1]);
+  s.head_dim = task.head_dim;
+  if (task.causal) {
+    s.seq_q = s.seq_kv = r.uniform(kLongValuePrefillKeys[0], kLongValuePrefillKeys[1]);
+  } else {
+    s.seq_kv = r.uniform(kLongValueCacheKeys[0], kLongValueCacheKeys[1]);
+    s.seq_q = r.uniform(1, kSharedDecodeRows);
+  }
+  s.layout = Layout::bshd;
+  seed = uint32_t(r.next());
+  return s;
+}
+
 // The case on `layout` (its name in the id `layout_name`), 256-byte aligned, finite junk, the
 // input `in`, the scale `scale` (named `scale_name`); its id names every dimension as a sampled
 // case's does, the caller adds what the case is.
@@ -91,6 +110,27 @@ void append_scale_cases(const GatesConfig& gates, const Task& task, const Sample
                             fmt::format("1/sqrt({})", root.n), in->second, prefix, out.size());
     c.massive_sampled = true;  // normal's massive Q and K channels, as a sampled case's and a model call's
     c.id += std::string("/model_scale=") + root.model;
+    out.push_back(c);
+  }
+}
+
+// The long value cases (run/value_cases.h).
+void append_long_value_cases(const GatesConfig& gates, const Task& task, const SampleSpace& space,
+                             const SampleRows& rows, const SplitMix& rng, const std::string& prefix,
+                             std::vector<CaseSpec>& out) {
+  const auto in = gates.distributions.find("normal");
+  if (!space.long_value_cases || task.dtype == DType::fp8 || in == gates.distributions.end()) return;
+  SplitMix r{rng.state ^ fnv1a("long_value_cases")};
+  const char* const massive[] = {"massive_1", "massive_2", "massive_4"};
+  for (const std::string kind : {massive[r.below(std::size(massive))], "k_offset"}) {
+    uint32_t seed = 0;
+    const Shape s = long_value_shape(task, r, seed);
+    if (!rows.fits(s, "")) continue;
+    CaseSpec c = small_case(space, s, seed, plain(s), plain(s), 1 / std::sqrt(double(s.head_dim)), "1/sqrt(D)",
+                            in->second, prefix, out.size());
+    c.massive_sampled = kind.rfind("massive_", 0) == 0;  // its narrow channels (massive_channel_fills)
+    c.values = kind;
+    c.id += "/values=" + kind + "/long_cache_wide_group";
     out.push_back(c);
   }
 }

@@ -61,4 +61,22 @@ void append_fused_qkv_cases(const GatesConfig& gates, const Task& task, const Sa
 void append_scale_cases(const GatesConfig& gates, const Task& task, const SampleSpace& space, const SampleRows& rows,
                         const SplitMix& rng, const std::string& prefix, std::vector<CaseSpec>& out);
 
+// The long value cases of a tier (hacker round 29's close, after the whole-cache model calls): the
+// value kinds that lay a few large or offset channels in K (one of "massive_1", "massive_2",
+// "massive_4", drawn, then "k_offset") again, each over a long cache under a wide group, where the
+// value cases' 2 x 4 query heads over 256 to 512 keys never put them: one sequence of
+// kLongValueGroups query heads a KV head (Qwen2 7B's 28 over 4 is 7); on an unmasked task over 1
+// or 2 KV heads, a decode step of 1 to kSharedDecodeRows rows over kLongValueCacheKeys (Llama-3
+// 8B's decode at 8k), on a causal one over 1 KV head, a prefill of kLongValuePrefillKeys tokens
+// (past the value cases' 512; a prefill's cost is quadratic): each within 2^30 FLOPs. BSHD (a KV
+// cache's order), the default scale, normal inputs (with the kind's narrow massive channels),
+// 16-bit tasks only, as the value cases. Each id ends in "/values=<kind>/long_cache_wide_group". A stream of its own
+// (`rng` salted by "long_value_cases"); nothing when the space's long_value_cases is off.
+inline constexpr int kLongValueGroups[2] = {5, 7};           // past 4 query heads a KV head
+inline constexpr int kLongValueCacheKeys[2] = {2049, 8192};  // past 2k, to Llama-3 8B's 8k
+inline constexpr int kLongValuePrefillKeys[2] = {513, 544};  // past the value cases' 512
+void append_long_value_cases(const GatesConfig& gates, const Task& task, const SampleSpace& space,
+                             const SampleRows& rows, const SplitMix& rng, const std::string& prefix,
+                             std::vector<CaseSpec>& out);
+
 }  // namespace evo

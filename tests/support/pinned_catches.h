@@ -42,15 +42,18 @@ struct Catch {
   std::string run, cheap, deep;
   std::vector<std::string> cheap_ids, deep_ids;
 };
-inline std::vector<Catch> pinned_catches(const ProblemPath& path, const std::string& name = "") {
-  const GatesConfig g = repo_gates();
+// The same under `g` (the repo's gates.json with a switch turned off: what a tier drew before a
+// close), the path given the task too (`TaskPath`: a value-keyed try reads the fill in its dtype).
+using TaskPath = std::function<bool(const Task&, const CaseSpec&, const Shape&)>;
+inline std::vector<Catch> pinned_catches(const GatesConfig& g, const TaskPath& path, const std::string& name = "") {
   std::vector<Catch> out;
   each_pinned_task_and_seed([&](const Task& t, const std::string& task, uint32_t seed) {
     if (t.dtype == DType::fp8) return;
     const EvalPlan p = make_plan(g, {t, g.gate_sets, g.benchmark_sets, g.seeds, false, seed, true});
     Catch k{fmt::format("{} seed {}", task, seed), "", "", {}, {}};
+    const ProblemPath on_task = [&](const CaseSpec& c, const Shape& s, bool) { return path(t, c, s); };
     const auto see = [&](const CaseSpec& c, std::string& first, std::vector<std::string>& ids) {
-      if (!runs_skipped_chunks(c, t.causal, path)) return;
+      if (!runs_skipped_chunks(c, t.causal, on_task)) return;
       if (first.empty()) first = c.id;
       ids.push_back(c.id);
     };
@@ -65,6 +68,10 @@ inline std::vector<Catch> pinned_catches(const ProblemPath& path, const std::str
   });
   EXPECT_EQ(out.size(), 21u);
   return out;
+}
+inline std::vector<Catch> pinned_catches(const ProblemPath& path, const std::string& name = "") {
+  return pinned_catches(
+      repo_gates(), [&](const Task& t, const CaseSpec& c, const Shape& s) { return path(c, s, t.causal); }, name);
 }
 
 }  // namespace evo::test

@@ -190,8 +190,14 @@ struct Reach {
   int64_t row_offset = 0;   // the farthest row of a sequence from its first: (S - 1) x row stride
   int min_alignment = 256;
   bool gaps = false, two_streams = false, max_scale = false;
+  // Round 29's close after the round (run/model_cases.h, run/value_cases.h): how many of its
+  // whole-cache model calls, long value cases and training steps passed the op's checks.
+  int whole_cache = 0, long_values = 0, training_steps = 0;
   void add(const CaseSpec& c, const evo_attn_call& a) {
     const Shape& s = c.shape;
+    whole_cache += c.id.find("/cache=whole") != std::string::npos;
+    long_values += c.id.find("/long_cache_wide_group") != std::string::npos;
+    training_steps += c.id.find("/model=training_step") != std::string::npos;
     batch = std::max<int64_t>(batch, s.batch);
     heads_q = std::max<int64_t>(heads_q, s.heads_q);
     ratio = std::max<int64_t>(ratio, s.heads_q / s.heads_kv);
@@ -259,6 +265,9 @@ TEST(Domain, TheGateDrawsInsideTheDomainAndEachCornerIsReachedBySomeTier) {
   row("scale (largest)", 1, cheap.max_scale, deep.max_scale);
   // The cheap tier (every candidate): the layout corners, and lengths to 16k.
   EXPECT_EQ(cheap.min_alignment, kEvoDomainAlignBytes);
+  for (const Reach* r : {&cheap, &deep})  // the check above met each kind the close appends
+    EXPECT_TRUE(r->whole_cache > 0 && r->long_values > 0 && r->training_steps > 0)
+        << r->whole_cache << " " << r->long_values << " " << r->training_steps;
   EXPECT_TRUE(cheap.gaps);
   EXPECT_TRUE(cheap.two_streams);
   EXPECT_TRUE(cheap.max_scale);

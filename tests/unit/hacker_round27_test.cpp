@@ -299,6 +299,9 @@ TEST(HackerRound27, ModelCallsAreSmallCasesAtTheEnd) {
   g.sampled.value_cases = false;  // round 28's value cases come after the model calls (hacker_round28_test.cpp)
   g.sampled.scale_cases = false;  // and round 29's scale and fused-buffer cases after those (hacker_round29_test.cpp)
   g.sampled.fused_qkv_cases = false;
+  g.sampled.whole_cache_model_cases = false;  // and round 29's close after those
+  g.sampled.long_value_cases = false;
+  g.sampled.training_step_cases = false;
   GatesConfig without = g;
   without.model_shapes.clear();
   const size_t calls = g.model_shapes.size() + 1;

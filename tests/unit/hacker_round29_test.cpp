@@ -11,7 +11,11 @@
 // calls cut (speculative verification over a long cache, cross-attention of many queries over a
 // short text). Closed after the round (lab/hack29/README.md): the scale try by the scale cases
 // (run/value_cases.h append_scale_cases), the fused-buffer try by the fused-buffer cases
-// (append_fused_qkv_cases, layout packed_qkv+fused), both after every other case of each tier.
+// (append_fused_qkv_cases, layout packed_qkv+fused), both after every other case of each tier; then
+// the four cut holes, after those: Phi-4's heads past 2k keys by the whole-cache model calls
+// (run/model_cases.h append_whole_cache_model_cases), the two value tries by the long value cases
+// (run/value_cases.h append_long_value_cases), the batched GQA prefill by the training step
+// (append_training_step_cases). The hole tests read the tiers with those switches off.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -28,9 +32,11 @@
 #include "gpu/case_layout.h"
 #include "gpu/worker_protocol.h"
 #include "package.h"
+#include "run/model_cases.h"
 #include "run/plan.h"
 #include "run/sampler.h"
 #include "run/value_cases.h"
+#include "support/fill_mirror.h"
 #include "support/pinned_catches.h"
 #include "support/skipped_chunks.h"
 #include "support/test_support.h"
@@ -164,10 +170,20 @@ using Condition = std::function<bool(const Call&)>;
 
 using test::Catch;
 // Per fp16 and bf16 pinned run (support/pinned_catches.h): the cases of each tier that run the path.
-std::vector<Catch> catches(const Condition& path, const char* name) {
+// `g`: the tiers a config draws (the repo's by default; one with a close's switch off: before it).
+std::vector<Catch> catches(const Condition& path, const char* name, const GatesConfig& g = test::repo_gates()) {
   return test::pinned_catches(
-      [&](const CaseSpec& c, const Shape& s, bool causal) { return path(call_of(s, c.layout, c.scale, causal)); },
+      g,
+      [&](const Task& t, const CaseSpec& c, const Shape& s) { return path(call_of(s, c.layout, c.scale, t.causal)); },
       name);
+}
+// The repo's gates.json with the switches of round 29's close after the round turned off: the tiers
+// as they were drawn when the round was predicted (the cases come after every other, so no earlier
+// case moves; the *AtTheEnd tests check it).
+GatesConfig before_the_close() {
+  GatesConfig g = test::repo_gates();
+  g.sampled.whole_cache_model_cases = g.sampled.long_value_cases = g.sampled.training_step_cases = false;
+  return g;
 }
 
 bool causal(const std::string& run) { return run.find("causal") != std::string::npos; }
@@ -349,16 +365,18 @@ TEST(HackerRound29, ScaleOfAnIntegersInverseRootIsCaughtByTheScaleCases) {
 }
 
 // Each tier of every pinned run (fp8 included) is the tier `without` draws and `added` cases more
-// at its end: every earlier case keeps its id and seed. `check` sees each added case (its index
-// among them); the most FLOPs the added cases of a cheap and of a deep tier take are returned.
+// at its end (`added` of the task, the tier and the cases before them): every earlier case keeps
+// its id and seed. `check` sees each added case (its index among them); the most FLOPs the added
+// cases of a cheap and of a deep tier take are returned.
 using Added = std::function<void(const Task&, bool deep, const CaseSpec&, size_t k)>;
-std::pair<double, double> expect_appended(const GatesConfig& with, const GatesConfig& without, size_t added,
+using AddedCount = std::function<size_t(const Task&, bool deep, const std::vector<CaseSpec>& before)>;
+std::pair<double, double> expect_appended(const GatesConfig& with, const GatesConfig& without, const AddedCount& added,
                                           const Added& check) {
   double most[2] = {0, 0};
   test::each_run_with_and_without(with, without,
                                   [&](const Task& t, const std::string& run, bool deep,
                                       const std::vector<CaseSpec>& cases, const std::vector<CaseSpec>& before) {
-                                    ASSERT_EQ(cases.size(), before.size() + added) << run;
+                                    ASSERT_EQ(cases.size(), before.size() + added(t, deep, before)) << run;
                                     for (size_t i = 0; i < before.size(); ++i)
                                       EXPECT_TRUE(cases[i].id == before[i].id && cases[i].seed == before[i].seed)
                                           << run << ": " << cases[i].id << " was " << before[i].id;
@@ -373,12 +391,17 @@ std::pair<double, double> expect_appended(const GatesConfig& with, const GatesCo
                                   });
   return {most[0], most[1]};
 }
+std::pair<double, double> expect_appended(const GatesConfig& with, const GatesConfig& without, size_t added,
+                                          const Added& check) {
+  return expect_appended(
+      with, without, [added](const Task&, bool, const std::vector<CaseSpec>&) { return added; }, check);
+}
 
 // The scale cases come after every other case of each tier, from a stream of their own: two
 // different n a tier, each a value case's shape (at most 2^30 FLOPs).
 TEST(HackerRound29, ScaleCasesAreSmallCasesAtTheEnd) {
-  GatesConfig g = test::repo_gates();
-  g.sampled.fused_qkv_cases = false;  // after the scale cases (FusedQkvCasesAreSmallCasesAtTheEnd)
+  GatesConfig g = before_the_close();  // the close's cases come after the fused-buffer cases
+  g.sampled.fused_qkv_cases = false;   // after the scale cases (FusedQkvCasesAreSmallCasesAtTheEnd)
   GatesConfig without = g;
   without.sampled.scale_cases = false;
   double first_scale = 0;
@@ -438,7 +461,7 @@ TEST(HackerRound29, FusedQkvInOneBufferIsCaughtByTheFusedCases) {
 // The fused-buffer cases come after every other case of each tier (the scale cases included),
 // from a stream of their own: an MHA and a GQA or MQA prefill.
 TEST(HackerRound29, FusedQkvCasesAreSmallCasesAtTheEnd) {
-  const GatesConfig g = test::repo_gates();
+  const GatesConfig g = before_the_close();  // the close's cases come after them
   GatesConfig without = g;
   without.sampled.fused_qkv_cases = false;
   const auto [cheap, deep] =
@@ -454,13 +477,13 @@ TEST(HackerRound29, FusedQkvCasesAreSmallCasesAtTheEnd) {
   EXPECT_LE(std::max(cheap, deep), 2 * kModelCaseMaxFlops);
 }
 
-// (b) phi4_heads_past_2k_keys_half_chunks.cu: only the model calls have 9 to 15 KV heads under
-// more query heads (round 27), and at D 128, Phi-4's own head dim, they are cut to 2^30 FLOPs: its
-// decode step to 2048 keys, its prefill to 128 tokens. Both tiers of the 14 D-128 runs admit it;
-// at D 64 the deep tier keeps Phi-4's decode step whole (16x40x10x1x4096x64: 0.67 GFLOP) and
-// catches it in all 7 runs, the cheap tier admits it there too.
+// (b) phi4_heads_past_2k_keys_half_chunks.cu, as the round found it (the close's switches off): only
+// the model calls have 9 to 15 KV heads under more query heads (round 27), and at D 128, Phi-4's own
+// head dim, they are cut to 2^30 FLOPs: its decode step to 2048 keys, its prefill to 128 tokens.
+// Both tiers of the 14 D-128 runs admit it; at D 64 the deep tier keeps Phi-4's decode step whole
+// (16x40x10x1x4096x64: 0.67 GFLOP) and catches it in all 7 runs, the cheap tier admits it there too.
 TEST(HackerRound29, PhiFourHeadsPast2kKeysOnlyWhereTheCutLeavesThem) {
-  const std::vector<Catch> runs = catches(kv_heads_9_to_15_long, "phi4_heads_past_2k");
+  const std::vector<Catch> runs = catches(kv_heads_9_to_15_long, "phi4_heads_past_2k (before)", before_the_close());
   for (const Catch& k : runs) {
     EXPECT_EQ(k.cheap, "") << k.run;
     EXPECT_EQ(k.deep.empty(), !d64(k.run)) << k.run << ": " << k.deep;
@@ -469,15 +492,16 @@ TEST(HackerRound29, PhiFourHeadsPast2kKeysOnlyWhereTheCutLeavesThem) {
   EXPECT_TRUE(starts_with(runs[6].deep, "deep/294/16x40x10x1x4096x64")) << runs[6].deep;
 }
 
-// (b) The value tries: K with 1 to 4 channels past 24, or 1 to 4 offset channels, is drawn only by
-// the value cases (round 28: HackerRound28.TheClosedHolesAreCaughtByTheirValueCasesInEveryRun finds
-// each tier's first case to show k_outlier_channels_clamped_24 and k_bias_channels_dropped, on the
-// same rule over any chunk, a value case, and the value cases come last), and every value case of
-// every fp16 and bf16 pinned run has 2 sequences of 4 query heads over 256 to 512 keys: none has
-// more than 512 keys (k_outlier_channels_past_512_keys) or a group past 4 (k_bias_channels_wide_
-// groups). The shapes alone are common: most runs' first cases have them.
+// (b) The value tries as the round found them (the close's switches off): K with 1 to 4 channels
+// past 24, or 1 to 4 offset channels, is drawn only by the value cases (round 28:
+// HackerRound28.TheClosedHolesAreCaughtByTheirValueCasesInEveryRun finds each tier's first case to
+// show k_outlier_channels_clamped_24 and k_bias_channels_dropped, on the same rule over any chunk, a
+// value case, and the value cases come last), and every value case of every fp16 and bf16 pinned run
+// has 2 sequences of 4 query heads over 256 to 512 keys: none has more than 512 keys
+// (k_outlier_channels_past_512_keys) or a group past 4 (k_bias_channels_wide_groups). The shapes
+// alone are common: most runs' first cases have them.
 TEST(HackerRound29, ValueCasesNeverMeetALongCacheOrAWideGroup) {
-  const GatesConfig g = test::repo_gates();
+  const GatesConfig g = before_the_close();
   int value_cases = 0;
   test::each_pinned_task_and_seed([&](const Task& t, const std::string& task, uint32_t seed) {
     if (t.dtype == DType::fp8) return;
@@ -499,7 +523,7 @@ TEST(HackerRound29, ValueCasesNeverMeetALongCacheOrAWideGroup) {
   EXPECT_EQ(value_cases, 21 * 2 * 8);
   for (const auto& [path, name] :
        {std::pair{Condition(past_512_keys), "past_512_keys"}, std::pair{Condition(wide_groups), "wide_groups"}}) {
-    const std::vector<Catch> runs = catches(path, name);
+    const std::vector<Catch> runs = catches(path, name, g);
     EXPECT_EQ(caught_in(runs, false), 21) << name;
     EXPECT_EQ(caught_in(runs, true), 21) << name;
   }
@@ -513,18 +537,248 @@ std::vector<size_t> caught_runs(const std::vector<Catch>& runs, bool deep) {
   return at;
 }
 
-// (b) gqa_batched_long_prefill_half_chunks.cu: a hole by odds. The long benchmark set's batched
-// prefills (8x32x32x2048x2048x64, 8x16x16x2048x2048x128, checked after timing) are MHA; the model
-// calls' batched GQA prefills (Llama-3 70B's 4 x 2048, Qwen2's 8 x 1024, Llama-3 8B's 16 x 512) are
-// cut to one sequence or to short ones; the sampled ones are halved to the tier's FLOPs. No cheap
+// (b) gqa_batched_long_prefill_half_chunks.cu, as the round found it (the close's switches off): a
+// hole by odds. The long benchmark set's batched prefills (8x32x32x2048x2048x64,
+// 8x16x16x2048x2048x128, checked after timing) are MHA; the model calls' batched GQA prefills
+// (Llama-3 70B's 4 x 2048, Qwen2's 8 x 1024, Llama-3 8B's 16 x 512) are cut to one sequence or to
+// short ones; the sampled ones are halved to the tier's FLOPs. No cheap
 // tier of the 21 runs meets it; the deep tier of four fp16-d64 runs (seeds 1, 7, 12345, 2^32 - 1:
 // 7x24x2x2496, 5x12x2x4136, 5x12x2x4362, 5x32x1x2048), none at D 128, gate seed 2025 neither.
 TEST(HackerRound29, GqaBatchedLongPrefillOnlyByOdds) {
-  const std::vector<Catch> runs = catches(gqa_batched_long_prefill, "gqa_batched_long_prefill");
+  const std::vector<Catch> runs =
+      catches(gqa_batched_long_prefill, "gqa_batched_long_prefill (before)", before_the_close());
   EXPECT_EQ(caught_runs(runs, false), std::vector<size_t>{});
   EXPECT_EQ(caught_runs(runs, true), (std::vector<size_t>{1, 2, 3, 5}));
   for (const Catch& k : runs)
     for (const auto& id : k.deep_ids) EXPECT_TRUE(names(id, "diag=eq/batch=many/")) << k.run << ": " << id;
+}
+
+// ---- Closed after the round: the four cut holes ----------------------------------------------
+
+bool ends_with(const std::string& id, const std::string& tail) {
+  return id.size() >= tail.size() && id.compare(id.size() - tail.size(), tail.size(), tail) == 0;
+}
+double flops_of(const Shape& s) { return 4.0 * s.batch * s.heads_q * double(s.seq_q) * s.seq_kv * s.head_dim; }
+
+// phi4_heads_past_2k_keys_half_chunks.cu, closed by the whole-cache model calls (run/model_cases.h
+// append_whole_cache_model_cases): Phi-4's decode step at one sequence over its 4096 keys (40 over
+// 10 heads: 0.08 GFLOP at D 128) is in both tiers of every unmasked run wherever the cut left its
+// cache at 2048 or fewer keys (both tiers at D 128, the cheap tier at D 64, whose max_tensor_elements
+// cut the cache to 1024); the deep tier at D 64 kept the decode step whole and catches it there
+// first, as before. The 7 causal runs (fp16-d128-causal) admit it in both tiers: under the top-left
+// mask a row sees more than 2048 keys only in a prefill of more than 2048 tokens, and the least such
+// call with 9 to 15 KV heads under more query heads (18 over 9, batch 1) is 4 x 18 x 2049^2 x 128 =
+// 38.7 GFLOP, past the cheap tier's max_flops (17 GFLOP) and 7 times the closes' cost so far.
+TEST(HackerRound29, PhiFourHeadsPast2kKeysIsCaughtByTheWholeCacheCalls) {
+  const std::vector<Catch> runs = catches(kv_heads_9_to_15_long, "phi4_heads_past_2k");
+  for (const Catch& k : runs) {
+    EXPECT_EQ(k.cheap.empty(), causal(k.run)) << k.run << ": " << k.cheap;
+    EXPECT_EQ(k.deep.empty(), causal(k.run)) << k.run << ": " << k.deep;
+    const auto whole = [](const std::vector<std::string>& ids) {
+      return std::count_if(ids.begin(), ids.end(), [](const std::string& id) { return names(id, "/cache=whole"); });
+    };
+    EXPECT_EQ(whole(k.cheap_ids), causal(k.run) ? 0 : 1) << k.run;
+    EXPECT_EQ(whole(k.deep_ids), causal(k.run) || d64(k.run) ? 0 : 1) << k.run;
+  }
+  expect_every_catch_names(runs, {"/model=phi_4_decode"});  // the cut call and the whole-cache one
+  EXPECT_TRUE(starts_with(runs[6].cheap, "sampled/")) << runs[6].cheap;
+  EXPECT_TRUE(names(runs[6].cheap, "/1x40x10x1x4096x64:bshd/")) << runs[6].cheap;
+  EXPECT_TRUE(starts_with(runs[6].deep, "deep/294/16x40x10x1x4096x64")) << runs[6].deep;
+  // The causal runs' least call past 2048 visible keys with 9 to 15 KV heads, beside the bound.
+  const GatesConfig g = test::repo_gates();
+  EXPECT_GT(flops_of(parse_shape("1x18x9x2049x2049x128", 128)), g.sampled.max_flops);
+}
+
+// K's first 32 keys of KV head h of batch 0 as the worker fills them (support/fill_mirror.h), in the
+// task's dtype: what the value tries' kernels test (D channels a key, row-major).
+std::vector<float> first_k_chunk(const Task& t, const CaseSpec& c, int h) {
+  const test::Mirror m(c, t.dtype == DType::bf16);
+  const int d = c.shape.head_dim;
+  std::vector<float> k(size_t(32) * d, 0.f);
+  for (int j = 0; j < std::min(32, c.shape.seq_kv); ++j)
+    for (int ch = 0; ch < d; ++ch) k[size_t(j) * d + ch] = m.k(0, uint64_t(h), uint64_t(j), uint64_t(ch));
+  return k;
+}
+// A value try's path on a case: its shape test and, for some KV head of batch 0, its test on K's
+// first chunk. Only the value kinds lay 1 to 4 large or offset channels in K (round 28's mirror
+// over every other case's sampled rows: HackerRound28.TheClosedHolesAreCaughtByTheirValueCasesInEveryRun),
+// so the other cases are read as not running it.
+using ChannelCount = int (*)(const std::vector<float>&, int);
+test::TaskPath value_path(const Condition& shape, ChannelCount channels) {
+  return [=](const Task& t, const CaseSpec& c, const Shape& s) {
+    if (c.values.empty() || !shape(call_of(s, c.layout, c.scale, t.causal))) return false;
+    for (int h = 0; h < s.heads_kv; ++h)
+      if (few(channels(first_k_chunk(t, c, h), s.head_dim))) return true;
+    return false;
+  };
+}
+// The skipped chunks' error on a case's last query row of head 0, batch 0, read through the mirror
+// over every visible key, beside the case's rel_l2: the try moves it past the tolerance there.
+double skipped_error_over_tolerance(const GatesConfig& g, const Task& t, const CaseSpec& c) {
+  const test::Mirror m(c, t.dtype == DType::bf16);
+  const Shape& s = c.shape;
+  const int last = s.seq_q - 1, visible = t.causal ? std::min(s.seq_kv, last + 1) : s.seq_kv;
+  std::vector<int> chunks, starts;
+  for (int ch = 0; ch * 32 < visible; ++ch) chunks.push_back(ch);
+  const test::Row r = m.row(0, 0, uint64_t(last), t.causal, chunks, &starts);
+  return test::skipped_chunks_rel_l2(r.q, r.k, r.v, r.d, c.scale) / g.tolerance(t, c.inputs).rel_l2;
+}
+
+// k_outlier_channels_past_512_keys_half_chunks.cu and k_bias_channels_wide_groups_half_chunks.cu,
+// closed by the long value cases (run/value_cases.h append_long_value_cases): in both tiers of all
+// 21 fp16 and bf16 pinned runs, the massive case (1, 2 or 4 K channels of std 4096 or 65536) runs
+// the outlier try's path and the k_offset case (1 to 4 K channels of mean 16 to 48, spread 1) the
+// bias try's (and the outlier try's where a mean passes 24), each over a long cache (a decode step over 2049 to 8192
+// keys; a causal prefill of 513 to 544) under a group of 5 to 7; no other case does (round 28's value cases hold at
+// most 512 keys and 4 query heads), and on each the skipped chunks move the last row of head 0 past rel_l2.
+TEST(HackerRound29, ValueChannelsOverALongCacheAndAWideGroupAreCaughtByTheLongValueCases) {
+  const GatesConfig g = test::repo_gates();
+  const std::vector<Catch> outlier =
+      test::pinned_catches(g, value_path(past_512_keys, outlier_channels), "k_outlier_channels_past_512_keys");
+  const std::vector<Catch> bias =
+      test::pinned_catches(g, value_path(wide_groups, bias_channels), "k_bias_channels_wide_groups");
+  for (const auto* runs : {&outlier, &bias}) {
+    EXPECT_EQ(caught_in(*runs, false), 21);
+    EXPECT_EQ(caught_in(*runs, true), 21);
+    expect_every_catch_names(*runs, {"/long_cache_wide_group"});
+  }
+  // The outlier try: the massive case in every tier, the k_offset case where an offset passes 24.
+  for (const Catch& k : outlier)
+    for (const auto* ids : {&k.cheap_ids, &k.deep_ids}) {
+      EXPECT_EQ(
+          std::count_if(ids->begin(), ids->end(), [](const std::string& id) { return names(id, "/values=massive_"); }),
+          1)
+          << k.run;
+      for (const std::string& id : *ids) EXPECT_TRUE(names(id, "/values=massive_") || names(id, "/values=k_offset/"));
+    }
+  for (const Catch& k : bias)
+    for (const auto* ids : {&k.cheap_ids, &k.deep_ids}) {
+      ASSERT_EQ(ids->size(), 1u) << k.run;
+      EXPECT_TRUE(names(ids->front(), "/values=k_offset/long_cache_wide_group")) << ids->front();
+    }
+  std::cout << fmt::format("gate seed 2025 fp16-d64: outlier cheap {} deep {}; bias cheap {} deep {}\n",
+                           outlier[6].cheap, outlier[6].deep, bias[6].cheap, bias[6].deep);
+  test::each_pinned_task_and_seed([&](const Task& t, const std::string& task, uint32_t seed) {
+    if (t.dtype == DType::fp8) return;
+    for (const auto& cases : {draw_sampled_cases(g, t, seed), draw_deep_cases(g, t, seed)})
+      for (const CaseSpec& c : cases) {
+        if (!names(c.id, "/long_cache_wide_group")) continue;
+        EXPECT_GT(skipped_error_over_tolerance(g, t, c), 10) << task << " seed " << seed << ": " << c.id;
+      }
+  });
+}
+
+// gqa_batched_long_prefill_half_chunks.cu, closed by the training step (run/model_cases.h
+// append_training_step_cases): 4 sequences of 2048 tokens under 2 query heads over 1 in every
+// tier that holds it. At D 64 (2^33 FLOPs) both tiers of the 7 fp16-d64 runs; at D 128 (2^34) the
+// cheap tier's max_flops (1.7e10) leaves it out, so the 14 D-128 runs catch it in their deep tier
+// only; before, the deep tier of 4 fp16-d64 runs by odds (GqaBatchedLongPrefillOnlyByOdds).
+TEST(HackerRound29, GqaBatchedLongPrefillIsCaughtByTheTrainingStep) {
+  const std::vector<Catch> runs = catches(gqa_batched_long_prefill, "gqa_batched_long_prefill");
+  EXPECT_EQ(caught_runs(runs, false), (std::vector<size_t>{0, 1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(caught_runs(runs, true).size(), 21u);
+  expect_every_catch_names(runs, {"/model=training_step", "diag=eq/batch=many/"});
+  const auto steps = [](const std::vector<std::string>& ids) {
+    return std::count_if(ids.begin(), ids.end(),
+                         [](const std::string& id) { return names(id, "/model=training_step"); });
+  };
+  for (const Catch& k : runs) {
+    EXPECT_EQ(steps(k.cheap_ids), d64(k.run) ? 1 : 0) << k.run;
+    EXPECT_EQ(steps(k.deep_ids), 1) << k.run;
+  }
+  EXPECT_TRUE(starts_with(runs[6].cheap, "sampled/")) << runs[6].cheap;
+  EXPECT_TRUE(names(runs[6].cheap, "/4x2x1x2048x2048x64:bshd/")) << runs[6].cheap;
+  const GatesConfig g = test::repo_gates();
+  const Shape d128 = parse_shape("4x2x1x2048x2048x128", 128);
+  EXPECT_GT(flops_of(d128), g.sampled.max_flops);
+  EXPECT_LE(flops_of(d128), g.sampled.deep.max_flops);
+}
+
+// The whole-cache model calls come after every other case of each tier (the fused-buffer cases
+// included), from a stream of their own: on an unmasked task exactly one for each decode step of
+// model_shapes whose model case has fewer keys than the entry (or none), at one sequence over the
+// entry's whole cache, its query rows and head ratio, within 2^30 FLOPs; none on a causal task.
+TEST(HackerRound29, WholeCacheModelCallsAreDecodeStepsAtTheEnd) {
+  GatesConfig g = test::repo_gates();
+  g.sampled.long_value_cases = g.sampled.training_step_cases = false;  // after them
+  GatesConfig without = g;
+  without.sampled.whole_cache_model_cases = false;
+  const auto entry_of = [&](const std::string& id) -> const ModelShape* {
+    for (const ModelShape& m : g.model_shapes)
+      if (ends_with(id, "/model=" + model_token(m.model) + "/cache=whole")) return &m;
+    return nullptr;
+  };
+  const auto cut_case = [](const std::vector<CaseSpec>& before, const ModelShape& m) -> const CaseSpec* {
+    for (const CaseSpec& c : before)
+      if (ends_with(c.id, "/model=" + model_token(m.model))) return &c;
+    return nullptr;
+  };
+  const AddedCount count = [&](const Task& t, bool, const std::vector<CaseSpec>& before) {
+    size_t n = 0;
+    for (const ModelShape& m : g.model_shapes) {
+      const CaseSpec* cut = cut_case(before, m);
+      n += !t.causal && m.shape.seq_q <= kSharedDecodeRows && (!cut || cut->shape.seq_kv < m.shape.seq_kv);
+    }
+    return n;
+  };
+  const auto [cheap, deep] = expect_appended(g, without, count, [&](const Task& t, bool, const CaseSpec& c, size_t) {
+    const ModelShape* m = entry_of(c.id);
+    ASSERT_NE(m, nullptr) << c.id;
+    const Shape& s = c.shape;
+    EXPECT_TRUE(s.batch == 1 && s.seq_q == m->shape.seq_q && s.seq_kv == m->shape.seq_kv) << c.id;
+    EXPECT_EQ(s.heads_q / s.heads_kv, m->shape.heads_q / m->shape.heads_kv) << c.id;
+    EXPECT_LE(flops_of(s), kModelCaseMaxFlops) << c.id;
+    EXPECT_FALSE(t.causal) << c.id;
+  });
+  std::cout << fmt::format("whole-cache model calls: at most {:.3g} GFLOP a cheap tier, {:.3g} a deep one\n",
+                           cheap / 1e9, deep / 1e9);
+  EXPECT_LE(std::max(cheap, deep), 2 * kModelCaseMaxFlops);
+}
+
+// The long value cases come after the whole-cache model calls, from a stream of their own: a
+// massive case and a k_offset case on every 16-bit task, none on fp8, each one sequence of a group
+// of 5 to 7, a decode step over 2049 to 8192 keys under 1 or 2 KV heads (unmasked) or a prefill of
+// 513 to 544 tokens under 1 (causal), each within 2^30 FLOPs.
+TEST(HackerRound29, LongValueCasesAreWideGroupsOverALongCacheAtTheEnd) {
+  GatesConfig g = test::repo_gates();
+  g.sampled.training_step_cases = false;  // after them
+  GatesConfig without = g;
+  without.sampled.long_value_cases = false;
+  const auto [cheap, deep] = expect_appended(
+      g, without, [](const Task& t, bool, const std::vector<CaseSpec>&) { return t.dtype == DType::fp8 ? 0u : 2u; },
+      [](const Task& t, bool, const CaseSpec& c, size_t k) {
+        const Shape& s = c.shape;
+        const bool massive = c.values == "massive_1" || c.values == "massive_2" || c.values == "massive_4";
+        EXPECT_TRUE(k == 0 ? massive : c.values == "k_offset") << c.id;
+        EXPECT_TRUE(names(c.id, "/values=" + c.values + "/long_cache_wide_group")) << c.id;
+        EXPECT_TRUE(s.batch == 1 && s.heads_kv <= 2 && s.heads_q >= 5 * s.heads_kv && s.heads_q <= 7 * s.heads_kv)
+            << c.id;
+        const bool prefill = s.seq_q == s.seq_kv && s.seq_kv >= 513 && s.seq_kv <= 544 && s.heads_kv == 1;
+        const bool decode = s.seq_q <= kSharedDecodeRows && s.seq_kv >= 2049 && s.seq_kv <= 8192;
+        EXPECT_TRUE(t.causal ? prefill : decode) << c.id;
+        EXPECT_TRUE(!c.two_streams && c.shared_prefix == 0 && c.inputs == "normal") << c.id;
+        EXPECT_LE(flops_of(s), kModelCaseMaxFlops) << c.id;
+      });
+  std::cout << fmt::format("long value cases: at most {:.3g} GFLOP a cheap tier, {:.3g} a deep one\n", cheap / 1e9,
+                           deep / 1e9);
+  EXPECT_LE(std::max(cheap, deep), 2 * kModelCaseMaxFlops);
+}
+
+// The training step comes last, from a stream of its own: one a tier wherever the tier's bounds
+// hold it (every tier at D 64, the deep tier at D 128).
+TEST(HackerRound29, TrainingStepIsOneBatchedGqaPrefillAtTheEnd) {
+  const GatesConfig g = test::repo_gates();
+  GatesConfig without = g;
+  without.sampled.training_step_cases = false;
+  const auto [cheap, deep] = expect_appended(
+      g, without,
+      [](const Task& t, bool deep, const std::vector<CaseSpec>&) { return deep || t.head_dim == 64 ? 1u : 0u; },
+      [](const Task& t, bool, const CaseSpec& c, size_t) {
+        EXPECT_EQ(c.shape.dims(), fmt::format("4x2x1x2048x2048x{}:bshd", t.head_dim)) << c.id;
+        EXPECT_TRUE(ends_with(c.id, "/model=training_step")) << c.id;
+      });
+  std::cout << fmt::format("training step: at most {:.3g} GFLOP a cheap tier, {:.3g} a deep one\n", cheap / 1e9,
+                           deep / 1e9);
 }
 
 // (b) spec_verify_long_cache_gqa_half_chunks.cu: caught. The sampled decode steps (Sq 1 to 16) meet
