@@ -208,8 +208,7 @@ void parse_caps_timing_limits(const json& j, const std::string& origin, GatesCon
     throw usage_error(lw + ": device_check_elements and the watchdog_* rates must be positive");
 }
 
-// "regression", "verdict" and "compare": the thresholds of the regression gate, the verdict
-// rules and evo compare's report.
+// "regression", "verdict" and "compare": the regression gate, the verdict rules, evo compare.
 void parse_thresholds(const json& j, const std::string& origin, GatesConfig& c) {
   const json rg = field_or<json>(j, "regression", json::object(), origin);
   c.regression.confidence = field_or<double>(rg, "confidence", 0.99, origin + " regression");
@@ -224,6 +223,7 @@ void parse_thresholds(const json& j, const std::string& origin, GatesConfig& c) 
     throw usage_error(vw + ": repeat_z must be positive, repeat_min_fraction in (0, 1), repeat_slack_us >= 0");
   c.verdict.clock_drop_ratio = field_or<double>(vp, "clock_drop_ratio", 0.9, vw);
   c.verdict.noisy_rse = field_or<double>(vp, "noisy_rse", 0.02, vw);
+  c.verdict.stop_at_first_failure = field_or<bool>(vp, "stop_at_first_failure", false, vw);
   const json cp = field_or<json>(j, "compare", json::object(), origin);
   const std::string cw = origin + " compare";
   c.compare.confidence = field_or<double>(cp, "confidence", c.compare.confidence, cw);

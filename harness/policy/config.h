@@ -166,6 +166,12 @@ struct VerdictPolicy {
   double repeat_z = 4.0, repeat_min_fraction = 0.05, repeat_slack_us = 1.0;
   double clock_drop_ratio = 0.9;  // SM clock after / before below this: a warning
   double noisy_rse = 0.02;        // a shape's relative standard error above this: a warning
+  // The gate's worker is stopped at the first case whose check fails (the verdict is that case's,
+  // as now, unless the worker would have died on a later one: then crash is no longer reached).
+  // A rejected candidate then costs the cases up to its first failure, not the whole tier; the
+  // record's correctness gate says "stopped_at_first_failure" and lists the checks made. Off by
+  // default until the adversarial suite's verdicts are confirmed with it on the H200.
+  bool stop_at_first_failure = false;
 };
 
 // How `evo compare` reads the records (COMPARE.md): the confidence of the ± shown next to ratios

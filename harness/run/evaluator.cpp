@@ -129,6 +129,11 @@ class GpuEvaluation {
       found.deterministic = false;
       nondeterministic_case = spec.id;
     }
+    if (found.verdict && env_.gates->verdict.stop_at_first_failure) {  // the rest cannot change it
+      worker.stop();
+      found.stopped_at_first_failure = true;
+      return false;
+    }
     return true;
   }
 
@@ -286,6 +291,7 @@ double deep_gate_would_be_elite(Record& rec, const EvalEnv& env, const Candidate
   RecordGate gate;
   gate.pass = !evaluation.found.checks.empty() && !verdict;
   gate.checks = evaluation.found.checks;
+  if (evaluation.found.stopped_at_first_failure) gate.extra["stopped_at_first_failure"] = true;
   rec.gates->deep = std::move(gate);
   rec.phases->deep_gate_s = worker.seconds();
   if (verdict) {

@@ -130,6 +130,7 @@ void settle_record(Record& rec, const GateFindings& found, const std::optional<V
   RecordGate correctness, determinism, post_timing;
   correctness.pass = !found.checks.empty() && gate_pass;
   correctness.checks = found.checks;
+  if (found.stopped_at_first_failure) correctness.extra["stopped_at_first_failure"] = true;
   determinism.pass = found.deterministic;
   post_timing.pass = !found.post.empty() && gate_pass;
   post_timing.checks = found.post;

@@ -42,6 +42,7 @@ struct GateFindings {
   std::optional<Verdict> verdict;
   std::vector<GateCheck> checks, post;
   bool deterministic = true;
+  bool stopped_at_first_failure = false;  // the worker was stopped at the case of `verdict`
 };
 
 // The correctness, determinism and post-timing gates' entries, the outcome and the reason, once

@@ -45,6 +45,13 @@ void WorkerClient::reject(const std::string& why) {
   finished_ = true;
 }
 
+void WorkerClient::stop() {
+  if (finished_) return;
+  child_->kill_group();
+  exit_status_ = child_->wait();
+  finished_ = true;
+}
+
 std::optional<WorkerEvent> WorkerClient::next_event() {
   if (finished_) return std::nullopt;
   const double limit = limit_for(phase_);

@@ -31,6 +31,9 @@ class WorkerClient {
   // The parent found an event that breaks the protocol (an unknown case, a foreign output
   // file): kills the worker and records a crash verdict naming `why`.
   void reject(const std::string& why);
+  // The parent has its verdict (gates.json verdict.stop_at_first_failure): kills the worker
+  // without recording a failure of its own.
+  void stop();
   void send(const std::string& line) { child_->write_line(line); }
   const std::optional<Verdict>& failure() const { return failure_; }
   // How the process ended, once it has (after next() returned nullopt or a done/error event).

@@ -148,7 +148,30 @@ struct Suite {
   std::map<std::string, std::vector<std::pair<std::string, std::vector<std::string>>>> also;
   // file -> fixed cases that may catch it too (a fixed shape added after the trick's round).
   std::map<std::string, std::vector<std::string>> fixed_too;
+  // gates.json verdict.stop_at_first_failure on (EVO_ADVERSARIAL_STOP_AT_FIRST_FAILURE=1 or a
+  // test that sets it): a rejected candidate's worker stops at its first failed case.
+  bool stop_at_first_failure = false;
 };
+
+// A trick's gate failure with stop_at_first_failure on: the worker stopped at the first failed
+// check, so every check before it passed and the record says it stopped.
+void expect_stopped_at_first_failure(const std::string& file, const json& r) {
+  const json& gate = r["gates"]["correctness"];
+  EXPECT_EQ(gate.value("stopped_at_first_failure", false), true) << file << ": " << r["reason"];
+  const json checks = gate.value("checks", json::array());
+  ASSERT_FALSE(checks.empty()) << file;
+  for (size_t i = 0; i + 1 < checks.size(); ++i)
+    EXPECT_TRUE(checks[i].value("pass", false)) << file << ": a failed check before the last: " << checks[i].dump();
+  EXPECT_FALSE(checks.back().value("pass", true)) << file << ": the last check is the failure it stopped at";
+}
+
+void set_stop_at_first_failure(Suite& s, bool on) {
+  const fs::path file = s.root / "gates" / "gates.json";
+  json gates = json::parse(read_text(file));
+  gates["verdict"]["stop_at_first_failure"] = on;
+  write_text(file, gates.dump(2));
+  s.stop_at_first_failure = on;
+}
 
 // EVO_ADVERSARIAL_FILES (a regex over file names) runs part of the suite, so the whole of it can
 // be split over device calls shorter than its run; the control always runs.
@@ -165,7 +188,9 @@ bool selected(const std::string& file) {
 // `shard` of `shards`: every shards-th trick of the selection, counted in file-name order, so a
 // suite too long for one device call runs as tests side by side (ctest -j) on the one GPU; each
 // shard has its own scratch repo and its own control.
-Suite make_suite(const std::string& task, bool deep = false, int shard = 0, int shards = 1) {
+// `only`, when not empty: the files to take (beside EVO_ADVERSARIAL_FILES), for a test of a few.
+Suite make_suite(const std::string& task, bool deep = false, int shard = 0, int shards = 1,
+                 const std::set<std::string>& only = {}) {
   Suite s;
   s.task = task;
   int position = 0;  // among the tricks this suite would run unsharded
@@ -173,6 +198,7 @@ Suite make_suite(const std::string& task, bool deep = false, int shard = 0, int 
   std::vector<std::pair<std::string, std::string>> files;
   for (auto& [file, outcome] : expected.items()) {
     if (!selected(file) || (outcome.is_object() && outcome.contains("shapes"))) continue;  // own sets: huge_test.cpp
+    if (!only.empty() && !only.count(file)) continue;
     // An open hole (hacker rounds, docs/safety.md 3g): no gate case can catch it yet, so running it
     // would only say so again. Listed, not run, until the gate grows the case and the entry
     // loses "hole".
@@ -216,6 +242,8 @@ Suite make_suite(const std::string& task, bool deep = false, int shard = 0, int 
   // would-be elite (and none is pruned: only a full top 3 prunes). Off for the cheap suites, which
   // judge the cheap tier alone and would otherwise pay ~60 s of deep cases per scalar elite.
   set_deep_gate(s.root, deep);
+  const char* stop = std::getenv("EVO_ADVERSARIAL_STOP_AT_FIRST_FAILURE");
+  if (stop && std::string(stop) == "1") set_stop_at_first_failure(s, true);
   s.results = s.root / "results";
   s.populations = s.root / "populations";
   s.cache = s.root / "cache";
@@ -259,6 +287,13 @@ void check_suite(const Suite& s, const std::string& sets) {
     // when it got one (a rounding bias seen on a short case before the long-key race it aims at).
     std::optional<std::vector<std::string>> tokens;
     if (s.caught_by.count(file)) tokens = s.caught_by.at(file);
+    // Stopped at its first failure, a kernel that would have died on a later case fails the
+    // earlier check instead: the one verdict the switch may move (printed, for expected.json).
+    if (s.stop_at_first_failure && want == "crash" && got == "correctness") {
+      std::cout << "verdict moved by stop_at_first_failure: " << file << ": crash -> correctness\n";
+      want = got;
+      tokens.reset();
+    }
     if (got != want && s.also.count(file))
       for (const auto& [verdict, cases] : s.also.at(file))
         if (got == verdict && names_one_of(r["reason"].get<std::string>(), cases)) {
@@ -294,6 +329,10 @@ void check_suite(const Suite& s, const std::string& sets) {
           << file << ": an integrity reason names the sample: " << reason;
     }
     if (want == "ok" && got == "ok") expect_timing_integrity(file, r);
+    const std::string& why = r["reason"].get_ref<const std::string&>();
+    if (s.stop_at_first_failure && got == "correctness" && why.rfind("timing", 0) != 0 &&
+        why.rfind("deep gate: ", 0) != 0)
+      expect_stopped_at_first_failure(file, r);
     if (is_timing_family(file))
       std::cout << "timing family: " << file << ": " << got << " (" << r["reason"].get<std::string>().substr(0, 220)
                 << ")\n";
@@ -413,6 +452,33 @@ TEST(Adversarial, Bf16TricksAreCaught) {
   if (s.expected.size() == 1) GTEST_SKIP() << "EVO_ADVERSARIAL_FILES selects no bf16 trick";
   // The bf16-only inputs (V std 1e5 and 1e-6, gates.json inputs.*.dtypes) are sampled cases.
   check_suite(s, "--shapes small,mission,ragged --bench mission --seeds 0,1");
+}
+
+// gates.json verdict.stop_at_first_failure on: tricks caught by a fixed case and one that crashes
+// on its first launch keep their verdicts, each wrong one's worker stopped at its first failed
+// case (every check before it passed), with fewer checks than the honest control's whole tier.
+TEST(Adversarial, StopAtFirstFailureKeepsTheVerdictsAndStopsTheWorker) {
+  EVO_REQUIRE_GPU();
+  Suite s = make_suite("fp16-d64", false, 0, 1,
+                       {"nan_output.cu", "partial_write.cu", "zero_output.cu", "kv_lower_pointer_is_k.cu",
+                        "skips_prefilled_rows.cu", "illegal_address.cu"});
+  if (s.expected.size() == 1) GTEST_SKIP() << "EVO_ADVERSARIAL_FILES selects none of this test's tricks";
+  set_stop_at_first_failure(s, true);
+  check_suite(s, "--shapes small,mission,ragged --bench mission --seeds 0,1");
+  const RecordSet rs = read_records(s.results);
+  size_t control_checks = 0;
+  std::map<std::string, size_t> checks;
+  for (const auto& r : rs.records) {
+    const size_t n = r["gates"]["correctness"].value("checks", json::array()).size();
+    if (r["variant"] == variant_id(kControl))
+      control_checks = n;
+    else if (r["outcome"] == "correctness")
+      checks[r["variant"]] = n;
+  }
+  ASSERT_GT(control_checks, 0u);
+  EXPECT_FALSE(checks.empty());
+  for (const auto& [variant, n] : checks)
+    EXPECT_LT(n, control_checks) << variant << " ran " << n << " checks, the control's whole tier " << control_checks;
 }
 
 // The deep suite (about 65 s a candidate, the control included) in two shards, side by side

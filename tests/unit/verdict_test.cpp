@@ -109,5 +109,24 @@ TEST(Verdict, ThresholdsComeFromGatesJson) {
   EXPECT_EQ(parse_gates_config(j.dump(), "test").verdict.noisy_rse, 0.02);
 }
 
+// The gate stops at the first failed case only where gates.json says so: off in the repository's
+// file (and in one without the field), on where set, and a value that is not a bool is refused
+// with the field's name.
+TEST(Verdict, StopAtFirstFailureIsAGatesJsonSwitchOffByDefault) {
+  EXPECT_FALSE(load_gates_config(test::source_root() / "gates" / "gates.json").verdict.stop_at_first_failure);
+  auto j = nlohmann::json::parse(test::read_text(test::source_root() / "gates" / "gates.json"));
+  j["verdict"]["stop_at_first_failure"] = true;
+  EXPECT_TRUE(parse_gates_config(j.dump(), "test").verdict.stop_at_first_failure);
+  j["verdict"]["stop_at_first_failure"] = "yes";
+  try {
+    parse_gates_config(j.dump(), "test");
+    ADD_FAILURE() << "a string for stop_at_first_failure must be refused";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("stop_at_first_failure"), std::string::npos) << e.what();
+  }
+  j["verdict"].erase("stop_at_first_failure");
+  EXPECT_FALSE(parse_gates_config(j.dump(), "test").verdict.stop_at_first_failure);
+}
+
 }  // namespace
 }  // namespace evo
