@@ -4,12 +4,17 @@
 # verbose log and the adversarial verdicts that differ from tests/adversarial/expected.json come
 # back under $OUT. WALL_S (default 560) bounds the whole call; a run that would not fit in what is
 # left is not started. FILTER (a ctest -R regex) narrows the runs. Unless FILTER names it, EXCLUDE
-# (a ctest -E regex) defaults to DeepTier: the deep adversarial suite needs about 65 s per candidate
-# (the scalar control included) and does not fit one call beside the rest; run it with
-# FILTER=DeepTier and EVO_ADVERSARIAL_FILES naming one or two tricks. JOBS (ctest -j, default 1)
+# (a ctest -E regex) defaults to DeepTierTricks: the deep adversarial suite needs about 65 s per
+# candidate alone (the scalar control included; 215-232 s with two shards in flight on 2026-12-02)
+# and does not fit one call beside the rest; run it with FILTER=DeepTierTricks and
+# EVO_ADVERSARIAL_FILES naming one or two tricks. (The default was DeepTier, which also left out
+# Sanitizer.AnHonestElitePassesTheDeepTiersLayoutsUnderEveryTool, 114 s: it runs with the rest now.)
+# EVO_ADVERSARIAL_STOP_AT_FIRST_FAILURE=1 runs the adversarial suites with gates.json
+# verdict.stop_at_first_failure on (the verdicts it moves are printed). JOBS (ctest -j, default 1)
 # runs tests side by side on the one GPU: each test has its own scratch repo, and a full run is
 # about 730 s one at a time (EveryTrick alone 389 s on 2026-12-02), more than one call's limit;
-# EveryTrick runs as four shards (Adversarial/EveryTrick.*/0..3), so JOBS=4 spreads it.
+# EveryTrick runs as four shards (Adversarial/EveryTrick.*/0..3), but side by side they took as
+# long as the suite alone (409-414 s each with JOBS=4 on 2026-12-02): the GPU is the bound.
 #   OUT=... RUNS=3 bash lab/device-sessions/gpu_tests.sh
 #   OUT=... JOBS=3 WALL_S=585 bash lab/device-sessions/gpu_tests.sh
 set -uo pipefail
@@ -19,7 +24,7 @@ export XDG_CACHE_HOME=/tmp/evo-cache PYTHONUNBUFFERED=1
 start=$(date +%s)
 # The deep suite runs only when FILTER names it: FILTER=Adversarial alone would take it too and
 # spend the call's limit on it (the eighteenth session's call 4).
-case "${FILTER:-}" in *Deep*) ;; *) : "${EXCLUDE=DeepTier}" ;; esac
+case "${FILTER:-}" in *Deep*) ;; *) : "${EXCLUDE=DeepTierTricks}" ;; esac
 left() { echo $((${WALL_S:-560} - ($(date +%s) - start))); }
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader | tee "$OUT/gpu.txt"
@@ -38,7 +43,7 @@ for run in $(seq 1 "${RUNS:-1}"); do
   last=$(($(date +%s) - t0))
   echo "ctest -L gpu run $run: exit $rc in $last s"
   grep -E "^ *[0-9]+/[0-9]+ Test +#" "$OUT/ctest-gpu-$run.log" | sed 's/  */ /g'
-  grep -E "tests passed|adversarial candidates tried" "$OUT/ctest-gpu-$run.log"
+  grep -E "tests passed|adversarial candidates tried|verdict moved by" "$OUT/ctest-gpu-$run.log"
   # A verdict line reads "verdict: FILE: GOT (expected WANT) ...": print the ones that differ.
   grep -E "verdict: " "$OUT/ctest-gpu-$run.log" |
     awk '{for (i = 2; i <= NF; i++) if ($i == "(expected") { w = $(i + 1); gsub(/\)/, "", w); if ($(i - 1) != w) print } }' |
