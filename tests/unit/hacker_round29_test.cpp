@@ -41,20 +41,26 @@
 #include "support/pinned_catches.h"
 #include "support/skipped_chunks.h"
 #include "support/test_support.h"
+#include "support/value_paths.h"
 
 // A namespace of its own: the unity build batches test files together.
 namespace evo::hacker_round29 {
 namespace {
 
+using test::bias_channels;
 using test::Call;
 using test::call_of;
+using test::few;
 using test::fused_qkv;
 using test::fused_qkv_call;
 using test::gqa;
 using test::inverse_root_scale;
+using test::k_chunk;
 using test::model_call;
 using test::op_call;
 using test::op_takes;
+using test::outlier_channels;
+using test::value_path;
 
 // Each try's condition on the call, the kernel's own test (the TRICK lines of its file).
 // phi4_heads_past_2k_keys_half_chunks.cu: 9 to 15 KV heads under more query heads, a row over
@@ -76,34 +82,6 @@ bool cross_attention_short_text(const Call& c) {
   return c.shape.seq_kv >= 64 && c.shape.seq_kv <= 256 && c.shape.seq_q >= 32LL * c.shape.seq_kv;
 }
 
-// The value tries' tests on K's first 32 keys (D channels, row-major), as their kernels read them.
-// k_outlier_channels_past_512_keys_half_chunks.cu: 1 to 4 channels past 24 in magnitude.
-int outlier_channels(const std::vector<float>& k, int d) {
-  int big = 0;
-  for (int c = 0; c < d; ++c) {
-    bool over = false;
-    for (int j = 0; j < 32; ++j) over = over || std::fabs(k[size_t(j) * d + c]) > 24.f;
-    big += over ? 1 : 0;
-  }
-  return big;
-}
-// k_bias_channels_wide_groups_half_chunks.cu: 1 to 4 channels with |mean| past 8 and max - min under it.
-int bias_channels(const std::vector<float>& k, int d) {
-  int biased = 0;
-  for (int c = 0; c < d; ++c) {
-    float sum = 0.f, lo = 3.0e38f, hi = -3.0e38f;
-    for (int j = 0; j < 32; ++j) {
-      const float x = k[size_t(j) * d + c];
-      sum += x;
-      lo = std::min(lo, x);
-      hi = std::max(hi, x);
-    }
-    const float mean = std::fabs(sum / 32.f);
-    biased += mean > 8.f && hi - lo < mean ? 1 : 0;
-  }
-  return biased;
-}
-bool few(int n) { return n >= 1 && n <= 4; }
 // Their shape tests.
 bool past_512_keys(const Call& c) { return c.shape.seq_kv > 512; }
 bool wide_groups(const Call& c) { return c.shape.heads_q > 4 * c.shape.heads_kv && c.shape.seq_kv >= 32; }
@@ -136,23 +114,6 @@ int caught_in(const std::vector<Catch>& runs, bool deep) {
   int n = 0;
   for (const Catch& k : runs) n += (deep ? k.deep : k.cheap).empty() ? 0 : 1;
   return n;
-}
-
-// A K chunk of 32 keys of a model-like row: N(0, 1), and `channels` channels either past 24
-// (±(30 + N(0, 1)), a fixed outlier channel) or offset (20 + 1.5 N(0, 1), a per-channel bias).
-std::vector<float> k_chunk(int d, unsigned seed, int channels, bool offset) {
-  std::mt19937 gen(seed);
-  std::normal_distribution<float> n(0.f, 1.f);
-  std::vector<float> k(size_t(32) * d);
-  for (float& x : k) x = n(gen);
-  for (int c = 0; c < channels; ++c) {
-    const int ch = (7 + 37 * c) % d;
-    for (int j = 0; j < 32; ++j) {
-      float& x = k[size_t(j) * d + ch];
-      x = offset ? 20.f + 1.5f * x : (c % 2 ? -1.f : 1.f) * (30.f + x);
-    }
-  }
-  return k;
 }
 
 // (a) Each flaw is wrong in a model: the skipped chunks move a row of normal inputs by a relative
@@ -498,29 +459,6 @@ TEST(HackerRound29, PhiFourHeadsPast2kKeysIsCaughtByTheWholeCacheCalls) {
   EXPECT_GT(flops_of(parse_shape("1x18x9x2049x2049x128", 128)), g.sampled.max_flops);
 }
 
-// K's first 32 keys of KV head h of batch 0 as the worker fills them (support/fill_mirror.h), in the
-// task's dtype: what the value tries' kernels test (D channels a key, row-major).
-std::vector<float> first_k_chunk(const Task& t, const CaseSpec& c, int h) {
-  const test::Mirror m(c, t.dtype == DType::bf16);
-  const int d = c.shape.head_dim;
-  std::vector<float> k(size_t(32) * d, 0.f);
-  for (int j = 0; j < std::min(32, c.shape.seq_kv); ++j)
-    for (int ch = 0; ch < d; ++ch) k[size_t(j) * d + ch] = m.k(0, uint64_t(h), uint64_t(j), uint64_t(ch));
-  return k;
-}
-// A value try's path on a case: its shape test and, for some KV head of batch 0, its test on K's
-// first chunk. Only the value kinds lay 1 to 4 large or offset channels in K (round 28's mirror
-// over every other case's sampled rows: HackerRound28.TheClosedHolesAreCaughtByTheirValueCasesInEveryRun),
-// so the other cases are read as not running it.
-using ChannelCount = int (*)(const std::vector<float>&, int);
-test::TaskPath value_path(const Condition& shape, ChannelCount channels) {
-  return [=](const Task& t, const CaseSpec& c, const Shape& s) {
-    if (c.values.empty() || !shape(call_of(s, c.layout, c.scale, t.causal))) return false;
-    for (int h = 0; h < s.heads_kv; ++h)
-      if (few(channels(first_k_chunk(t, c, h), s.head_dim))) return true;
-    return false;
-  };
-}
 // The skipped chunks' error on a case's last query row of head 0, batch 0, read through the mirror
 // over every visible key, beside the case's rel_l2: the try moves it past the tolerance there.
 double skipped_error_over_tolerance(const GatesConfig& g, const Task& t, const CaseSpec& c) {
