@@ -1,13 +1,14 @@
 // Hacker round 30 (lab/hack30/README.md): what catches each try, read back from the plans both
 // tiers draw at the pinned seeds, and the host arithmetic of each flaw on the model call its file
-// names. Nine tries, each the scalar control skipping every other 32-key chunk (support/
+// names. Ten tries, each the scalar control skipping every other 32-key chunk (support/
 // skipped_chunks.h: a relative L2 of order 1 on normal rows) on a path keyed on something a real
 // model's call has and no gate case has. Four at what round 29's closes cut or held fixed: the
 // whole-cache calls' batch of 1, the training step's one head config, the scale cases' and the
 // fused-buffer cases' value-case shapes; four at properties of real calls no round attacked head
 // on: a KV cache preallocated to a power of two of rows, a decode batch padded to a multiple of 8,
 // V as a per-head interleaved slice of a fused QKV projection (GPT-NeoX), the 32 over 16 heads of
-// Gemma 2 and 3 27B; and one at the values: a batch of identical sequences (beam search's prefill).
+// Gemma 2 and 3 27B; and two at the values: K's outlier channels over a BHSD cache (round 29's
+// long value cases are BSHD), a batch of identical sequences (beam search's prefill).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -30,6 +31,7 @@
 #include "support/pinned_catches.h"
 #include "support/skipped_chunks.h"
 #include "support/test_support.h"
+#include "support/value_paths.h"
 
 // A namespace of its own: the unity build batches test files together.
 namespace evo::hacker_round30 {
@@ -72,8 +74,7 @@ bool preallocated_cache(const Call& c) {
 // padded_decode_batch_half_chunks.cu: a GQA decode step (Sq 1) of 32 sequences or more, a multiple
 // of 8, over 2048 keys or more.
 bool padded_decode(const Call& c) {
-  return c.shape.seq_q == 1 && c.shape.batch >= 32 && c.shape.batch % 8 == 0 && test::gqa(c) &&
-         c.shape.seq_kv >= 2048;
+  return c.shape.seq_q == 1 && c.shape.batch >= 32 && c.shape.batch % 8 == 0 && test::gqa(c) && c.shape.seq_kv >= 2048;
 }
 // gpt_neox_interleaved_v_half_chunks.cu: V's heads 3 D apart and its rows 3 Hkv D: V the last third
 // of each head of a fused projection [B, S, H, 3 D].
@@ -83,6 +84,13 @@ bool interleaved_v(const Call& c) {
 }
 // gemma_27b_heads_32_over_16_half_chunks.cu: 32 query heads over 16 KV heads.
 bool gemma_27b_heads(const Call& c) { return c.shape.heads_q == 32 && c.shape.heads_kv == 16; }
+// k_outlier_channels_bhsd_cache_half_chunks.cu: a head's keys contiguous and its heads a
+// sequence apart (dense BHSD, transformers' DynamicCache), more than 512 keys, and 1 to 4 channels
+// of K's first 32 keys past 24 (round 29's test: support/value_paths.h).
+bool bhsd_long(const Call& c) {
+  const int64_t d = c.shape.head_dim;
+  return c.k_stride[2] == d && c.k_stride[1] == d * c.shape.seq_kv && c.shape.seq_kv > 512;
+}
 // beam_search_prefill_half_chunks.cu, on the values: Q's last row and K's last row of sequence 1
 // (head 0) equal sequence 0's element by element, each with an element that is not zero.
 bool same_nonzero(const std::vector<float>& a, const std::vector<float>& b) {
@@ -159,6 +167,11 @@ TEST(HackerRound30, EachTryIsWrongInAModel) {
   // Gemma 2 27B's decode step beside the sampled 96 over 16.
   EXPECT_TRUE(gemma_27b_heads(model_call("16x32x16x1x4096x128:bshd")));
   EXPECT_FALSE(gemma_27b_heads(model_call("1x96x16x1x4096x128:bshd")));
+  // Llama-3 8B's decode over 8k in transformers (K [B, Hkv, S, D] from the cache, a few outlier
+  // channels) beside round 29's long value cases (BSHD).
+  EXPECT_TRUE(bhsd_long(model_call("1x32x8x1x8192x128")));
+  EXPECT_FALSE(bhsd_long(model_call("1x14x2x4x7380x64:bshd")));
+  EXPECT_TRUE(test::few(test::outlier_channels(test::k_chunk(128, 30, 2, false), 128)));
   // Beam search's prefill: every sequence the same prompt; beside sequences sharing a prefix only.
   std::mt19937 gen(30);
   std::normal_distribution<float> n(0.f, 1.f);
@@ -180,6 +193,13 @@ TEST(HackerRound30, TheOpTakesEachModelCall) {
   EXPECT_TRUE(op_takes(op_call("32x32x8x1x4096x128", false, EVO_ATTN_BF16, 0)));                      // Mistral
   EXPECT_TRUE(op_takes(op_call("16x32x16x1x4096x128", false, EVO_ATTN_BF16, 0)));                     // Gemma 2
   EXPECT_TRUE(op_takes(op_call("4x32x8x512x512x128", true, EVO_ATTN_BF16, 0)));                       // 4 beams
+  // Llama-3 8B's decode step in transformers: K and V [1, 8, 8192, 128] (the cache's BHSD).
+  evo_attn_call hf = op_call("1x32x8x1x8192x128", false, EVO_ATTN_BF16, 0);
+  for (evo_attn_tensor* t : {&hf.k, &hf.v}) {
+    t->stride[1] = 8192LL * 128;
+    t->stride[2] = 128;
+  }
+  EXPECT_TRUE(op_takes(hf));
   // nanoGPT at 1024 tokens: q, k, v = c_attn(x).split(768, 2), one buffer [8, 1024, 2304].
   evo_attn_call gpt2 = op_call("8x12x12x1024x1024x64", true, EVO_ATTN_FP16, 0);
   for (evo_attn_tensor* t : {&gpt2.q, &gpt2.k, &gpt2.v}) {
@@ -312,6 +332,22 @@ TEST(HackerRound30, BeamSearchPrefillOnlyByAnAccidentOfTheSharedForms) {
   expect_every_catch_names(runs, "/shared=qk");
   EXPECT_EQ(runs[6].cheap, "");
   EXPECT_EQ(runs[6].deep, "");
+}
+
+// (b) k_outlier_channels_bhsd_cache_half_chunks.cu, read through the host mirror of the fill:
+// only the value kinds lay 1 to 4 large channels in K (round 28), the value cases hold at most
+// 512 keys and round 29's long value cases are BSHD, so no case of the 21 runs meets it.
+TEST(HackerRound30, KOutlierChannelsOverABhsdCacheInNoRun) {
+  const std::vector<Catch> runs = test::pinned_catches(
+      test::repo_gates(), test::value_path(bhsd_long, test::outlier_channels), "k_outlier_channels_bhsd_cache");
+  EXPECT_EQ(caught_runs(runs, false), std::vector<size_t>{});
+  EXPECT_EQ(caught_runs(runs, true), std::vector<size_t>{});
+  // The same K test over any layout past 512 keys: the long value cases, all BSHD.
+  const std::vector<Catch> bshd = test::pinned_catches(
+      test::repo_gates(), test::value_path([](const Call& c) { return c.shape.seq_kv > 512; }, test::outlier_channels),
+      "k_outlier_channels_past_512_keys");
+  EXPECT_EQ(caught_runs(bshd, false), span(0, 21));
+  expect_every_catch_names(bshd, ":bshd/");
 }
 
 }  // namespace
