@@ -37,84 +37,32 @@
 #include "run/sampler.h"
 #include "run/value_cases.h"
 #include "support/fill_mirror.h"
+#include "support/kernel_call.h"
 #include "support/pinned_catches.h"
 #include "support/skipped_chunks.h"
 #include "support/test_support.h"
+#include "support/value_paths.h"
 
 // A namespace of its own: the unity build batches test files together.
 namespace evo::hacker_round29 {
 namespace {
 
-// What a try's kernel reads of a call (EvoAttnParams): sizes, the scale as the worker passes it
-// (worker_device.h: float(case scale), or 1/sqrt(D) in float), the strides as case_layout places
-// them, and K's and V's addresses relative to Q's in elements (`fused`: whether K and V sit in Q's
-// buffer at the fused projection's head offsets).
-struct Call {
-  Shape shape;
-  float scale = 0;
-  bool causal = false;
-  int64_t q_stride[3] = {0, 0, 0}, k_stride[3] = {0, 0, 0}, v_stride[3] = {0, 0, 0};
-  int64_t k_from_q = -1, v_from_k = -1;  // elements; -1: another buffer (the gate's every case)
-};
-Call call_of(const Shape& s, const std::string& layout, double scale, bool causal = false) {
-  Call c{s, scale > 0 ? float(scale) : 1.0f / std::sqrt(float(s.head_dim)), causal};
-  const CaseLayout lay = case_layout(s, layout);
-  for (int d = 0; d < 3; ++d) {
-    c.q_stride[d] = lay.q.stride[d];
-    c.k_stride[d] = lay.k.stride[d];
-    c.v_stride[d] = lay.v.stride[d];
-  }
-  // A shared view (layout "+qk", "+kv", ...) passes one pointer twice: distance 0. Any other
-  // tensor lies in a buffer (or a pool region) of its own, past Q's guard band of kGuardBytes,
-  // farther than any head offset Hq * D * 2 bytes can reach (FusedQkvNeverInOneBuffer).
-  const std::string shared = layout_shared(layout);
-  c.k_from_q = k_at_q(shared) ? 0 : -1;
-  c.v_from_k = shared == "kv" || (k_at_q(shared) && v_at_q(shared)) ? 0 : -1;
-  if (shared == kFusedQkv) {  // K and V in Q's buffer (worker_device.h Problem::allocate)
-    c.k_from_q = lay.k.offset - lay.q.offset;
-    c.v_from_k = lay.v.offset - lay.k.offset;
-  }
-  return c;
-}
-// A model's call: dims as gates.json writes them, dense tensors, the scale it passes (0: default).
-Call model_call(const std::string& dims, double scale = 0) {
-  const Shape s = parse_shape(dims, dims.find("x128") != std::string::npos ? 128 : 64);
-  return call_of(s, "", scale);
-}
-// nanoGPT's CausalSelfAttention (GPT-2's c_attn split): q, k, v = c_attn(x).split(C, 2), each
-// viewed [B, T, H, D] and transposed: one buffer [B, T, 3C], strides (3CT, D, 3C), K C elements
-// after Q, V C after K.
-Call fused_qkv_call(int batch, int heads, int tokens, int d) {
-  Call c = model_call(fmt::format("{}x{}x{}x{}x{}x{}", batch, heads, heads, tokens, tokens, d));
-  const int64_t row = 3LL * heads * d;
-  for (int64_t* s : {c.q_stride, c.k_stride, c.v_stride}) {
-    s[0] = row * tokens;
-    s[1] = d;
-    s[2] = row;
-  }
-  c.k_from_q = int64_t(heads) * d;
-  c.v_from_k = int64_t(heads) * d;
-  return c;
-}
-
-bool gqa(const Call& c) { return c.shape.heads_kv >= 1 && c.shape.heads_q > c.shape.heads_kv; }
+using test::bias_channels;
+using test::Call;
+using test::call_of;
+using test::few;
+using test::fused_qkv;
+using test::fused_qkv_call;
+using test::gqa;
+using test::inverse_root_scale;
+using test::k_chunk;
+using test::model_call;
+using test::op_call;
+using test::op_takes;
+using test::outlier_channels;
+using test::value_path;
 
 // Each try's condition on the call, the kernel's own test (the TRICK lines of its file).
-// scale_inverse_root_of_integer_half_chunks.cu: the scale is, to the bit, the float of 1/sqrt(n)
-// for an integer n from 2 to 65536 that is not a power of two (a model's query_pre_attn_scalar).
-bool inverse_root_scale(const Call& c) {
-  const float s = c.scale;
-  const long n = std::lrint(1.0 / (double(s) * double(s)));
-  return n >= 2 && n <= 65536 && (n & (n - 1)) != 0 && s == float(1.0 / std::sqrt(double(n)));
-}
-// fused_qkv_one_buffer_half_chunks.cu: Q, K and V share their strides and K starts Hq * D
-// elements after Q, V Hkv * D after K: views of one fused projection [B, S, (Hq + 2 Hkv) D].
-bool fused_qkv(const Call& c) {
-  for (int d = 0; d < 3; ++d)
-    if (c.k_stride[d] != c.q_stride[d] || c.v_stride[d] != c.q_stride[d]) return false;
-  return c.k_from_q == int64_t(c.shape.heads_q) * c.shape.head_dim &&
-         c.v_from_k == int64_t(c.shape.heads_kv) * c.shape.head_dim;
-}
 // phi4_heads_past_2k_keys_half_chunks.cu: 9 to 15 KV heads under more query heads, a row over
 // more than 2048 keys.
 bool kv_heads_9_to_15_long(const Call& c) {
@@ -134,34 +82,6 @@ bool cross_attention_short_text(const Call& c) {
   return c.shape.seq_kv >= 64 && c.shape.seq_kv <= 256 && c.shape.seq_q >= 32LL * c.shape.seq_kv;
 }
 
-// The value tries' tests on K's first 32 keys (D channels, row-major), as their kernels read them.
-// k_outlier_channels_past_512_keys_half_chunks.cu: 1 to 4 channels past 24 in magnitude.
-int outlier_channels(const std::vector<float>& k, int d) {
-  int big = 0;
-  for (int c = 0; c < d; ++c) {
-    bool over = false;
-    for (int j = 0; j < 32; ++j) over = over || std::fabs(k[size_t(j) * d + c]) > 24.f;
-    big += over ? 1 : 0;
-  }
-  return big;
-}
-// k_bias_channels_wide_groups_half_chunks.cu: 1 to 4 channels with |mean| past 8 and max - min under it.
-int bias_channels(const std::vector<float>& k, int d) {
-  int biased = 0;
-  for (int c = 0; c < d; ++c) {
-    float sum = 0.f, lo = 3.0e38f, hi = -3.0e38f;
-    for (int j = 0; j < 32; ++j) {
-      const float x = k[size_t(j) * d + c];
-      sum += x;
-      lo = std::min(lo, x);
-      hi = std::max(hi, x);
-    }
-    const float mean = std::fabs(sum / 32.f);
-    biased += mean > 8.f && hi - lo < mean ? 1 : 0;
-  }
-  return biased;
-}
-bool few(int n) { return n >= 1 && n <= 4; }
 // Their shape tests.
 bool past_512_keys(const Call& c) { return c.shape.seq_kv > 512; }
 bool wide_groups(const Call& c) { return c.shape.heads_q > 4 * c.shape.heads_kv && c.shape.seq_kv >= 32; }
@@ -194,23 +114,6 @@ int caught_in(const std::vector<Catch>& runs, bool deep) {
   int n = 0;
   for (const Catch& k : runs) n += (deep ? k.deep : k.cheap).empty() ? 0 : 1;
   return n;
-}
-
-// A K chunk of 32 keys of a model-like row: N(0, 1), and `channels` channels either past 24
-// (±(30 + N(0, 1)), a fixed outlier channel) or offset (20 + 1.5 N(0, 1), a per-channel bias).
-std::vector<float> k_chunk(int d, unsigned seed, int channels, bool offset) {
-  std::mt19937 gen(seed);
-  std::normal_distribution<float> n(0.f, 1.f);
-  std::vector<float> k(size_t(32) * d);
-  for (float& x : k) x = n(gen);
-  for (int c = 0; c < channels; ++c) {
-    const int ch = (7 + 37 * c) % d;
-    for (int j = 0; j < 32; ++j) {
-      float& x = k[size_t(j) * d + ch];
-      x = offset ? 20.f + 1.5f * x : (c % 2 ? -1.f : 1.f) * (30.f + x);
-    }
-  }
-  return k;
 }
 
 // (a) Each flaw is wrong in a model: the skipped chunks move a row of normal inputs by a relative
@@ -266,41 +169,8 @@ TEST(HackerRound29, EachTryIsWrongInAModel) {
   EXPECT_FALSE(cross_attention_short_text(model_call("2x10x10x4096x4096x64")));
 }
 
-// The exported op takes each model call above as it stands (deploy/src/plan.cpp, the checks
-// every call passes before a launch): a package of one kernel for the tries' tasks.
-const unsigned char kNoCubin[] = "";
-const evo_attn::Kernel kKernel[] = {{"k0", "scalar", "c0", kNoCubin, 0, {128, 0, 4, 1, 0, 2, 0, 0, 0}, {}, 0}};
-const evo_attn::Task kTasks[] = {{EVO_ATTN_FP16, 64, 0, "fp16-d64", {0, 0, 0, 0}},
-                                 {EVO_ATTN_FP16, 64, 1, "fp16-d64-causal", {0, 0, 0, 0}},
-                                 {EVO_ATTN_BF16, 128, 0, "bf16-d128", {0, 0, 0, 0}},
-                                 {EVO_ATTN_BF16, 128, 1, "bf16-d128-causal", {0, 0, 0, 0}}};
-const evo_attn::Package kOp = {"nvidia-h200", 90, "sm_90a", {16, 1024, 128}, kKernel, 1, kTasks, 4, "", 132};
-// A call of dense BSHD tensors (as a model's projections and its KV cache hold them), O as the op
-// allocates it (torch: Q token-major, so O BSHD), each in memory of its own.
-evo_attn_call op_call(const std::string& dims, bool causal, int dtype, double scale) {
-  const Shape s = parse_shape(dims, dims.find("x128") != std::string::npos ? 128 : 64);
-  const auto bshd = [](uint64_t at, int64_t b, int64_t h, int64_t n, int64_t d) {
-    return evo_attn_tensor{at, {b, h, n, d}, {n * h * d, d, h * d, 1}};
-  };
-  const uint64_t base = 1ull << 40, gap = 1ull << 36;
-  evo_attn_call c{};
-  c.q = bshd(base, s.batch, s.heads_q, s.seq_q, s.head_dim);
-  c.k = bshd(base + gap, s.batch, s.heads_kv, s.seq_kv, s.head_dim);
-  c.v = bshd(base + 2 * gap, s.batch, s.heads_kv, s.seq_kv, s.head_dim);
-  c.o = bshd(base + 3 * gap, s.batch, s.heads_q, s.seq_q, s.head_dim);
-  c.dtype = c.out_dtype = dtype;
-  c.is_causal = causal ? 1 : 0;
-  c.scale = float(scale > 0 ? scale : 1 / std::sqrt(double(s.head_dim)));
-  c.q_descale = c.k_descale = c.v_descale = 1.0f;
-  return c;
-}
-bool op_takes(const evo_attn_call& c) {
-  evo_attn::Plan plan;
-  std::string error;
-  const bool ok = evo_attn::plan_call(kOp, c, plan, error);
-  EXPECT_TRUE(ok) << error;
-  return ok;
-}
+// The exported op takes each model call above as it stands (support/kernel_call.h: the checks
+// every call passes before a launch).
 TEST(HackerRound29, TheOpTakesEachModelCall) {
   EXPECT_TRUE(op_takes(op_call("1x32x16x4096x4096x128", true, EVO_ATTN_BF16, std::pow(168.0, -0.5))));  // Gemma 3
   // nanoGPT (GPT-2 124M): q, k, v = c_attn(x).split(768, 2), viewed [8, 12, 1024, 64]: one buffer.
@@ -589,29 +459,6 @@ TEST(HackerRound29, PhiFourHeadsPast2kKeysIsCaughtByTheWholeCacheCalls) {
   EXPECT_GT(flops_of(parse_shape("1x18x9x2049x2049x128", 128)), g.sampled.max_flops);
 }
 
-// K's first 32 keys of KV head h of batch 0 as the worker fills them (support/fill_mirror.h), in the
-// task's dtype: what the value tries' kernels test (D channels a key, row-major).
-std::vector<float> first_k_chunk(const Task& t, const CaseSpec& c, int h) {
-  const test::Mirror m(c, t.dtype == DType::bf16);
-  const int d = c.shape.head_dim;
-  std::vector<float> k(size_t(32) * d, 0.f);
-  for (int j = 0; j < std::min(32, c.shape.seq_kv); ++j)
-    for (int ch = 0; ch < d; ++ch) k[size_t(j) * d + ch] = m.k(0, uint64_t(h), uint64_t(j), uint64_t(ch));
-  return k;
-}
-// A value try's path on a case: its shape test and, for some KV head of batch 0, its test on K's
-// first chunk. Only the value kinds lay 1 to 4 large or offset channels in K (round 28's mirror
-// over every other case's sampled rows: HackerRound28.TheClosedHolesAreCaughtByTheirValueCasesInEveryRun),
-// so the other cases are read as not running it.
-using ChannelCount = int (*)(const std::vector<float>&, int);
-test::TaskPath value_path(const Condition& shape, ChannelCount channels) {
-  return [=](const Task& t, const CaseSpec& c, const Shape& s) {
-    if (c.values.empty() || !shape(call_of(s, c.layout, c.scale, t.causal))) return false;
-    for (int h = 0; h < s.heads_kv; ++h)
-      if (few(channels(first_k_chunk(t, c, h), s.head_dim))) return true;
-    return false;
-  };
-}
 // The skipped chunks' error on a case's last query row of head 0, batch 0, read through the mirror
 // over every visible key, beside the case's rel_l2: the try moves it past the tolerance there.
 double skipped_error_over_tolerance(const GatesConfig& g, const Task& t, const CaseSpec& c) {
