@@ -305,10 +305,12 @@ TEST(HackerRound30, PaddedDecodeBatchOnlyInTheDeepTier) {
   // batch kept, the cache below 2048 keys.
   const GatesConfig g = test::repo_gates();
   test::each_pinned_task_and_seed([&](const Task& t, const std::string& task, uint32_t seed) {
-    for (const CaseSpec& c : draw_sampled_cases(g, t, seed))
+    for (const CaseSpec& c : draw_sampled_cases(g, t, seed)) {
       if ((names(c.id, "/model=mistral_7b_decode") || names(c.id, "/model=llama_3_8b_decode_batch_64")) &&
-          !names(c.id, "/cache=whole"))
+          !names(c.id, "/cache=whole")) {
         EXPECT_TRUE(c.shape.batch >= 32 && c.shape.seq_kv < 2048) << task << " seed " << seed << ": " << c.id;
+      }
+    }
   });
 }
 
