@@ -296,6 +296,11 @@ SampleSpace parse_sample_space(const json& j, const std::string& w) {
   optional_bool(j, "whole_cache_model_cases", w, s.whole_cache_model_cases);
   optional_bool(j, "long_value_cases", w, s.long_value_cases);
   optional_bool(j, "training_step_cases", w, s.training_step_cases);
+  optional_bool(j, "batched_model_cases", w, s.batched_model_cases);
+  optional_bool(j, "gemma_27b_cases", w, s.gemma_27b_cases);
+  optional_bool(j, "long_fused_qkv_cases", w, s.long_fused_qkv_cases);
+  optional_bool(j, "bhsd_long_value_cases", w, s.bhsd_long_value_cases);
+  optional_bool(j, "padded_decode_cases", w, s.padded_decode_cases);
   s.cheap = tier(member(j, "cheap", w), w + ".cheap");
   s.deep = tier(member(j, "deep", w), w + ".deep");
   return s;

@@ -134,6 +134,18 @@ struct SampleSpace {
   bool whole_cache_model_cases = true;
   bool long_value_cases = true;
   bool training_step_cases = true;
+  // The close of hacker round 30, after the training step, in this order, each kind's fixed
+  // dimensions drawn per run: the whole-cache decode steps again at a batch of 2 or 3
+  // (run/model_cases.h append_batched_model_cases), a Gemma 2 or 3 27B call, 32 over 16 heads at
+  // its own scale (append_gemma_27b_cases), a fused-buffer prefill past 512 tokens
+  // (run/value_cases.h append_long_fused_qkv_cases), a long value case over a BHSD cache
+  // (append_bhsd_long_value_cases), a served decode batch padded to a multiple of 8
+  // (run/model_cases.h append_padded_decode_cases). Each switch false leaves its kind out.
+  bool batched_model_cases = true;
+  bool gemma_27b_cases = true;
+  bool long_fused_qkv_cases = true;
+  bool bhsd_long_value_cases = true;
+  bool padded_decode_cases = true;
 
   // Values per dimension, in SampleDim order.
   std::vector<int> sizes() const;

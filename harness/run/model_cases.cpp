@@ -14,9 +14,11 @@ namespace {
 
 bool power_of_two(int n) { return n > 0 && (n & (n - 1)) == 0; }
 
+double flops(const Shape& s) { return 4.0 * s.batch * s.heads_q * double(s.seq_q) * s.seq_kv * s.head_dim; }
+
 // Within the tier's bounds and kModelCaseMaxFlops.
 bool fits_model_case(const SampleRows& rows, const Shape& s) {
-  return rows.fits(s, "") && 4.0 * s.batch * s.heads_q * double(s.seq_q) * s.seq_kv * s.head_dim <= kModelCaseMaxFlops;
+  return rows.fits(s, "") && flops(s) <= kModelCaseMaxFlops;
 }
 
 // The model's call at the task's head dim, cut to fit by halving: a decode step its cache (to
@@ -60,15 +62,22 @@ const ModelShape* pow2_gqa_prefill(const std::vector<ModelShape>& all) {
   return nullptr;
 }
 
-// A decode step at one sequence over its whole cache, its query and KV heads halved together (the
-// ratio kept) while past kModelCaseMaxFlops or the tier's bounds. False where nothing fits.
-bool cut_heads_keeping_cache(const SampleRows& rows, Shape& s) {
-  s.batch = 1;
-  while (!fits_model_case(rows, s) && s.heads_q % 2 == 0 && s.heads_kv % 2 == 0) {
+// A decode step at `batch` sequences over its whole cache, its query and KV heads halved together
+// (the ratio kept) while past `most` FLOPs or the tier's bounds. False where nothing fits.
+bool cut_heads_keeping_cache(const SampleRows& rows, Shape& s, int batch = 1, double most = kModelCaseMaxFlops) {
+  s.batch = batch;
+  const auto fits = [&] { return fits_model_case(rows, s) && flops(s) <= most; };
+  while (!fits() && s.heads_q % 2 == 0 && s.heads_kv % 2 == 0) {
     s.heads_q /= 2;
     s.heads_kv /= 2;
   }
-  return fits_model_case(rows, s);
+  return fits();
+}
+
+// Whether a model_shapes decode step's cut call shortened its cache (round 29's whole-cache calls).
+bool cut_shortens_cache(const SampleRows& rows, const Shape& whole) {
+  Shape cut = whole;
+  return whole.seq_q <= kSharedDecodeRows && !(cut_to_fit(rows, cut) && cut.seq_kv == whole.seq_kv);
 }
 
 CaseSpec model_case(const GatesConfig& gates, const SampleSpace& space, const Shape& s, SplitMix& r,
@@ -132,9 +141,7 @@ void append_whole_cache_model_cases(const GatesConfig& gates, const Task& task, 
   for (const ModelShape& m : gates.model_shapes) {
     Shape whole = m.shape;
     whole.head_dim = task.head_dim;
-    if (whole.seq_q > kSharedDecodeRows) continue;
-    Shape cut = whole;
-    if (cut_to_fit(rows, cut) && cut.seq_kv == whole.seq_kv) continue;  // the model case has the whole cache
+    if (!cut_shortens_cache(rows, whole)) continue;  // the model case has the whole cache
     if (!cut_heads_keeping_cache(rows, whole)) continue;
     // The entry's own "/model=" token first: a try its cut case catches names the same token here.
     out.push_back(
@@ -157,6 +164,77 @@ void append_training_step_cases(const GatesConfig& gates, const Task& task, cons
   s.layout = Layout::bshd;  // a training step's token-major activations
   if (!rows.fits(s, "")) return;
   out.push_back(model_case(gates, space, s, r, "training_step", prefix + std::to_string(out.size())));
+}
+
+// The batched whole-cache decode steps (run/model_cases.h).
+void append_batched_model_cases(const GatesConfig& gates, const Task& task, const SampleSpace& space,
+                                const SampleRows& rows, const SplitMix& rng, const std::string& prefix,
+                                std::vector<CaseSpec>& out) {
+  if (!space.batched_model_cases || task.causal) return;
+  SplitMix r{rng.state ^ fnv1a("batched_model_calls")};
+  const int batch = r.uniform(kBatchedModelBatch[0], kBatchedModelBatch[1]);  // per run: no batch is the only one
+  for (const ModelShape& m : gates.model_shapes) {
+    Shape whole = m.shape;
+    whole.head_dim = task.head_dim;
+    if (!cut_shortens_cache(rows, whole) || !cut_heads_keeping_cache(rows, whole, batch, kBatchedModelMaxFlops))
+      continue;
+    out.push_back(model_case(gates, space, whole, r,
+                             model_token(m.model) + "/cache=whole/batch=" + std::to_string(batch),
+                             prefix + std::to_string(out.size())));
+  }
+}
+
+// The Gemma 27B calls (run/model_cases.h).
+void append_gemma_27b_cases(const GatesConfig& gates, const Task& task, const SampleSpace& space,
+                            const SampleRows& rows, const SplitMix& rng, const std::string& prefix,
+                            std::vector<CaseSpec>& out) {
+  if (!space.gemma_27b_cases) return;
+  SplitMix r{rng.state ^ fnv1a("gemma_27b")};
+  const bool gemma_3 = r.below(2) != 0;
+  Shape s;
+  s.heads_q = 32;
+  s.heads_kv = 16;
+  s.head_dim = task.head_dim;
+  s.layout = Layout::bshd;
+  if (task.causal) {  // under the top-left mask a decode step's row sees its first keys alone: a prefill
+    s.batch = 1;
+    s.seq_q = s.seq_kv = r.uniform(kGemmaPrefillKeys[0], kGemmaPrefillKeys[1]);
+  } else {
+    s.batch = r.uniform(kBatchedModelBatch[0], kBatchedModelBatch[1]);
+    s.seq_q = r.uniform(1, kGemmaDecodeRows);
+    s.seq_kv = r.uniform(kGemmaCacheKeys[0], kGemmaCacheKeys[1]);
+  }
+  if (!rows.fits(s, "")) return;
+  const int root = gemma_3 ? 168 : 144;  // query_pre_attn_scalar: the scale is root^-1/2, not D's
+  const std::string model = gemma_3 ? "gemma_3_27b" : "gemma_2_27b";
+  CaseSpec c = model_case(gates, space, s, r, model, prefix + std::to_string(out.size()));
+  c.scale = 1 / std::sqrt(double(root));  // the worker passes float(c.scale): the model's root ** -0.5
+  c.id = plain_case_id(space, prefix + std::to_string(out.size()), s, c.layout, c.junk, fmt::format("1/sqrt({})", root),
+                       c.inputs) +
+         "/model=" + model + "/model_scale=" + model;
+  out.push_back(c);
+}
+
+// The served decode batch (run/model_cases.h).
+void append_padded_decode_cases(const GatesConfig& gates, const Task& task, const SampleSpace& space,
+                                const SampleRows& rows, const SplitMix& rng, const std::string& prefix,
+                                std::vector<CaseSpec>& out) {
+  if (!space.padded_decode_cases || task.causal) return;  // a causal decode step sees one key
+  SplitMix r{rng.state ^ fnv1a("padded_decode")};
+  Shape s;
+  s.batch = 8 * r.uniform(kPaddedDecodeBatch[0] / 8, kPaddedDecodeBatch[1] / 8);  // a CUDA graph's padded batch
+  s.heads_q = 4;
+  s.heads_kv = 2 >> r.below(2);  // GQA 2 or MQA
+  s.head_dim = task.head_dim;
+  s.seq_q = 1;
+  s.seq_kv = r.uniform(kPaddedDecodeKeys[0], kPaddedDecodeKeys[1]);
+  s.layout = Layout::bshd;
+  // Within the tier's bounds (the cheap tier's max_tensor_elements holds K of 64 x 2 x 2048 x 128):
+  // the cache first, to 2048 keys, then the batch, to 32.
+  while (!rows.fits(s, "") && s.seq_kv > kPaddedDecodeKeys[0]) s.seq_kv = std::max(kPaddedDecodeKeys[0], s.seq_kv / 2);
+  while (!rows.fits(s, "") && s.batch > kPaddedDecodeBatch[0]) s.batch -= 8;
+  if (!rows.fits(s, "")) return;
+  out.push_back(model_case(gates, space, s, r, "padded_decode_batch", prefix + std::to_string(out.size())));
 }
 
 }  // namespace evo

@@ -58,4 +58,41 @@ void append_training_step_cases(const GatesConfig& gates, const Task& task, cons
                                 const SampleRows& rows, const SplitMix& rng, const std::string& prefix,
                                 std::vector<CaseSpec>& out);
 
+// Hacker round 30's close (after the training step; value_cases.h has its other two kinds). Each
+// kind draws per run the dimensions a close would otherwise fix, from a stream of its own.
+//
+// The batched whole-cache decode steps: the decode steps round 29's whole-cache calls take, again
+// at kBatchedModelBatch sequences (one draw a tier) over the whole cache, the heads halved together
+// only while past kBatchedModelMaxFlops or the tier's bounds (Phi-4's 40 over 10 stays whole at D
+// 128). Unmasked tasks only; the id ends in "/model=<entry>/cache=whole/batch=<B>". `rng` salted by
+// "batched_model_calls"; nothing when the space's batched_model_cases is off.
+inline constexpr int kBatchedModelBatch[2] = {2, 3};
+inline constexpr double kBatchedModelMaxFlops = 268435456.0;  // 2^28 a case
+void append_batched_model_cases(const GatesConfig& gates, const Task& task, const SampleSpace& space,
+                                const SampleRows& rows, const SplitMix& rng, const std::string& prefix,
+                                std::vector<CaseSpec>& out);
+// A Gemma 2 or 3 27B call (drawn): 32 query heads over 16 KV heads, no other case's pair, at the
+// model's scale, query_pre_attn_scalar^-1/2 (144 or 168, round 29's scale roots) past 512 keys.
+// Unmasked: a decode step of kBatchedModelBatch sequences, 1 to kGemmaDecodeRows rows over
+// kGemmaCacheKeys; causal (a decode step's row sees its first keys alone): one sequence's prefill
+// of kGemmaPrefillKeys tokens. BSHD, normal inputs with their massive channels. The id ends in
+// "/model=gemma_<2|3>_27b/model_scale=gemma_<2|3>_27b". `rng` salted by "gemma_27b"; nothing when
+// the space's gemma_27b_cases is off.
+inline constexpr int kGemmaDecodeRows = 4;
+inline constexpr int kGemmaCacheKeys[2] = {513, 2048};
+inline constexpr int kGemmaPrefillKeys[2] = {513, 544};
+void append_gemma_27b_cases(const GatesConfig& gates, const Task& task, const SampleSpace& space,
+                            const SampleRows& rows, const SplitMix& rng, const std::string& prefix,
+                            std::vector<CaseSpec>& out);
+// A served decode batch (the last kind): one decode step (Sq 1) of a batch padded to a multiple of
+// 8 in kPaddedDecodeBatch (a server's CUDA graphs) over kPaddedDecodeKeys, 4 query heads over 2 or
+// 1, BSHD, in every tier, the cheap one included (0.07 to 0.54 GFLOP). Unmasked tasks only. The id
+// ends in "/model=padded_decode_batch". `rng` salted by "padded_decode"; nothing when the space's
+// padded_decode_cases is off.
+inline constexpr int kPaddedDecodeBatch[2] = {32, 64};
+inline constexpr int kPaddedDecodeKeys[2] = {2048, 4096};
+void append_padded_decode_cases(const GatesConfig& gates, const Task& task, const SampleSpace& space,
+                                const SampleRows& rows, const SplitMix& rng, const std::string& prefix,
+                                std::vector<CaseSpec>& out);
+
 }  // namespace evo

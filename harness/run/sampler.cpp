@@ -188,6 +188,11 @@ std::vector<CaseSpec> draw_tier(const GatesConfig& gates, const Task& task, uint
   append_whole_cache_model_cases(gates, task, space, rows, rng, prefix, out);
   append_long_value_cases(gates, task, space, rows, rng, prefix, out);
   append_training_step_cases(gates, task, space, rows, rng, prefix, out);
+  append_batched_model_cases(gates, task, space, rows, rng, prefix, out);
+  append_gemma_27b_cases(gates, task, space, rows, rng, prefix, out);
+  append_long_fused_qkv_cases(gates, task, space, rows, rng, prefix, out);
+  append_bhsd_long_value_cases(gates, task, space, rows, rng, prefix, out);
+  append_padded_decode_cases(gates, task, space, rows, rng, prefix, out);
   return out;
 }
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <iterator>
 
@@ -31,8 +32,9 @@ Shape small_shape(const Task& task, SplitMix& r, bool decode, uint32_t& seed) {
 }
 
 // A long value case's shape: one sequence of a wide group, a decode step over a long cache under 1
-// or 2 KV heads (unmasked) or a prefill past 512 tokens under 1 (causal), BSHD, and its seed.
-Shape long_value_shape(const Task& task, SplitMix& r, uint32_t& seed) {
+// or 2 KV heads (unmasked) or a prefill past 512 tokens under 1 (causal), on `layout` (BSHD by
+// default), and its seed.
+Shape long_value_shape(const Task& task, SplitMix& r, uint32_t& seed, Layout layout = Layout::bshd) {
   Shape s;
   s.batch = 1;
   s.heads_kv = task.causal ? 1 : 1 + int(r.below(2));  // a prefill's cost is quadratic: one KV head
@@ -44,7 +46,7 @@ Shape long_value_shape(const Task& task, SplitMix& r, uint32_t& seed) {
     s.seq_kv = r.uniform(kLongValueCacheKeys[0], kLongValueCacheKeys[1]);
     s.seq_q = r.uniform(1, kSharedDecodeRows);
   }
-  s.layout = Layout::bshd;
+  s.layout = layout;
   seed = uint32_t(r.next());
   return s;
 }
@@ -68,6 +70,27 @@ CaseSpec small_case(const SampleSpace& space, const Shape& s, uint32_t seed, con
 
 // Plain: every tensor 256-byte aligned, no gaps.
 std::string plain(const Shape& s) { return s.layout == Layout::bshd ? "bshd" : "bhsd"; }
+
+// A long value case of `kind` (its narrow channels where a massive kind).
+CaseSpec long_value_case(const SampleSpace& space, const Shape& s, uint32_t seed, const std::string& kind,
+                         const InputDistribution& in, const std::string& prefix, size_t index) {
+  CaseSpec c =
+      small_case(space, s, seed, plain(s), plain(s), 1 / std::sqrt(double(s.head_dim)), "1/sqrt(D)", in, prefix, index);
+  c.massive_sampled = kind.rfind("massive_", 0) == 0;  // its narrow channels (massive_channel_fills)
+  c.values = kind;
+  c.id += "/values=" + kind + "/long_cache_wide_group";
+  return c;
+}
+
+// A fused-buffer case: Q, K and V views of one projection buffer, BSHD, the default scale.
+CaseSpec fused_case(const SampleSpace& space, const Shape& s, uint32_t seed, const InputDistribution& in,
+                    const std::string& prefix, size_t index) {
+  CaseSpec c = small_case(space, s, seed, std::string("packed_qkv+") + kFusedQkv, "packed_qkv",
+                          1 / std::sqrt(double(s.head_dim)), "1/sqrt(D)", in, prefix, index);
+  c.massive_sampled = true;  // as a sampled case's (the worker lays no channels in a shared view)
+  c.id += std::string("/shared=") + kFusedQkv;
+  return c;
+}
 
 }  // namespace
 
@@ -126,13 +149,42 @@ void append_long_value_cases(const GatesConfig& gates, const Task& task, const S
     uint32_t seed = 0;
     const Shape s = long_value_shape(task, r, seed);
     if (!rows.fits(s, "")) continue;
-    CaseSpec c = small_case(space, s, seed, plain(s), plain(s), 1 / std::sqrt(double(s.head_dim)), "1/sqrt(D)",
-                            in->second, prefix, out.size());
-    c.massive_sampled = kind.rfind("massive_", 0) == 0;  // its narrow channels (massive_channel_fills)
-    c.values = kind;
-    c.id += "/values=" + kind + "/long_cache_wide_group";
-    out.push_back(c);
+    out.push_back(long_value_case(space, s, seed, kind, in->second, prefix, out.size()));
   }
+}
+
+// The long value cases over a BHSD cache (run/value_cases.h).
+void append_bhsd_long_value_cases(const GatesConfig& gates, const Task& task, const SampleSpace& space,
+                                  const SampleRows& rows, const SplitMix& rng, const std::string& prefix,
+                                  std::vector<CaseSpec>& out) {
+  const auto in = gates.distributions.find("normal");
+  if (!space.bhsd_long_value_cases || task.dtype == DType::fp8 || in == gates.distributions.end()) return;
+  SplitMix r{rng.state ^ fnv1a("bhsd_long_value_cases")};
+  const char* const massive[] = {"massive_1", "massive_2", "massive_4"};
+  const std::string kind = massive[r.below(std::size(massive))];
+  uint32_t seed = 0;
+  const Shape s = long_value_shape(task, r, seed, Layout::bhsd);  // transformers' cache: K [B, Hkv, S, D]
+  if (rows.fits(s, "")) out.push_back(long_value_case(space, s, seed, kind, in->second, prefix, out.size()));
+}
+
+// The fused-buffer cases past 512 tokens (run/value_cases.h).
+void append_long_fused_qkv_cases(const GatesConfig& gates, const Task& task, const SampleSpace& space,
+                                 const SampleRows& rows, const SplitMix& rng, const std::string& prefix,
+                                 std::vector<CaseSpec>& out) {
+  const auto in = gates.distributions.find("normal");
+  if (!space.long_fused_qkv_cases || in == gates.distributions.end()) return;
+  SplitMix r{rng.state ^ fnv1a("long_fused_qkv")};
+  Shape s;
+  s.batch = 1;
+  s.heads_q = 4;
+  s.heads_kv = 4 >> r.below(3);  // MHA, GQA 2, MQA
+  s.head_dim = task.head_dim;
+  // Past the fused-buffer cases' 512 tokens, cut to kModelCaseMaxFlops (724 tokens at D 128).
+  const int most = int(std::sqrt(kModelCaseMaxFlops / (4.0 * s.heads_q * s.head_dim)));
+  s.seq_q = s.seq_kv = std::min(most, r.uniform(kLongFusedQkvTokens[0], kLongFusedQkvTokens[1]));
+  s.layout = Layout::bshd;
+  const uint32_t seed = uint32_t(r.next());
+  if (rows.fits(s, "")) out.push_back(fused_case(space, s, seed, in->second, prefix, out.size()));
 }
 
 // The fused-buffer cases (run/value_cases.h).
@@ -152,11 +204,7 @@ void append_fused_qkv_cases(const GatesConfig& gates, const Task& task, const Sa
     s.layout = Layout::bshd;  // the projection's own token-major order
     const uint32_t seed = uint32_t(r.next());
     if (!rows.fits(s, "")) continue;
-    CaseSpec c = small_case(space, s, seed, std::string("packed_qkv+") + kFusedQkv, "packed_qkv",
-                            1 / std::sqrt(double(s.head_dim)), "1/sqrt(D)", in->second, prefix, out.size());
-    c.massive_sampled = true;  // as a sampled case's (the worker lays no channels in a shared view)
-    c.id += std::string("/shared=") + kFusedQkv;
-    out.push_back(c);
+    out.push_back(fused_case(space, s, seed, in->second, prefix, out.size()));
   }
 }
 

@@ -79,4 +79,22 @@ void append_long_value_cases(const GatesConfig& gates, const Task& task, const S
                              const SampleRows& rows, const SplitMix& rng, const std::string& prefix,
                              std::vector<CaseSpec>& out);
 
+// Hacker round 30's close (run/model_cases.h has its other kinds; this is their order after the
+// Gemma call). A fused-buffer prefill past 512 tokens: one case a tier of one sequence, 4 query
+// heads over 4, 2 or 1 (drawn), kLongFusedQkvTokens tokens cut to 2^30 FLOPs (724 at D 128), as
+// append_fused_qkv_cases lays it ("/shared=fused"). `rng` salted by "long_fused_qkv"; nothing when
+// the space's long_fused_qkv_cases is off.
+inline constexpr int kLongFusedQkvTokens[2] = {513, 1024};  // to nanoGPT's block size
+void append_long_fused_qkv_cases(const GatesConfig& gates, const Task& task, const SampleSpace& space,
+                                 const SampleRows& rows, const SplitMix& rng, const std::string& prefix,
+                                 std::vector<CaseSpec>& out);
+// A long value case over a BHSD cache (after the fused prefill): one massive kind (drawn) on a
+// long value case's shape in dense BHSD (transformers' DynamicCache, K [B, Hkv, S, D]), where round
+// 29's long value cases are BSHD; 16-bit tasks only. The id ends in
+// "/values=<kind>/long_cache_wide_group". `rng` salted by "bhsd_long_value_cases"; nothing when the
+// space's bhsd_long_value_cases is off.
+void append_bhsd_long_value_cases(const GatesConfig& gates, const Task& task, const SampleSpace& space,
+                                  const SampleRows& rows, const SplitMix& rng, const std::string& prefix,
+                                  std::vector<CaseSpec>& out);
+
 }  // namespace evo

@@ -22,6 +22,11 @@ namespace fs = std::filesystem;
 
 fs::path source_root() { return EVO_SOURCE_ROOT; }
 
+void without_round30_close(GatesConfig& g) {
+  g.sampled.batched_model_cases = g.sampled.gemma_27b_cases = g.sampled.long_fused_qkv_cases = false;
+  g.sampled.bhsd_long_value_cases = g.sampled.padded_decode_cases = false;
+}
+
 GatesConfig repo_gates() { return load_gates_config(source_root() / "gates" / "gates.json"); }
 
 namespace {

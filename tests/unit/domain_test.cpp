@@ -193,8 +193,17 @@ struct Reach {
   // Round 29's close after the round (run/model_cases.h, run/value_cases.h): how many of its
   // whole-cache model calls, long value cases and training steps passed the op's checks.
   int whole_cache = 0, long_values = 0, training_steps = 0;
+  // Round 30's close: its batched whole-cache calls, Gemma 27B calls, fused prefills past 512
+  // tokens, long value cases over a BHSD cache and padded decode batches.
+  int round30[5] = {0, 0, 0, 0, 0};
   void add(const CaseSpec& c, const evo_attn_call& a) {
     const Shape& s = c.shape;
+    const auto has = [&](const char* token) { return c.id.find(token) != std::string::npos; };
+    round30[0] += has("/cache=whole/batch=");
+    round30[1] += has("/model=gemma_");
+    round30[2] += has("/shared=fused") && s.seq_q > 512;
+    round30[3] += has("/long_cache_wide_group") && s.layout == Layout::bhsd;
+    round30[4] += has("/model=padded_decode_batch");
     whole_cache += c.id.find("/cache=whole") != std::string::npos;
     long_values += c.id.find("/long_cache_wide_group") != std::string::npos;
     training_steps += c.id.find("/model=training_step") != std::string::npos;
@@ -268,6 +277,8 @@ TEST(Domain, TheGateDrawsInsideTheDomainAndEachCornerIsReachedBySomeTier) {
   for (const Reach* r : {&cheap, &deep})  // the check above met each kind the close appends
     EXPECT_TRUE(r->whole_cache > 0 && r->long_values > 0 && r->training_steps > 0)
         << r->whole_cache << " " << r->long_values << " " << r->training_steps;
+  for (const Reach* r : {&cheap, &deep})  // and each kind round 30's close appends
+    for (const int n : r->round30) EXPECT_GT(n, 0);
   EXPECT_TRUE(cheap.gaps);
   EXPECT_TRUE(cheap.two_streams);
   EXPECT_TRUE(cheap.max_scale);

@@ -302,6 +302,7 @@ TEST(HackerRound27, ModelCallsAreSmallCasesAtTheEnd) {
   g.sampled.whole_cache_model_cases = false;  // and round 29's close after those
   g.sampled.long_value_cases = false;
   g.sampled.training_step_cases = false;
+  test::without_round30_close(g);  // and round 30's close after those
   GatesConfig without = g;
   without.model_shapes.clear();
   const size_t calls = g.model_shapes.size() + 1;

@@ -746,6 +746,7 @@ TEST(HackerRound28, ValueCasesAreSmallCasesAtTheEnd) {
   g.sampled.whole_cache_model_cases = false;  // and round 29's close after those
   g.sampled.long_value_cases = false;
   g.sampled.training_step_cases = false;
+  test::without_round30_close(g);  // and round 30's close after those
   GatesConfig without = g;
   without.sampled.value_cases = false;
   double most_cheap = 0, most_deep = 0;

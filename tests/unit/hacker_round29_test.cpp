@@ -89,9 +89,16 @@ bool wide_groups(const Call& c) { return c.shape.heads_q > 4 * c.shape.heads_kv 
 using Condition = std::function<bool(const Call&)>;
 
 using test::Catch;
+// The repo's gates.json with round 30's close off: this round's predictions as made (round 30's
+// cases also run some of this round's paths: hacker_round30_close_test.cpp, expected.json).
+GatesConfig before_round30() {
+  GatesConfig g = test::repo_gates();
+  test::without_round30_close(g);
+  return g;
+}
 // Per fp16 and bf16 pinned run (support/pinned_catches.h): the cases of each tier that run the path.
-// `g`: the tiers a config draws (the repo's by default; one with a close's switch off: before it).
-std::vector<Catch> catches(const Condition& path, const char* name, const GatesConfig& g = test::repo_gates()) {
+// `g`: the tiers a config draws (round 30's close off by default; a close's switch off: before it).
+std::vector<Catch> catches(const Condition& path, const char* name, const GatesConfig& g = before_round30()) {
   return test::pinned_catches(
       g,
       [&](const Task& t, const CaseSpec& c, const Shape& s) { return path(call_of(s, c.layout, c.scale, t.causal)); },
@@ -101,7 +108,7 @@ std::vector<Catch> catches(const Condition& path, const char* name, const GatesC
 // as they were drawn when the round was predicted (the cases come after every other, so no earlier
 // case moves; the *AtTheEnd tests check it).
 GatesConfig before_the_close() {
-  GatesConfig g = test::repo_gates();
+  GatesConfig g = before_round30();
   g.sampled.whole_cache_model_cases = g.sampled.long_value_cases = g.sampled.training_step_cases = false;
   return g;
 }
@@ -479,7 +486,7 @@ double skipped_error_over_tolerance(const GatesConfig& g, const Task& t, const C
 // keys; a causal prefill of 513 to 544) under a group of 5 to 7; no other case does (round 28's value cases hold at
 // most 512 keys and 4 query heads), and on each the skipped chunks move the last row of head 0 past rel_l2.
 TEST(HackerRound29, ValueChannelsOverALongCacheAndAWideGroupAreCaughtByTheLongValueCases) {
-  const GatesConfig g = test::repo_gates();
+  const GatesConfig g = before_round30();
   const std::vector<Catch> outlier =
       test::pinned_catches(g, value_path(past_512_keys, outlier_channels), "k_outlier_channels_past_512_keys");
   const std::vector<Catch> bias =
@@ -548,6 +555,7 @@ TEST(HackerRound29, GqaBatchedLongPrefillIsCaughtByTheTrainingStep) {
 TEST(HackerRound29, WholeCacheModelCallsAreDecodeStepsAtTheEnd) {
   GatesConfig g = test::repo_gates();
   g.sampled.long_value_cases = g.sampled.training_step_cases = false;  // after them
+  test::without_round30_close(g);
   GatesConfig without = g;
   without.sampled.whole_cache_model_cases = false;
   const auto entry_of = [&](const std::string& id) -> const ModelShape* {
@@ -589,6 +597,7 @@ TEST(HackerRound29, WholeCacheModelCallsAreDecodeStepsAtTheEnd) {
 TEST(HackerRound29, LongValueCasesAreWideGroupsOverALongCacheAtTheEnd) {
   GatesConfig g = test::repo_gates();
   g.sampled.training_step_cases = false;  // after them
+  test::without_round30_close(g);
   GatesConfig without = g;
   without.sampled.long_value_cases = false;
   const auto [cheap, deep] = expect_appended(
@@ -614,7 +623,8 @@ TEST(HackerRound29, LongValueCasesAreWideGroupsOverALongCacheAtTheEnd) {
 // The training step comes last, from a stream of its own: one a tier wherever the tier's bounds
 // hold it (every tier at D 64, the deep tier at D 128).
 TEST(HackerRound29, TrainingStepIsOneBatchedGqaPrefillAtTheEnd) {
-  const GatesConfig g = test::repo_gates();
+  GatesConfig g = test::repo_gates();
+  test::without_round30_close(g);  // after it
   GatesConfig without = g;
   without.sampled.training_step_cases = false;
   const auto [cheap, deep] = expect_appended(

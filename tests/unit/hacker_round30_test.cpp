@@ -29,6 +29,7 @@
 #include "support/fill_mirror.h"
 #include "support/kernel_call.h"
 #include "support/pinned_catches.h"
+#include "support/round30_paths.h"
 #include "support/skipped_chunks.h"
 #include "support/test_support.h"
 #include "support/value_paths.h"
@@ -40,24 +41,15 @@ namespace {
 using test::Call;
 using test::Catch;
 using test::model_call;
+using namespace test::round30;  // the round's paths and run readers (support/round30_paths.h)
 
 // Each try's condition on the call, the kernel's own test (the TRICK lines of its file).
-// phi4_heads_batched_past_2k_keys_half_chunks.cu: 9 to 15 KV heads under more query heads, two
-// sequences or more, a row over more than 2048 keys.
-bool phi4_batched(const Call& c) {
-  return c.shape.heads_kv > 8 && c.shape.heads_kv < 16 && c.shape.heads_q > c.shape.heads_kv && c.shape.batch >= 2 &&
-         c.shape.visible_kv(c.causal) > 2048;
-}
 // training_step_four_kv_heads_half_chunks.cu: GQA over 4 KV heads or more, 4 sequences or more,
 // Sq = Skv >= 2048.
 bool training_wide_kv(const Call& c) {
   return test::gqa(c) && c.shape.heads_kv >= 4 && c.shape.batch >= 4 && c.shape.seq_q == c.shape.seq_kv &&
          c.shape.seq_q >= 2048;
 }
-// gemma_scale_past_512_keys_half_chunks.cu: round 29's model scale over more than 512 keys.
-bool model_scale_long(const Call& c) { return test::inverse_root_scale(c) && c.shape.seq_kv > 512; }
-// fused_qkv_past_512_tokens_half_chunks.cu: round 29's fused projection of more than 512 tokens.
-bool fused_long(const Call& c) { return test::fused_qkv(c) && c.shape.seq_q > 512; }
 // preallocated_cache_pow2_half_chunks.cu: K and V views of a BSHD cache of C rows a sequence, C a
 // power of two of 256 or more past Skv (batch stride C Hkv D, row stride Hkv D, head stride D),
 // two sequences or more.
@@ -71,25 +63,11 @@ bool cache_view(const int64_t* stride, const Shape& s) {
 bool preallocated_cache(const Call& c) {
   return c.shape.batch >= 2 && cache_view(c.k_stride, c.shape) && cache_view(c.v_stride, c.shape);
 }
-// padded_decode_batch_half_chunks.cu: a GQA decode step (Sq 1) of 32 sequences or more, a multiple
-// of 8, over 2048 keys or more.
-bool padded_decode(const Call& c) {
-  return c.shape.seq_q == 1 && c.shape.batch >= 32 && c.shape.batch % 8 == 0 && test::gqa(c) && c.shape.seq_kv >= 2048;
-}
 // gpt_neox_interleaved_v_half_chunks.cu: V's heads 3 D apart and its rows 3 Hkv D: V the last third
 // of each head of a fused projection [B, S, H, 3 D].
 bool interleaved_v(const Call& c) {
   const int64_t d = c.shape.head_dim;
   return c.v_stride[1] == 3 * d && c.v_stride[2] == 3 * d * c.shape.heads_kv;
-}
-// gemma_27b_heads_32_over_16_half_chunks.cu: 32 query heads over 16 KV heads.
-bool gemma_27b_heads(const Call& c) { return c.shape.heads_q == 32 && c.shape.heads_kv == 16; }
-// k_outlier_channels_bhsd_cache_half_chunks.cu: a head's keys contiguous and its heads a
-// sequence apart (dense BHSD, transformers' DynamicCache), more than 512 keys, and 1 to 4 channels
-// of K's first 32 keys past 24 (round 29's test: support/value_paths.h).
-bool bhsd_long(const Call& c) {
-  const int64_t d = c.shape.head_dim;
-  return c.k_stride[2] == d && c.k_stride[1] == d * c.shape.seq_kv && c.shape.seq_kv > 512;
 }
 // beam_search_prefill_half_chunks.cu, on the values: Q's last row and K's last row of sequence 1
 // (head 0) equal sequence 0's element by element, each with an element that is not zero.
@@ -221,38 +199,25 @@ TEST(HackerRound30, TheOpTakesEachModelCall) {
   EXPECT_TRUE(op_takes(neox));
 }
 
+// The repo's gates.json with the round's close turned off: the tiers as the round drew them (the
+// close's cases come after every other, so no earlier case moves; hacker_round30_close_test.cpp
+// checks it and what the close catches).
+GatesConfig before_the_close() {
+  GatesConfig g = test::repo_gates();
+  test::without_round30_close(g);
+  return g;
+}
+
 // Per fp16 and bf16 pinned run (support/pinned_catches.h): the cases of each tier that run the path.
 using Condition = std::function<bool(const Call&)>;
 std::vector<Catch> catches(const Condition& path, const char* name) {
   return test::pinned_catches(
-      test::repo_gates(),
+      before_the_close(),
       [&](const Task& t, const CaseSpec& c, const Shape& s) {
         return path(test::call_of(s, c.layout, c.scale, t.causal));
       },
       name);
 }
-// The runs (each_pinned_task_and_seed's order: fp16-d64 0 to 6, bf16-d128 7 to 13,
-// fp16-d128-causal 14 to 20) where a tier catches the try.
-std::vector<size_t> caught_runs(const std::vector<Catch>& runs, bool deep) {
-  std::vector<size_t> at;
-  for (size_t i = 0; i < runs.size(); ++i)
-    if (!(deep ? runs[i].deep : runs[i].cheap).empty()) at.push_back(i);
-  return at;
-}
-std::vector<size_t> span(size_t from, size_t to) {
-  std::vector<size_t> at;
-  for (size_t i = from; i < to; ++i) at.push_back(i);
-  return at;
-}
-bool names(const std::string& id, const std::string& token) { return id.find(token) != std::string::npos; }
-bool starts_with(const std::string& id, const std::string& head) { return id.rfind(head, 0) == 0; }
-// Every case of either tier that runs the path names `token` (the GPU suite's caught_by).
-void expect_every_catch_names(const std::vector<Catch>& runs, const std::string& token) {
-  for (const Catch& k : runs)
-    for (const auto* ids : {&k.cheap_ids, &k.deep_ids})
-      for (const auto& id : *ids) EXPECT_TRUE(names(id, token)) << k.run << ": " << id;
-}
-
 // (b) Six holes in both tiers of all 21 fp16 and bf16 pinned runs, gate seed 2025 fp16-d64
 // included. Round 29's closes each hold the dimension their hole lived in at one value: the
 // training step is 4 x 2 heads over 1 (training_wide_kv), the scale cases and the fused-buffer
@@ -303,7 +268,7 @@ TEST(HackerRound30, PaddedDecodeBatchOnlyInTheDeepTier) {
   EXPECT_TRUE(starts_with(runs[6].deep, "deep/286/64x32x8x1x2048x64:bshd/")) << runs[6].deep;
   // The cheap tier's cut calls of the padded entries (Mistral 7B at 32, Llama-3 8B at 64): the
   // batch kept, the cache below 2048 keys.
-  const GatesConfig g = test::repo_gates();
+  const GatesConfig g = before_the_close();
   test::each_pinned_task_and_seed([&](const Task& t, const std::string& task, uint32_t seed) {
     for (const CaseSpec& c : draw_sampled_cases(g, t, seed)) {
       if ((names(c.id, "/model=mistral_7b_decode") || names(c.id, "/model=llama_3_8b_decode_batch_64")) &&
@@ -322,7 +287,7 @@ TEST(HackerRound30, PaddedDecodeBatchOnlyInTheDeepTier) {
 // of bf16-d128 seed 0, the deep tier of bf16-d128 seed 7 and fp16-d128-causal seed 0.
 TEST(HackerRound30, BeamSearchPrefillOnlyByAnAccidentOfTheSharedForms) {
   const std::vector<Catch> runs = test::pinned_catches(
-      test::repo_gates(),
+      before_the_close(),
       [](const Task& t, const CaseSpec& c, const Shape& s) {
         const bool same = beam_case(t, c, s);
         EXPECT_TRUE(!same || (c.shared_prefix >= c.shape.seq_kv && k_at_q(layout_shared(c.layout)))) << c.id;
@@ -341,12 +306,12 @@ TEST(HackerRound30, BeamSearchPrefillOnlyByAnAccidentOfTheSharedForms) {
 // 512 keys and round 29's long value cases are BSHD, so no case of the 21 runs meets it.
 TEST(HackerRound30, KOutlierChannelsOverABhsdCacheInNoRun) {
   const std::vector<Catch> runs = test::pinned_catches(
-      test::repo_gates(), test::value_path(bhsd_long, test::outlier_channels), "k_outlier_channels_bhsd_cache");
+      before_the_close(), test::value_path(bhsd_long, test::outlier_channels), "k_outlier_channels_bhsd_cache");
   EXPECT_EQ(caught_runs(runs, false), std::vector<size_t>{});
   EXPECT_EQ(caught_runs(runs, true), std::vector<size_t>{});
   // The same K test over any layout past 512 keys: the long value cases, all BSHD.
   const std::vector<Catch> bshd = test::pinned_catches(
-      test::repo_gates(), test::value_path([](const Call& c) { return c.shape.seq_kv > 512; }, test::outlier_channels),
+      before_the_close(), test::value_path([](const Call& c) { return c.shape.seq_kv > 512; }, test::outlier_channels),
       "k_outlier_channels_past_512_keys");
   EXPECT_EQ(caught_runs(bshd, false), span(0, 21));
   expect_every_catch_names(bshd, ":bshd/");
