@@ -107,7 +107,9 @@ TEST(HackerRound30Close, EachKindIsAppendedAfterEveryOtherCase) {
                                       ASSERT_GE(cases.size(), before.size()) << run;
                                       const size_t added = cases.size() - before.size();
                                       const size_t want = all[k].count(t);
-                                      if (want != kDrawn) EXPECT_EQ(added, want) << all[k].name << " " << run;
+                                      if (want != kDrawn) {
+                                        EXPECT_EQ(added, want) << all[k].name << " " << run;
+                                      }
                                       for (size_t i = 0; i < before.size(); ++i)
                                         EXPECT_TRUE(cases[i].id == before[i].id && cases[i].seed == before[i].seed)
                                             << run << ": " << cases[i].id << " was " << before[i].id;
