@@ -64,7 +64,7 @@ const ModelShape* pow2_gqa_prefill(const std::vector<ModelShape>& all) {
 
 // A decode step at `batch` sequences over its whole cache, its query and KV heads halved together
 // (the ratio kept) while past `most` FLOPs or the tier's bounds. False where nothing fits.
-bool cut_heads_keeping_cache(const SampleRows& rows, Shape& s, int batch = 1, double most = kModelCaseMaxFlops) {
+bool cut_heads_keeping_cache(const SampleRows& rows, Shape& s, int batch, double most) {
   s.batch = batch;
   const auto fits = [&] { return fits_model_case(rows, s) && flops(s) <= most; };
   while (!fits() && s.heads_q % 2 == 0 && s.heads_kv % 2 == 0) {
@@ -93,6 +93,22 @@ CaseSpec model_case(const GatesConfig& gates, const SampleSpace& space, const Sh
   c.junk = "finite";
   c.id = plain_case_id(space, at, s, c.layout, c.junk, "1/sqrt(D)", c.inputs) + "/model=" + name;
   return c;
+}
+
+// Each model_shapes decode step whose cut shortened its cache, at `batch` sequences over its whole
+// cache (heads halved while past `most`), named "<entry>/cache=whole<suffix>": round 29's
+// whole-cache calls at batch 1, round 30's at a batch drawn per run. The entry's own "/model="
+// token first: a try its cut case catches names the same token here.
+void append_whole_cache_steps(const GatesConfig& gates, const Task& task, const SampleSpace& space,
+                              const SampleRows& rows, SplitMix& r, int batch, double most, const std::string& suffix,
+                              const std::string& prefix, std::vector<CaseSpec>& out) {
+  for (const ModelShape& m : gates.model_shapes) {
+    Shape whole = m.shape;
+    whole.head_dim = task.head_dim;
+    if (!cut_shortens_cache(rows, whole) || !cut_heads_keeping_cache(rows, whole, batch, most)) continue;
+    out.push_back(model_case(gates, space, whole, r, model_token(m.model) + "/cache=whole" + suffix,
+                             prefix + std::to_string(out.size())));
+  }
 }
 
 }  // namespace
@@ -138,15 +154,7 @@ void append_whole_cache_model_cases(const GatesConfig& gates, const Task& task, 
                                     std::vector<CaseSpec>& out) {
   if (!space.whole_cache_model_cases || task.causal) return;
   SplitMix r{rng.state ^ fnv1a("whole_cache_model_calls")};
-  for (const ModelShape& m : gates.model_shapes) {
-    Shape whole = m.shape;
-    whole.head_dim = task.head_dim;
-    if (!cut_shortens_cache(rows, whole)) continue;  // the model case has the whole cache
-    if (!cut_heads_keeping_cache(rows, whole)) continue;
-    // The entry's own "/model=" token first: a try its cut case catches names the same token here.
-    out.push_back(
-        model_case(gates, space, whole, r, model_token(m.model) + "/cache=whole", prefix + std::to_string(out.size())));
-  }
+  append_whole_cache_steps(gates, task, space, rows, r, 1, kModelCaseMaxFlops, "", prefix, out);
 }
 
 // The training step (run/model_cases.h).
@@ -173,15 +181,8 @@ void append_batched_model_cases(const GatesConfig& gates, const Task& task, cons
   if (!space.batched_model_cases || task.causal) return;
   SplitMix r{rng.state ^ fnv1a("batched_model_calls")};
   const int batch = r.uniform(kBatchedModelBatch[0], kBatchedModelBatch[1]);  // per run: no batch is the only one
-  for (const ModelShape& m : gates.model_shapes) {
-    Shape whole = m.shape;
-    whole.head_dim = task.head_dim;
-    if (!cut_shortens_cache(rows, whole) || !cut_heads_keeping_cache(rows, whole, batch, kBatchedModelMaxFlops))
-      continue;
-    out.push_back(model_case(gates, space, whole, r,
-                             model_token(m.model) + "/cache=whole/batch=" + std::to_string(batch),
-                             prefix + std::to_string(out.size())));
-  }
+  append_whole_cache_steps(gates, task, space, rows, r, batch, kBatchedModelMaxFlops, "/batch=" + std::to_string(batch),
+                           prefix, out);
 }
 
 // The Gemma 27B calls (run/model_cases.h).

@@ -31,6 +31,9 @@ Shape small_shape(const Task& task, SplitMix& r, bool decode, uint32_t& seed) {
   return s;
 }
 
+// The value kinds with a few large Q and K channels (gpu/value_fill.h), one drawn a long value case.
+const char* const kMassiveKinds[] = {"massive_1", "massive_2", "massive_4"};
+
 // A long value case's shape: one sequence of a wide group, a decode step over a long cache under 1
 // or 2 KV heads (unmasked) or a prefill past 512 tokens under 1 (causal), on `layout` (BSHD by
 // default), and its seed.
@@ -144,8 +147,7 @@ void append_long_value_cases(const GatesConfig& gates, const Task& task, const S
   const auto in = gates.distributions.find("normal");
   if (!space.long_value_cases || task.dtype == DType::fp8 || in == gates.distributions.end()) return;
   SplitMix r{rng.state ^ fnv1a("long_value_cases")};
-  const char* const massive[] = {"massive_1", "massive_2", "massive_4"};
-  for (const std::string kind : {massive[r.below(std::size(massive))], "k_offset"}) {
+  for (const std::string kind : {kMassiveKinds[r.below(std::size(kMassiveKinds))], "k_offset"}) {
     uint32_t seed = 0;
     const Shape s = long_value_shape(task, r, seed);
     if (!rows.fits(s, "")) continue;
@@ -160,8 +162,7 @@ void append_bhsd_long_value_cases(const GatesConfig& gates, const Task& task, co
   const auto in = gates.distributions.find("normal");
   if (!space.bhsd_long_value_cases || task.dtype == DType::fp8 || in == gates.distributions.end()) return;
   SplitMix r{rng.state ^ fnv1a("bhsd_long_value_cases")};
-  const char* const massive[] = {"massive_1", "massive_2", "massive_4"};
-  const std::string kind = massive[r.below(std::size(massive))];
+  const std::string kind = kMassiveKinds[r.below(std::size(kMassiveKinds))];
   uint32_t seed = 0;
   const Shape s = long_value_shape(task, r, seed, Layout::bhsd);  // transformers' cache: K [B, Hkv, S, D]
   if (rows.fits(s, "")) out.push_back(long_value_case(space, s, seed, kind, in->second, prefix, out.size()));

@@ -40,9 +40,7 @@ void WorkerClient::reject(const std::string& why) {
   // The worker runs candidate code: a line that breaks the protocol is treated like any other
   // way of dying, and costs the candidate a crash verdict, never the parent.
   failure_ = Verdict{Outcome::crash, "worker broke the protocol: " + why};
-  child_->kill_group();
-  exit_status_ = child_->wait();
-  finished_ = true;
+  stop();
 }
 
 void WorkerClient::stop() {
