@@ -9,12 +9,17 @@
 # and does not fit one call beside the rest; run it with FILTER=DeepTierTricks and
 # EVO_ADVERSARIAL_FILES naming one or two tricks. (The default was DeepTier, which also left out
 # Sanitizer.AnHonestElitePassesTheDeepTiersLayoutsUnderEveryTool, 114 s: it runs with the rest now.)
-# EVO_ADVERSARIAL_STOP_AT_FIRST_FAILURE=1 runs the adversarial suites with gates.json
-# verdict.stop_at_first_failure on (the verdicts it moves are printed). JOBS (ctest -j, default 1)
+# The adversarial suites follow gates.json verdict.stop_at_first_failure (on: the verdicts it moves
+# are printed); EVO_ADVERSARIAL_STOP_AT_FIRST_FAILURE=0 or 1 overrides it. JOBS (ctest -j, default 1)
 # runs tests side by side on the one GPU: each test has its own scratch repo, and a full run is
 # about 730 s one at a time (EveryTrick alone 389 s on 2026-12-02), more than one call's limit;
 # EveryTrick runs as four shards (Adversarial/EveryTrick.*/0..3), but side by side they took as
 # long as the suite alone (409-414 s each with JOBS=4 on 2026-12-02): the GPU is the bound.
+# With the stop switch on, JOBS=2 ran the whole label (DeepTierTricks aside) in 386 and 397 s
+# (2026-12-03), but two processes' kernels then share the GPU by time slices: in the second run
+# the honest spin_delayed_writes' four repeat probes at 8x32x32x2048x2048x64 ran 7 % faster than
+# their fresh launches (312 against 337 ms, every timed sample 336-339 ms), past the probe's 5 %
+# floor, and it was refused as a replay (integrity). A run whose records count uses JOBS=1.
 #   OUT=... RUNS=3 bash lab/device-sessions/gpu_tests.sh
 #   OUT=... JOBS=3 WALL_S=585 bash lab/device-sessions/gpu_tests.sh
 set -uo pipefail

@@ -148,8 +148,8 @@ struct Suite {
   std::map<std::string, std::vector<std::pair<std::string, std::vector<std::string>>>> also;
   // file -> fixed cases that may catch it too (a fixed shape added after the trick's round).
   std::map<std::string, std::vector<std::string>> fixed_too;
-  // gates.json verdict.stop_at_first_failure on (EVO_ADVERSARIAL_STOP_AT_FIRST_FAILURE=1 or a
-  // test that sets it): a rejected candidate's worker stops at its first failed case.
+  // gates.json verdict.stop_at_first_failure (the repo's setting, EVO_ADVERSARIAL_STOP_AT_FIRST_FAILURE
+  // or a test that sets it): a rejected candidate's worker stops at its first failed case.
   bool stop_at_first_failure = false;
 };
 
@@ -242,8 +242,13 @@ Suite make_suite(const std::string& task, bool deep = false, int shard = 0, int 
   // would-be elite (and none is pruned: only a full top 3 prunes). Off for the cheap suites, which
   // judge the cheap tier alone and would otherwise pay ~60 s of deep cases per scalar elite.
   set_deep_gate(s.root, deep);
+  // gates.json's own setting (on since the H200 run of 2026-12-02: 210 tricks, every verdict as
+  // before); EVO_ADVERSARIAL_STOP_AT_FIRST_FAILURE=0 or 1 overrides it for the whole suite.
+  s.stop_at_first_failure =
+      json::parse(read_text(s.root / "gates" / "gates.json"))["verdict"].value("stop_at_first_failure", false);
   const char* stop = std::getenv("EVO_ADVERSARIAL_STOP_AT_FIRST_FAILURE");
-  if (stop && std::string(stop) == "1") set_stop_at_first_failure(s, true);
+  if (stop && (std::string(stop) == "1" || std::string(stop) == "0"))
+    set_stop_at_first_failure(s, std::string(stop) == "1");
   s.results = s.root / "results";
   s.populations = s.root / "populations";
   s.cache = s.root / "cache";

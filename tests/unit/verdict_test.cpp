@@ -109,14 +109,14 @@ TEST(Verdict, ThresholdsComeFromGatesJson) {
   EXPECT_EQ(parse_gates_config(j.dump(), "test").verdict.noisy_rse, 0.02);
 }
 
-// The gate stops at the first failed case only where gates.json says so: off in the repository's
-// file (and in one without the field), on where set, and a value that is not a bool is refused
-// with the field's name.
-TEST(Verdict, StopAtFirstFailureIsAGatesJsonSwitchOffByDefault) {
-  EXPECT_FALSE(load_gates_config(test::source_root() / "gates" / "gates.json").verdict.stop_at_first_failure);
+// The gate stops at the first failed case where gates.json says so: on in the repository's file
+// (since the H200 run of 2026-12-02), off where set off and in a file without the field, and a
+// value that is not a bool is refused with the field's name.
+TEST(Verdict, StopAtFirstFailureIsAGatesJsonSwitchOnInTheRepository) {
+  EXPECT_TRUE(load_gates_config(test::source_root() / "gates" / "gates.json").verdict.stop_at_first_failure);
   auto j = nlohmann::json::parse(test::read_text(test::source_root() / "gates" / "gates.json"));
-  j["verdict"]["stop_at_first_failure"] = true;
-  EXPECT_TRUE(parse_gates_config(j.dump(), "test").verdict.stop_at_first_failure);
+  j["verdict"]["stop_at_first_failure"] = false;
+  EXPECT_FALSE(parse_gates_config(j.dump(), "test").verdict.stop_at_first_failure);
   j["verdict"]["stop_at_first_failure"] = "yes";
   try {
     parse_gates_config(j.dump(), "test");
