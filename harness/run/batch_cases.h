@@ -77,7 +77,7 @@ void append_phi4_prefill_cases(const GatesConfig& gates, const Task& task, const
 //    "/model=pow2_cache_decode" or "/model=pow2_cache_prefill";
 //  - "neox_v": GPT-NeoX's V, the last D channels of each head of its fused projection [B, S, H,
 //    3·D]: MHA (GPT-NeoX's and Pythia's heads) of 2 to 8 heads, 1 or 2 sequences, a prefill of
-//    kLayoutPrefillTokens tokens (drawn) halved to 2^30 FLOPs. The id names "/layout=neox_v/" and
+//    kLayoutPrefillTokens tokens (drawn) cut to 2^30 FLOPs. The id names "/layout=neox_v/" and
 //    ends in "/model=gpt_neox_prefill".
 // The default scale, normal inputs with their massive channels, finite junk in the cache's spare
 // rows and the projection's other channels. `rng` salted by "model_layouts"; nothing when the
