@@ -8,9 +8,7 @@
 
 namespace evo {
 
-namespace {
-
-TensorPlacement dense(const Shape& s, Layout layout, int heads, int seq) {
+TensorPlacement dense_placement(const Shape& s, Layout layout, int heads, int seq) {
   Shape t = s;
   t.layout = layout;
   TensorPlacement p;
@@ -18,6 +16,8 @@ TensorPlacement dense(const Shape& s, Layout layout, int heads, int seq) {
   p.buffer_elements = t.elements(heads, seq);
   return p;
 }
+
+namespace {
 
 // One tensor's view of a fused [B, S, Hq + 2·Hkv, D] projection, starting at head `first`.
 TensorPlacement packed(const Shape& s, int seq, int first) {
@@ -300,7 +300,7 @@ bool far_placements(CaseLayout& c, const Shape& s, const std::string& layout) {
     // A decode step (Sq <= 16) writes its O, and reads its Q, in per-sequence slots 2^31 elements
     // apart too (hacker round 10: every decode case's Q and O were small and dense).
     const bool decode = s.seq_q <= kFarDecodeRows;
-    c.q = decode ? far_batches(s, s.heads_q, s.seq_q) : dense(s, Layout::bhsd, s.heads_q, s.seq_q);
+    c.q = decode ? far_batches(s, s.heads_q, s.seq_q) : dense_placement(s, Layout::bhsd, s.heads_q, s.seq_q);
     c.o = decode ? far_batches(s, s.heads_q, s.seq_q) : c.q;
     c.k = c.v = far_batches(s, s.heads_kv, s.seq_kv);
   } else if (layout == "far_rows") {
@@ -325,13 +325,13 @@ CaseLayout case_layout(const Shape& s, const std::string& full, int in_bytes, in
   CaseLayout c;
   if (layout.empty() || layout == "bhsd" || layout == "bshd") {
     const Layout l = layout.empty() ? s.layout : (layout == "bshd" ? Layout::bshd : Layout::bhsd);
-    c.q = c.o = dense(s, l, s.heads_q, s.seq_q);
-    c.k = c.v = dense(s, l, s.heads_kv, s.seq_kv);
+    c.q = c.o = dense_placement(s, l, s.heads_q, s.seq_q);
+    c.k = c.v = dense_placement(s, l, s.heads_kv, s.seq_kv);
   } else if (layout == "packed_qkv") {
     c.q = packed(s, s.seq_q, 0);
     c.k = packed(s, s.seq_kv, s.heads_q);
     c.v = packed(s, s.seq_kv, s.heads_q + s.heads_kv);
-    c.o = dense(s, Layout::bshd, s.heads_q, s.seq_q);
+    c.o = dense_placement(s, Layout::bshd, s.heads_q, s.seq_q);
   } else if (layout == "mixed") {
     // Q and V token-major with room after each batch (3 and 37 rows: no tile size divides them),
     // K seq-major [Skv, B + 1, Hkv, D + pad] (padded heads, a spare batch slot: hacker round 11,
@@ -364,9 +364,10 @@ CaseLayout case_layout(const Shape& s, const std::string& full, int in_bytes, in
     c.k = gapped_bhsd(s, s.heads_kv, s.seq_kv, pad, 19, 7);  // Skv capacity: Skv + 19
     c.v = heads_outermost(s, s.heads_kv, s.seq_kv, pad, 19, 11);
     c.o = inside_bigger(s, 2);
-  } else if (!far_placements(c, s, layout)) {
+  } else if (!far_placements(c, s, layout) && !model_layout_placements(c, s, layout)) {
     throw usage_error("unknown case layout '" + layout +
-                      "': use packed_qkv, mixed, kv_cache, strided, far_batches, far_rows or far_heads");
+                      "': use packed_qkv, mixed, kv_cache, strided, pow2_cache, neox_v, far_batches, far_rows or "
+                      "far_heads");
   }
   align_and_share(c, s, full, align, in_bytes, out_bytes, draw);
   return c;

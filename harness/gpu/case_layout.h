@@ -22,6 +22,14 @@
 //    V a KV cache with capacity (Skv + 19) and gaps between batches, each of Q, K, V with rows
 //    16 bytes wider than D elements (no stride a whole number of rows), O a BSHD slice of a
 //    buffer with Hq + 1 heads per row and gaps between batches.
+//  - pow2_cache (hacker round 30's second close, not a covering-array layout: run/batch_cases.h):
+//    K and V token-major views of a KV cache preallocated to pow2_cache_rows(s) rows a sequence
+//    [B, C, Hkv, D] (batch stride C·Hkv·D), a power of two past Skv, as Meta's Llama 2 reference
+//    slices cache_k[:bsz, :start_pos + seqlen]; Q and O dense BSHD;
+//  - neox_v (the same close): V a slice of GPT-NeoX's fused projection interleaved per head,
+//    [B, Skv, Hkv, (g + 2)·D] (g = Hq / Hkv; in MHA [B, S, H, 3·D], V the last D of each head:
+//    head stride 3·D, row stride 3·Hkv·D, as transformers' GPT-NeoX passes it), in a buffer of its
+//    own; Q and K dense BHSD (the rotary embedding's new tensors), O dense BSHD.
 //  - far_batches (the deep tier's fixed `far` set, not sampled): Q and O BHSD, K and V BHSD per
 //    batch with a batch stride of 2^31 elements (kFarBatchStride): one stride past int32, as a
 //    cache of two sequences far apart in a large pool has it. A decode step's (Sq <= 16, the far
@@ -131,6 +139,15 @@ struct BufferPool {
   int64_t bytes = 0;                 // the whole pool
 };
 BufferPool buffer_pool(const CaseLayout& lay, int in_bytes, int out_bytes, int64_t guard_bytes, uint32_t draw);
+
+// pow2_cache's rows a sequence: the least power of two of kPow2CacheMinRows or more past Skv, times
+// 1, 2, 4, 8 or 16 by (Skv + B) mod 5 (a context preallocated past the next power of two).
+inline constexpr int64_t kPow2CacheMinRows = 256;
+int64_t pow2_cache_rows(const Shape& s);
+// A dense tensor of `heads` heads of `seq` rows a sequence in `layout` (BHSD or BSHD).
+TensorPlacement dense_placement(const Shape& s, Layout layout, int heads, int seq);
+// pow2_cache's and neox_v's placements (gpu/model_layouts.cpp) into `c`: false for any other name.
+bool model_layout_placements(CaseLayout& c, const Shape& s, const std::string& layout);
 
 // The far set's layout for a shape: its batches far apart (far_batches), or, for one batch, its
 // KV heads (far_heads), or, for one batch of one KV head, where no batch or head index steps, its

@@ -101,6 +101,8 @@ inline TensorFills tensor_fills(const CaseSpec& c) {
     f.k.outlier_scale = f.v.outlier_scale = 0;
   }
   f.k.prefix_rows = f.v.prefix_rows = unsigned(c.shared_prefix);  // K and V: the cache; Q differs
+  // "repeat_batch" (gpu/value_fill.h kRepeatBatch): Q repeats too, so whole sequences repeat.
+  if (c.values == kRepeatBatch) f.q.prefix_rows = unsigned(c.shared_prefix);
   // Hacker round 28's value cases (value_kinds): V's pairs, the e4m3 grid.
   if (c.values == "v_repeat") f.v.pair_every = kValuePairEvery;
   f.k.grid_scale = f.v.grid_scale = value_grid_scale(c);

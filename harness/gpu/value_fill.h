@@ -44,6 +44,16 @@ inline const std::vector<std::string>& value_kinds() {
   return k;
 }
 
+// Whole repeated sequences ("repeat_batch", hacker round 30's second close: run/batch_cases.h
+// append_beam_prefill_cases): Q takes the case's shared prefix rows too (gpu/input_fill.h
+// tensor_fills), so with CaseSpec::shared_prefix at least Sq and Skv every odd sequence repeats the
+// one before whole, Q, K and V, as repeat_interleave of one prompt before a beam search's prefill.
+// Not one of value_kinds (the value cases draw one case each of those); the worker takes it too.
+inline constexpr const char* kRepeatBatch = "repeat_batch";
+inline bool known_value_kind(const std::string& kind) {
+  return kind == kRepeatBatch || std::find(value_kinds().begin(), value_kinds().end(), kind) != value_kinds().end();
+}
+
 // V's repeated rows ("v_repeat"): row s > 0 of a (b, head) sequence takes row s - 1's draw where
 // the row's hash (salted, the case's seed) is 0 mod `every` and the row before's is not, so rows
 // come in pairs, never chains (about 3 rows in 16 at every = 4). evo_fill (support_kernels.cu

@@ -78,7 +78,7 @@ CaseSpec case_from_json(const json& j) {
   c.shared_prefix = j.value("shared_prefix", 0);
   if (c.shared_prefix < 0) throw std::invalid_argument("shared_prefix must be 0 or a row count");
   c.values = j.value("values", "");
-  if (!c.values.empty() && std::find(value_kinds().begin(), value_kinds().end(), c.values) == value_kinds().end())
+  if (!c.values.empty() && !known_value_kind(c.values))
     throw std::invalid_argument("case " + c.id + ": unknown value kind '" + c.values + "'");
   c.two_streams = j.value("two_streams", false);
   c.streams_share = j.value("streams_share", "");

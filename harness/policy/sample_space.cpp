@@ -301,6 +301,10 @@ SampleSpace parse_sample_space(const json& j, const std::string& w) {
   optional_bool(j, "long_fused_qkv_cases", w, s.long_fused_qkv_cases);
   optional_bool(j, "bhsd_long_value_cases", w, s.bhsd_long_value_cases);
   optional_bool(j, "padded_decode_cases", w, s.padded_decode_cases);
+  optional_bool(j, "beam_prefill_cases", w, s.beam_prefill_cases);
+  optional_bool(j, "gqa_training_step_cases", w, s.gqa_training_step_cases);
+  optional_bool(j, "phi4_prefill_cases", w, s.phi4_prefill_cases);
+  optional_bool(j, "model_layout_cases", w, s.model_layout_cases);
   s.cheap = tier(member(j, "cheap", w), w + ".cheap");
   s.deep = tier(member(j, "deep", w), w + ".deep");
   return s;

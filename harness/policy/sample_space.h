@@ -146,6 +146,16 @@ struct SampleSpace {
   bool long_fused_qkv_cases = true;
   bool bhsd_long_value_cases = true;
   bool padded_decode_cases = true;
+  // Hacker round 30's second close (run/batch_cases.h), after the padded decode batch, in this
+  // order: a beam search's prefill, whole sequences repeated (append_beam_prefill_cases), a GQA
+  // training step over 4 KV heads or more (append_gqa_training_step_cases, the deep tier's bounds
+  // only), Phi-4's 40 over 10 heads on a causal prefill past 2048 keys (append_phi4_prefill_cases,
+  // likewise), a power-of-two cache and GPT-NeoX's interleaved V (append_model_layout_cases).
+  // Each switch false leaves its kind out.
+  bool beam_prefill_cases = true;
+  bool gqa_training_step_cases = true;
+  bool phi4_prefill_cases = true;
+  bool model_layout_cases = true;
 
   // Values per dimension, in SampleDim order.
   std::vector<int> sizes() const;

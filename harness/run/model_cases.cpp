@@ -80,21 +80,6 @@ bool cut_shortens_cache(const SampleRows& rows, const Shape& whole) {
   return whole.seq_q <= kSharedDecodeRows && !(cut_to_fit(rows, cut) && cut.seq_kv == whole.seq_kv);
 }
 
-CaseSpec model_case(const GatesConfig& gates, const SampleSpace& space, const Shape& s, SplitMix& r,
-                    const std::string& name, const std::string& at) {
-  CaseSpec c;
-  c.shape = s;
-  c.shape.set.clear();
-  c.layout = s.layout == Layout::bshd ? "bshd" : "bhsd";  // plain: every tensor 256-byte aligned, no gaps
-  c.seed = uint32_t(r.next());
-  c.scale = 1 / std::sqrt(double(s.head_dim));  // the default, as callers pass it
-  set_inputs(c, gates.inputs.front(), gates.inputs.front().v_mean);
-  c.massive_sampled = true;  // normal's massive Q and K channels, as a sampled case's (a model's activations have them)
-  c.junk = "finite";
-  c.id = plain_case_id(space, at, s, c.layout, c.junk, "1/sqrt(D)", c.inputs) + "/model=" + name;
-  return c;
-}
-
 // Each model_shapes decode step whose cut shortened its cache, at `batch` sequences over its whole
 // cache (heads halved while past `most`), named "<entry>/cache=whole<suffix>": round 29's
 // whole-cache calls at batch 1, round 30's at a batch drawn per run. The entry's own "/model="
@@ -112,6 +97,22 @@ void append_whole_cache_steps(const GatesConfig& gates, const Task& task, const 
 }
 
 }  // namespace
+
+// A plain model call (run/model_cases.h).
+CaseSpec model_case(const GatesConfig& gates, const SampleSpace& space, const Shape& s, SplitMix& r,
+                    const std::string& name, const std::string& at) {
+  CaseSpec c;
+  c.shape = s;
+  c.shape.set.clear();
+  c.layout = s.layout == Layout::bshd ? "bshd" : "bhsd";  // plain: every tensor 256-byte aligned, no gaps
+  c.seed = uint32_t(r.next());
+  c.scale = 1 / std::sqrt(double(s.head_dim));  // the default, as callers pass it
+  set_inputs(c, gates.inputs.front(), gates.inputs.front().v_mean);
+  c.massive_sampled = true;  // normal's massive Q and K channels, as a sampled case's (a model's activations have them)
+  c.junk = "finite";
+  c.id = plain_case_id(space, at, s, c.layout, c.junk, "1/sqrt(D)", c.inputs) + "/model=" + name;
+  return c;
+}
 
 // The entry's id token (run/model_cases.h).
 std::string model_token(const std::string& model) {

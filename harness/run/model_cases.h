@@ -17,6 +17,12 @@ namespace evo {
 // one '_' ("Phi-4 decode (GQA 40/10), ..." is "phi_4_decode_gqa_40_10_...").
 std::string model_token(const std::string& model);
 
+// A model call's case at `at` (its prefix and index): shape `s` in its own contiguous view (BSHD or
+// BHSD, 256-byte aligned, finite junk), the default scale, normal inputs with their massive
+// channels, a seed from `r`; the id names every dimension and ends in "/model=<name>".
+CaseSpec model_case(const GatesConfig& gates, const SampleSpace& space, const Shape& s, SplitMix& r,
+                    const std::string& name, const std::string& at);
+
 // One case per entry of gates.json model_shapes, at the task's head dim and mask: the model's
 // heads (Hq, Hkv), lengths, batch and contiguous view (BSHD or BHSD, 256-byte aligned), the
 // default scale (0: 1/sqrt(D) as the worker passes it) and normal inputs, cut to fit the tier's

@@ -11,6 +11,7 @@
 #include "core/errors.h"
 #include "core/splitmix.h"
 #include "gpu/case_layout.h"
+#include "run/batch_cases.h"
 #include "run/model_cases.h"
 #include "run/sample_rows.h"
 #include "run/shared_cases.h"
@@ -193,6 +194,10 @@ std::vector<CaseSpec> draw_tier(const GatesConfig& gates, const Task& task, uint
   append_long_fused_qkv_cases(gates, task, space, rows, rng, prefix, out);
   append_bhsd_long_value_cases(gates, task, space, rows, rng, prefix, out);
   append_padded_decode_cases(gates, task, space, rows, rng, prefix, out);
+  append_beam_prefill_cases(gates, task, space, rows, rng, prefix, out);
+  append_gqa_training_step_cases(gates, task, space, rows, rng, prefix, out);
+  append_phi4_prefill_cases(gates, task, space, rows, rng, prefix, out);
+  append_model_layout_cases(gates, task, space, rows, rng, prefix, out);
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <iostream>
@@ -68,6 +69,16 @@ inline std::vector<Catch> pinned_catches(const GatesConfig& g, const TaskPath& p
   });
   EXPECT_EQ(out.size(), 21u);
   return out;
+}
+// Every case of either tier that runs the path names one of `tokens` (the GPU suite's caught_by:
+// tests/gpu/adversarial_test.cpp, each failed sampled or deep case must name one).
+inline void expect_every_catch_names_one_of(const std::vector<Catch>& runs, const std::vector<std::string>& tokens) {
+  for (const Catch& k : runs)
+    for (const auto* ids : {&k.cheap_ids, &k.deep_ids})
+      for (const auto& id : *ids)
+        EXPECT_TRUE(std::any_of(tokens.begin(), tokens.end(),
+                                [&](const std::string& t) { return id.find(t) != std::string::npos; }))
+            << k.run << ": " << id;
 }
 inline std::vector<Catch> pinned_catches(const ProblemPath& path, const std::string& name = "") {
   return pinned_catches(

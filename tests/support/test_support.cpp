@@ -25,6 +25,12 @@ fs::path source_root() { return EVO_SOURCE_ROOT; }
 void without_round30_close(GatesConfig& g) {
   g.sampled.batched_model_cases = g.sampled.gemma_27b_cases = g.sampled.long_fused_qkv_cases = false;
   g.sampled.bhsd_long_value_cases = g.sampled.padded_decode_cases = false;
+  without_round30_second_close(g);
+}
+
+void without_round30_second_close(GatesConfig& g) {
+  g.sampled.beam_prefill_cases = g.sampled.gqa_training_step_cases = false;
+  g.sampled.phi4_prefill_cases = g.sampled.model_layout_cases = false;
 }
 
 GatesConfig repo_gates() { return load_gates_config(source_root() / "gates" / "gates.json"); }

@@ -61,7 +61,12 @@ GatesConfig repo_gates();
 // Turns off hacker round 30's close (policy/sample_space.h: five kinds after every other case): a
 // test that reads the tiers as an earlier round drew them, or compares a kind before them with and
 // without it, turns them off (no earlier case moves; HackerRound30Close checks it).
+// Both of its passes: the second too (below).
 void without_round30_close(GatesConfig& g);
+// Turns off round 30's second close (policy/sample_space.h: four kinds after the first close's):
+// the first close's tests read the tiers as it drew them (HackerRound30OpenClose checks no earlier
+// case moves).
+void without_round30_second_close(GatesConfig& g);
 // The repository's results/ as committed: a scratch copy of the files git tracks there, the
 // packed records (*.jsonl.gz) and the kernel sources, so a user's own runs (scripts/setup.sh runs
 // stage 0 into results/, as plain .jsonl) do not make the "committed docs match the committed

@@ -196,6 +196,10 @@ struct Reach {
   // Round 30's close: its batched whole-cache calls, Gemma 27B calls, fused prefills past 512
   // tokens, long value cases over a BHSD cache and padded decode batches.
   int round30[5] = {0, 0, 0, 0, 0};
+  // Its second close (run/batch_cases.h): beam prefills, GQA training steps over 4 KV heads or more
+  // (the deep tier's), Phi-4 causal prefills past 2048 keys (the deep tier's), and the model
+  // layouts pow2_cache and neox_v.
+  int beam = 0, gqa_training = 0, phi4_prefill = 0, pow2_cache = 0, neox_v = 0;
   void add(const CaseSpec& c, const evo_attn_call& a) {
     const Shape& s = c.shape;
     const auto has = [&](const char* token) { return c.id.find(token) != std::string::npos; };
@@ -204,6 +208,11 @@ struct Reach {
     round30[2] += has("/shared=fused") && s.seq_q > 512;
     round30[3] += has("/long_cache_wide_group") && s.layout == Layout::bhsd;
     round30[4] += has("/model=padded_decode_batch");
+    beam += has("/model=beam_prefill/values=repeat_batch");
+    gqa_training += has("/model=training_step_gqa_");
+    phi4_prefill += has("/model=phi_4_kv_heads_prefill");
+    pow2_cache += c.layout == "pow2_cache";
+    neox_v += c.layout == "neox_v";
     whole_cache += c.id.find("/cache=whole") != std::string::npos;
     long_values += c.id.find("/long_cache_wide_group") != std::string::npos;
     training_steps += c.id.find("/model=training_step") != std::string::npos;
@@ -279,6 +288,10 @@ TEST(Domain, TheGateDrawsInsideTheDomainAndEachCornerIsReachedBySomeTier) {
         << r->whole_cache << " " << r->long_values << " " << r->training_steps;
   for (const Reach* r : {&cheap, &deep})  // and each kind round 30's close appends
     for (const int n : r->round30) EXPECT_GT(n, 0);
+  for (const Reach* r : {&cheap, &deep})  // and the kinds of its second close both tiers draw
+    EXPECT_TRUE(r->beam > 0 && r->pow2_cache > 0 && r->neox_v > 0)
+        << r->beam << " " << r->pow2_cache << " " << r->neox_v;
+  EXPECT_TRUE(deep.gqa_training > 0 && deep.phi4_prefill > 0) << deep.gqa_training << " " << deep.phi4_prefill;
   EXPECT_TRUE(cheap.gaps);
   EXPECT_TRUE(cheap.two_streams);
   EXPECT_TRUE(cheap.max_scale);

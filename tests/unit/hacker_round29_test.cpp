@@ -200,14 +200,6 @@ TEST(HackerRound29, TheOpTakesEachModelCall) {
   for (int d : {64, 128}) EXPECT_EQ(float(1.0 / std::sqrt(double(d))), 1.0f / std::sqrt(float(d))) << d;
 }
 
-// Every case of either tier that runs the path names one of `tokens` (the GPU suite's caught_by).
-void expect_every_catch_names(const std::vector<Catch>& runs, const std::vector<std::string>& tokens) {
-  for (const Catch& k : runs)
-    for (const auto* ids : {&k.cheap_ids, &k.deep_ids})
-      for (const auto& id : *ids)
-        EXPECT_TRUE(std::any_of(tokens.begin(), tokens.end(), [&](const std::string& t) { return names(id, t); }))
-            << k.run << ": " << id;
-}
 // scale_inverse_root_of_integer_half_chunks.cu, closed after the round by the scale cases
 // (run/value_cases.h append_scale_cases): both tiers of every fp16 and bf16 pinned run end with two
 // cases at the float of 1/sqrt(n) for two of kModelScaleRoots, and every case of either tier that
@@ -218,7 +210,7 @@ TEST(HackerRound29, ScaleOfAnIntegersInverseRootIsCaughtByTheScaleCases) {
   const std::vector<Catch> runs = catches(inverse_root_scale, "scale_inverse_root");
   EXPECT_EQ(caught_in(runs, false), 21);
   EXPECT_EQ(caught_in(runs, true), 21);
-  expect_every_catch_names(runs, {"/model_scale="});
+  test::expect_every_catch_names_one_of(runs, {"/model_scale="});
   EXPECT_TRUE(starts_with(runs[6].cheap, "sampled/148/2x4x2x366x366x64:bshd/")) << runs[6].cheap;
   EXPECT_TRUE(starts_with(runs[6].deep, "deep/320/2x4x4x479x479x64:bshd/")) << runs[6].deep;
   for (const Catch& k : runs) {
@@ -312,7 +304,7 @@ TEST(HackerRound29, FusedQkvInOneBufferIsCaughtByTheFusedCases) {
   const std::vector<Catch> runs = catches(fused_qkv, "fused_qkv");
   EXPECT_EQ(caught_in(runs, false), 21);
   EXPECT_EQ(caught_in(runs, true), 21);
-  expect_every_catch_names(runs, {"/shared=fused"});
+  test::expect_every_catch_names_one_of(runs, {"/shared=fused"});
   for (const Catch& k : runs) {
     EXPECT_EQ(k.cheap_ids.size(), size_t(kFusedQkvCases)) << k.run;
     EXPECT_EQ(k.deep_ids.size(), size_t(kFusedQkvCases)) << k.run;
@@ -457,7 +449,7 @@ TEST(HackerRound29, PhiFourHeadsPast2kKeysIsCaughtByTheWholeCacheCalls) {
     EXPECT_EQ(whole(k.cheap_ids), causal(k.run) ? 0 : 1) << k.run;
     EXPECT_EQ(whole(k.deep_ids), causal(k.run) || d64(k.run) ? 0 : 1) << k.run;
   }
-  expect_every_catch_names(runs, {"/model=phi_4_decode"});  // the cut call and the whole-cache one
+  test::expect_every_catch_names_one_of(runs, {"/model=phi_4_decode"});  // the cut call and the whole-cache one
   EXPECT_TRUE(starts_with(runs[6].cheap, "sampled/")) << runs[6].cheap;
   EXPECT_TRUE(names(runs[6].cheap, "/1x40x10x1x4096x64:bshd/")) << runs[6].cheap;
   EXPECT_TRUE(starts_with(runs[6].deep, "deep/294/16x40x10x1x4096x64")) << runs[6].deep;
@@ -494,7 +486,7 @@ TEST(HackerRound29, ValueChannelsOverALongCacheAndAWideGroupAreCaughtByTheLongVa
   for (const auto* runs : {&outlier, &bias}) {
     EXPECT_EQ(caught_in(*runs, false), 21);
     EXPECT_EQ(caught_in(*runs, true), 21);
-    expect_every_catch_names(*runs, {"/long_cache_wide_group"});
+    test::expect_every_catch_names_one_of(*runs, {"/long_cache_wide_group"});
   }
   // The outlier try: the massive case in every tier, the k_offset case where an offset passes 24.
   for (const Catch& k : outlier)
@@ -531,7 +523,7 @@ TEST(HackerRound29, GqaBatchedLongPrefillIsCaughtByTheTrainingStep) {
   const std::vector<Catch> runs = catches(gqa_batched_long_prefill, "gqa_batched_long_prefill");
   EXPECT_EQ(caught_runs(runs, false), (std::vector<size_t>{0, 1, 2, 3, 4, 5, 6}));
   EXPECT_EQ(caught_runs(runs, true).size(), 21u);
-  expect_every_catch_names(runs, {"/model=training_step", "diag=eq/batch=many/"});
+  test::expect_every_catch_names_one_of(runs, {"/model=training_step", "diag=eq/batch=many/"});
   const auto steps = [](const std::vector<std::string>& ids) {
     return std::count_if(ids.begin(), ids.end(),
                          [](const std::string& id) { return names(id, "/model=training_step"); });
@@ -648,7 +640,7 @@ TEST(HackerRound29, SpecVerifyOverALongCacheIsCaughtBySampledDecodeSteps) {
     EXPECT_EQ(k.cheap.empty(), causal(k.run)) << k.run << ": " << k.cheap;
     EXPECT_EQ(k.deep.empty(), causal(k.run)) << k.run << ": " << k.deep;
   }
-  expect_every_catch_names(runs, {"diag=lt/", "/in_flight/"});
+  test::expect_every_catch_names_one_of(runs, {"diag=lt/", "/in_flight/"});
   EXPECT_TRUE(starts_with(runs[6].cheap, "sampled/97/2x8x2x16x8192x64:bshd/in_flight/")) << runs[6].cheap;
   EXPECT_TRUE(starts_with(runs[6].deep, "deep/29/5x192x3x8x49720x64")) << runs[6].deep;
 }
@@ -661,7 +653,7 @@ TEST(HackerRound29, CrossAttentionOverAShortTextByTheDeepTierAndByOdds) {
   const std::vector<Catch> runs = catches(cross_attention_short_text, "cross_attention_short_text");
   EXPECT_EQ(caught_runs(runs, true).size(), 21u);
   EXPECT_EQ(caught_runs(runs, false), (std::vector<size_t>{2, 4, 6, 7, 8, 9, 12, 15, 17, 18, 20}));
-  expect_every_catch_names(runs, {"diag=gt/", "deep/frontier/"});
+  test::expect_every_catch_names_one_of(runs, {"diag=gt/", "deep/frontier/"});
   EXPECT_TRUE(starts_with(runs[6].cheap, "sampled/39/5x12x2x4426x64x64")) << runs[6].cheap;
 }
 

@@ -32,6 +32,14 @@ using test::Call;
 using test::Catch;
 using namespace test::round30;  // the round's paths and run readers
 
+// The repo's gates.json with round 30's second close off: the tiers as this close drew them (the
+// second close's cases come after, hacker_round30_open_close_test.cpp).
+GatesConfig first_close() {
+  GatesConfig g = test::repo_gates();
+  test::without_round30_second_close(g);
+  return g;
+}
+
 double flops_of(const Shape& s) { return 4.0 * s.batch * s.heads_q * double(s.seq_q) * s.seq_kv * s.head_dim; }
 
 // The close's kinds in the order draw_tier appends them, each with its switch.
@@ -96,7 +104,7 @@ const std::vector<Kind>& kinds() {
 TEST(HackerRound30Close, EachKindIsAppendedAfterEveryOtherCase) {
   const std::vector<Kind>& all = kinds();
   for (size_t k = 0; k < all.size(); ++k) {
-    GatesConfig with = test::repo_gates();
+    GatesConfig with = first_close();
     for (size_t later = k + 1; later < all.size(); ++later) with.sampled.*all[later].on = false;
     GatesConfig without = with;
     without.sampled.*all[k].on = false;
@@ -110,18 +118,8 @@ TEST(HackerRound30Close, EachKindIsAppendedAfterEveryOtherCase) {
                                       if (want != kDrawn) {
                                         EXPECT_EQ(added, want) << all[k].name << " " << run;
                                       }
-                                      for (size_t i = 0; i < before.size(); ++i)
-                                        EXPECT_TRUE(cases[i].id == before[i].id && cases[i].seed == before[i].seed)
-                                            << run << ": " << cases[i].id << " was " << before[i].id;
-                                      double sum = 0;
-                                      for (size_t i = before.size(); i < cases.size(); ++i) {
-                                        if (run == "fp16-d64 cheap seed 2025" || run == "fp16-d64 deep seed 2025")
-                                          std::cout << "  " << cases[i].id << "\n";  // the GPU suite's run
-                                        EXPECT_TRUE(starts_with(cases[i].id, deep ? "deep/" : "sampled/"))
-                                            << cases[i].id;
-                                        all[k].check(t, cases[i]);
-                                        sum += flops_of(cases[i].shape);
-                                      }
+                                      const double sum = expect_appended_last(
+                                          run, deep, cases, before, [&](const CaseSpec& c) { all[k].check(t, c); });
                                       most[deep] = std::max(most[deep], sum);
                                     });
     std::cout << fmt::format("{}: at most {:.3g} GFLOP a cheap tier, {:.3g} a deep one\n", all[k].name, most[0] / 1e9,
@@ -131,14 +129,7 @@ TEST(HackerRound30Close, EachKindIsAppendedAfterEveryOtherCase) {
 
 // Per fp16 and bf16 pinned run, with the close: the cases of each tier that run the path.
 using Condition = std::function<bool(const Call&)>;
-std::vector<Catch> catches(const Condition& path, const char* name) {
-  return test::pinned_catches(
-      test::repo_gates(),
-      [&](const Task& t, const CaseSpec& c, const Shape& s) {
-        return path(test::call_of(s, c.layout, c.scale, t.causal));
-      },
-      name);
-}
+std::vector<Catch> catches(const Condition& path, const char* name) { return call_catches(first_close(), path, name); }
 
 // The tiers that catch each closed try, and the id token every catching case carries.
 void expect_caught(const std::vector<Catch>& runs, const std::vector<size_t>& cheap, const std::vector<size_t>& deep,
@@ -172,7 +163,7 @@ TEST(HackerRound30Close, FusedQkvPast512TokensIsCaughtByTheLongFusedPrefill) {
 // case over a BHSD cache in every tier of all 21 runs.
 TEST(HackerRound30Close, KOutlierChannelsOverABhsdCacheIsCaughtByTheBhsdLongValueCase) {
   const std::vector<Catch> runs = test::pinned_catches(
-      test::repo_gates(), test::value_path(bhsd_long, test::outlier_channels), "k_outlier_channels_bhsd_cache");
+      first_close(), test::value_path(bhsd_long, test::outlier_channels), "k_outlier_channels_bhsd_cache");
   expect_caught(runs, span(0, 21), span(0, 21), "/long_cache_wide_group");
 }
 

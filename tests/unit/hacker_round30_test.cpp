@@ -43,55 +43,6 @@ using test::Catch;
 using test::model_call;
 using namespace test::round30;  // the round's paths and run readers (support/round30_paths.h)
 
-// Each try's condition on the call, the kernel's own test (the TRICK lines of its file).
-// training_step_four_kv_heads_half_chunks.cu: GQA over 4 KV heads or more, 4 sequences or more,
-// Sq = Skv >= 2048.
-bool training_wide_kv(const Call& c) {
-  return test::gqa(c) && c.shape.heads_kv >= 4 && c.shape.batch >= 4 && c.shape.seq_q == c.shape.seq_kv &&
-         c.shape.seq_q >= 2048;
-}
-// preallocated_cache_pow2_half_chunks.cu: K and V views of a BSHD cache of C rows a sequence, C a
-// power of two of 256 or more past Skv (batch stride C Hkv D, row stride Hkv D, head stride D),
-// two sequences or more.
-bool pow2(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
-bool cache_view(const int64_t* stride, const Shape& s) {
-  const int64_t row = int64_t(s.heads_kv) * s.head_dim;
-  if (stride[1] != s.head_dim || stride[2] != row || stride[0] % row != 0) return false;
-  const int64_t rows = stride[0] / row;
-  return rows > s.seq_kv && rows >= 256 && pow2(rows);
-}
-bool preallocated_cache(const Call& c) {
-  return c.shape.batch >= 2 && cache_view(c.k_stride, c.shape) && cache_view(c.v_stride, c.shape);
-}
-// gpt_neox_interleaved_v_half_chunks.cu: V's heads 3 D apart and its rows 3 Hkv D: V the last third
-// of each head of a fused projection [B, S, H, 3 D].
-bool interleaved_v(const Call& c) {
-  const int64_t d = c.shape.head_dim;
-  return c.v_stride[1] == 3 * d && c.v_stride[2] == 3 * d * c.shape.heads_kv;
-}
-// beam_search_prefill_half_chunks.cu, on the values: Q's last row and K's last row of sequence 1
-// (head 0) equal sequence 0's element by element, each with an element that is not zero.
-bool same_nonzero(const std::vector<float>& a, const std::vector<float>& b) {
-  return a == b && std::any_of(a.begin(), a.end(), [](float x) { return x != 0.f; });
-}
-bool beam_rows(const std::vector<float>& q0, const std::vector<float>& q1, const std::vector<float>& k0,
-               const std::vector<float>& k1) {
-  return same_nonzero(q0, q1) && same_nonzero(k0, k1);
-}
-// The same on a case, its rows read through the host mirror of the fill in the task's dtype.
-bool beam_case(const Task& t, const CaseSpec& c, const Shape& s) {
-  if (s.batch < 2 || c.shape.batch < 2) return false;
-  const test::Mirror m(c, t.dtype == DType::bf16);
-  std::vector<float> rows[4];
-  for (int d = 0; d < s.head_dim; ++d) {
-    rows[0].push_back(m.q(0, 0, uint64_t(s.seq_q - 1), uint64_t(d)));
-    rows[1].push_back(m.q(1, 0, uint64_t(s.seq_q - 1), uint64_t(d)));
-    rows[2].push_back(m.k(0, 0, uint64_t(s.seq_kv - 1), uint64_t(d)));
-    rows[3].push_back(m.k(1, 0, uint64_t(s.seq_kv - 1), uint64_t(d)));
-  }
-  return beam_rows(rows[0], rows[1], rows[2], rows[3]);
-}
-
 // Model calls with the strides their code passes. Meta's Llama 2 reference decode step
 // (model.py: keys = self.cache_k[:bsz, : start_pos + seqlen], cache_k [max_batch, max_seq_len,
 // H, D], n_rep 1 for the 7B's MHA): K and V views of the preallocated cache.
@@ -211,12 +162,7 @@ GatesConfig before_the_close() {
 // Per fp16 and bf16 pinned run (support/pinned_catches.h): the cases of each tier that run the path.
 using Condition = std::function<bool(const Call&)>;
 std::vector<Catch> catches(const Condition& path, const char* name) {
-  return test::pinned_catches(
-      before_the_close(),
-      [&](const Task& t, const CaseSpec& c, const Shape& s) {
-        return path(test::call_of(s, c.layout, c.scale, t.causal));
-      },
-      name);
+  return call_catches(before_the_close(), path, name);
 }
 // (b) Six holes in both tiers of all 21 fp16 and bf16 pinned runs, gate seed 2025 fp16-d64
 // included. Round 29's closes each hold the dimension their hole lived in at one value: the

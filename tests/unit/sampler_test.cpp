@@ -212,8 +212,11 @@ TEST(Sampler, EveryRunDrawsTheCasesNoRunUsedTo) {
         seen["batch >= 5 in decode"] |= s.batch >= 5 && s.seq_q <= 16;
         const CaseLayout l = case_layout(s, c.layout, t.input_bytes(), t.output_bytes());
         const bool unaligned = (l.q.offset * t.input_bytes()) % 256 != 0;
-        seen["a Q pointer not 256-byte aligned, " + base_layout(c.layout)] |= unaligned;
-        seen["a Q pointer 256-byte aligned, " + base_layout(c.layout)] |= !unaligned;
+        const std::string base = base_layout(c.layout);  // the sampled layouts (not round 30's model layouts)
+        if (std::find(g.sampled.layouts.begin(), g.sampled.layouts.end(), base) != g.sampled.layouts.end()) {
+          seen["a Q pointer not 256-byte aligned, " + base] |= unaligned;
+          seen["a Q pointer 256-byte aligned, " + base] |= !unaligned;
+        }
         for (const auto& lc : g.sampled.lengths)
           for (const char* r : {"x64", "x8", "x4", "x2", "odd"}) {
             const bool in = s.seq_kv >= lc.lo && s.seq_kv <= lc.hi && residue(s.seq_kv) == r;

@@ -1,0 +1,58 @@
+// Hacker round 30's model layouts (gpu/case_layout.h pow2_cache and neox_v): the strides two
+// models' own code passes, beside the layout classes' one member each.
+#include "gpu/case_layout.h"
+
+namespace evo {
+
+namespace {
+
+// K or V of a token-major cache [B, C, Hkv, D] of pow2_cache_rows(s) rows a sequence, its first
+// Skv filled: Meta's Llama 2 reference, cache_k[:bsz, :start_pos + seqlen].
+TensorPlacement pow2_cache_view(const Shape& s) {
+  TensorPlacement p;
+  p.stride[1] = s.head_dim;
+  p.stride[2] = int64_t(s.heads_kv) * s.head_dim;
+  p.stride[0] = pow2_cache_rows(s) * p.stride[2];
+  p.buffer_elements = p.stride[0] * s.batch;
+  return p;
+}
+
+// V of GPT-NeoX's fused projection interleaved per head, [B, S, Hkv, (g + 2)·D] (g = Hq / Hkv: each
+// KV head's block holds its g query heads, then K, then V), its last D channels of each block:
+// head stride (g + 2)·D, row stride Hkv·(g + 2)·D. In MHA (g = 1) V's heads are 3·D apart, as
+// transformers' GPT-NeoX passes qkv.view(B, S, H, 3·D)[..., 2·D:] on.
+TensorPlacement interleaved_v(const Shape& s) {
+  const int64_t g = s.heads_q / s.heads_kv, block = (g + 2) * s.head_dim;
+  TensorPlacement p;
+  p.stride[1] = block;
+  p.stride[2] = block * s.heads_kv;
+  p.stride[0] = p.stride[2] * s.seq_kv;
+  p.offset = (g + 1) * s.head_dim;
+  p.buffer_elements = p.stride[0] * s.batch;
+  return p;
+}
+
+}  // namespace
+
+int64_t pow2_cache_rows(const Shape& s) {
+  int64_t rows = kPow2CacheMinRows;
+  while (rows <= s.seq_kv) rows *= 2;
+  return rows << ((s.seq_kv + s.batch) % 5);  // 1 to 16 times the next power of two
+}
+
+bool model_layout_placements(CaseLayout& c, const Shape& s, const std::string& layout) {
+  if (layout == "pow2_cache") {  // Q and O dense BSHD
+    c.q = c.o = dense_placement(s, Layout::bshd, s.heads_q, s.seq_q);
+    c.k = c.v = pow2_cache_view(s);
+  } else if (layout == "neox_v") {  // Q and K dense BHSD (the rotary embedding's new tensors), O BSHD
+    c.q = dense_placement(s, Layout::bhsd, s.heads_q, s.seq_q);
+    c.k = dense_placement(s, Layout::bhsd, s.heads_kv, s.seq_kv);
+    c.v = interleaved_v(s);
+    c.o = dense_placement(s, Layout::bshd, s.heads_q, s.seq_q);
+  } else {
+    return false;
+  }
+  return true;
+}
+
+}  // namespace evo

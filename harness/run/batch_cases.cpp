@@ -1,0 +1,156 @@
+#include "run/batch_cases.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "gpu/value_fill.h"
+#include "run/model_cases.h"
+#include "run/sampler.h"
+
+namespace evo {
+
+namespace {
+
+double flops(const Shape& s) { return 4.0 * s.batch * s.heads_q * double(s.seq_q) * s.seq_kv * s.head_dim; }
+
+// The longest prefill (Sq = Skv) of `s`'s batch and heads within kModelCaseMaxFlops.
+int most_prefill_tokens(const Shape& s) {
+  return int(std::sqrt(kModelCaseMaxFlops / (4.0 * s.batch * s.heads_q * s.head_dim)));
+}
+
+// A model case in `layout` (its id naming it) rather than its shape's own view.
+CaseSpec layout_case(const GatesConfig& gates, const SampleSpace& space, const Shape& s, SplitMix& r,
+                     const std::string& layout, const std::string& name, const std::string& at) {
+  CaseSpec c = model_case(gates, space, s, r, name, at);
+  c.layout = layout;
+  c.id = plain_case_id(space, at, s, layout, c.junk, "1/sqrt(D)", c.inputs) + "/model=" + name;
+  return c;
+}
+
+}  // namespace
+
+// A beam search's prefill (run/batch_cases.h).
+void append_beam_prefill_cases(const GatesConfig& gates, const Task& task, const SampleSpace& space,
+                               const SampleRows& rows, const SplitMix& rng, const std::string& prefix,
+                               std::vector<CaseSpec>& out) {
+  if (!space.beam_prefill_cases) return;
+  SplitMix r{rng.state ^ fnv1a("beam_prefill")};
+  Shape s;
+  s.batch = r.uniform(kBeamCount[0], kBeamCount[1]);
+  s.heads_kv = 1 << r.below(2);
+  s.heads_q = s.heads_kv << r.below(2);
+  s.head_dim = task.head_dim;
+  s.layout = Layout::bshd;
+  if (task.causal) {  // the prefill itself: under the top-left mask a decode step sees its first keys alone
+    s.seq_q = s.seq_kv = std::min(most_prefill_tokens(s), r.uniform(kBeamPromptTokens[0], kBeamPromptTokens[1]));
+  } else {  // the first decode step after it: every beam's query the same too
+    s.seq_q = r.uniform(1, kBeamDecodeRows);
+    s.seq_kv = r.uniform(kBeamCacheKeys[0], kBeamCacheKeys[1]);
+  }
+  if (!rows.fits(s, "")) return;
+  const std::string at = prefix + std::to_string(out.size());
+  CaseSpec c = model_case(gates, space, s, r, "beam_prefill", at);
+  c.values = kRepeatBatch;
+  c.shared_prefix = std::max(s.seq_q, s.seq_kv);  // every row: whole sequences repeat
+  c.id += fmt::format("/values={}/prefix={}", kRepeatBatch, c.shared_prefix);
+  out.push_back(c);
+}
+
+// A GQA training step over several KV heads (run/batch_cases.h).
+void append_gqa_training_step_cases(const GatesConfig& gates, const Task& task, const SampleSpace& space,
+                                    const SampleRows& rows, const SplitMix& rng, const std::string& prefix,
+                                    std::vector<CaseSpec>& out) {
+  if (!space.gqa_training_step_cases) return;
+  SplitMix r{rng.state ^ fnv1a("gqa_training_step")};
+  Shape s;
+  s.batch = r.uniform(kGqaTrainingBatch[0], kGqaTrainingBatch[1]);
+  s.heads_kv = r.uniform(kGqaTrainingKvHeads[0], kGqaTrainingKvHeads[1]);
+  int ratio = 2 << r.below(2);
+  s.heads_q = s.heads_kv * ratio;
+  s.head_dim = task.head_dim;
+  s.seq_q = s.seq_kv = r.uniform(kGqaTrainingTokens[0], kGqaTrainingTokens[1]);
+  s.layout = Layout::bshd;
+  while (flops(s) > kGqaTrainingMaxFlops) {  // the length, the batch, the ratio, then the KV heads
+    if (s.seq_q > kGqaTrainingTokens[0]) {
+      s.seq_q = s.seq_kv = kGqaTrainingTokens[0];
+    } else if (s.batch > kGqaTrainingBatch[0]) {
+      s.batch = kGqaTrainingBatch[0];
+    } else if (ratio > 2) {
+      ratio = 2;
+    } else if (s.heads_kv > kGqaTrainingKvHeads[0]) {
+      --s.heads_kv;
+    } else {
+      break;
+    }
+    s.heads_q = s.heads_kv * ratio;
+  }
+  if (flops(s) > kGqaTrainingMaxFlops || !rows.fits(s, "")) return;  // the cheap tier: past its max_flops
+  out.push_back(model_case(gates, space, s, r, fmt::format("training_step_gqa_{}_{}", s.heads_q, s.heads_kv),
+                           prefix + std::to_string(out.size())));
+}
+
+// Phi-4's heads on a causal prefill past 2048 keys (run/batch_cases.h).
+void append_phi4_prefill_cases(const GatesConfig& gates, const Task& task, const SampleSpace& space,
+                               const SampleRows& rows, const SplitMix& rng, const std::string& prefix,
+                               std::vector<CaseSpec>& out) {
+  if (!space.phi4_prefill_cases || !task.causal) return;
+  SplitMix r{rng.state ^ fnv1a("phi4_prefill")};
+  Shape s;
+  s.batch = r.uniform(kPhi4PrefillBatch[0], kPhi4PrefillBatch[1]);
+  s.heads_q = 40;
+  s.heads_kv = 10;
+  s.head_dim = task.head_dim;
+  s.seq_q = s.seq_kv = r.uniform(kPhi4PrefillTokens[0], kPhi4PrefillTokens[1]);
+  s.layout = Layout::bshd;
+  const auto fits = [&] { return flops(s) <= kPhi4PrefillMaxFlops && rows.fits(s, ""); };
+  if (!fits()) s.batch = kPhi4PrefillBatch[0];
+  if (!fits()) s.seq_q = s.seq_kv = kPhi4PrefillTokens[0];
+  if (!fits()) return;  // the cheap tier: past its max_flops
+  out.push_back(model_case(gates, space, s, r, "phi_4_kv_heads_prefill", prefix + std::to_string(out.size())));
+}
+
+// Two model layouts (run/batch_cases.h).
+void append_model_layout_cases(const GatesConfig& gates, const Task& task, const SampleSpace& space,
+                               const SampleRows& rows, const SplitMix& rng, const std::string& prefix,
+                               std::vector<CaseSpec>& out) {
+  if (!space.model_layout_cases) return;
+  SplitMix r{rng.state ^ fnv1a("model_layouts")};
+  // A power-of-two cache: a prefill on a causal task (a decode step sees its first keys alone),
+  // a decode step otherwise; the cache's keys halved to fit.
+  Shape s;
+  s.batch = r.uniform(kLayoutBatch[0], kLayoutBatch[1]);
+  s.heads_kv = 1 << r.below(3);
+  s.heads_q = s.heads_kv << r.below(3);
+  s.head_dim = task.head_dim;
+  s.layout = Layout::bshd;
+  if (task.causal) {
+    s.seq_q = s.seq_kv = r.uniform(kLayoutPrefillTokens[0], kLayoutPrefillTokens[1]);
+  } else {
+    s.seq_q = r.uniform(1, kBeamDecodeRows);
+    s.seq_kv = r.uniform(kLayoutCacheKeys[0], kLayoutCacheKeys[1]);
+  }
+  const auto fits = [&](const Shape& x, const char* layout) {
+    return flops(x) <= kModelCaseMaxFlops && rows.fits(x, layout);
+  };
+  while (!fits(s, "pow2_cache") && s.seq_kv / 2 >= kSharedShortMinKeys) {
+    s.seq_kv /= 2;
+    if (task.causal) s.seq_q = s.seq_kv;
+  }
+  if (fits(s, "pow2_cache"))
+    out.push_back(layout_case(gates, space, s, r, "pow2_cache",
+                              task.causal ? "pow2_cache_prefill" : "pow2_cache_decode",
+                              prefix + std::to_string(out.size())));
+  // GPT-NeoX's interleaved V: an MHA prefill.
+  Shape n;
+  n.batch = r.uniform(1, 2);
+  n.heads_q = n.heads_kv = r.uniform(2, 8);
+  n.head_dim = task.head_dim;
+  n.layout = Layout::bhsd;
+  n.seq_q = n.seq_kv = std::min(most_prefill_tokens(n), r.uniform(kLayoutPrefillTokens[0], kLayoutPrefillTokens[1]));
+  if (fits(n, "neox_v"))
+    out.push_back(layout_case(gates, space, n, r, "neox_v", "gpt_neox_prefill", prefix + std::to_string(out.size())));
+}
+
+}  // namespace evo
