@@ -39,6 +39,9 @@
 #   models.sh m64d128   (<= 9 min) tma_ws_m64 on fp16-d128 and bf16-d128 (non-causal) through the gate
 #                       and deep tier on the regime and model shapes, then its rank 1 re-timed on
 #                       `regimes,models,long` so the short regimes can pick it. $OUT/models-m64d128.tgz.
+#   models.sh blockn    (<= 9 min) split_kv_tma's BLOCK_N 128 and STAGES 4 cells on fp16-d128 and
+#                       bf16-d128 through the gate on the decode set, then the top 3 of their decode
+#                       populations re-timed on `regimes,models` (then `models.sh op`). $OUT/models-blockn.tgz.
 #   models.sh stages    (<= 4 min) evo run --stage 0..6 --budget 1 on the bf16 tasks that started at
 #                       stage 7 (bf16-d128-causal, bf16-d64, bf16-d64-causal): every stage that
 #                       supports them has a population. $OUT/models-stages.tgz.
@@ -48,7 +51,7 @@ cd "$(dirname "$0")/../.."
 source lab/device-sessions/device_steps.sh
 device_env
 final=$OUT
-PHASE=${1:?measure|op|host|decode|tma|m64|m64d128|fenced|stages}
+PHASE=${1:?measure|op|host|decode|tma|m64|m64d128|fenced|stages|blockn}
 OUT=/tmp/evo-models-$PHASE && rm -rf "$OUT" && mkdir -p "$OUT"
 evo=build/harness/evo
 TASKS=fp16-d64,fp16-d64-causal,fp16-d128,fp16-d128-causal,bf16-d128,bf16-d128-causal,bf16-d64,bf16-d64-causal
@@ -147,6 +150,28 @@ case "$PHASE" in
     timeout "$left" $evo population remeasure --task fp16-d128-causal,bf16-d128-causal --elites-of custom-aa009305 \
       --stages 7 --top 1 --bench regimes,models,long >"$OUT/m64-causal-d128.log" 2>&1
     echo "m64 causal d128 exit $? at ${SECONDS}s"; tail -3 "$OUT/m64-causal-d128.log"
+    pack ;;
+  blockn)
+    # Issue 30's decode regime at 0.92-0.97x cuDNN on caches of 269 MB and more
+    # (lab/notes/decode-bandwidth-20261202.md): the stage-9 bf16-d128 dataset (before the split rule)
+    # has split_kv_tma cells with BLOCK_N 128 (NWARPS 8 or 4) and with STAGES 4 that read
+    # 16x64x8x1x4096x128 in 76.2-77.0 us against the shipped BLOCK_N 64 STAGES 3 cell's 80.6, and
+    # 32x32x32x1x2048x128 in 263.2-264.3 against 271.5 (predicted: 3-5 % on the large caches, where
+    # the split rule runs them unsplit and a longer ring keeps more loads in flight), but
+    # 8x32x8x16x8192x128 in 98.7-100.8 against 88.3. Each through the gate and the deep tier on the
+    # decode set, then the top 3 of each d128 decode population re-timed on `regimes,models`.
+    for t in fp16-d128 bf16-d128; do
+      timeout 150 $evo run --stage 9 --bench decode --budget 3 --task $t \
+        --only "split_kv_tma:BLOCK_M=16,BLOCK_N=128,KV_SPLITS=16,NWARPS=8,STAGES=3" \
+        --only "split_kv_tma:BLOCK_M=16,BLOCK_N=128,KV_SPLITS=16,NWARPS=4,STAGES=3" \
+        --only "split_kv_tma:BLOCK_M=16,BLOCK_N=64,KV_SPLITS=16,NWARPS=4,STAGES=4" >"$OUT/blockn-$t.log" 2>&1
+      echo "$t: exit $? at ${SECONDS}s"; grep -E "candidates, .* GPU-seconds" "$OUT/blockn-$t.log"
+    done
+    $evo population rebuild >"$OUT/rebuild.log" 2>&1
+    left=$((540 - SECONDS)); [ "$left" -lt 30 ] && left=30
+    timeout "$left" $evo population remeasure --task fp16-d128,bf16-d128 --elites-of custom-b86019aa --stages 9 --top 3 \
+      --bench regimes,models >"$OUT/blockn-remeasure.log" 2>&1
+    echo "remeasure exit $? at ${SECONDS}s"; tail -3 "$OUT/blockn-remeasure.log"
     pack ;;
   m64d128)
     # The non-causal D=128 tasks never ran tma_ws_m64 through the deep tier (one record each), so
