@@ -3,9 +3,7 @@
 // close of rounds 27 to 30 on (support/pinned_catches.h).
 #pragma once
 #include <cstdint>
-#include <vector>
 
-#include "support/fill_mirror.h"
 #include "support/kernel_call.h"
 #include "support/pinned_catches.h"
 #include "support/round30_paths.h"
@@ -16,16 +14,7 @@ namespace evo::test::round31 {
 // sequence 2 (head 0) equal sequence 0's element by element, neither all zero (4 beams of one
 // prompt: repeat_interleave(4) makes every sequence the same).
 inline bool third_repeats_first(const Task& t, const CaseSpec& c, const Shape& s) {
-  if (s.batch < 3 || c.shape.batch < 3) return false;
-  const Mirror m(c, t.dtype == DType::bf16);
-  std::vector<float> rows[4];
-  for (int d = 0; d < s.head_dim; ++d) {
-    rows[0].push_back(m.q(0, 0, uint64_t(s.seq_q - 1), uint64_t(d)));
-    rows[1].push_back(m.q(2, 0, uint64_t(s.seq_q - 1), uint64_t(d)));
-    rows[2].push_back(m.k(0, 0, uint64_t(s.seq_kv - 1), uint64_t(d)));
-    rows[3].push_back(m.k(2, 0, uint64_t(s.seq_kv - 1), uint64_t(d)));
-  }
-  return round30::beam_rows(rows[0], rows[1], rows[2], rows[3]);
+  return round30::repeats_sequence_0(t, c, s, 2);
 }
 // internlm2_gqa_interleaved_v_half_chunks.cu: V the last D channels of each KV group of a fused
 // projection interleaved per group [B, S, Hkv, (g + 2) D], g = Hq / Hkv >= 2: heads (g + 2) D apart,
