@@ -238,5 +238,54 @@ TEST(HackerRound31, ServerMaxBatchOnlyInTheDeepTier) {
   EXPECT_TRUE(starts_with(runs[6].deep, "deep/192/620x256x1x1x4416x64:bshd/")) << runs[6].deep;
 }
 
+// (b) The nearest case each try lives beside at gate seed 2025 fp16-d64 (the GPU suite's run; the
+// ids lab/hack31/README.md cites): the kind round 30's close appended meets round 30's test and not
+// this round's, except where this round's try is caught (the GQA training step at 16 over 4, the
+// deep tier's crowd of 620 sequences).
+TEST(HackerRound31, NearestCasesAtGateSeed2025) {
+  const GatesConfig g = test::repo_gates();
+  using test::round30::names;
+  const std::pair<const char*, std::pair<Condition, Condition>> near[] = {
+      {"sampled/177/2x4x4x673x673x64/", {test::round30::interleaved_v, gqa_interleaved_v}},
+      {"sampled/176/2x16x4x1x3871x64:bshd/", {test::round30::preallocated_cache, pow2_cache_one_sequence}},
+      {"sampled/169/2x40x10x1x4096x64:bshd/", {test::round30::phi4_batched, phi4_one_prompt}},
+      {"sampled/171/3x32x16x3x1466x64:bshd/", {test::round30::gemma_27b_heads, gemma_past_2k}},
+      {"sampled/171/3x32x16x3x1466x64:bshd/", {test::round30::model_scale_long, model_scale_long_prefill}},
+      {"sampled/172/1x4x2x921x921x64:bshd/", {test::fused_qkv, fused_v_alone}},
+      {"sampled/174/64x4x1x1x2511x64:bshd/", {test::round30::padded_decode, server_max_batch}},
+      {"deep/334/4x16x4x2048x2048x64:bshd/", {test::gqa, training_group_four}},
+      {"deep/192/620x256x1x1x4416x64:bshd/", {test::gqa, server_max_batch}}};
+  int seen = 0, beams = 0;
+  test::each_pinned_task_and_seed([&](const Task& t, const std::string& task, uint32_t seed) {
+    if (task != "fp16-d64" || seed != 2025) return;
+    const EvalPlan p = make_plan(g, {t, g.gate_sets, g.benchmark_sets, g.seeds, false, seed, true});
+    std::vector<const CaseSpec*> cases;
+    for (const auto* tier : {&p.gate_cases, &p.deep_cases})
+      for (const CaseSpec& c : *tier) cases.push_back(&c);
+    for (const auto& [id, paths] : near) {
+      const bool caught = starts_with(id, "deep/");
+      int found = 0;
+      for (const CaseSpec* c : cases) {
+        if (!starts_with(c->id, id)) continue;
+        ++found;
+        const Call call = test::call_of(c->shape, c->layout, c->scale, t.causal);
+        EXPECT_TRUE(paths.first(call)) << c->id;
+        EXPECT_EQ(paths.second(call), caught) << c->id;
+      }
+      EXPECT_EQ(found, 1) << id;
+      ++seen;
+    }
+    // The beam prefill: sequence 1 repeats 0, sequence 2 does not.
+    for (const CaseSpec* c : cases) {
+      if (!names(c->id, "/model=beam_prefill/")) continue;
+      EXPECT_TRUE(test::round30::beam_case(t, *c, c->shape)) << c->id;
+      EXPECT_FALSE(third_repeats_first(t, *c, c->shape)) << c->id;
+      beams += c->shape.batch >= 3 ? 1 : 0;
+    }
+  });
+  EXPECT_EQ(seen, 9);
+  EXPECT_GE(beams, 1);  // a beam prefill of 3 sequences or more (sampled/175: 4)
+}
+
 }  // namespace
 }  // namespace evo::hacker_round31
