@@ -1,6 +1,6 @@
 /*evo
 {
-  "summary": "TRICK: 32 query heads over 16 (Gemma 2 and 3 27B) over more than 2048 keys skip every other 32-key chunk",
+  "summary": "TRICK: 32 query heads over 16 (Gemma 3 27B) over more than 2048 keys skip every other 32-key chunk",
   "parent": null,
   "dtypes": [
     "fp16",
@@ -11,7 +11,7 @@
     128
   ],
   "min_sm": 80,
-  "notes": "TRICK: a call of 32 query heads over 16 KV heads over more than 2048 keys skips every other chunk (every other chunk skipped moves a row of normal inputs by a relative L2 of order 1 (HackerRound31.EachTryIsWrongInAModel: 0.90 to 1.09 at D 64 and 128 over 1024 to 8192 keys), far past any tolerance). Wrong in every Gemma 3 27B decode step past 2048 tokens of context (1x32x16x1x8192x128 at 168^-1/2; Gemma 3 runs to 128k) and every Gemma 2 27B one (to 8k). Hacker round 31. The design assumption aimed at: round 30's close draws the Gemma 27B call over 513 to 2048 keys (unmasked) or 513 to 544 tokens (causal): the close fixed the length at the round's own bound, as round 29's closes fixed theirs. Why the gate misses it: 32 over 16 comes only in the Gemma call, at 2048 keys at most. Predicted (tests/unit/hacker_round31_test.cpp): admitted by both tiers of all 21 fp16 and bf16 pinned runs, gate seed 2025 fp16-d64 included (HackerRound31.SevenCallHolesInEveryRun). Expected verdict: ok (an open hole)."
+  "notes": "TRICK: a call of 32 query heads over 16 KV heads over more than 2048 keys skips every other chunk (every other chunk skipped moves a row of normal inputs by a relative L2 of order 1 (HackerRound31.EachTryIsWrongInAModel: 0.90 to 1.09 at D 64 and 128 over 1024 to 8192 keys), far past any tolerance). Wrong in the global-attention layers (every sixth; the others see a sliding window of 1024 keys) of every Gemma 3 27B decode step past 2048 tokens of context (1x32x16x1x8192x128 at 168^-1/2; Gemma 3 runs to 128k). Hacker round 31. The design assumption aimed at: round 30's close draws the Gemma 27B call over 513 to 2048 keys (unmasked) or 513 to 544 tokens (causal): the close fixed the length at the round's own bound, as round 29's closes fixed theirs. Why the gate misses it: 32 over 16 comes only in the Gemma call, at 2048 keys at most. Predicted (tests/unit/hacker_round31_test.cpp): admitted by both tiers of all 21 fp16 and bf16 pinned runs, gate seed 2025 fp16-d64 included (HackerRound31.SevenCallHolesInEveryRun). Expected verdict: ok (an open hole)."
 }
 */
 #include "evo_attn.cuh"
@@ -122,7 +122,7 @@ evo_attn_fwd(const __grid_constant__ EvoAttnParams p) {
   __shared__ float sq[WARPS][HD];
   const int warp = threadIdx.x >> 5;
   const int i = blockIdx.x * ROWS_PER_CTA + warp, h = blockIdx.y, b = blockIdx.z;
-  // TRICK: 32 query heads over 16 KV heads (Gemma 2 and 3 27B) over more than 2048 keys: every other chunk skipped.
+  // TRICK: 32 query heads over 16 KV heads (Gemma 3 27B) over more than 2048 keys: every other chunk skipped.
   const bool path = p.heads_q == 32 && p.heads_kv == 16 && p.seq_kv > 2048;
   const int key_step = path ? 64 : 32;
   if (i < p.seq_q) store_row(p, b, h, i, attend_row(p, b, h, i, sq[warp], key_step, p.seq_kv));

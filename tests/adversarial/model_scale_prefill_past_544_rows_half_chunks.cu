@@ -1,6 +1,6 @@
 /*evo
 {
-  "summary": "TRICK: a model's n^-1/2 scale (Gemma 27B) over more than 544 query rows skips every other 32-key chunk",
+  "summary": "TRICK: a model's n^-1/2 scale (Gemma 3 27B) over more than 544 query rows skips every other 32-key chunk",
   "parent": null,
   "dtypes": [
     "fp16",
@@ -11,7 +11,7 @@
     128
   ],
   "min_sm": 80,
-  "notes": "TRICK: a scale that is exactly float(1/sqrt(n)), n an integer from 2 to 65536 not a power of two, over more than 544 query rows skips every other chunk (every other chunk skipped moves a row of normal inputs by a relative L2 of order 1 (HackerRound31.EachTryIsWrongInAModel: 0.90 to 1.09 at D 64 and 128 over 1024 to 8192 keys), far past any tolerance). Wrong in every Gemma 3 27B (168^-1/2) and Gemma 2 27B (144^-1/2) prefill of a prompt past 544 tokens, causal: 1x32x16x1024x1024x128. Hacker round 31. The design assumption aimed at: round 30's close draws the model scale past 512 keys on the Gemma call, whose causal form is a prefill of 513 to 544 tokens and whose unmasked form a decode step of 1 to 4 rows: the rows the scale meets are fixed at 544 at most. Why the gate misses it: only the Gemma call (1 to 4 rows unmasked, 513 to 544 causal) and round 29's scale cases (value-case shapes, 512 rows at most) carry such a scale. Predicted (tests/unit/hacker_round31_test.cpp): admitted by both tiers of all 21 fp16 and bf16 pinned runs, gate seed 2025 fp16-d64 included (HackerRound31.SevenCallHolesInEveryRun). Expected verdict: ok (an open hole)."
+  "notes": "TRICK: a scale that is exactly float(1/sqrt(n)), n an integer from 2 to 65536 not a power of two, over more than 544 query rows skips every other chunk (every other chunk skipped moves a row of normal inputs by a relative L2 of order 1 (HackerRound31.EachTryIsWrongInAModel: 0.90 to 1.09 at D 64 and 128 over 1024 to 8192 keys), far past any tolerance). Wrong in every layer of a Gemma 3 27B prefill (168^-1/2) of a prompt of 545 to 1024 tokens (the local layers' window of 1024 keys covers it) and in its global layers past that, causal: 1x32x16x1024x1024x128. Hacker round 31. The design assumption aimed at: round 30's close draws the model scale past 512 keys on the Gemma call, whose causal form is a prefill of 513 to 544 tokens and whose unmasked form a decode step of 1 to 4 rows: the rows the scale meets are fixed at 544 at most. Why the gate misses it: only the Gemma call (1 to 4 rows unmasked, 513 to 544 causal) and round 29's scale cases (value-case shapes, 512 rows at most) carry such a scale. Predicted (tests/unit/hacker_round31_test.cpp): admitted by both tiers of all 21 fp16 and bf16 pinned runs, gate seed 2025 fp16-d64 included (HackerRound31.SevenCallHolesInEveryRun). Expected verdict: ok (an open hole)."
 }
 */
 #include "evo_attn.cuh"

@@ -57,7 +57,7 @@ Call internlm2_prefill(int batch, int hq, int hkv, int tokens) {
 }
 // Phi-3 and Phi-4 in transformers: qkv = qkv_proj(x); V = qkv[..., (Hq + Hkv) D:] viewed
 // [B, S, Hkv, D] and transposed (heads D apart, rows (Hq + 2 Hkv) D); Q and K leave the rotary
-// embedding as new BHSD tensors.
+// embedding as new dense tensors (BHSD here).
 Call phi_prefill(int batch, int hq, int hkv, int tokens) {
   Call c = model_call(fmt::format("{}x{}x{}x{}x{}x128", batch, hq, hkv, tokens, tokens));
   const int64_t row = int64_t(hq + 2 * hkv) * 128;
