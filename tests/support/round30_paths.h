@@ -74,19 +74,21 @@ inline bool beam_rows(const std::vector<float>& q0, const std::vector<float>& q1
                       const std::vector<float>& k1) {
   return same_nonzero(q0, q1) && same_nonzero(k0, k1);
 }
-// The same on a case, its rows read through the host mirror of the fill in the task's dtype.
-inline bool beam_case(const Task& t, const CaseSpec& c, const Shape& s) {
-  if (s.batch < 2 || c.shape.batch < 2) return false;
+// The same on a case for sequence `other` against sequence 0 (round 31's four beams compare
+// sequence 2), its rows read through the host mirror of the fill in the task's dtype.
+inline bool repeats_sequence_0(const Task& t, const CaseSpec& c, const Shape& s, int other) {
+  if (s.batch <= other || c.shape.batch <= other) return false;
   const test::Mirror m(c, t.dtype == DType::bf16);
   std::vector<float> rows[4];
   for (int d = 0; d < s.head_dim; ++d) {
     rows[0].push_back(m.q(0, 0, uint64_t(s.seq_q - 1), uint64_t(d)));
-    rows[1].push_back(m.q(1, 0, uint64_t(s.seq_q - 1), uint64_t(d)));
+    rows[1].push_back(m.q(uint64_t(other), 0, uint64_t(s.seq_q - 1), uint64_t(d)));
     rows[2].push_back(m.k(0, 0, uint64_t(s.seq_kv - 1), uint64_t(d)));
-    rows[3].push_back(m.k(1, 0, uint64_t(s.seq_kv - 1), uint64_t(d)));
+    rows[3].push_back(m.k(uint64_t(other), 0, uint64_t(s.seq_kv - 1), uint64_t(d)));
   }
   return beam_rows(rows[0], rows[1], rows[2], rows[3]);
 }
+inline bool beam_case(const Task& t, const CaseSpec& c, const Shape& s) { return repeats_sequence_0(t, c, s, 1); }
 // The runs (each_pinned_task_and_seed's order: fp16-d64 0 to 6, bf16-d128 7 to 13,
 // fp16-d128-causal 14 to 20) where a tier catches the try.
 inline std::vector<size_t> caught_runs(const std::vector<Catch>& runs, bool deep) {
