@@ -13,8 +13,6 @@ namespace evo {
 
 namespace {
 
-double flops(const Shape& s) { return 4.0 * s.batch * s.heads_q * double(s.seq_q) * s.seq_kv * s.head_dim; }
-
 // The longest prefill (Sq = Skv) of `s`'s batch and heads within kModelCaseMaxFlops.
 int most_prefill_tokens(const Shape& s) {
   return int(std::sqrt(kModelCaseMaxFlops / (4.0 * s.batch * s.heads_q * s.head_dim)));
@@ -72,7 +70,7 @@ void append_gqa_training_step_cases(const GatesConfig& gates, const Task& task, 
   s.head_dim = task.head_dim;
   s.seq_q = s.seq_kv = r.uniform(kGqaTrainingTokens[0], kGqaTrainingTokens[1]);
   s.layout = Layout::bshd;
-  while (flops(s) > kGqaTrainingMaxFlops) {  // the length, the batch, the ratio, then the KV heads
+  while (s.flops(false) > kGqaTrainingMaxFlops) {  // the length, the batch, the ratio, then the KV heads
     if (s.seq_q > kGqaTrainingTokens[0]) {
       s.seq_q = s.seq_kv = kGqaTrainingTokens[0];
     } else if (s.batch > kGqaTrainingBatch[0]) {
@@ -86,7 +84,7 @@ void append_gqa_training_step_cases(const GatesConfig& gates, const Task& task, 
     }
     s.heads_q = s.heads_kv * ratio;
   }
-  if (flops(s) > kGqaTrainingMaxFlops || !rows.fits(s, "")) return;  // the cheap tier: past its max_flops
+  if (s.flops(false) > kGqaTrainingMaxFlops || !rows.fits(s, "")) return;  // the cheap tier: past its max_flops
   out.push_back(model_case(gates, space, s, r, fmt::format("training_step_gqa_{}_{}", s.heads_q, s.heads_kv),
                            prefix + std::to_string(out.size())));
 }
@@ -104,7 +102,7 @@ void append_phi4_prefill_cases(const GatesConfig& gates, const Task& task, const
   s.head_dim = task.head_dim;
   s.seq_q = s.seq_kv = r.uniform(kPhi4PrefillTokens[0], kPhi4PrefillTokens[1]);
   s.layout = Layout::bshd;
-  const auto fits = [&] { return flops(s) <= kPhi4PrefillMaxFlops && rows.fits(s, ""); };
+  const auto fits = [&] { return s.flops(false) <= kPhi4PrefillMaxFlops && rows.fits(s, ""); };
   if (!fits()) s.batch = kPhi4PrefillBatch[0];
   if (!fits()) s.seq_q = s.seq_kv = kPhi4PrefillTokens[0];
   if (!fits()) return;  // the cheap tier: past its max_flops
@@ -132,7 +130,7 @@ void append_model_layout_cases(const GatesConfig& gates, const Task& task, const
     s.seq_kv = r.uniform(kLayoutCacheKeys[0], kLayoutCacheKeys[1]);
   }
   const auto fits = [&](const Shape& x, const char* layout) {
-    return flops(x) <= kModelCaseMaxFlops && rows.fits(x, layout);
+    return x.flops(false) <= kModelCaseMaxFlops && rows.fits(x, layout);
   };
   while (!fits(s, "pow2_cache") && s.seq_kv / 2 >= kSharedShortMinKeys) {
     s.seq_kv /= 2;
