@@ -175,6 +175,19 @@ void append_model_layout_cases(const GatesConfig& gates, const Task& task, const
     out.push_back(layout_case(gates, space, n, r, "neox_v",
                               n.heads_q == n.heads_kv ? "gpt_neox_prefill" : "interleaved_gqa_prefill",
                               prefix + std::to_string(out.size())));
+  if (!space.model_ranges) return;
+  // Round 31: V alone a view of Phi-3's and Phi-4's fused projection, a prefill (no cache).
+  SplitMix f{rng.state ^ fnv1a("model_layouts_fused_v")};
+  Shape v;
+  v.batch = f.uniform(1, 2);
+  v.heads_kv = f.uniform(1, 4);
+  v.heads_q = v.heads_kv * f.uniform(1, kLayoutGroup);
+  v.head_dim = task.head_dim;
+  v.layout = Layout::bhsd;
+  v.seq_q = v.seq_kv = std::min(most_prefill_tokens(v), f.uniform(kLayoutPrefillTokens[0], kLayoutPrefillTokens[1]));
+  if (fits(v, "fused_v"))
+    out.push_back(
+        layout_case(gates, space, v, f, "fused_v", "phi_3_fused_v_prefill", prefix + std::to_string(out.size())));
 }
 
 // Released models' head pairs no class lists (run/batch_cases.h).

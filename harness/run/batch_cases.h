@@ -99,7 +99,12 @@ inline constexpr int kLayoutCacheKeys[2] = {256, 4096};
 // Round 31's close (SampleSpace::model_ranges, a stream salted "model_layouts_ranges"; the other
 // draws unchanged): pow2_cache's batch from 1 (a chat's decode step, Llama 2's reference at batch 1),
 // and neox_v's group g = Hq / Hkv of 1 to kLayoutGroup ([B, S, Hkv, (g + 2) D]: InternLM2's wqkv,
-// Megatron's per-group QKV; the id ends in "/model=interleaved_gqa_prefill" where g > 1).
+// Megatron's per-group QKV; the id ends in "/model=interleaved_gqa_prefill" where g > 1); and a
+// third case, "fused_v" (gpu/case_layout.h: V alone a view of Phi-3's and Phi-4's fused projection,
+// head stride D, row stride (Hq + 2 Hkv) D; Q and K dense BHSD), 1 or 2 sequences, 1 to 4 KV heads
+// under 1 to kLayoutGroup times as many query heads, a prefill of kLayoutPrefillTokens tokens cut to
+// 2^30 FLOPs, from a stream salted "model_layouts_fused_v"; the id names "/layout=fused_v/" and ends
+// in "/model=phi_3_fused_v_prefill".
 inline constexpr int kLayoutGroup = 4;
 void append_model_layout_cases(const GatesConfig& gates, const Task& task, const SampleSpace& space,
                                const SampleRows& rows, const SplitMix& rng, const std::string& prefix,

@@ -2,8 +2,9 @@
 // try's threshold. SampleSpace::model_ranges widens round 30's kinds from streams of their own (the
 // beam prefill as repeat_interleave(n), pow2_cache from one sequence, neox_v's GQA form, a served
 // batch to 256, the Gemma call past 2048 keys and its deep prefill past 544 tokens, the Phi-4
-// prefill from one sequence, the GQA training step at a ratio of 4 at D 128), and
-// released_heads_cases appends a small call of each released (Hq, Hkv) pair no class lists. The
+// prefill from one sequence, the GQA training step at a ratio of 4 at D 128) and adds a fused_v case
+// (V alone a view of Phi-3's fused projection), and released_heads_cases appends a small call of
+// each released (Hq, Hkv) pair no class lists. The
 // tests check that every earlier case keeps its seed (and its id outside the widened kinds), what
 // the close costs, that the fill repeats whole sequences in groups, and which pinned runs' tiers now
 // catch each try (support/round31_paths.h).
@@ -17,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "gpu/case_layout.h"
 #include "gpu/input_fill.h"
 #include "gpu/value_fill.h"
 #include "gpu/worker_protocol.h"
@@ -49,9 +51,9 @@ double flops_of(const Shape& s) { return 4.0 * s.batch * s.heads_q * double(s.se
 
 // The kinds model_ranges widens (their ids may change; their seeds do not).
 bool widened(const std::string& id) {
-  for (const char* token : {"/model=gemma_", "/model=padded_decode_batch", "/model=beam_prefill",
-                            "/model=training_step_gqa_", "/model=phi_4_kv_heads_prefill", "/layout=pow2_cache/",
-                            "/layout=neox_v/"})
+  for (const char* token :
+       {"/model=gemma_", "/model=padded_decode_batch", "/model=beam_prefill", "/model=training_step_gqa_",
+        "/model=phi_4_kv_heads_prefill", "/layout=pow2_cache/", "/layout=neox_v/"})
     if (names(id, token)) return true;
   return false;
 }
@@ -77,13 +79,23 @@ TEST(HackerRound31Close, EveryEarlierCaseKeepsItsSeed) {
           }
           added += flops_of(cases[i].shape) - flops_of(before[i].shape);
         }
+        size_t pairs = 0;
         for (size_t i = before.size(); i < cases.size(); ++i) {
           const Shape& s = cases[i].shape;
+          added += flops_of(s);
+          if (cases[i].layout == "fused_v") {  // the model layouts' third case, before the released pairs
+            EXPECT_EQ(i, before.size()) << cases[i].id;
+            EXPECT_TRUE(names(cases[i].id, "/layout=fused_v/") && names(cases[i].id, "/model=phi_3_fused_v_prefill"))
+                << cases[i].id;
+            EXPECT_TRUE(fused_v_alone(test::call_of(s, "fused_v", cases[i].scale))) << cases[i].id;
+            EXPECT_LE(flops_of(s), kModelCaseMaxFlops) << cases[i].id;
+            continue;
+          }
+          ++pairs;
           EXPECT_TRUE(names(cases[i].id, fmt::format("/model=heads_{}_{}", s.heads_q, s.heads_kv))) << cases[i].id;
           EXPECT_EQ(s.seq_q == s.seq_kv, t.causal) << cases[i].id;
-          added += flops_of(s);
         }
-        released[deep] = std::max(released[deep], cases.size() - before.size());
+        released[deep] = std::max(released[deep], pairs);
         most[deep] = std::max(most[deep], added);
       });
   std::cout << fmt::format("round 31's close: at most {:.3g} GFLOP more a cheap tier, {:.3g} a deep one\n",
@@ -220,13 +232,32 @@ TEST(HackerRound31Close, ServerFullBatch) {
 TEST(HackerRound31Close, FortyEightOverEight) {
   const std::vector<Catch> runs = catches(heads_48_over_8, "heads_48_over_8");
   expect_every_catch_names(runs, "/model=heads_48_8");
-  expect_runs(runs, span(0, 21), span(0, 21), "sampled/178/1x48x8x1x621x64:bshd/", "deep/337/1x48x8x1x473x64:bshd/");
+  expect_runs(runs, span(0, 21), span(0, 21), "sampled/179/1x48x8x1x621x64:bshd/", "deep/338/1x48x8x1x473x64:bshd/");
 }
 
-// V alone a fused projection's view (item 8) stays open: no layout places it.
-TEST(HackerRound31Close, FusedVAloneStaysOpen) {
+// The fused_v layout's strides (gpu/model_layouts.cpp), and the op takes them (plan_call's checks).
+TEST(HackerRound31Close, TheOpTakesFusedV) {
+  for (const char* dims : {"1x40x10x300x300x128", "2x8x8x300x300x128", "2x12x3x257x257x128"}) {
+    const Shape s = parse_shape(dims, 128);
+    const CaseLayout l = case_layout(s, "fused_v");
+    EXPECT_EQ(l.v.stride[1], s.head_dim) << dims;
+    EXPECT_EQ(l.v.stride[2], (int64_t(s.heads_q) + 2 * s.heads_kv) * s.head_dim) << dims;
+    EXPECT_EQ(l.v.offset, (int64_t(s.heads_q) + s.heads_kv) * s.head_dim) << dims;
+    EXPECT_TRUE(fused_v_alone(test::call_of(s, "fused_v", 0))) << dims;
+    evo_attn_call call = test::op_call(dims, false, EVO_ATTN_BF16, 0);
+    evo_attn_tensor* const tensors[4] = {&call.q, &call.k, &call.v, &call.o};
+    const TensorPlacement* const placed[4] = {&l.q, &l.k, &l.v, &l.o};
+    for (int i = 0; i < 4; ++i)
+      for (int d = 0; d < 3; ++d) tensors[i]->stride[d] = placed[i]->stride[d];
+    EXPECT_TRUE(test::op_takes(call)) << dims;
+  }
+}
+
+// V alone a fused projection's view: the fused_v case of every tier.
+TEST(HackerRound31Close, FusedVAloneIsCaughtByFusedV) {
   const std::vector<Catch> runs = catches(fused_v_alone, "fused_v_alone");
-  expect_runs(runs, {}, {}, "", "");
+  expect_every_catch_names(runs, "/layout=fused_v/");
+  expect_runs(runs, span(0, 21), span(0, 21), "sampled/178/2x9x3x482x482x64/", "deep/337/2x9x3x482x482x64/");
 }
 
 }  // namespace
