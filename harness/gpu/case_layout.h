@@ -30,6 +30,10 @@
 //    [B, Skv, Hkv, (g + 2)·D] (g = Hq / Hkv; in MHA [B, S, H, 3·D], V the last D of each head:
 //    head stride 3·D, row stride 3·Hkv·D, as transformers' GPT-NeoX passes it), in a buffer of its
 //    own; Q and K dense BHSD (the rotary embedding's new tensors), O dense BSHD.
+//  - fused_v (hacker round 31's close): V alone a view of a fused projection with each kind's heads
+//    together [B, Skv, (Hq + 2·Hkv)·D], its last Hkv·D channels (head stride D, row stride
+//    (Hq + 2·Hkv)·D, as transformers' Phi-3 and Phi-4 pass qkv[..., (Hq + Hkv)·D:] on), in a buffer
+//    of its own; Q and K dense BHSD (the rotary embedding's new tensors), O dense BSHD.
 //  - far_batches (the deep tier's fixed `far` set, not sampled): Q and O BHSD, K and V BHSD per
 //    batch with a batch stride of 2^31 elements (kFarBatchStride): one stride past int32, as a
 //    cache of two sequences far apart in a large pool has it. A decode step's (Sq <= 16, the far
@@ -146,7 +150,7 @@ inline constexpr int64_t kPow2CacheMinRows = 256;
 int64_t pow2_cache_rows(const Shape& s);
 // A dense tensor of `heads` heads of `seq` rows a sequence in `layout` (BHSD or BSHD).
 TensorPlacement dense_placement(const Shape& s, Layout layout, int heads, int seq);
-// pow2_cache's and neox_v's placements (gpu/model_layouts.cpp) into `c`: false for any other name.
+// pow2_cache's, neox_v's and fused_v's placements (gpu/model_layouts.cpp) into `c`: false for any other name.
 bool model_layout_placements(CaseLayout& c, const Shape& s, const std::string& layout);
 
 // The far set's layout for a shape: its batches far apart (far_batches), or, for one batch, its

@@ -25,8 +25,9 @@ struct FillParams {
   unsigned prefix_rows = 0;    // non-zero: odd batches repeat the batch before's first rows (shared_prefix_row)
   unsigned pair_every = 0;     // non-zero: a row whose pair hash hits repeats the row before's draw (fill_pair_source)
   float grid_scale = 0;        // non-zero: each value rounded to e4m3 times this power of two (e4m3_grid)
+  unsigned prefix_group = 0;   // the shared prefix's group of batches: 0 is 2 (shared_prefix_row)
 };
-static_assert(sizeof(FillParams) == 36, "FillParams must mirror EvoFill");
+static_assert(sizeof(FillParams) == 40, "FillParams must mirror EvoFill");
 
 struct TensorFills {
   FillParams q, k, v;
@@ -76,8 +77,10 @@ inline uint64_t fill_source_row(unsigned every, bool padding, uint64_t row, uint
 // leaves a KV cache. Hacker round 22: no two sequences of a case shared a row, so a kernel that took
 // a sequence whose first K rows equal batch 0's for batch 0's (a prefix-sharing shortcut) read
 // batch 0's K and V everywhere and was exact on every case (kv_shared_prefix_by_two_rows.cu).
-inline bool shared_prefix_row(unsigned prefix_rows, int b, int s) {
-  return prefix_rows != 0 && (b & 1) != 0 && s < int(prefix_rows);
+// Hacker round 31's close: with `group` n (FillParams::prefix_group, 0 meaning 2) every batch of a
+// group of n takes the group's first (repeat_interleave(n) of one prompt).
+inline bool shared_prefix_row(unsigned prefix_rows, int b, int s, unsigned group = 0) {
+  return prefix_rows != 0 && b % int(group ? group : 2) != 0 && s < int(prefix_rows);
 }
 
 inline TensorFills tensor_fills(const CaseSpec& c) {
@@ -103,6 +106,11 @@ inline TensorFills tensor_fills(const CaseSpec& c) {
   f.k.prefix_rows = f.v.prefix_rows = unsigned(c.shared_prefix);  // K and V: the cache; Q differs
   // "repeat_batch" (gpu/value_fill.h kRepeatBatch): Q repeats too, so whole sequences repeat.
   if (c.values == kRepeatBatch) f.q.prefix_rows = unsigned(c.shared_prefix);
+  // "repeat_interleave_<n>" (hacker round 31's close): the same in groups of n, Q too.
+  if (const unsigned n = repeat_interleave_group(c.values); n != 0) {
+    f.q.prefix_rows = unsigned(c.shared_prefix);
+    f.q.prefix_group = f.k.prefix_group = f.v.prefix_group = n;
+  }
   // Hacker round 28's value cases (value_kinds): V's pairs, the e4m3 grid.
   if (c.values == "v_repeat") f.v.pair_every = kValuePairEvery;
   f.k.grid_scale = f.v.grid_scale = value_grid_scale(c);

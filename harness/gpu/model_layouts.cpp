@@ -1,5 +1,5 @@
-// Hacker round 30's model layouts (gpu/case_layout.h pow2_cache and neox_v): the strides two
-// models' own code passes, beside the layout classes' one member each.
+// Hacker round 30's model layouts (gpu/case_layout.h pow2_cache and neox_v) and round 31's close's
+// fused_v: the strides models' own code passes, beside the layout classes' one member each.
 #include "gpu/case_layout.h"
 
 namespace evo {
@@ -32,6 +32,20 @@ TensorPlacement interleaved_v(const Shape& s) {
   return p;
 }
 
+// V alone as a view of a fused projection whose heads of each kind lie together, [B, S, (Hq + 2·Hkv)·D]
+// (Q's heads, K's, then V's: Phi-3's and Phi-4's qkv_proj), V = qkv[..., (Hq + Hkv)·D:] viewed
+// [B, S, Hkv, D]: head stride D, row stride (Hq + 2·Hkv)·D. Hacker round 31's close: transformers'
+// Phi-3 ropes Q and K into new tensors and passes this view of V on.
+TensorPlacement fused_v_alone(const Shape& s) {
+  TensorPlacement p;
+  p.stride[1] = s.head_dim;
+  p.stride[2] = (int64_t(s.heads_q) + 2 * s.heads_kv) * s.head_dim;
+  p.stride[0] = p.stride[2] * s.seq_kv;
+  p.offset = (int64_t(s.heads_q) + s.heads_kv) * s.head_dim;
+  p.buffer_elements = p.stride[0] * s.batch;
+  return p;
+}
+
 }  // namespace
 
 int64_t pow2_cache_rows(const Shape& s) {
@@ -48,6 +62,11 @@ bool model_layout_placements(CaseLayout& c, const Shape& s, const std::string& l
     c.q = dense_placement(s, Layout::bhsd, s.heads_q, s.seq_q);
     c.k = dense_placement(s, Layout::bhsd, s.heads_kv, s.seq_kv);
     c.v = interleaved_v(s);
+    c.o = dense_placement(s, Layout::bshd, s.heads_q, s.seq_q);
+  } else if (layout == "fused_v") {  // Q and K dense BHSD (the rotary embedding's new tensors), O BSHD
+    c.q = dense_placement(s, Layout::bhsd, s.heads_q, s.seq_q);
+    c.k = dense_placement(s, Layout::bhsd, s.heads_kv, s.seq_kv);
+    c.v = fused_v_alone(s);
     c.o = dense_placement(s, Layout::bshd, s.heads_q, s.seq_q);
   } else {
     return false;

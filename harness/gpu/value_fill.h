@@ -50,8 +50,22 @@ inline const std::vector<std::string>& value_kinds() {
 // one before whole, Q, K and V, as repeat_interleave of one prompt before a beam search's prefill.
 // Not one of value_kinds (the value cases draw one case each of those); the worker takes it too.
 inline constexpr const char* kRepeatBatch = "repeat_batch";
+// Whole sequences repeated in groups of n ("repeat_interleave_<n>", n of 3 or 4: hacker round 31's
+// close, run/batch_cases.h append_beam_prefill_cases): every sequence of a group of n repeats the
+// group's first whole, Q, K and V (gpu/input_fill.h FillParams::prefix_group), as
+// repeat_interleave(n) of each prompt before generate(num_beams = n). n = 2 is kRepeatBatch.
+inline constexpr const char* kRepeatInterleave = "repeat_interleave_";
+inline constexpr unsigned kRepeatInterleaveMax = 4;
+// The group of a "repeat_interleave_<n>" kind, 0 for any other.
+inline unsigned repeat_interleave_group(const std::string& kind) {
+  const std::string head = kRepeatInterleave;
+  if (kind.size() != head.size() + 1 || kind.compare(0, head.size(), head) != 0) return 0;
+  const unsigned n = unsigned(kind.back() - '0');
+  return n >= 3 && n <= kRepeatInterleaveMax ? n : 0;
+}
 inline bool known_value_kind(const std::string& kind) {
-  return kind == kRepeatBatch || std::find(value_kinds().begin(), value_kinds().end(), kind) != value_kinds().end();
+  return kind == kRepeatBatch || repeat_interleave_group(kind) != 0 ||
+         std::find(value_kinds().begin(), value_kinds().end(), kind) != value_kinds().end();
 }
 
 // V's repeated rows ("v_repeat"): row s > 0 of a (b, head) sequence takes row s - 1's draw where

@@ -305,6 +305,8 @@ SampleSpace parse_sample_space(const json& j, const std::string& w) {
   optional_bool(j, "gqa_training_step_cases", w, s.gqa_training_step_cases);
   optional_bool(j, "phi4_prefill_cases", w, s.phi4_prefill_cases);
   optional_bool(j, "model_layout_cases", w, s.model_layout_cases);
+  optional_bool(j, "model_ranges", w, s.model_ranges);
+  optional_bool(j, "released_heads_cases", w, s.released_heads_cases);
   s.cheap = tier(member(j, "cheap", w), w + ".cheap");
   s.deep = tier(member(j, "deep", w), w + ".deep");
   return s;

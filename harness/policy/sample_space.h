@@ -156,6 +156,16 @@ struct SampleSpace {
   bool gqa_training_step_cases = true;
   bool phi4_prefill_cases = true;
   bool model_layout_cases = true;
+  // Hacker round 31's close (run/batch_cases.h, lab/hack31/README.md "Close"): a kind's range is the
+  // models', not the try's threshold. "model_ranges" widens the draws of round 30's kinds from
+  // streams of their own (the Gemma call over 513 to 8192 keys and, in the deep tier, a prefill of
+  // 513 to 2048 tokens; a served decode batch of 8 to 256 sequences over 1024 keys or more; the GQA
+  // training step's cap 2^37 at D 128; the Phi-4 prefill from one sequence; pow2_cache from one
+  // sequence; neox_v's GQA form), so every case before those kinds keeps its id and draws;
+  // "released_heads_cases" appends, after every other case, a small call of each released model's
+  // (Hq, Hkv) pair no heads class lists (append_released_heads_cases). Each false leaves it out.
+  bool model_ranges = true;
+  bool released_heads_cases = true;
 
   // Values per dimension, in SampleDim order.
   std::vector<int> sizes() const;

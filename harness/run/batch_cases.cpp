@@ -47,12 +47,20 @@ void append_beam_prefill_cases(const GatesConfig& gates, const Task& task, const
     s.seq_q = r.uniform(1, kBeamDecodeRows);
     s.seq_kv = r.uniform(kBeamCacheKeys[0], kBeamCacheKeys[1]);
   }
+  // Round 31 (model_ranges): repeat_interleave(n), n of 2 to 4 (the beams), over 1 or 2 prompts.
+  unsigned group = 2;
+  if (space.model_ranges) {
+    SplitMix wide{rng.state ^ fnv1a("beam_prefill_ranges")};
+    group = unsigned(wide.uniform(2, int(kRepeatInterleaveMax)));
+    s.batch = int(group) * wide.uniform(1, 2);
+    if (task.causal) s.seq_q = s.seq_kv = std::min(s.seq_q, most_prefill_tokens(s));
+  }
   if (!rows.fits(s, "")) return;
   const std::string at = prefix + std::to_string(out.size());
   CaseSpec c = model_case(gates, space, s, r, "beam_prefill", at);
-  c.values = kRepeatBatch;
+  c.values = group == 2 ? std::string(kRepeatBatch) : kRepeatInterleave + std::to_string(group);
   c.shared_prefix = std::max(s.seq_q, s.seq_kv);  // every row: whole sequences repeat
-  c.id += fmt::format("/values={}/prefix={}", kRepeatBatch, c.shared_prefix);
+  c.id += fmt::format("/values={}/prefix={}", c.values, c.shared_prefix);
   out.push_back(c);
 }
 
@@ -70,11 +78,23 @@ void append_gqa_training_step_cases(const GatesConfig& gates, const Task& task, 
   s.head_dim = task.head_dim;
   s.seq_q = s.seq_kv = r.uniform(kGqaTrainingTokens[0], kGqaTrainingTokens[1]);
   s.layout = Layout::bshd;
-  while (s.flops(false) > kGqaTrainingMaxFlops) {  // the length, the batch, the ratio, then the KV heads
+  // Round 31 (model_ranges): at D 128 the cap is 2^37 and the KV heads are cut before the ratio, so
+  // a drawn ratio of 4 stays (4x16x4x2048x2048, a model's group of 4 at its own head dim).
+  const bool wide = space.model_ranges && task.head_dim >= 128;
+  const double cap = wide ? kGqaTrainingWideMaxFlops : kGqaTrainingMaxFlops;
+  if (wide) {  // a model's ratio: 4 (Llama-3 8B, Mistral 7B, Phi-4) or 8 (Llama-3 70B), halved to 4 to fit
+    ratio = 4 << SplitMix{rng.state ^ fnv1a("gqa_training_step_ranges")}.below(2);
+    s.heads_q = s.heads_kv * ratio;
+  }
+  while (s.flops(false) > cap) {  // the length, the batch, the ratio, then the KV heads
     if (s.seq_q > kGqaTrainingTokens[0]) {
       s.seq_q = s.seq_kv = kGqaTrainingTokens[0];
     } else if (s.batch > kGqaTrainingBatch[0]) {
       s.batch = kGqaTrainingBatch[0];
+    } else if (wide && s.heads_kv > kGqaTrainingKvHeads[0]) {
+      --s.heads_kv;
+    } else if (wide && ratio > 4) {
+      ratio = 4;
     } else if (ratio > 2) {
       ratio = 2;
     } else if (s.heads_kv > kGqaTrainingKvHeads[0]) {
@@ -84,7 +104,7 @@ void append_gqa_training_step_cases(const GatesConfig& gates, const Task& task, 
     }
     s.heads_q = s.heads_kv * ratio;
   }
-  if (s.flops(false) > kGqaTrainingMaxFlops || !rows.fits(s, "")) return;  // the cheap tier: past its max_flops
+  if (s.flops(false) > cap || !rows.fits(s, "")) return;  // the cheap tier: past its max_flops
   out.push_back(model_case(gates, space, s, r, fmt::format("training_step_gqa_{}_{}", s.heads_q, s.heads_kv),
                            prefix + std::to_string(out.size())));
 }
@@ -97,13 +117,14 @@ void append_phi4_prefill_cases(const GatesConfig& gates, const Task& task, const
   SplitMix r{rng.state ^ fnv1a("phi4_prefill")};
   Shape s;
   s.batch = r.uniform(kPhi4PrefillBatch[0], kPhi4PrefillBatch[1]);
+  if (space.model_ranges) s.batch = SplitMix{rng.state ^ fnv1a("phi4_prefill_ranges")}.uniform(1, kPhi4PrefillBatch[1]);
   s.heads_q = 40;
   s.heads_kv = 10;
   s.head_dim = task.head_dim;
   s.seq_q = s.seq_kv = r.uniform(kPhi4PrefillTokens[0], kPhi4PrefillTokens[1]);
   s.layout = Layout::bshd;
   const auto fits = [&] { return s.flops(false) <= kPhi4PrefillMaxFlops && rows.fits(s, ""); };
-  if (!fits()) s.batch = kPhi4PrefillBatch[0];
+  if (!fits()) s.batch = std::min(s.batch, kPhi4PrefillBatch[0]);
   if (!fits()) s.seq_q = s.seq_kv = kPhi4PrefillTokens[0];
   if (!fits()) return;  // the cheap tier: past its max_flops
   out.push_back(model_case(gates, space, s, r, "phi_4_kv_heads_prefill", prefix + std::to_string(out.size())));
@@ -119,6 +140,8 @@ void append_model_layout_cases(const GatesConfig& gates, const Task& task, const
   // a decode step otherwise; the cache's keys halved to fit.
   Shape s;
   s.batch = r.uniform(kLayoutBatch[0], kLayoutBatch[1]);
+  SplitMix wide{rng.state ^ fnv1a("model_layouts_ranges")};  // round 31 (model_ranges): a batch from 1
+  if (space.model_ranges) s.batch = wide.uniform(1, kLayoutBatch[1]);
   s.heads_kv = 1 << r.below(3);
   s.heads_q = s.heads_kv << r.below(3);
   s.head_dim = task.head_dim;
@@ -144,11 +167,52 @@ void append_model_layout_cases(const GatesConfig& gates, const Task& task, const
   Shape n;
   n.batch = r.uniform(1, 2);
   n.heads_q = n.heads_kv = r.uniform(2, 8);
+  if (space.model_ranges) n.heads_q = n.heads_kv * wide.uniform(1, kLayoutGroup);  // InternLM2's, Megatron's groups
   n.head_dim = task.head_dim;
   n.layout = Layout::bhsd;
   n.seq_q = n.seq_kv = std::min(most_prefill_tokens(n), r.uniform(kLayoutPrefillTokens[0], kLayoutPrefillTokens[1]));
   if (fits(n, "neox_v"))
-    out.push_back(layout_case(gates, space, n, r, "neox_v", "gpt_neox_prefill", prefix + std::to_string(out.size())));
+    out.push_back(layout_case(gates, space, n, r, "neox_v",
+                              n.heads_q == n.heads_kv ? "gpt_neox_prefill" : "interleaved_gqa_prefill",
+                              prefix + std::to_string(out.size())));
+  if (!space.model_ranges) return;
+  // Round 31: V alone a view of Phi-3's and Phi-4's fused projection, a prefill (no cache).
+  SplitMix f{rng.state ^ fnv1a("model_layouts_fused_v")};
+  Shape v;
+  v.batch = f.uniform(1, 2);
+  v.heads_kv = f.uniform(1, 4);
+  v.heads_q = v.heads_kv * f.uniform(1, kLayoutGroup);
+  v.head_dim = task.head_dim;
+  v.layout = Layout::bhsd;
+  v.seq_q = v.seq_kv = std::min(most_prefill_tokens(v), f.uniform(kLayoutPrefillTokens[0], kLayoutPrefillTokens[1]));
+  if (fits(v, "fused_v"))
+    out.push_back(
+        layout_case(gates, space, v, f, "fused_v", "phi_3_fused_v_prefill", prefix + std::to_string(out.size())));
+}
+
+// Released models' head pairs no class lists (run/batch_cases.h).
+void append_released_heads_cases(const GatesConfig& gates, const Task& task, const SampleSpace& space,
+                                 const SampleRows& rows, const SplitMix& rng, const std::string& prefix,
+                                 std::vector<CaseSpec>& out) {
+  if (!space.released_heads_cases) return;
+  SplitMix r{rng.state ^ fnv1a("released_heads")};
+  for (const ReleasedHeads& h : kReleasedHeads) {
+    Shape s;
+    s.batch = 1;
+    s.heads_q = h.heads_q;
+    s.heads_kv = h.heads_kv;
+    s.head_dim = task.head_dim;
+    s.layout = Layout::bshd;
+    if (task.causal) {  // a decode step's row sees its first keys alone under the top-left mask
+      s.seq_q = s.seq_kv = r.uniform(kReleasedHeadsTokens[0], kReleasedHeadsTokens[1]);
+    } else {
+      s.seq_q = 1;
+      s.seq_kv = r.uniform(kReleasedHeadsKeys[0], kReleasedHeadsKeys[1]);
+    }
+    if (!rows.fits(s, "")) continue;
+    out.push_back(model_case(gates, space, s, r, fmt::format("heads_{}_{}", h.heads_q, h.heads_kv),
+                             prefix + std::to_string(out.size())));
+  }
 }
 
 }  // namespace evo

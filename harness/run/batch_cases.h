@@ -28,6 +28,10 @@ namespace evo {
 // kBeamCacheKeys keys). BSHD, the default scale, normal inputs with their massive channels, in
 // both tiers. The id ends in "/model=beam_prefill/values=repeat_batch/prefix=<rows>". `rng`
 // salted by "beam_prefill"; nothing when the space's beam_prefill_cases is off.
+// Round 31's close (SampleSpace::model_ranges, a stream salted "beam_prefill_ranges"): the beams n
+// of 2 to 4 (drawn) over 1 or 2 prompts (B = n or 2n), every sequence of a group of n the group's
+// first ("repeat_interleave_<n>", gpu/value_fill.h kRepeatInterleave; n = 2 stays "repeat_batch"),
+// the prompt's tokens cut to 2^30 FLOPs again.
 inline constexpr int kBeamCount[2] = {2, 4};
 inline constexpr int kBeamPromptTokens[2] = {256, 768};
 inline constexpr int kBeamDecodeRows = 4;
@@ -48,6 +52,11 @@ inline constexpr int kGqaTrainingBatch[2] = {4, 8};
 inline constexpr int kGqaTrainingTokens[2] = {2048, 2304};
 inline constexpr int kGqaTrainingKvHeads[2] = {4, 8};
 inline constexpr double kGqaTrainingMaxFlops = 68719476736.0;  // 2^36
+// Round 31's close (SampleSpace::model_ranges): at D 128 the ratio is a model's, 4 or 8 (drawn from
+// a stream salted "gqa_training_step_ranges"), the cap kGqaTrainingWideMaxFlops, and the cut takes
+// the KV heads toward 4, then the ratio to 4, so the step ends at 4x16x4x2048x2048 (137 GFLOP, a
+// model's group of 4 at its own head dim); D 64 unchanged.
+inline constexpr double kGqaTrainingWideMaxFlops = 137438953472.0;  // 2^37
 void append_gqa_training_step_cases(const GatesConfig& gates, const Task& task, const SampleSpace& space,
                                     const SampleRows& rows, const SplitMix& rng, const std::string& prefix,
                                     std::vector<CaseSpec>& out);
@@ -63,6 +72,8 @@ void append_gqa_training_step_cases(const GatesConfig& gates, const Task& task, 
 inline constexpr int kPhi4PrefillBatch[2] = {2, 3};
 inline constexpr int kPhi4PrefillTokens[2] = {2049, 2176};
 inline constexpr double kPhi4PrefillMaxFlops = 2e11;
+// Round 31's close (SampleSpace::model_ranges, a stream salted "phi4_prefill_ranges"): 1 to 3
+// sequences (one prompt the commonest prefill), cut to 2 where past the bounds as before.
 void append_phi4_prefill_cases(const GatesConfig& gates, const Task& task, const SampleSpace& space,
                                const SampleRows& rows, const SplitMix& rng, const std::string& prefix,
                                std::vector<CaseSpec>& out);
@@ -85,8 +96,50 @@ void append_phi4_prefill_cases(const GatesConfig& gates, const Task& task, const
 inline constexpr int kLayoutBatch[2] = {2, 4};
 inline constexpr int kLayoutPrefillTokens[2] = {256, 1024};
 inline constexpr int kLayoutCacheKeys[2] = {256, 4096};
+// Round 31's close (SampleSpace::model_ranges, a stream salted "model_layouts_ranges"; the other
+// draws unchanged): pow2_cache's batch from 1 (a chat's decode step, Llama 2's reference at batch 1),
+// and neox_v's group g = Hq / Hkv of 1 to kLayoutGroup ([B, S, Hkv, (g + 2) D]: InternLM2's wqkv,
+// Megatron's per-group QKV; the id ends in "/model=interleaved_gqa_prefill" where g > 1); and a
+// third case, "fused_v" (gpu/case_layout.h: V alone a view of Phi-3's and Phi-4's fused projection,
+// head stride D, row stride (Hq + 2 Hkv) D; Q and K dense BHSD), 1 or 2 sequences, 1 to 4 KV heads
+// under 1 to kLayoutGroup times as many query heads, a prefill of kLayoutPrefillTokens tokens cut to
+// 2^30 FLOPs, from a stream salted "model_layouts_fused_v"; the id names "/layout=fused_v/" and ends
+// in "/model=phi_3_fused_v_prefill".
+inline constexpr int kLayoutGroup = 4;
 void append_model_layout_cases(const GatesConfig& gates, const Task& task, const SampleSpace& space,
                                const SampleRows& rows, const SplitMix& rng, const std::string& prefix,
                                std::vector<CaseSpec>& out);
+
+// Hacker round 31's close: released models' (Hq, Hkv) pairs that no heads class of gates.json lists
+// (round 30 listed the one pair it named, 32 over 16, in the Gemma call; Phi-4's 40 over 10 is a
+// model_shapes entry). One small case each, in both tiers, after every other case: unmasked a decode
+// step (one sequence, one row over kReleasedHeadsKeys keys, drawn), causal a prefill of
+// kReleasedHeadsTokens tokens (drawn: its rows past 32 see more than one 32-key chunk); BSHD, the
+// default scale, normal inputs with their massive channels. The id ends in
+// "/model=heads_<Hq>_<Hkv>". `rng` salted by "released_heads"; nothing when the space's
+// released_heads_cases is off.
+struct ReleasedHeads {
+  int heads_q, heads_kv;
+  const char* models;
+};
+inline constexpr ReleasedHeads kReleasedHeads[] = {
+    {48, 8, "Mixtral 8x22B, DBRX, InternLM2 20B, Codestral 22B"},
+    {56, 8, "Yi 34B"},
+    {36, 4, "StarCoder2 7B"},
+    {48, 4, "StarCoder2 15B"},
+    {14, 2, "Qwen2.5 0.5B"},
+    {16, 2, "Qwen2.5 3B"},
+    {64, 4, "Qwen3 235B-A22B"},
+    {32, 2, "GLM-4 9B, ChatGLM3 6B"},
+    {96, 8, "Command R+"},
+    {8, 4, "Gemma 2 2B"},
+    {8, 1, "Gemma 2B"},
+    {4, 1, "Gemma 3 1B"},
+};
+inline constexpr int kReleasedHeadsKeys[2] = {256, 1024};
+inline constexpr int kReleasedHeadsTokens[2] = {48, 64};
+void append_released_heads_cases(const GatesConfig& gates, const Task& task, const SampleSpace& space,
+                                 const SampleRows& rows, const SplitMix& rng, const std::string& prefix,
+                                 std::vector<CaseSpec>& out);
 
 }  // namespace evo

@@ -206,6 +206,7 @@ void append_gemma_27b_cases(const GatesConfig& gates, const Task& task, const Sa
     s.seq_q = r.uniform(1, kGemmaDecodeRows);
     s.seq_kv = r.uniform(kGemmaCacheKeys[0], kGemmaCacheKeys[1]);
   }
+  if (space.model_ranges) gemma_model_ranges(gates, task, space, rows, rng, s);
   if (!rows.fits(s, "")) return;
   const int root = gemma_3 ? 168 : 144;  // query_pre_attn_scalar: the scale is root^-1/2, not D's
   const std::string model = gemma_3 ? "gemma_3_27b" : "gemma_2_27b";
@@ -215,6 +216,27 @@ void append_gemma_27b_cases(const GatesConfig& gates, const Task& task, const Sa
                        c.inputs) +
          "/model=" + model + "/model_scale=" + model;
   out.push_back(c);
+}
+
+// Round 31's ranges for the Gemma call (run/model_cases.h): a batch from 1 and a cache of 513 to
+// 8192 keys unmasked (the batch cut first, then the cache halved, to the tier's bounds); causal, in
+// the deep tier, a prefill of 513 to 2048 tokens cut to kGemmaLongPrefillMaxFlops.
+void gemma_model_ranges(const GatesConfig& gates, const Task& task, const SampleSpace& space, const SampleRows& rows,
+                        const SplitMix& rng, Shape& s) {
+  SplitMix wide{rng.state ^ fnv1a("gemma_27b_ranges")};
+  if (!task.causal) {
+    s.batch = wide.uniform(1, kBatchedModelBatch[1]);
+    s.seq_kv = wide.uniform(kGemmaCacheKeys[0], kGemmaLongKeys);
+    while (!rows.fits(s, "") && s.batch > 1) --s.batch;
+    while (!rows.fits(s, "") && s.seq_kv / 2 >= kGemmaCacheKeys[0]) s.seq_kv /= 2;
+    return;
+  }
+  if (space.max_flops <= gates.sampled.max_flops) return;  // the cheap tier keeps the short prefill
+  Shape p = s;
+  p.seq_q = p.seq_kv = wide.uniform(kGemmaPrefillKeys[0], kGemmaLongPrefillKeys);
+  while ((p.flops(false) > kGemmaLongPrefillMaxFlops || !rows.fits(p, "")) && p.seq_q > kGemmaPrefillKeys[1])
+    p.seq_q = p.seq_kv = std::max(kGemmaPrefillKeys[1] + 1, p.seq_q * 3 / 4);
+  if (rows.fits(p, "")) s = p;
 }
 
 // The served decode batch (run/model_cases.h).
@@ -231,6 +253,13 @@ void append_padded_decode_cases(const GatesConfig& gates, const Task& task, cons
   s.seq_q = 1;
   s.seq_kv = r.uniform(kPaddedDecodeKeys[0], kPaddedDecodeKeys[1]);
   s.layout = Layout::bshd;
+  if (space.model_ranges) {  // round 31: a server's batch to its full 256, the cache kept past 1024 keys
+    SplitMix wide{rng.state ^ fnv1a("padded_decode_ranges")};
+    s.batch = 8 * wide.uniform(1, kServerDecodeBatch / 8);
+    while (!rows.fits(s, "") && s.seq_kv > kServerDecodeKeys) s.seq_kv = std::max(kServerDecodeKeys, s.seq_kv / 2);
+    if (!rows.fits(s, "")) s.heads_kv = 1;
+    while (!rows.fits(s, "") && s.batch > 8) s.batch -= 8;
+  }
   // Within the tier's bounds (the cheap tier's max_tensor_elements holds K of 64 x 2 x 2048 x 128):
   // the cache first, to 2048 keys, then the batch, to 32.
   while (!rows.fits(s, "") && s.seq_kv > kPaddedDecodeKeys[0]) s.seq_kv = std::max(kPaddedDecodeKeys[0], s.seq_kv / 2);

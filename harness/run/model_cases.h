@@ -87,6 +87,17 @@ void append_batched_model_cases(const GatesConfig& gates, const Task& task, cons
 inline constexpr int kGemmaDecodeRows = 4;
 inline constexpr int kGemmaCacheKeys[2] = {513, 2048};
 inline constexpr int kGemmaPrefillKeys[2] = {513, 544};
+// Round 31's close (SampleSpace::model_ranges, from a stream salted "gemma_27b_ranges"; the other
+// draws unchanged): unmasked, 1 to 3 sequences over 513 to kGemmaLongKeys keys (Gemma's contexts
+// past 2048: its global layers see the whole of one), the batch cut first, then the cache halved,
+// to the tier's bounds; causal, in the deep tier only (its max_flops past the cheap tier's), a
+// prefill of 513 to kGemmaLongPrefillKeys tokens cut by quarters to kGemmaLongPrefillMaxFlops, no
+// shorter than 545 (past the 544 rows the short prefill stops at); the cheap tier keeps it.
+inline constexpr int kGemmaLongKeys = 8192;
+inline constexpr int kGemmaLongPrefillKeys = 2048;
+inline constexpr double kGemmaLongPrefillMaxFlops = 34359738368.0;  // 2^35
+void gemma_model_ranges(const GatesConfig& gates, const Task& task, const SampleSpace& space, const SampleRows& rows,
+                        const SplitMix& rng, Shape& s);
 void append_gemma_27b_cases(const GatesConfig& gates, const Task& task, const SampleSpace& space,
                             const SampleRows& rows, const SplitMix& rng, const std::string& prefix,
                             std::vector<CaseSpec>& out);
@@ -97,6 +108,11 @@ void append_gemma_27b_cases(const GatesConfig& gates, const Task& task, const Sa
 // padded_decode_cases is off.
 inline constexpr int kPaddedDecodeBatch[2] = {32, 64};
 inline constexpr int kPaddedDecodeKeys[2] = {2048, 4096};
+// Round 31's close (SampleSpace::model_ranges, a stream salted "padded_decode_ranges"): the batch
+// 8 to kServerDecodeBatch (vLLM's default max_num_seqs) in steps of 8; within the tier's bounds the
+// cache halved to no fewer than kServerDecodeKeys, then MQA, then the batch by 8.
+inline constexpr int kServerDecodeBatch = 256;
+inline constexpr int kServerDecodeKeys = 1024;
 void append_padded_decode_cases(const GatesConfig& gates, const Task& task, const SampleSpace& space,
                                 const SampleRows& rows, const SplitMix& rng, const std::string& prefix,
                                 std::vector<CaseSpec>& out);

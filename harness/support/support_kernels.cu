@@ -58,6 +58,7 @@ struct EvoFill {
   unsigned prefix_rows;    // 0: none; else odd batches repeat the batch before's first rows (below)
   unsigned pair_every;     // 0: none; else a row whose pair hash hits repeats the row before's draw (below)
   float grid_scale;        // 0: none; else each value rounded to e4m3 times this power of two (below)
+  unsigned prefix_group;   // the shared prefix's group of batches (below): 0 is 2, pairs
 };
 
 // x rounded to the nearest e4m3 value times `scale` (a power of two), ties to even, saturated to
@@ -89,9 +90,12 @@ __device__ __forceinline__ float fill_value(const EvoTensorDesc& t, unsigned lon
   // A shared prefix (hacker round 22; gpu/input_fill.h shared_prefix_row is the host's mirror): in
   // an odd batch the first prefix_rows rows are drawn as the batch before's, bit for bit, whatever
   // else the fill does to them below.
-  if (f.prefix_rows && (b & 1) && s < static_cast<int>(f.prefix_rows)) {
-    i -= static_cast<unsigned long long>(t.seq) * t.heads * t.dim;
-    b -= 1;
+  // Hacker round 31's close: with prefix_group n, every batch of a group of n takes the group's first
+  // (repeat_interleave(n) of one prompt); 0 is round 22's pairs (an odd batch takes the one before).
+  const int group = f.prefix_group ? static_cast<int>(f.prefix_group) : 2;
+  if (f.prefix_rows && (b % group) && s < static_cast<int>(f.prefix_rows)) {
+    i -= static_cast<unsigned long long>(b % group) * t.seq * t.heads * t.dim;
+    b -= b % group;
   }
   // Padding rows (outlier_scale 0): a sequence whose first token is padding ends with it too, its
   // last row drawn as a copy of row 0 (bitwise, in Q, K and V alike; gpu/input_fill.h

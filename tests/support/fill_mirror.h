@@ -39,9 +39,10 @@ struct Dims {
 inline float fill_host(const Dims& t, const FillParams& f, unsigned seed, unsigned tensor, uint64_t b, uint64_t h,
                        uint64_t s, uint64_t d, uint64_t counter = 0) {
   uint64_t i = ((b * t.heads + h) * t.seq + s) * t.dim + d;
-  if (f.prefix_rows && (b & 1) && s < f.prefix_rows) {
-    i -= t.seq * t.heads * t.dim;
-    b -= 1;
+  const uint64_t group = f.prefix_group ? f.prefix_group : 2;
+  if (f.prefix_rows && (b % group) && s < f.prefix_rows) {
+    i -= (b % group) * t.seq * t.heads * t.dim;
+    b -= b % group;
   }
   if (f.outlier_every && f.outlier_scale == 0 && s > 0)
     i = fill_source_row(f.outlier_every, true, i / t.dim, t.seq, seed) * t.dim + d;

@@ -31,9 +31,18 @@ void without_round30_close(GatesConfig& g) {
 void without_round30_second_close(GatesConfig& g) {
   g.sampled.beam_prefill_cases = g.sampled.gqa_training_step_cases = false;
   g.sampled.phi4_prefill_cases = g.sampled.model_layout_cases = false;
+  without_round31_close(g);
 }
 
+void without_round31_close(GatesConfig& g) { g.sampled.model_ranges = g.sampled.released_heads_cases = false; }
+
 GatesConfig repo_gates() { return load_gates_config(source_root() / "gates" / "gates.json"); }
+
+GatesConfig repo_gates_before_round31_close() {
+  GatesConfig g = repo_gates();
+  without_round31_close(g);
+  return g;
+}
 
 namespace {
 // Child processes (__compile, __worker) must be the evo binary, not this test binary.

@@ -59,8 +59,8 @@ TEST(HackerRound21, VOffsetLeavesOneSequenceInFourAndNeverAll) {
   EXPECT_GT(share, 0.18);
   EXPECT_LT(share, 0.25);
   for (uint64_t s = 0; s < 8; ++s) EXPECT_TRUE(v_offset_sequence(0, s, 8, 3)) << "every = 0: the offset everywhere";
-  EXPECT_EQ(sizeof(FillParams), 36u) << "FillParams mirrors EvoFill (support_kernels.cu), mean_every, prefix_rows, "
-                                        "pair_every and grid_scale included";
+  EXPECT_EQ(sizeof(FillParams), 40u) << "FillParams mirrors EvoFill (support_kernels.cu), mean_every, prefix_rows, "
+                                        "pair_every, grid_scale and prefix_group included";
 }
 
 // The fp16 runs of both tiers draw offset cases whose sums overflow fp16 where sequence 0 has no

@@ -414,7 +414,8 @@ TEST(HackerRound22, EveryRunHasASecondBatchThatSharesAPrefixAndThenDiffers) {
     for (const CaseSpec& c : cases) {
       if (c.shape.batch < 2 || c.shape.seq_kv < 3 || c.two_streams) continue;
       if (c.id.find("/in_flight/") != std::string::npos || c.layout.find('+') != std::string::npos) continue;
-      if (c.values == kRepeatBatch) continue;  // round 30's beam prefill: whole sequences, not a prefix
+      if (c.values == kRepeatBatch || repeat_interleave_group(c.values) != 0)
+        continue;  // round 30's and 31's beam prefill: whole sequences, not a prefix
       ++eligible;
       if (c.shared_prefix == 0) continue;
       ++prefixed;

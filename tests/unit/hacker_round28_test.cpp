@@ -715,14 +715,15 @@ TEST(HackerRound28, PairRowsComeInPairsNeverChains) {
 // The device fill (support_kernels.cu, embedded as support_kernels_source) carries the rules the host
 // mirrors: EvoFill's fields in FillParams' order, the pair rows' salt and test, the grid's operations.
 TEST(HackerRound28, TheDeviceFillCarriesTheMirrorsRules) {
-  EXPECT_EQ(sizeof(FillParams), 36u);
+  EXPECT_EQ(sizeof(FillParams), 40u);  // round 31's close: prefix_group last
   EXPECT_EQ(offsetof(FillParams, pair_every), 28u);
   EXPECT_EQ(offsetof(FillParams, grid_scale), 32u);
+  EXPECT_EQ(offsetof(FillParams, prefix_group), 36u);
   const std::string& src = support_kernels_source();
   size_t at = 0;
   for (const char* field :
        {"float stddev, mean, outlier_scale, sink;", "unsigned outlier_every;", "unsigned mean_every;",
-        "unsigned prefix_rows;", "unsigned pair_every;", "float grid_scale;"}) {
+        "unsigned prefix_rows;", "unsigned pair_every;", "float grid_scale;", "unsigned prefix_group;"}) {
     const size_t next = src.find(field, at);
     ASSERT_NE(next, std::string::npos) << field << " after EvoFill's earlier fields";
     at = next;

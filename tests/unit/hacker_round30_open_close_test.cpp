@@ -96,7 +96,7 @@ const std::vector<Kind>& kinds() {
 
 // The repo's gates.json with the kinds from `k` on off.
 GatesConfig without_from(size_t k) {
-  GatesConfig g = test::repo_gates();
+  GatesConfig g = test::repo_gates_before_round31_close();
   for (size_t later = k; later < kinds().size(); ++later) g.sampled.*kinds()[later].on = false;
   return g;
 }
@@ -204,13 +204,14 @@ TEST(HackerRound30OpenClose, TheOpTakesTheModelLayouts) {
 // Per fp16 and bf16 pinned run, with both closes: the cases of each tier that run the path.
 using Condition = std::function<bool(const Call&)>;
 std::vector<Catch> catches(const Condition& path, const char* name) {
-  return call_catches(test::repo_gates(), path, name);
+  return call_catches(test::repo_gates_before_round31_close(), path, name);
 }
 
 // beam_search_prefill, read through the host mirror of the fill: the beam prefill in every tier of
 // all 21 runs (besides round 30's three accidents of the shared forms, /shared=qk and qkv).
 TEST(HackerRound30OpenClose, BeamSearchPrefillIsCaughtByTheBeamPrefill) {
-  const std::vector<Catch> runs = test::pinned_catches(test::repo_gates(), beam_case, "beam_search_prefill");
+  const std::vector<Catch> runs =
+      test::pinned_catches(test::repo_gates_before_round31_close(), beam_case, "beam_search_prefill");
   EXPECT_EQ(caught_runs(runs, false), span(0, 21));
   EXPECT_EQ(caught_runs(runs, true), span(0, 21));
   test::expect_every_catch_names_one_of(runs, {"/model=beam_prefill", "/shared=qk"});

@@ -177,7 +177,7 @@ TEST(HackerRound31, TheOpTakesEachModelCall) {
 
 using Condition = std::function<bool(const Call&)>;
 std::vector<Catch> catches(const Condition& path, const char* name) {
-  return call_catches(test::repo_gates(), path, name);
+  return call_catches(test::repo_gates_before_round31_close(), path, name);
 }
 
 // (b) Seven holes in both tiers of all 21 fp16 and bf16 pinned runs, gate seed 2025 fp16-d64
@@ -205,11 +205,13 @@ TEST(HackerRound31, SevenCallHolesInEveryRun) {
 // beam prefill repeats sequences in pairs (2k + 1 repeats 2k) and the shared forms' accident does
 // too, so sequence 2 never equals sequence 0 in any case of the 21 runs.
 TEST(HackerRound31, FourBeamsOfOnePromptInNoRun) {
-  const std::vector<Catch> runs = test::pinned_catches(test::repo_gates(), third_repeats_first, "four_beams");
+  const std::vector<Catch> runs =
+      test::pinned_catches(test::repo_gates_before_round31_close(), third_repeats_first, "four_beams");
   EXPECT_EQ(caught_runs(runs, false), std::vector<size_t>{});
   EXPECT_EQ(caught_runs(runs, true), std::vector<size_t>{});
   // The beam prefill itself meets round 30's test (sequence 1 repeats 0) in both tiers of every run.
-  const std::vector<Catch> pairs = test::pinned_catches(test::repo_gates(), test::round30::beam_case, "beam_pairs");
+  const std::vector<Catch> pairs =
+      test::pinned_catches(test::repo_gates_before_round31_close(), test::round30::beam_case, "beam_pairs");
   EXPECT_EQ(caught_runs(pairs, false), span(0, 21));
   EXPECT_EQ(caught_runs(pairs, true), span(0, 21));
 }
@@ -243,7 +245,7 @@ TEST(HackerRound31, ServerMaxBatchOnlyInTheDeepTier) {
 // this round's, except where this round's try is caught (the GQA training step at 16 over 4, the
 // deep tier's crowd of 620 sequences).
 TEST(HackerRound31, NearestCasesAtGateSeed2025) {
-  const GatesConfig g = test::repo_gates();
+  const GatesConfig g = test::repo_gates_before_round31_close();
   using test::round30::names;
   const std::pair<const char*, std::pair<Condition, Condition>> near[] = {
       {"sampled/177/2x4x4x673x673x64/", {test::round30::interleaved_v, gqa_interleaved_v}},
