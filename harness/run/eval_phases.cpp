@@ -12,8 +12,15 @@ namespace evo {
 using nlohmann::json;
 
 void EvalPhases::on_event(const WorkerEvent& ev) {
-  if (!process_start_s_)
-    process_start_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  const auto now = std::chrono::steady_clock::now();
+  if (!process_start_s_) process_start_s_ = std::chrono::duration<double>(now - start_).count();
+  if (ev.kind == WorkerEventKind::phase && ev.phase == "gate" && !ev.case_id.empty()) {
+    open_case_ = ev.case_id;
+    open_case_start_ = now;
+  } else if (ev.kind == WorkerEventKind::case_done && !open_case_.empty() && ev.case_id == open_case_) {
+    case_s_[open_case_] = std::chrono::duration<double>(now - open_case_start_).count();
+    open_case_.clear();
+  }
   if (ev.kind != WorkerEventKind::done || !ev.fields.contains("clock") || !ev.fields["clock"].is_object()) return;
   // The worker runs candidate code: keep only plain non-negative numbers under short names.
   for (const auto& [k, v] : ev.fields["clock"].items())
@@ -31,6 +38,12 @@ OutputCheck EvalPhases::check(const std::string& out_path, const std::string& re
   read_s_ += std::chrono::duration<double>(t1 - t0).count();
   compare_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
   return oc;
+}
+
+std::optional<double> EvalPhases::case_seconds(const std::string& case_id) const {
+  auto it = case_s_.find(case_id);
+  if (it == case_s_.end()) return std::nullopt;
+  return it->second;
 }
 
 PhaseDetail EvalPhases::detail() const {

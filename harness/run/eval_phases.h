@@ -7,6 +7,7 @@
 // GPUs can be pinned on the phase that stretched.
 #pragma once
 #include <chrono>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -28,9 +29,16 @@ class EvalPhases {
   // compares them, timing both parts.
   OutputCheck check(const std::string& out_path, const std::string& ref_path, DType dtype, const Tolerance& tol);
   PhaseDetail detail() const;  // the record's phases.detail
+  // Seconds from the worker's `phase gate <case>` event to that case's `case_done`: the worker's
+  // time on one gate case (the parent compares a case while the worker goes on to the next), so
+  // a gate's cost can be pinned on the cases that carry it. Null for a case never timed so.
+  std::optional<double> case_seconds(const std::string& case_id) const;
 
  private:
   std::chrono::steady_clock::time_point start_;
+  std::string open_case_;  // the gate case the worker announced last and has not finished
+  std::chrono::steady_clock::time_point open_case_start_;
+  std::map<std::string, double> case_s_;
   std::optional<double> process_start_s_;
   double read_s_ = 0, compare_s_ = 0;
   nlohmann::json worker_ = nlohmann::json::object();  // from the worker, so numbers only

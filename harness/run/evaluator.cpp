@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include <map>
 
 #include "compile/call_state.h"
@@ -210,6 +212,7 @@ class GpuEvaluation {
     j.deterministic = ev.deterministic;
     if (ev.counters_zero) j.extra["counters_zero"] = *ev.counters_zero;  // split kernels' cases only
     if (ev.workspace_repeat_same) j.extra["workspace_repeat_same"] = *ev.workspace_repeat_same;
+    if (auto s = phases.case_seconds(ev.case_id)) j.extra["s"] = std::round(*s * 1e4) / 1e4;  // the worker's time on it
     const CaseEvidence evidence{prefix + spec.id,
                                 ev.guards_intact.value_or(true),
                                 ev.inputs_intact.value_or(true),

@@ -57,3 +57,7 @@ with open(sys.argv[1], "w") as out:
             out.write(f"{side}: {len(v)} candidates, mean {statistics.mean(v):.2f}, median {statistics.median(v):.2f} GPU-s per candidate without the deep tier\n")
 print(open(sys.argv[1]).read())
 EOF
+# Where the after side's cheap gate goes, case kind by kind (the records' per-case seconds), and
+# the after side's records themselves, for a closer look here.
+python3 lab/device-sessions/gate_case_cost.py /tmp/evo-cost-after-*/results/*.jsonl | tee "$OUT/gate-cases.md"
+tar -C /tmp -czf "$OUT/after-records.tgz" $(cd /tmp && ls -d evo-cost-after-*/results)

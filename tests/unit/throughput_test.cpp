@@ -4,7 +4,9 @@
 // clock the worker and the parent keep for every record.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <random>
+#include <thread>
 
 #include "core/paths.h"
 #include "core/sha256.h"
@@ -57,6 +59,29 @@ TEST(ScratchFile, AMissingFileIsAnErrorNamingIt) {
   } catch (const std::exception& e) {
     EXPECT_NE(std::string(e.what()).find("/nonexistent/evo/out.bin"), std::string::npos);
   }
+}
+
+TEST(EvalPhases, TimesEachGateCaseFromItsAnnouncementToItsEnd) {
+  EvalPhases p;
+  auto event = [](WorkerEventKind kind, const std::string& phase, const std::string& id) {
+    WorkerEvent e;
+    e.kind = kind;
+    e.phase = phase;
+    e.case_id = id;
+    return e;
+  };
+  p.on_event(event(WorkerEventKind::phase, "gate", "sampled/3/1x2x2x64x64x64"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  p.on_event(event(WorkerEventKind::case_done, "", "sampled/3/1x2x2x64x64x64"));
+  p.on_event(event(WorkerEventKind::phase, "gate", "sampled/4/1x2x2x64x64x64"));
+  p.on_event(event(WorkerEventKind::case_done, "", "sampled/9/other"));  // not the announced case
+  p.on_event(event(WorkerEventKind::phase, "timing", "bench/1"));
+  const auto s = p.case_seconds("sampled/3/1x2x2x64x64x64");
+  ASSERT_TRUE(s.has_value());
+  EXPECT_GE(*s, 0.02);
+  EXPECT_LT(*s, 60.0);
+  EXPECT_FALSE(p.case_seconds("sampled/4/1x2x2x64x64x64").has_value());
+  EXPECT_FALSE(p.case_seconds("sampled/9/other").has_value());
 }
 
 TEST(EvalPhases, KeepsTheWorkersNumbersOnlyAndAveragesThem) {
