@@ -123,8 +123,54 @@ const char* sample_dim_name(int dim) {
   return dim >= 0 && dim < kSampleDims ? names[dim] : "?";
 }
 
+namespace {
+
+struct CaseSwitch {
+  const char* name;
+  bool SampleSpace::*field;
+};
+
+// In the order the sampler appends their kinds (run/sampler.cpp draw_tier).
+constexpr CaseSwitch kCaseSwitches[] = {
+    {"value_cases", &SampleSpace::value_cases},
+    {"scale_cases", &SampleSpace::scale_cases},
+    {"fused_qkv_cases", &SampleSpace::fused_qkv_cases},
+    {"whole_cache_model_cases", &SampleSpace::whole_cache_model_cases},
+    {"long_value_cases", &SampleSpace::long_value_cases},
+    {"training_step_cases", &SampleSpace::training_step_cases},
+    {"batched_model_cases", &SampleSpace::batched_model_cases},
+    {"gemma_27b_cases", &SampleSpace::gemma_27b_cases},
+    {"long_fused_qkv_cases", &SampleSpace::long_fused_qkv_cases},
+    {"bhsd_long_value_cases", &SampleSpace::bhsd_long_value_cases},
+    {"padded_decode_cases", &SampleSpace::padded_decode_cases},
+    {"beam_prefill_cases", &SampleSpace::beam_prefill_cases},
+    {"gqa_training_step_cases", &SampleSpace::gqa_training_step_cases},
+    {"phi4_prefill_cases", &SampleSpace::phi4_prefill_cases},
+    {"model_layout_cases", &SampleSpace::model_layout_cases},
+    {"model_ranges", &SampleSpace::model_ranges},
+    {"released_heads_cases", &SampleSpace::released_heads_cases},
+};
+
+}  // namespace
+
+bool SampleSpace::*case_switch(const std::string& name) {
+  for (const CaseSwitch& c : kCaseSwitches)
+    if (name == c.name) return c.field;
+  return nullptr;
+}
+
+const std::vector<std::string>& case_switch_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n;
+    for (const CaseSwitch& c : kCaseSwitches) n.emplace_back(c.name);
+    return n;
+  }();
+  return names;
+}
+
 SampleSpace SampleSpace::for_tier(const CoverageTier& tier) const {
   SampleSpace s = *this;
+  for (const auto& [name, on] : tier.switches) s.*case_switch(name) = on;
   if (!tier.lengths.empty()) s.lengths = tier.lengths;
   if (tier.max_tensor_elements > 0) s.max_tensor_elements = tier.max_tensor_elements;
   if (tier.max_flops > 0) s.max_flops = tier.max_flops;
@@ -241,6 +287,11 @@ CoverageTier tier(const json& j, const std::string& w) {
   if (j.contains("extra_scales"))
     for (const auto& v : nonempty_list(j, "extra_scales", w))
       t.extra_scales.push_back(parse_scale(text(v, w + ".extra_scales"), w + ".extra_scales"));
+  for (const std::string& name : case_switch_names())
+    if (j.contains(name)) {
+      if (!j.at(name).is_boolean()) throw usage_error(w + "." + name + ": must be true or false");
+      t.switches[name] = j.at(name).get<bool>();
+    }
   return t;
 }
 
@@ -290,23 +341,7 @@ SampleSpace parse_sample_space(const json& j, const std::string& w) {
     s.scales.push_back(parse_scale(text(v, w + ".scales"), w + ".scales"));
   for (const auto& v : nonempty_list(j, "inputs", w)) s.inputs.push_back(text(v, w + ".inputs"));
   optional_bool(j, "device_check", w, s.device_check);
-  optional_bool(j, "value_cases", w, s.value_cases);
-  optional_bool(j, "scale_cases", w, s.scale_cases);
-  optional_bool(j, "fused_qkv_cases", w, s.fused_qkv_cases);
-  optional_bool(j, "whole_cache_model_cases", w, s.whole_cache_model_cases);
-  optional_bool(j, "long_value_cases", w, s.long_value_cases);
-  optional_bool(j, "training_step_cases", w, s.training_step_cases);
-  optional_bool(j, "batched_model_cases", w, s.batched_model_cases);
-  optional_bool(j, "gemma_27b_cases", w, s.gemma_27b_cases);
-  optional_bool(j, "long_fused_qkv_cases", w, s.long_fused_qkv_cases);
-  optional_bool(j, "bhsd_long_value_cases", w, s.bhsd_long_value_cases);
-  optional_bool(j, "padded_decode_cases", w, s.padded_decode_cases);
-  optional_bool(j, "beam_prefill_cases", w, s.beam_prefill_cases);
-  optional_bool(j, "gqa_training_step_cases", w, s.gqa_training_step_cases);
-  optional_bool(j, "phi4_prefill_cases", w, s.phi4_prefill_cases);
-  optional_bool(j, "model_layout_cases", w, s.model_layout_cases);
-  optional_bool(j, "model_ranges", w, s.model_ranges);
-  optional_bool(j, "released_heads_cases", w, s.released_heads_cases);
+  for (const std::string& name : case_switch_names()) optional_bool(j, name.c_str(), w, s.*case_switch(name));
   s.cheap = tier(member(j, "cheap", w), w + ".cheap");
   s.deep = tier(member(j, "deep", w), w + ".deep");
   return s;

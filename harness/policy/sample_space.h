@@ -7,6 +7,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -83,6 +84,10 @@ struct CoverageTier {
   // Scales this tier draws beside the space's (`extra_scales`; hacker round 17: the deep tier's band
   // 0.125/D..0.25/sqrt(D), so the cheap tier's scale x input pairs do not grow).
   std::vector<ScaleChoice> extra_scales;
+  // Case-kind switches (SampleSpace's booleans below, by their gates.json names) this tier sets for
+  // itself: a kind only a would-be elite must meet can run in the deep tier alone, where only a
+  // candidate about to enter a top 3 pays for it (issue 29's cost ceiling for every other one).
+  std::map<std::string, bool> switches;
 };
 
 struct SampleSpace {
@@ -169,9 +174,14 @@ struct SampleSpace {
 
   // Values per dimension, in SampleDim order.
   std::vector<int> sizes() const;
-  // The space a tier draws from: this one with the tier's length classes and bounds.
+  // The space a tier draws from: this one with the tier's length classes, bounds and switches.
   SampleSpace for_tier(const CoverageTier& tier) const;
 };
+
+// The case-kind switches by name ("value_cases", ..., "released_heads_cases"), in the order their
+// kinds are appended; null for another name.
+bool SampleSpace::*case_switch(const std::string& name);
+const std::vector<std::string>& case_switch_names();
 
 Residue residue_of(const std::string& name);
 // Whether `v` has residue `r` (the residues are disjoint and cover every length).

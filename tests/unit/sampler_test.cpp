@@ -16,6 +16,7 @@
 #include <set>
 
 #include "core/errors.h"
+#include "core/paths.h"
 #include "gpu/case_layout.h"
 #include "policy/config.h"
 #include "run/plan.h"
@@ -460,5 +461,45 @@ TEST(Sampler, AKAndVSharedCaseKeepsLogitsWhereTheAccumulatorRoundsThem) {
     }
   EXPECT_GE(shared_kv, 50) << "every task and seed draws a shared K/V case in each tier";
 }
+// A tier may set a case-kind switch for itself: the released head pairs in the deep tier alone,
+// where only a would-be elite pays for them, while the cheap tier's other cases keep their ids.
+TEST(Sampler, ATierSetsACaseKindSwitchForItselfAlone) {
+  GatesConfig g = test::repo_gates();
+  const Task t = parse_task("fp16-d64");
+  auto released = [](const std::vector<CaseSpec>& cases) {
+    std::vector<std::string> ids;
+    for (const auto& c : cases)
+      if (c.id.find("/model=heads_") != std::string::npos) ids.push_back(c.id);
+    return ids;
+  };
+  const std::vector<CaseSpec> cheap_before = draw_sampled_cases(g, t, 2025);
+  ASSERT_FALSE(released(cheap_before).empty());
+  g.sampled.cheap.switches["released_heads_cases"] = false;
+  const std::vector<CaseSpec> cheap_after = draw_sampled_cases(g, t, 2025);
+  EXPECT_TRUE(released(cheap_after).empty());
+  EXPECT_EQ(cheap_after.size() + released(cheap_before).size(), cheap_before.size());
+  for (size_t i = 0; i < cheap_after.size(); ++i) {
+    EXPECT_EQ(cheap_after[i].id, cheap_before[i].id);  // the released pairs come last
+  }
+  EXPECT_FALSE(released(draw_deep_cases(g, t, 2025)).empty());
+  EXPECT_TRUE(g.sampled.for_tier(g.sampled.deep).released_heads_cases);
+  EXPECT_FALSE(g.sampled.for_tier(g.sampled.cheap).released_heads_cases);
+}
+
+TEST(Sampler, ATiersCaseKindSwitchIsReadFromGatesJsonAndMustBeABoolean) {
+  nlohmann::json j = nlohmann::json::parse(read_file(test::source_root() / "gates" / "gates.json"))["sampled"];
+  j["cheap"]["model_ranges"] = false;
+  const SampleSpace s = parse_sample_space(j, "sampled");
+  EXPECT_FALSE(s.for_tier(s.cheap).model_ranges);
+  EXPECT_TRUE(s.for_tier(s.deep).model_ranges);
+  j["cheap"]["model_ranges"] = "no";
+  try {
+    parse_sample_space(j, "sampled");
+    FAIL() << "a string switch was taken";
+  } catch (const EvoError& e) {
+    EXPECT_NE(std::string(e.what()).find("sampled.cheap.model_ranges: must be true or false"), std::string::npos);
+  }
+}
+
 }  // namespace
 }  // namespace evo
