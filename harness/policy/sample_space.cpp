@@ -151,22 +151,13 @@ constexpr CaseSwitch kCaseSwitches[] = {
     {"released_heads_cases", &SampleSpace::released_heads_cases},
 };
 
-}  // namespace
-
 bool SampleSpace::*case_switch(const std::string& name) {
   for (const CaseSwitch& c : kCaseSwitches)
     if (name == c.name) return c.field;
   return nullptr;
 }
 
-const std::vector<std::string>& case_switch_names() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> n;
-    for (const CaseSwitch& c : kCaseSwitches) n.emplace_back(c.name);
-    return n;
-  }();
-  return names;
-}
+}  // namespace
 
 SampleSpace SampleSpace::for_tier(const CoverageTier& tier) const {
   SampleSpace s = *this;
@@ -287,10 +278,10 @@ CoverageTier tier(const json& j, const std::string& w) {
   if (j.contains("extra_scales"))
     for (const auto& v : nonempty_list(j, "extra_scales", w))
       t.extra_scales.push_back(parse_scale(text(v, w + ".extra_scales"), w + ".extra_scales"));
-  for (const std::string& name : case_switch_names())
-    if (j.contains(name)) {
-      if (!j.at(name).is_boolean()) throw usage_error(w + "." + name + ": must be true or false");
-      t.switches[name] = j.at(name).get<bool>();
+  for (const CaseSwitch& c : kCaseSwitches)
+    if (j.contains(c.name)) {
+      if (!j.at(c.name).is_boolean()) throw usage_error(w + "." + c.name + ": must be true or false");
+      t.switches[c.name] = j.at(c.name).get<bool>();
     }
   return t;
 }
@@ -341,7 +332,7 @@ SampleSpace parse_sample_space(const json& j, const std::string& w) {
     s.scales.push_back(parse_scale(text(v, w + ".scales"), w + ".scales"));
   for (const auto& v : nonempty_list(j, "inputs", w)) s.inputs.push_back(text(v, w + ".inputs"));
   optional_bool(j, "device_check", w, s.device_check);
-  for (const std::string& name : case_switch_names()) optional_bool(j, name.c_str(), w, s.*case_switch(name));
+  for (const CaseSwitch& c : kCaseSwitches) optional_bool(j, c.name, w, s.*c.field);
   s.cheap = tier(member(j, "cheap", w), w + ".cheap");
   s.deep = tier(member(j, "deep", w), w + ".deep");
   return s;

@@ -178,11 +178,6 @@ struct SampleSpace {
   SampleSpace for_tier(const CoverageTier& tier) const;
 };
 
-// The case-kind switches by name ("value_cases", ..., "released_heads_cases"), in the order their
-// kinds are appended; null for another name.
-bool SampleSpace::*case_switch(const std::string& name);
-const std::vector<std::string>& case_switch_names();
-
 Residue residue_of(const std::string& name);
 // Whether `v` has residue `r` (the residues are disjoint and cover every length).
 bool has_residue(int v, Residue r);

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <cmath>
-
 #include <map>
 
 #include "compile/call_state.h"

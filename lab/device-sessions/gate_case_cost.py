@@ -7,7 +7,7 @@ kind of case over the records given and divided by the candidates, largest first
 
 A kind is a sampled case's model call (`/model=<name>`), else its layout when it
 is a model layout, else "drawn"; a fixed case's shape set (the id's first part); deep cases are
-left out (only a would-be elite pays them: phases.deep_gate_s)."""
+not here (they are the record's gates.deep: only a would-be elite pays them, phases.deep_gate_s)."""
 import collections
 import gzip
 import json
@@ -17,8 +17,6 @@ import sys
 
 def kind(case_id):
     parts = case_id.split("/")
-    if parts[0] == "deep":
-        return None
     if parts[0] != "sampled":
         return "fixed " + parts[0]
     model = re.search(r"/model=([a-z_0-9]+)", case_id)
@@ -48,10 +46,9 @@ def main(paths):
         candidates += 1
         for c in timed:
             k = kind(c.get("case", ""))
-            if k:
-                seconds[k] += c["s"]
-                cases[k] += 1
-        flat += sum(c["s"] for c in timed if kind(c.get("case", "")))
+            seconds[k] += c["s"]
+            cases[k] += 1
+            flat += c["s"]
     if not candidates:
         print("no record with per-case gate seconds")
         return 1

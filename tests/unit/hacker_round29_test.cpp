@@ -427,8 +427,6 @@ TEST(HackerRound29, GqaBatchedLongPrefillOnlyByOdds) {
 bool ends_with(const std::string& id, const std::string& tail) {
   return id.size() >= tail.size() && id.compare(id.size() - tail.size(), tail.size(), tail) == 0;
 }
-double flops_of(const Shape& s) { return 4.0 * s.batch * s.heads_q * double(s.seq_q) * s.seq_kv * s.head_dim; }
-
 // phi4_heads_past_2k_keys_half_chunks.cu, closed by the whole-cache model calls (run/model_cases.h
 // append_whole_cache_model_cases): Phi-4's decode step at one sequence over its 4096 keys (40 over
 // 10 heads: 0.08 GFLOP at D 128) is in both tiers of every unmasked run wherever the cut left its
@@ -455,7 +453,7 @@ TEST(HackerRound29, PhiFourHeadsPast2kKeysIsCaughtByTheWholeCacheCalls) {
   EXPECT_TRUE(starts_with(runs[6].deep, "deep/294/16x40x10x1x4096x64")) << runs[6].deep;
   // The causal runs' least call past 2048 visible keys with 9 to 15 KV heads, beside the bound.
   const GatesConfig g = test::repo_gates();
-  EXPECT_GT(flops_of(parse_shape("1x18x9x2049x2049x128", 128)), g.sampled.max_flops);
+  EXPECT_GT(parse_shape("1x18x9x2049x2049x128", 128).flops(false), g.sampled.max_flops);
 }
 
 // The skipped chunks' error on a case's last query row of head 0, batch 0, read through the mirror
@@ -536,8 +534,8 @@ TEST(HackerRound29, GqaBatchedLongPrefillIsCaughtByTheTrainingStep) {
   EXPECT_TRUE(names(runs[6].cheap, "/4x2x1x2048x2048x64:bshd/")) << runs[6].cheap;
   const GatesConfig g = test::repo_gates();
   const Shape d128 = parse_shape("4x2x1x2048x2048x128", 128);
-  EXPECT_GT(flops_of(d128), g.sampled.max_flops);
-  EXPECT_LE(flops_of(d128), g.sampled.deep.max_flops);
+  EXPECT_GT(d128.flops(false), g.sampled.max_flops);
+  EXPECT_LE(d128.flops(false), g.sampled.deep.max_flops);
 }
 
 // The whole-cache model calls come after every other case of each tier (the fused-buffer cases
@@ -574,7 +572,7 @@ TEST(HackerRound29, WholeCacheModelCallsAreDecodeStepsAtTheEnd) {
     const Shape& s = c.shape;
     EXPECT_TRUE(s.batch == 1 && s.seq_q == m->shape.seq_q && s.seq_kv == m->shape.seq_kv) << c.id;
     EXPECT_EQ(s.heads_q / s.heads_kv, m->shape.heads_q / m->shape.heads_kv) << c.id;
-    EXPECT_LE(flops_of(s), kModelCaseMaxFlops) << c.id;
+    EXPECT_LE(s.flops(false), kModelCaseMaxFlops) << c.id;
     EXPECT_FALSE(t.causal) << c.id;
   });
   std::cout << fmt::format("whole-cache model calls: at most {:.3g} GFLOP a cheap tier, {:.3g} a deep one\n",
@@ -605,7 +603,7 @@ TEST(HackerRound29, LongValueCasesAreWideGroupsOverALongCacheAtTheEnd) {
         const bool decode = s.seq_q <= kSharedDecodeRows && s.seq_kv >= 2049 && s.seq_kv <= 8192;
         EXPECT_TRUE(t.causal ? prefill : decode) << c.id;
         EXPECT_TRUE(!c.two_streams && c.shared_prefix == 0 && c.inputs == "normal") << c.id;
-        EXPECT_LE(flops_of(s), kModelCaseMaxFlops) << c.id;
+        EXPECT_LE(s.flops(false), kModelCaseMaxFlops) << c.id;
       });
   std::cout << fmt::format("long value cases: at most {:.3g} GFLOP a cheap tier, {:.3g} a deep one\n", cheap / 1e9,
                            deep / 1e9);

@@ -40,8 +40,6 @@ GatesConfig first_close() {
   return g;
 }
 
-double flops_of(const Shape& s) { return 4.0 * s.batch * s.heads_q * double(s.seq_q) * s.seq_kv * s.head_dim; }
-
 // The close's kinds in the order draw_tier appends them, each with its switch.
 using Switch = bool SampleSpace::*;
 struct Kind {
@@ -64,7 +62,7 @@ const std::vector<Kind>& kinds() {
          EXPECT_TRUE(names(c.id, "/cache=whole/batch=")) << c.id;
          EXPECT_TRUE(c.shape.batch >= kBatchedModelBatch[0] && c.shape.batch <= kBatchedModelBatch[1]) << c.id;
          EXPECT_TRUE(c.shape.seq_q <= kSharedDecodeRows && c.shape.seq_kv > kValueCaseMaxKeys) << c.id;
-         EXPECT_LE(flops_of(c.shape), kBatchedModelMaxFlops) << c.id;
+         EXPECT_LE(c.shape.flops(false), kBatchedModelMaxFlops) << c.id;
        }},
       {"Gemma 27B calls", &SampleSpace::gemma_27b_cases, [](const Task&) { return size_t(1); },
        [](const Task& t, const CaseSpec& c) {
@@ -77,14 +75,14 @@ const std::vector<Kind>& kinds() {
        [](const Task&) { return size_t(1); },
        [](const Task&, const CaseSpec& c) {
          EXPECT_TRUE(names(c.id, "/shared=fused") && c.shape.seq_q == c.shape.seq_kv && c.shape.seq_q > 512) << c.id;
-         EXPECT_LE(flops_of(c.shape), kModelCaseMaxFlops) << c.id;
+         EXPECT_LE(c.shape.flops(false), kModelCaseMaxFlops) << c.id;
        }},
       {"long value cases over a BHSD cache", &SampleSpace::bhsd_long_value_cases,
        [](const Task& t) { return size_t(t.dtype == DType::fp8 ? 0 : 1); },
        [](const Task&, const CaseSpec& c) {
          EXPECT_TRUE(names(c.id, "/long_cache_wide_group") && c.values.rfind("massive_", 0) == 0) << c.id;
          EXPECT_TRUE(c.shape.layout == Layout::bhsd && c.layout == "bhsd" && c.shape.seq_kv > 512) << c.id;
-         EXPECT_LE(flops_of(c.shape), kModelCaseMaxFlops) << c.id;
+         EXPECT_LE(c.shape.flops(false), kModelCaseMaxFlops) << c.id;
        }},
       {"padded decode batches", &SampleSpace::padded_decode_cases,
        [](const Task& t) { return size_t(t.causal ? 0 : 1); },

@@ -37,8 +37,6 @@ using test::Call;
 using test::Catch;
 using namespace test::round30;  // the round's paths and run readers
 
-double flops_of(const Shape& s) { return 4.0 * s.batch * s.heads_q * double(s.seq_q) * s.seq_kv * s.head_dim; }
-
 // The kinds in the order draw_tier appends them, each with its switch, how many cases a tier of the
 // task gets, and a check of each.
 using Switch = bool SampleSpace::*;
@@ -58,7 +56,7 @@ const std::vector<Kind>& kinds() {
          EXPECT_GE(c.shared_prefix, std::max(c.shape.seq_q, c.shape.seq_kv)) << c.id;
          EXPECT_TRUE(c.shape.batch >= kBeamCount[0] && c.shape.batch <= kBeamCount[1]) << c.id;
          EXPECT_EQ(c.shape.seq_q == c.shape.seq_kv, t.causal) << c.id;
-         EXPECT_LE(flops_of(c.shape), kModelCaseMaxFlops) << c.id;
+         EXPECT_LE(c.shape.flops(false), kModelCaseMaxFlops) << c.id;
        }},
       {"GQA training steps over 4 KV heads or more", &SampleSpace::gqa_training_step_cases,
        [](const Task&, bool deep) { return size_t(deep ? 1 : 0); },
@@ -67,7 +65,7 @@ const std::vector<Kind>& kinds() {
          EXPECT_TRUE(c.shape.batch >= 4 && c.shape.heads_kv >= 4 && c.shape.heads_q > c.shape.heads_kv &&
                      c.shape.seq_q == c.shape.seq_kv && c.shape.seq_q >= 2048)
              << c.id;
-         EXPECT_LE(flops_of(c.shape), kGqaTrainingMaxFlops) << c.id;
+         EXPECT_LE(c.shape.flops(false), kGqaTrainingMaxFlops) << c.id;
        }},
       {"Phi-4 causal prefills past 2048 keys", &SampleSpace::phi4_prefill_cases,
        [](const Task& t, bool deep) { return size_t(deep && t.causal ? 1 : 0); },
@@ -82,7 +80,7 @@ const std::vector<Kind>& kinds() {
        [](const Task&, const CaseSpec& c) {
          EXPECT_TRUE(c.layout == "pow2_cache" || c.layout == "neox_v") << c.id;
          EXPECT_TRUE(names(c.id, "/layout=" + c.layout + "/")) << c.id;
-         EXPECT_LE(flops_of(c.shape), kModelCaseMaxFlops) << c.id;
+         EXPECT_LE(c.shape.flops(false), kModelCaseMaxFlops) << c.id;
          const Call call = test::call_of(c.shape, c.layout, c.scale);
          if (c.layout == "pow2_cache") {
            EXPECT_TRUE(preallocated_cache(call)) << c.id;

@@ -47,8 +47,6 @@ using test::round30::span;
 using test::round30::starts_with;
 using namespace test::round31;  // the round's paths
 
-double flops_of(const Shape& s) { return 4.0 * s.batch * s.heads_q * double(s.seq_q) * s.seq_kv * s.head_dim; }
-
 // The kinds model_ranges widens (their ids may change; their seeds do not).
 bool widened(const std::string& id) {
   for (const char* token :
@@ -77,18 +75,18 @@ TEST(HackerRound31Close, EveryEarlierCaseKeepsItsSeed) {
           } else {
             EXPECT_TRUE(widened(cases[i].id)) << run << ": " << cases[i].id;
           }
-          added += flops_of(cases[i].shape) - flops_of(before[i].shape);
+          added += cases[i].shape.flops(false) - before[i].shape.flops(false);
         }
         size_t pairs = 0;
         for (size_t i = before.size(); i < cases.size(); ++i) {
           const Shape& s = cases[i].shape;
-          added += flops_of(s);
+          added += s.flops(false);
           if (cases[i].layout == "fused_v") {  // the model layouts' third case, before the released pairs
             EXPECT_EQ(i, before.size()) << cases[i].id;
             EXPECT_TRUE(names(cases[i].id, "/layout=fused_v/") && names(cases[i].id, "/model=phi_3_fused_v_prefill"))
                 << cases[i].id;
             EXPECT_TRUE(fused_v_alone(test::call_of(s, "fused_v", cases[i].scale))) << cases[i].id;
-            EXPECT_LE(flops_of(s), kModelCaseMaxFlops) << cases[i].id;
+            EXPECT_LE(s.flops(false), kModelCaseMaxFlops) << cases[i].id;
             continue;
           }
           ++pairs;
