@@ -165,8 +165,8 @@ ExitStatus ChildProcess::wait() {
 }
 
 RunResult run_with_timeout(const std::vector<std::string>& argv, std::chrono::milliseconds timeout,
-                           ResourceLimits limits, size_t max_output) {
-  ChildProcess child(argv, "/dev/null", limits);
+                           ResourceLimits limits, size_t max_output, const std::string& stderr_path) {
+  ChildProcess child(argv, stderr_path, limits);
   RunResult r;
   auto deadline = std::chrono::steady_clock::now() + timeout;
   while (true) {

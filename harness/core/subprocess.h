@@ -50,13 +50,15 @@ class ChildProcess {
   ExitStatus status_;
 };
 
-// Runs a child to completion with a wall-clock limit; collects stdout (capped) and status.
+// Runs a child to completion with a wall-clock limit; collects stdout (capped) and status. Its
+// stderr goes to `stderr_path` (dropped by default).
 struct RunResult {
   ExitStatus status;
   std::string out;
 };
 RunResult run_with_timeout(const std::vector<std::string>& argv, std::chrono::milliseconds timeout,
-                           ResourceLimits limits = {}, size_t max_output = 1 << 20);
+                           ResourceLimits limits = {}, size_t max_output = 1 << 20,
+                           const std::string& stderr_path = "/dev/null");
 
 std::string signal_name(int sig);
 

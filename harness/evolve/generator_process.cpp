@@ -11,7 +11,6 @@
 #include <atomic>
 #include <cerrno>
 #include <csignal>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -33,6 +32,19 @@ namespace {
 volatile std::sig_atomic_t g_stop = 0;  // evo went away (PR_SET_PDEATHSIG) or asked us to stop
 extern "C" void on_stop(int) { g_stop = 1; }
 
+// /proc/<pid>/stat, or "" for a process that is gone. Plain read(2): a process exiting while
+// its file is read fails the read (ESRCH), and std::ifstream turns that into an exception.
+std::string proc_stat(pid_t pid) {
+  const int fd = ::open(fmt::format("/proc/{}/stat", pid).c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  char buf[1024];  // the fields up to the parent's pid fit well within this
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof buf)) < 0 && errno == EINTR) {
+  }
+  ::close(fd);
+  return n > 0 ? std::string(buf, size_t(n)) : std::string();
+}
+
 // Live processes below `root` (zombies left out), from /proc's parent links.
 std::vector<pid_t> descendants(pid_t root) {
   std::multimap<pid_t, pid_t> children;
@@ -40,8 +52,7 @@ std::vector<pid_t> descendants(pid_t root) {
     while (dirent* e = readdir(d)) {
       const pid_t pid = pid_t(std::atol(e->d_name));
       if (pid <= 0) continue;
-      std::ifstream f(fmt::format("/proc/{}/stat", pid));
-      std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+      const std::string stat = proc_stat(pid);
       const size_t close = stat.rfind(')');  // the command name may hold spaces and parentheses
       if (close == std::string::npos) continue;
       char state = 0;
@@ -216,10 +227,14 @@ GeneratorProcess run_generator_process(const std::string& command, const std::st
     write_file_atomic(base + ".spec", spec.dump(-1, ' ', false, json::error_handler_t::replace));
     // The runner's own limit: the generator's timeout, then time to kill its tree and drain.
     const RunResult run = run_with_timeout({evo_executable().string(), "__generator", base + ".spec"},
-                                           limits.timeout + std::chrono::seconds(20));
+                                           limits.timeout + std::chrono::seconds(20), {}, 1 << 20, base + ".runner");
     const json status = json::parse(run.out.substr(0, run.out.find('\n')), nullptr, false);
     if (!run.status.exited || run.status.code != 0 || !status.is_object()) {
-      g.runner_error = fmt::format("evo's generator runner failed ({})", run.status.describe());
+      std::error_code no_file;
+      const std::string said =
+          fs::exists(base + ".runner", no_file) ? stderr_end(read_file(base + ".runner"), 300) : "";
+      g.runner_error =
+          fmt::format("evo's generator runner failed ({}){}", run.status.describe(), said.empty() ? "" : ": " + said);
     } else {
       g.status.exited = status.value("exited", false);
       g.status.code = status.value("code", 0);
@@ -234,7 +249,7 @@ GeneratorProcess run_generator_process(const std::string& command, const std::st
     g.runner_error = std::string("evo's generator runner failed: ") + e.what();
   }
   std::error_code ec;
-  for (const char* ext : {".in", ".spec", ".out", ".err"}) fs::remove(base + ext, ec);
+  for (const char* ext : {".in", ".spec", ".out", ".err", ".runner"}) fs::remove(base + ext, ec);
   return g;
 }
 

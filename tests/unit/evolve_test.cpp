@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/paths.h"
+#include "core/subprocess.h"
 #include "evolve/admission.h"
 #include "evolve/generator.h"
 #include "evolve/novelty.h"
@@ -158,6 +160,18 @@ TEST(ExternalGenerator, GarbageAndOversizeAreRefused) {
   ASSERT_EQ(mixed.proposals.size(), 1u);
   EXPECT_EQ(mixed.proposals[0].parent, "p");
   EXPECT_EQ(mixed.rejected.size(), 2u);
+}
+
+// The generator runner's stderr is what explains a runner failure, so it must reach the file asked for.
+TEST(RunWithTimeout, KeepsTheChildsStderrWhereAsked) {
+  const auto dir = scratch_dir("runstderr");
+  const auto err = (dir / "child.err").string();
+  const auto r = run_with_timeout({"/bin/sh", "-c", "echo out; echo 'evo: internal error: why' >&2; exit 5"},
+                                  std::chrono::seconds(10), {}, 1 << 20, err);
+  EXPECT_EQ(r.out, "out\n");
+  EXPECT_TRUE(r.status.exited);
+  EXPECT_EQ(r.status.code, 5);
+  EXPECT_EQ(read_file(err), "evo: internal error: why\n");
 }
 
 TEST(ExternalGenerator, ReadsTheRequestOnStdin) {
