@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "gpu/reference_launch.h"
+
 namespace evo {
 
 using namespace worker_device;
@@ -107,15 +109,9 @@ DeviceCheckFacts DeviceChecker::compare(const Problem& p, double atol_d, double 
   Scratch ref(n * sizeof(float)), sums(sizeof(DeviceCompareSums));
   size_t free_bytes = 0, total_bytes = 0;
   check(cu().cuMemGetInfo(&free_bytes, &total_bytes), "cuMemGetInfo", "runtime");
-  float scale = p.scale;
-  int causal = task_.causal ? 1 : 0;
-  TensorDesc dq = p.dq, dk = p.dk, dv = p.dv, dout = p.dout;
-  float descale[3] = {p.descale[0], p.descale[1], p.descale[2]};  // 1 unless fp8 (gpu/fp8_inputs.h)
-  void* ref_args[] = {&dq, &dk, &dv, &ref.ptr, &scale, &causal, &descale[0], &descale[1], &descale[2]};
-  const long long rows = (long long)sh.batch * sh.heads_q * sh.seq_q;
-  check(cu().cuLaunchKernel(support_.reference, unsigned((rows * 32 + 255) / 256), 1, 1, 256, 1, 1, 0, stream_,
-                            ref_args, nullptr),
-        "reference launch", "runtime");
+  TensorDesc dout = p.dout;
+  const float descale[3] = {p.descale[0], p.descale[1], p.descale[2]};  // 1 unless fp8 (gpu/fp8_inputs.h)
+  launch_reference(support_, p.dq, p.dk, p.dv, ref.ptr, p.scale, task_.causal, descale, stream_);
   const DeviceCompareSums init = empty_compare_sums();
   check(cu().cuMemcpyHtoDAsync(sums.ptr, &init, sizeof(init), stream_), "compare init", "runtime");
   float atol = float(atol_d), rtol = float(rtol_d);

@@ -13,7 +13,7 @@ namespace {
 constexpr float kE4m3Max = 448.0f;
 }  // namespace
 
-Support load_support_kernels(const std::string& cubin_path, const Task& task) {
+Support load_support_kernels(const std::string& cubin_path, const Task& task, const std::string& reference_kernel) {
   Support s;
   std::string image = read_file(cubin_path);
   check(cu().cuModuleLoadData(&s.module, image.data()), "loading evo support kernels", "runtime");
@@ -24,7 +24,8 @@ Support load_support_kernels(const std::string& cubin_path, const Task& task) {
   check(cu().cuModuleGetFunction(&s.hold, s.module, "evo_hold"), "evo_hold", "runtime");
   check(cu().cuModuleGetFunction(&s.fill_bits, s.module, "evo_fill_bits16"), "evo_fill_bits16", "runtime");
   check(cu().cuModuleGetFunction(&s.fill_words, s.module, "evo_fill_bf16"), "evo_fill_bf16", "runtime");
-  const std::string ref = fmt::format("evo_reference_{}_d{}", dt, task.head_dim);
+  s.reference_tiled = reference_kernel == "tiled";
+  const std::string ref = fmt::format("evo_reference_{}{}_d{}", s.reference_tiled ? "tiled_" : "", dt, task.head_dim);
   check(cu().cuModuleGetFunction(&s.reference, s.module, ref.c_str()), "evo_reference", "runtime");
   if (task.dtype == DType::fp8) {
     check(cu().cuModuleGetFunction(&s.amax, s.module, "evo_amax"), "evo_amax", "runtime");

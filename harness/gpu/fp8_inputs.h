@@ -22,7 +22,8 @@ struct Problem;
 
 // Loads the support cubin and the task's fill and reference kernels (and, for fp8, evo_amax and
 // a device word for it).
-Support load_support_kernels(const std::string& cubin_path, const Task& task);
+Support load_support_kernels(const std::string& cubin_path, const Task& task,
+                             const std::string& reference_kernel = "rowwise");
 
 // Fills one fp8 tensor: amax of its values, then e4m3(value * 448 / amax). Returns the descale
 // (amax / 448; 1 for an all-zero tensor).

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "gpu/fp8_inputs.h"
+#include "gpu/reference_launch.h"
 #include "store/atomic_file.h"
 
 namespace evo::worker_device {
@@ -17,14 +18,8 @@ void run_reference_cases(const WorkerJob& job, const Support& support, CUstream 
     const size_t n = size_t(s.elements(s.heads_q, s.seq_q));
     CUdeviceptr out = 0;
     check(cu().cuMemAlloc(&out, n * sizeof(float)), "cuMemAlloc(reference)", "runtime");
-    float scale = p.scale;
-    int causal = job.task.causal ? 1 : 0;
-    TensorDesc dq = p.dq, dk = p.dk, dv = p.dv;
-    void* args[] = {&dq, &dk, &dv, &out, &scale, &causal, &p.descale[0], &p.descale[1], &p.descale[2]};
-    const long long rows = (long long)s.batch * s.heads_q * s.seq_q;
-    const unsigned blocks = unsigned((rows * 32 + 255) / 256);
-    check(cu().cuLaunchKernel(support.reference, blocks, 1, 1, 256, 1, 1, 0, stream, args, nullptr), "reference launch",
-          "runtime");
+    const float descale[3] = {p.descale[0], p.descale[1], p.descale[2]};
+    launch_reference(support, p.dq, p.dk, p.dv, out, p.scale, job.task.causal, descale, stream);
     check(cu().cuStreamSynchronize(stream), "reference kernel", "runtime");
     std::string host(n * sizeof(float), '\0');
     check(cu().cuMemcpyDtoH(host.data(), out, host.size()), "reference readback", "runtime");

@@ -94,7 +94,7 @@ class Worker {
                        {"driver", driver},
                        {"sm_clock_mhz", clock ? json(*clock) : json(nullptr)},
                        {"sm_clock_max_mhz", max_clock ? json(*max_clock) : json(nullptr)}}));
-    support_ = load_support_kernels(job_.support_cubin, job_.task);
+    support_ = load_support_kernels(job_.support_cubin, job_.task, job_.reference_kernel);
     checker_.emplace(support_, job_.task, stream_);
     // L2 flush buffer: writing twice the L2 evicts every line the previous sample left there.
     flush_bytes_ = std::max<size_t>(size_t(l2_bytes_) * 2, 64u << 20);

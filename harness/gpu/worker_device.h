@@ -109,6 +109,7 @@ struct TensorDesc {
 struct Support {
   CUmodule module = nullptr;
   CUfunction fill = nullptr, reference = nullptr;
+  bool reference_tiled = false;     // `reference` is evo_reference_tiled_* (gpu/reference_launch.h)
   CUfunction fill_out = nullptr;    // evo_fill of O's type: the pre-fill before every launch
   CUfunction fill_bits = nullptr;   // evo_fill_bits16: O's stale-bits pre-fill (random 16-bit patterns)
   CUfunction fill_words = nullptr;  // evo_fill_bf16: a split workspace's varied stale partials

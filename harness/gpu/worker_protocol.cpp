@@ -127,7 +127,8 @@ json to_json(const WorkerJob& w) {
             {"isolation_pause_ms", t.isolation_pause_ms},
             {"full_check_rows", t.full_check_rows}}},
           {"prune_us", w.prune_us},
-          {"dump_inputs", w.dump_inputs}};
+          {"dump_inputs", w.dump_inputs},
+          {"reference_kernel", w.reference_kernel}};
 }
 
 WorkerJob worker_job_from_json(const json& j) {
@@ -153,6 +154,7 @@ WorkerJob worker_job_from_json(const json& j) {
   w.timing.full_check_rows = t.at("full_check_rows");
   w.prune_us = j.at("prune_us");
   w.dump_inputs = j.at("dump_inputs");
+  w.reference_kernel = j.value("reference_kernel", std::string("rowwise"));
   return w;
 }
 

@@ -77,8 +77,9 @@ struct WorkerJob {
   std::vector<CaseSpec> cases;
   std::vector<BenchSpec> bench;
   TimingConfig timing;
-  double prune_us = 0;       // candidate's first bench shape p10 above prune_factor x this: stop timing
-  bool dump_inputs = false;  // reference mode: also write <out>.q/.k/.v (logical BHSD, dtype)
+  double prune_us = 0;                       // candidate's first bench shape p10 above prune_factor x this: stop timing
+  bool dump_inputs = false;                  // reference mode: also write <out>.q/.k/.v (logical BHSD, dtype)
+  std::string reference_kernel = "rowwise";  // gates.json limits.reference_kernel
 };
 
 nlohmann::json to_json(const WorkerJob& j);

@@ -197,12 +197,12 @@ void parse_caps_timing_limits(const json& j, const std::string& origin, GatesCon
   c.limits.load_s = field<double>(l, "load_s", lw);
   c.limits.gate_case_s = field<double>(l, "gate_case_s", lw);
   c.limits.timing_shape_s = field<double>(l, "timing_shape_s", lw);
-  c.limits.device_check_elements = field_or<long long>(l, "device_check_elements", c.limits.device_check_elements, lw);
-  c.limits.watchdog_host_bytes_per_s =
-      field_or<double>(l, "watchdog_host_bytes_per_s", c.limits.watchdog_host_bytes_per_s, lw);
-  c.limits.watchdog_device_bytes_per_s =
-      field_or<double>(l, "watchdog_device_bytes_per_s", c.limits.watchdog_device_bytes_per_s, lw);
-  c.limits.watchdog_flops_per_s = field_or<double>(l, "watchdog_flops_per_s", c.limits.watchdog_flops_per_s, lw);
+  const auto or_default = [&](const char* k, auto& v) { v = field_or<std::decay_t<decltype(v)>>(l, k, v, lw); };
+  or_default("device_check_elements", c.limits.device_check_elements);
+  or_default("watchdog_host_bytes_per_s", c.limits.watchdog_host_bytes_per_s);
+  or_default("watchdog_device_bytes_per_s", c.limits.watchdog_device_bytes_per_s);
+  or_default("watchdog_flops_per_s", c.limits.watchdog_flops_per_s);
+  or_default("reference_kernel", c.limits.reference_kernel);
   if (c.limits.device_check_elements < 1 || !(c.limits.watchdog_host_bytes_per_s > 0) ||
       !(c.limits.watchdog_device_bytes_per_s > 0) || !(c.limits.watchdog_flops_per_s > 0))
     throw usage_error(lw + ": device_check_elements and the watchdog_* rates must be positive");

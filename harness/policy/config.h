@@ -108,6 +108,10 @@ struct Limits {
   // (run/large_cases.h); the gate-case watchdog adds their work at these floor rates.
   long long device_check_elements = 1LL << 28;
   double watchdog_host_bytes_per_s = 2e8, watchdog_device_bytes_per_s = 2e10, watchdog_flops_per_s = 2e11;
+  // The FP32 reference every check compares with: "rowwise" (evo_reference_*: a warp per query
+  // row) or "tiled" (evo_reference_tiled_*: 16 rows and 32-key tiles a block, the same output bit
+  // for bit and faster; harness/support/support_kernels.cu).
+  std::string reference_kernel = "rowwise";
 };
 
 // `evo run --sanitize`: the cases a would-be elite runs under each compute-sanitizer tool.

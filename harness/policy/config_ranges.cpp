@@ -70,6 +70,9 @@ void check_timing_and_limits(const RangeCheck& r, const GatesConfig& c) {
   r.above("limits.load_s", l.load_s, 0);
   r.above("limits.gate_case_s", l.gate_case_s, 0);
   r.above("limits.timing_shape_s", l.timing_shape_s, 0);
+  if (l.reference_kernel != "rowwise" && l.reference_kernel != "tiled")
+    throw usage_error(fmt::format("{} limits.reference_kernel is \"{}\": it must be \"rowwise\" or \"tiled\"", r.origin,
+                                  l.reference_kernel));
   for (const auto& [arch, caps] : c.resources) {
     const std::string k = "resources." + arch;
     r.above(k + ".max_registers", caps.max_registers, 0);

@@ -34,6 +34,7 @@ WorkerJob candidate_job(const EvalEnv& env, const Candidate& c, const CompileRes
   job.cubin = compiled.cubin_path.string();
   job.launch = *compiled.launch;
   job.timing = env.gates->timing;
+  job.reference_kernel = env.gates->limits.reference_kernel;
   return job;
 }
 

@@ -40,6 +40,8 @@ fs::path ReferenceStore::path_for(const Task& task, const CaseSpec& c) const {
                               .update(c.v_mean != 0         ? "|fills r21"
                                       : massive_channels(c) ? "|fills r22"
                                                             : "")
+                              // the tiled kernel's outputs apart until a GPU has shown them bitwise the rowwise's
+                              .update(limits_.reference_kernel == "tiled" ? "|ref tiled" : "")
                               .hex();
   return dir_ / key.substr(0, 2) / (key + ".f32");
 }
@@ -50,6 +52,7 @@ void ReferenceStore::prepare(const Task& task, const std::vector<CaseSpec>& case
   job.device = device_;
   job.task = task;
   job.support_cubin = support_cubin_.string();
+  job.reference_kernel = limits_.reference_kernel;
   for (CaseSpec c : cases) {
     c.out_path = path_for(task, c).string();
     if (fs::exists(c.out_path)) continue;

@@ -216,6 +216,10 @@ extern "C" __global__ void evo_fill_fp8(EvoTensorDesc t, unsigned seed, unsigned
   }
 }
 
+// A weight of the reference: exp(score - m), the difference rounded on its own (both reference
+// kernels, bitwise).
+__device__ __forceinline__ double evo_ref_weight(float score, float m) { return double(expf(__fsub_rn(score, m))); }
+
 // One warp per query row; lane owns head-dim columns lane, lane+32, ...
 // out: FP32, logical BHSD, contiguous. Each input element is float(x) * its tensor's descale
 // (1 for fp16 and bf16, where the product is exact).
@@ -244,8 +248,8 @@ __device__ void reference(EvoTensorDesc q, EvoTensorDesc k, EvoTensorDesc v, flo
 #pragma unroll
     for (int c = 0; c < kPer; ++c) s = fmaf(qr[c], evo_float(kr[lane + 32 * c]) * dk, s);
 #pragma unroll
-    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-    return s * scale;
+    for (int o = 16; o > 0; o >>= 1) s = __fadd_rn(s, __shfl_xor_sync(0xffffffffu, s, o));
+    return __fmul_rn(s, scale);  // rounded here, never fused with the weight's subtraction
   };
   float m = -__int_as_float(0x7f800000);  // -inf; NVRTC has no <math.h>
   for (int j = 0; j < n; ++j) m = fmaxf(m, score(j));
@@ -258,7 +262,7 @@ __device__ void reference(EvoTensorDesc q, EvoTensorDesc k, EvoTensorDesc v, flo
 #pragma unroll
   for (int c = 0; c < kPer; ++c) acc[c] = 0;
   for (int j = 0; j < n; ++j) {
-    const double p = expf(score(j) - m);
+    const double p = evo_ref_weight(score(j), m);
     l += p;
     const T* vr = vp + j * v.stride[2];
 #pragma unroll
@@ -269,17 +273,209 @@ __device__ void reference(EvoTensorDesc q, EvoTensorDesc k, EvoTensorDesc v, flo
   for (int c = 0; c < kPer; ++c) o[lane + 32 * c] = float(acc[c] / l);
 }
 
-#define EVO_REFERENCE(NAME, T, D)                                                                             \
-  extern "C" __global__ void NAME(EvoTensorDesc q, EvoTensorDesc k, EvoTensorDesc v, float* out, float scale,        \
-                                  int causal, float dq, float dk, float dv) {                                        \
-    reference<T, D>(q, k, v, out, scale, causal, dq, dk, dv);                                                        \
+// ---- evo_reference_tiled_*: evo_reference_*'s output, bitwise, in a fraction of its time ----
+// evo_reference_* walks every key of a row twice in one warp: a case of a few hundred rows over 8k
+// keys is a chain of 16k dependent steps (15 ms for 2x8x2x16x8192 on the H200, 2026-12-03), and
+// every key row is read again from L2 by every query row (2.4 s for the deep tier's
+// 1x16x16x32768x32768). Here 128 threads share 16 query rows of one (batch, head) and tiles of 32
+// keys in shared memory, and every number is made by evo_reference_*'s operations in its order:
+// - a score is a warp's sum: 32 lane partials (fmaf chains over columns L, L + 32, ...) added as
+//   __shfl_xor_sync adds them, pairs 16 apart, then 8, 4, 2, 1 (evo_ref_scores);
+// - the row max is order-free (fmaxf);
+// - the weights' sum and each output column's sum run in double over the keys in order, one thread
+//   per (row, column) sum.
+constexpr int kRefRows = 16, kRefKeys = 32, kRefThreads = 128;
+
+// Leaf i of the butterfly's tree: lane bitreverse5(i). Taken in this order, the adds of
+// __shfl_xor_sync's butterfly (16 apart first) are those of a binary counter: leaf i closes one
+// level per trailing one bit of i.
+__device__ __forceinline__ constexpr int evo_ref_leaf(int i) {
+  return ((i & 1) << 4) | ((i & 2) << 2) | (i & 4) | ((i & 8) >> 2) | ((i & 16) >> 4);
+}
+
+// Shared memory of a 16-row block. Q and K keep column L + 32c at L * kPer + c, so a leaf's
+// columns are one vector load; rows are padded by 4 floats so the 8 keys a warp reads at once fall
+// in different banks.
+template <int D>
+struct EvoRefTile {
+  static constexpr int kPitch = D + 4;
+  float q[kRefRows][kPitch];
+  float k[kRefKeys][kPitch];
+  float v[kRefKeys][D];
+  double p[kRefKeys][kRefRows];  // weights, key-major: a thread's rows are one vector load
+  float m[kRefRows];
+  double l[kRefRows];
+  int n[kRefRows];  // keys row r sees; 0 past the last row
+};
+
+template <int D>
+__device__ __forceinline__ void evo_ref_load_vec(const float* src, float (&dst)[D / 32]) {
+  if constexpr (D == 128) {
+    const float4 x = *reinterpret_cast<const float4*>(src);
+    dst[0] = x.x, dst[1] = x.y, dst[2] = x.z, dst[3] = x.w;
+  } else {
+    const float2 x = *reinterpret_cast<const float2*>(src);
+    dst[0] = x.x, dst[1] = x.y;
   }
-EVO_REFERENCE(evo_reference_fp16_d64, __half, 64)
-EVO_REFERENCE(evo_reference_fp16_d128, __half, 128)
-EVO_REFERENCE(evo_reference_bf16_d64, __nv_bfloat16, 64)
-EVO_REFERENCE(evo_reference_bf16_d128, __nv_bfloat16, 128)
-EVO_REFERENCE(evo_reference_fp8_d64, __nv_fp8_e4m3, 64)
-EVO_REFERENCE(evo_reference_fp8_d128, __nv_fp8_e4m3, 128)
+}
+
+// The scores of row r against keys jset, jset + 8, jset + 16, jset + 24 of the tile, as
+// evo_reference_*'s warp makes each: lane L's fmaf chain over its columns from 0, then the
+// butterfly's adds, then the scale.
+template <int D>
+__device__ __forceinline__ void evo_ref_scores(const EvoRefTile<D>& t, int r, int jset, float scale, float (&out)[4]) {
+  constexpr int kPer = D / 32;
+  float open[4][5];  // per key, the partial sum waiting at each level of the tree
+#pragma unroll
+  for (int i = 0; i < 32; ++i) {
+    const int lane = evo_ref_leaf(i);
+    float qv[kPer];
+    evo_ref_load_vec<D>(&t.q[r][lane * kPer], qv);
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      float kv[kPer];
+      evo_ref_load_vec<D>(&t.k[jset + 8 * u][lane * kPer], kv);
+      float a = 0.f;
+#pragma unroll
+      for (int c = 0; c < kPer; ++c) a = fmaf(qv[c], kv[c], a);
+#pragma unroll
+      for (int level = 0; level < 5; ++level) {
+        if (!((i >> level) & 1)) {
+          open[u][level] = a;
+          break;
+        }
+        a = __fadd_rn(open[u][level], a);
+      }
+      if (i == 31) out[u] = __fmul_rn(a, scale);
+    }
+  }
+}
+
+// Rows [i0, i0 + 16) of head h of batch b; keys [j0, j0 + 32) into the tile (0 past `keys`).
+template <typename T, int D>
+__device__ __forceinline__ void evo_ref_load_keys(EvoRefTile<D>& t, const T* kp, const T* vp, long long k_row,
+                                                  long long v_row, int j0, int keys, float dk, float dv, bool with_v) {
+  constexpr int kPer = D / 32;
+  for (int e = threadIdx.x; e < kRefKeys * D; e += kRefThreads) {
+    const int jj = e / D, col = e % D, j = j0 + jj;
+    t.k[jj][(col % 32) * kPer + col / 32] = j < keys ? evo_float(kp[j * k_row + col]) * dk : 0.f;
+    if (with_v) t.v[jj][col] = j < keys ? evo_float(vp[j * v_row + col]) * dv : 0.f;
+  }
+}
+
+template <typename T, int D>
+__device__ void reference_tiled(EvoTensorDesc q, EvoTensorDesc k, EvoTensorDesc v, float* out, float scale, int causal,
+                                float dq, float dk, float dv) {
+  constexpr int kPer = D / 32;
+  constexpr int kColGroups = D / 4, kRowGroups = kRefThreads / kColGroups, kMyRows = kRefRows / kRowGroups;
+  __shared__ __align__(16) EvoRefTile<D> t;
+  const int blocks_per_head = (q.seq + kRefRows - 1) / kRefRows;
+  const long long bid = blockIdx.x;
+  const int i0 = static_cast<int>(bid % blocks_per_head) * kRefRows;
+  const int h = static_cast<int>((bid / blocks_per_head) % q.heads);
+  const int b = static_cast<int>(bid / (static_cast<long long>(blocks_per_head) * q.heads));
+  const int hk = h / (q.heads / k.heads);
+  const T* qp = static_cast<const T*>(q.data) + b * q.stride[0] + h * q.stride[1];
+  const T* kp = static_cast<const T*>(k.data) + b * k.stride[0] + hk * k.stride[1];
+  const T* vp = static_cast<const T*>(v.data) + b * v.stride[0] + hk * v.stride[1];
+  const int tid = threadIdx.x;
+  for (int e = tid; e < kRefRows * D; e += kRefThreads) {
+    const int r = e / D, col = e % D, i = i0 + r;
+    t.q[r][(col % 32) * kPer + col / 32] = i < q.seq ? evo_float(qp[i * q.stride[2] + col]) * dq : 0.f;
+  }
+  if (tid < kRefRows) {
+    const int i = i0 + tid;
+    t.n[tid] = i >= q.seq ? 0 : causal ? min(i + 1, k.seq) : k.seq;
+  }
+  __syncthreads();
+  int keys = 0;  // the most any row of the block sees
+  for (int r = 0; r < kRefRows; ++r) keys = max(keys, t.n[r]);
+
+  // Pass 1: each row's max score.
+  const int r = tid >> 3, jset = tid & 7;
+  const int n_r = t.n[r];
+  float m = -__int_as_float(0x7f800000);
+  for (int j0 = 0; j0 < keys; j0 += kRefKeys) {
+    __syncthreads();  // the tile before is read
+    evo_ref_load_keys<T, D>(t, kp, vp, k.stride[2], v.stride[2], j0, keys, dk, dv, false);
+    __syncthreads();
+    float s[4];
+    evo_ref_scores<D>(t, r, jset, scale, s);
+#pragma unroll
+    for (int u = 0; u < 4; ++u)
+      if (j0 + jset + 8 * u < n_r) m = fmaxf(m, s[u]);
+  }
+#pragma unroll
+  for (int o = 4; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));  // the row's 8 threads
+  if (jset == 0) t.m[r] = m;
+
+  // Pass 2: the weights (in order, one thread per row) and P.V (one thread per row and column).
+  const int cg = tid % kColGroups, rg = tid / kColGroups;
+  int my_n[kMyRows];
+  double acc[kMyRows][4];
+#pragma unroll
+  for (int a = 0; a < kMyRows; ++a) {
+    my_n[a] = t.n[rg * kMyRows + a];
+#pragma unroll
+    for (int c = 0; c < 4; ++c) acc[a][c] = 0;
+  }
+  double l = 0;  // threads 0..15: row tid's sum of weights
+  for (int j0 = 0; j0 < keys; j0 += kRefKeys) {
+    __syncthreads();  // pass 1's max is written; the tile before is read
+    evo_ref_load_keys<T, D>(t, kp, vp, k.stride[2], v.stride[2], j0, keys, dk, dv, true);
+    __syncthreads();
+    float s[4];
+    evo_ref_scores<D>(t, r, jset, scale, s);
+    const float mr = t.m[r];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      const int jj = jset + 8 * u;
+      t.p[jj][r] = j0 + jj < n_r ? evo_ref_weight(s[u], mr) : 0.0;
+    }
+    __syncthreads();
+    if (tid < kRefRows)
+      for (int jj = 0; jj < kRefKeys && j0 + jj < t.n[tid]; ++jj) l += t.p[jj][tid];
+    for (int jj = 0; jj < kRefKeys && j0 + jj < keys; ++jj) {
+      const float4 vv = *reinterpret_cast<const float4*>(&t.v[jj][4 * cg]);
+      const double vd[4] = {double(vv.x), double(vv.y), double(vv.z), double(vv.w)};
+#pragma unroll
+      for (int a = 0; a < kMyRows; ++a) {
+        if (j0 + jj >= my_n[a]) continue;
+        const double p = t.p[jj][rg * kMyRows + a];
+#pragma unroll
+        for (int c = 0; c < 4; ++c) acc[a][c] = fma(p, vd[c], acc[a][c]);
+      }
+    }
+  }
+  if (tid < kRefRows) t.l[tid] = l;
+  __syncthreads();
+#pragma unroll
+  for (int a = 0; a < kMyRows; ++a) {
+    const int rr = rg * kMyRows + a, i = i0 + rr;
+    if (i >= q.seq) continue;
+    float* o = out + ((static_cast<long long>(b) * q.heads + h) * q.seq + i) * D + 4 * cg;
+#pragma unroll
+    for (int c = 0; c < 4; ++c) o[c] = float(acc[a][c] / t.l[rr]);
+  }
+}
+
+// Both references of each dtype and head dim, with the same parameters (gpu/reference_launch.cpp).
+#define EVO_REFERENCES(DT, T, D)                                                                                  \
+  extern "C" __global__ void evo_reference_##DT##_d##D(EvoTensorDesc q, EvoTensorDesc k, EvoTensorDesc v, float* out, \
+                                                       float scale, int causal, float dq, float dk, float dv) {       \
+    reference<T, D>(q, k, v, out, scale, causal, dq, dk, dv);                                                        \
+  }                                                                                                                  \
+  extern "C" __global__ void __launch_bounds__(kRefThreads)                                                          \
+      evo_reference_tiled_##DT##_d##D(EvoTensorDesc q, EvoTensorDesc k, EvoTensorDesc v, float* out, float scale,    \
+                                      int causal, float dq, float dk, float dv) {                                    \
+    reference_tiled<T, D>(q, k, v, out, scale, causal, dq, dk, dv);                                                  \
+  }
+EVO_REFERENCES(fp16, __half, 64)
+EVO_REFERENCES(fp16, __half, 128)
+EVO_REFERENCES(bf16, __nv_bfloat16, 64)
+EVO_REFERENCES(bf16, __nv_bfloat16, 128)
+EVO_REFERENCES(fp8, __nv_fp8_e4m3, 64)
+EVO_REFERENCES(fp8, __nv_fp8_e4m3, 128)
 
 // Spins for `ns` nanoseconds of the global timer: a two-stream gate case's streams both wait
 // for it, so the candidate's two launches, enqueued meanwhile, start together (gpu/worker.cpp).

@@ -8,6 +8,9 @@
 # twice (rng seeds 1 and 2: the same candidates on both sides), against a copy of its own
 # committed populations, so most candidates are not would-be elites; the deep tier, which only a
 # would-be elite pays (`phases.deep_gate_s`), is reported apart. Back under $OUT: cost.md, logs.
+# SIDES (default "before after tiled"): "tiled" is this tree with gates.json
+# limits.reference_kernel "tiled" (evo_reference_tiled_*: the reference's output bit for bit, in
+# less time), from a copy of gates/, variants/ and populations/ under /tmp (results/ linked).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 BEFORE=${BEFORE:-57eda32}
@@ -20,18 +23,27 @@ fi
 source lab/device-sessions/device_steps.sh
 device_env
 gpu_info
+SIDES=${SIDES:-before after tiled}
 before=/tmp/evo-before && rm -rf "$before" && mkdir -p "$before"
-tar -C "$before" -xzf .whl/gate-cost/before.tar.gz || { echo "no .whl/gate-cost/before.tar.gz: run pack, carry it"; exit 1; }
-(cmake -S "$before" -B "$before/build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null &&
-  cmake --build "$before/build" -j 16 --target evo) >"$OUT/build-before.log" 2>&1 || { tail -20 "$OUT/build-before.log"; exit 1; }
+if [[ " $SIDES " == *" before "* ]]; then
+  tar -C "$before" -xzf .whl/gate-cost/before.tar.gz || { echo "no .whl/gate-cost/before.tar.gz: run pack, carry it"; exit 1; }
+  (cmake -S "$before" -B "$before/build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null &&
+    cmake --build "$before/build" -j 16 --target evo) >"$OUT/build-before.log" 2>&1 || { tail -20 "$OUT/build-before.log"; exit 1; }
+fi
+tiled=/tmp/evo-tiled-root && rm -rf "$tiled" && mkdir -p "$tiled" && cp -r gates variants populations "$tiled/" &&
+  ln -s "$PWD/results" "$tiled/results"  # the elites' stored sources
+python3 -c 'import json, sys; g = json.load(open(sys.argv[1])); g["limits"]["reference_kernel"] = "tiled"; open(sys.argv[1], "w").write(json.dumps(g, indent=2) + "\n")' \
+  "$tiled/gates/gates.json"
 build_evo evo || exit 1
 echo "built at ${SECONDS}s"
 for seed in 1 2; do
-  for side in before after; do
-    root=$PWD && [ "$side" = before ] && root=$before
+  for side in $SIDES; do
+    root=$PWD evo=$PWD/build/harness/evo
+    [ "$side" = before ] && root=$before evo=$before/build/harness/evo
+    [ "$side" = tiled ] && root=$tiled
     w=/tmp/evo-cost-$side-$seed && rm -rf "$w" && mkdir -p "$w"
     cp -r "$root/populations" "$w/populations"
-    (cd "$root" && EVO_ROOT="$root" XDG_CACHE_HOME="/tmp/evo-cache-$side" timeout 200 "$root/build/harness/evo" run \
+    (cd "$root" && EVO_ROOT="$root" XDG_CACHE_HOME="/tmp/evo-cache-$side" timeout 200 "$evo" run \
       --stage 6 --task fp16-d64 --budget 3 --rng-seed "$seed" --results-dir "$w/results" \
       --populations-dir "$w/populations") >"$OUT/$side-$seed.log" 2>&1
     echo "$side seed $seed: exit $? at ${SECONDS}s; $(grep -E 'candidates, .* GPU-seconds' "$OUT/$side-$seed.log")"
@@ -39,8 +51,8 @@ for seed in 1 2; do
 done
 python3 - "$OUT/cost.md" <<'EOF'
 import glob, json, statistics, sys
-rows, per = [], {"before": [], "after": []}
-for side in ("before", "after"):
+rows, per = [], {"before": [], "after": [], "tiled": []}
+for side in ("before", "after", "tiled"):
     for f in sorted(glob.glob(f"/tmp/evo-cost-{side}-*/results/*.jsonl")):
         for line in open(f):
             r = json.loads(line)
@@ -48,9 +60,10 @@ for side in ("before", "after"):
             deep = ph.get("deep_gate_s") or 0.0
             gpu = r.get("gpu_seconds") or 0.0
             per[side].append(gpu - deep)
-            rows.append(f"| {side} | {r['variant']} | {r['outcome']} | {gpu:.2f} | {deep:.2f} | {gpu - deep:.2f} |")
+            gate = (ph.get("detail") or {}).get("worker_gate_s", 0.0)
+            rows.append(f"| {side} | {r['variant']} | {r['outcome']} | {gpu:.2f} | {deep:.2f} | {gpu - deep:.2f} | {gate:.2f} |")
 with open(sys.argv[1], "w") as out:
-    out.write("| side | variant | outcome | GPU-s | deep tier s | GPU-s without the deep tier |\n|---|---|---|---:|---:|---:|\n")
+    out.write("| side | variant | outcome | GPU-s | deep tier s | GPU-s without the deep tier | worker gate s |\n|---|---|---|---:|---:|---:|---:|\n")
     out.write("\n".join(rows) + "\n\n")
     for side, v in per.items():
         if v:
@@ -59,5 +72,8 @@ print(open(sys.argv[1]).read())
 EOF
 # Where the after side's cheap gate goes, case kind by kind (the records' per-case seconds), and
 # the after side's records themselves, for a closer look here.
-python3 lab/device-sessions/gate_case_cost.py /tmp/evo-cost-after-*/results/*.jsonl | tee "$OUT/gate-cases.md"
-tar -C /tmp -czf "$OUT/after-records.tgz" $(cd /tmp && ls -d evo-cost-after-*/results)
+for side in after tiled; do
+  ls /tmp/evo-cost-$side-*/results/*.jsonl >/dev/null 2>&1 || continue
+  python3 lab/device-sessions/gate_case_cost.py /tmp/evo-cost-$side-*/results/*.jsonl | tee "$OUT/gate-cases-$side.md"
+done
+tar -C /tmp -czf "$OUT/after-records.tgz" $(cd /tmp && ls -d evo-cost-after-*/results evo-cost-tiled-*/results 2>/dev/null)

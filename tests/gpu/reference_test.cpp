@@ -5,9 +5,13 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
+#include <iostream>
 
 #include "cli/context.h"
 #include "compile/compiler.h"
@@ -90,12 +94,14 @@ std::filesystem::path support_for_this_gpu(const Context& ctx, const std::filesy
 // Each case's reference and its inputs (beside it) through a dedicated worker job, in `dir`; the
 // cases as run, with their output paths.
 std::vector<CaseSpec> dump_references(const Task& task, const std::vector<CaseSpec>& cases,
-                                      const std::filesystem::path& support, const std::filesystem::path& dir) {
+                                      const std::filesystem::path& support, const std::filesystem::path& dir,
+                                      const std::string& reference_kernel = "rowwise", bool dump_inputs = true) {
   WorkerJob job;
   job.mode = "reference";
   job.task = task;
   job.support_cubin = support.string();
-  job.dump_inputs = true;
+  job.dump_inputs = dump_inputs;
+  job.reference_kernel = reference_kernel;
   for (size_t i = 0; i < cases.size(); ++i) {
     CaseSpec c = cases[i];
     c.out_path = (dir / ("case" + std::to_string(i))).string();
@@ -187,6 +193,48 @@ TEST(GpuReference, KeepsItsSumsOnALongRowOfNearlyEqualWeights) {
   }
   EXPECT_LT(std::abs(signed_err / abs_ref), 1e-5) << "the FP32 sums gave about +2.5e-4 of |ref| low";
   EXPECT_LT(std::sqrt(e2 / r2), 1e-6);
+}
+
+// The tiled reference (gates.json limits.reference_kernel "tiled") makes every number with the
+// rowwise one's operations in its order, so their outputs must be equal bit for bit: over the
+// fixed gate sets and the cheap tier's sampled cases at gate seed 2025 (every layout, strides,
+// GQA, MQA, scales, value kinds) for both head dims, all three dtypes and both masks, and shapes
+// at the tiles' edges (rows not a multiple of 16, keys not of 32, one key, one row over 8k keys,
+// causal with more rows than keys).
+TEST(GpuReference, TheTiledReferenceIsTheRowwiseBitForBit) {
+  EVO_REQUIRE_GPU();
+  Context ctx = Context::load();
+  const auto support = support_for_this_gpu(ctx, test::scratch_dir("reference-cache-tiled"));
+  const std::vector<std::string> edges{"small",          "1x4x2x100x77xD:bshd", "2x8x2x1x8192xD",
+                                       "1x4x4x300x77xD", "1x2x1x33x1xD",        "3x6x3x17x31xD"};
+  for (const std::string task_name : {"fp16-d64", "bf16-d128-causal", "fp8-d128", "fp16-d128-causal", "bf16-d64"}) {
+    const Task task = parse_task(task_name);
+    EvalPlan plan = make_plan(ctx.gates, {task, edges, {}, {0}, false, 2025u, false});
+    std::vector<CaseSpec> cases;
+    for (const CaseSpec& c : plan.gate_cases)  // outputs of at most 4M floats: the files stay small
+      if (c.shape.elements(c.shape.heads_q, c.shape.seq_q) <= (int64_t(1) << 22)) cases.push_back(c);
+    ASSERT_GT(cases.size(), 40u) << task_name;
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto rowwise =
+        dump_references(task, cases, support, test::scratch_dir("ref-rowwise-" + task_name), "rowwise", false);
+    const auto t1 = std::chrono::steady_clock::now();
+    const auto tiled =
+        dump_references(task, cases, support, test::scratch_dir("ref-tiled-" + task_name), "tiled", false);
+    const auto t2 = std::chrono::steady_clock::now();
+    ASSERT_EQ(rowwise.size(), cases.size()) << task_name;
+    ASSERT_EQ(tiled.size(), cases.size()) << task_name;
+    std::cout << fmt::format("{}: {} cases, rowwise job {:.2f} s, tiled job {:.2f} s\n", task_name, cases.size(),
+                             std::chrono::duration<double>(t1 - t0).count(),
+                             std::chrono::duration<double>(t2 - t1).count());
+    for (size_t i = 0; i < cases.size(); ++i) {
+      const std::string a = test::read_text(rowwise[i].out_path), b = test::read_text(tiled[i].out_path);
+      ASSERT_EQ(a.size(), b.size()) << cases[i].id;
+      if (a == b) continue;
+      size_t first = 0;
+      while (first + 4 <= a.size() && a.compare(first, 4, b, first, 4) == 0) first += 4;
+      ADD_FAILURE() << task_name << " " << cases[i].id << ": first differing output element " << first / 4;
+    }
+  }
 }
 
 }  // namespace

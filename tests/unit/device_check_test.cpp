@@ -186,6 +186,18 @@ TEST(DeviceCheck, BadLimitsAreOneLineUsageErrors) {
   }
   j["limits"]["watchdog_flops_per_s"] = "fast";
   EXPECT_THROW(parse_gates_config(j.dump(), "gates.json"), EvoError);
+  j["limits"]["watchdog_flops_per_s"] = 2e11;
+  EXPECT_EQ(parse_gates_config(j.dump(), "gates.json").limits.reference_kernel, "rowwise");
+  j["limits"]["reference_kernel"] = "tiled";
+  EXPECT_EQ(parse_gates_config(j.dump(), "gates.json").limits.reference_kernel, "tiled");
+  j["limits"]["reference_kernel"] = "fast";
+  try {
+    parse_gates_config(j.dump(), "gates.json");
+    FAIL() << "an unknown reference kernel must be refused";
+  } catch (const EvoError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "gates.json limits.reference_kernel is \"fast\": it must be \"rowwise\" or \"tiled\"");
+  }
 }
 
 }  // namespace

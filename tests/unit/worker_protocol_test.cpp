@@ -44,6 +44,7 @@ TEST(WorkerJobs, EncodeThenDecodeKeepsEveryField) {
   j.timing.full_check_rows = 4096;
   j.prune_us = 12.5;
   j.dump_inputs = true;
+  j.reference_kernel = "tiled";
 
   const WorkerJob back = worker_job_from_json(json::parse(to_json(j).dump()));
   EXPECT_EQ(back.mode, j.mode);
@@ -92,6 +93,10 @@ TEST(WorkerJobs, EncodeThenDecodeKeepsEveryField) {
   EXPECT_EQ(back.timing.full_check_rows, 4096);
   EXPECT_EQ(back.prune_us, 12.5);
   EXPECT_TRUE(back.dump_inputs);
+  EXPECT_EQ(back.reference_kernel, "tiled");
+  json without = to_json(j);
+  without.erase("reference_kernel");  // a job written before the field: the rowwise reference
+  EXPECT_EQ(worker_job_from_json(without).reference_kernel, "rowwise");
   EXPECT_EQ(to_json(back), to_json(j)) << "decode -> encode gives the same job file";
 }
 
