@@ -277,8 +277,8 @@ __device__ void reference(EvoTensorDesc q, EvoTensorDesc k, EvoTensorDesc v, flo
 // evo_reference_* walks every key of a row twice in one warp: a case of a few hundred rows over 8k
 // keys is a chain of 16k dependent steps (15 ms for 2x8x2x16x8192 on the H200, 2026-12-03), and
 // every key row is read again from L2 by every query row (2.4 s for the deep tier's
-// 1x16x16x32768x32768). Here 128 threads share 16 query rows of one (batch, head) and tiles of 32
-// keys in shared memory, and every number is made by evo_reference_*'s operations in its order:
+// 1x16x16x32768x32768). Here 128 threads share 16 query rows of one (batch, KV head) and tiles of
+// 32 keys in shared memory, and every number is made by evo_reference_*'s operations in its order:
 // - a score is a warp's sum: 32 lane partials (fmaf chains over columns L, L + 32, ...) added as
 //   __shfl_xor_sync adds them, pairs 16 apart, then 8, 4, 2, 1 (evo_ref_scores);
 // - the row max is order-free (fmaxf);
@@ -305,7 +305,8 @@ struct EvoRefTile {
   double p[kRefKeys][kRefRows];  // weights, key-major: a thread's rows are one vector load
   float m[kRefRows];
   double l[kRefRows];
-  int n[kRefRows];  // keys row r sees; 0 past the last row
+  int n[kRefRows];           // keys row r sees; 0 past the last row
+  long long row[kRefRows];   // row r's logical BHSD row of the output
 };
 
 template <int D>
@@ -369,23 +370,31 @@ __device__ void reference_tiled(EvoTensorDesc q, EvoTensorDesc k, EvoTensorDesc 
   constexpr int kPer = D / 32;
   constexpr int kColGroups = D / 4, kRowGroups = kRefThreads / kColGroups, kMyRows = kRefRows / kRowGroups;
   __shared__ __align__(16) EvoRefTile<D> t;
-  const int blocks_per_head = (q.seq + kRefRows - 1) / kRefRows;
-  const long long bid = blockIdx.x;
-  const int i0 = static_cast<int>(bid % blocks_per_head) * kRefRows;
-  const int h = static_cast<int>((bid / blocks_per_head) % q.heads);
-  const int b = static_cast<int>(bid / (static_cast<long long>(blocks_per_head) * q.heads));
-  const int hk = h / (q.heads / k.heads);
-  const T* qp = static_cast<const T*>(q.data) + b * q.stride[0] + h * q.stride[1];
+  // The rows of one (batch, KV head): its g query heads' rows, head by head (a decode step's g
+  // heads of one row each share a block and its K and V tiles).
+  const int g = q.heads / k.heads;
+  const long long group_rows = static_cast<long long>(g) * q.seq, tiles = (group_rows + kRefRows - 1) / kRefRows;
+  const long long bid = blockIdx.x, rho0 = (bid % tiles) * kRefRows;
+  const int hk = static_cast<int>((bid / tiles) % k.heads);
+  const int b = static_cast<int>(bid / (tiles * k.heads));
   const T* kp = static_cast<const T*>(k.data) + b * k.stride[0] + hk * k.stride[1];
   const T* vp = static_cast<const T*>(v.data) + b * v.stride[0] + hk * v.stride[1];
   const int tid = threadIdx.x;
   for (int e = tid; e < kRefRows * D; e += kRefThreads) {
-    const int r = e / D, col = e % D, i = i0 + r;
-    t.q[r][(col % 32) * kPer + col / 32] = i < q.seq ? evo_float(qp[i * q.stride[2] + col]) * dq : 0.f;
+    const int r = e / D, col = e % D;
+    const long long rho = rho0 + r;
+    float x = 0.f;
+    if (rho < group_rows) {
+      const int h = hk * g + static_cast<int>(rho / q.seq), i = static_cast<int>(rho % q.seq);
+      x = evo_float(static_cast<const T*>(q.data)[b * q.stride[0] + h * q.stride[1] + i * q.stride[2] + col]) * dq;
+    }
+    t.q[r][(col % 32) * kPer + col / 32] = x;
   }
   if (tid < kRefRows) {
-    const int i = i0 + tid;
-    t.n[tid] = i >= q.seq ? 0 : causal ? min(i + 1, k.seq) : k.seq;
+    const long long rho = rho0 + tid;
+    const int h = hk * g + static_cast<int>(rho / q.seq), i = static_cast<int>(rho % q.seq);
+    t.n[tid] = rho >= group_rows ? 0 : causal ? min(i + 1, k.seq) : k.seq;
+    t.row[tid] = (static_cast<long long>(b) * q.heads + h) * q.seq + i;
   }
   __syncthreads();
   int keys = 0;  // the most any row of the block sees
@@ -451,9 +460,9 @@ __device__ void reference_tiled(EvoTensorDesc q, EvoTensorDesc k, EvoTensorDesc 
   __syncthreads();
 #pragma unroll
   for (int a = 0; a < kMyRows; ++a) {
-    const int rr = rg * kMyRows + a, i = i0 + rr;
-    if (i >= q.seq) continue;
-    float* o = out + ((static_cast<long long>(b) * q.heads + h) * q.seq + i) * D + 4 * cg;
+    const int rr = rg * kMyRows + a;
+    if (rho0 + rr >= group_rows) continue;  // past the group's last row
+    float* o = out + t.row[rr] * D + 4 * cg;
 #pragma unroll
     for (int c = 0; c < 4; ++c) o[c] = float(acc[a][c] / t.l[rr]);
   }
