@@ -149,6 +149,7 @@ constexpr CaseSwitch kCaseSwitches[] = {
     {"model_layout_cases", &SampleSpace::model_layout_cases},
     {"model_ranges", &SampleSpace::model_ranges},
     {"released_heads_cases", &SampleSpace::released_heads_cases},
+    {"model_range_ends", &SampleSpace::model_range_ends},
 };
 
 bool SampleSpace::*case_switch(const std::string& name) {

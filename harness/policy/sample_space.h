@@ -171,6 +171,11 @@ struct SampleSpace {
   // (Hq, Hkv) pair no heads class lists (append_released_heads_cases). Each false leaves it out.
   bool model_ranges = true;
   bool released_heads_cases = true;
+  // The close of round 31's narrowed holes (run/batch_cases.h append_model_range_end_cases), after
+  // the released pairs: pow2_cache at one sequence, Phi-4 on one prompt past 2048 tokens and a
+  // Gemma prefill past 544 tokens, each where the tier drew no case of the kind at that end.
+  // gates.json's cheap tier sets it false (the deep tier alone). False leaves it out.
+  bool model_range_ends = true;
 
   // Values per dimension, in SampleDim order.
   std::vector<int> sizes() const;

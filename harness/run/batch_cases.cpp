@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "gpu/value_fill.h"
 #include "run/model_cases.h"
@@ -25,6 +26,28 @@ CaseSpec layout_case(const GatesConfig& gates, const SampleSpace& space, const S
   c.layout = layout;
   c.id = plain_case_id(space, at, s, layout, c.junk, "1/sqrt(D)", c.inputs) + "/model=" + name;
   return c;
+}
+
+// pow2_cache's heads and lengths, drawn from `r` after its batch: 1, 2 or 4 KV heads under 1, 2 or 4
+// times as many; causal a prefill, unmasked a decode step; the cache's keys (a prefill's tokens)
+// halved while past 2^30 FLOPs or the tier's bounds. Whether the shape fits.
+bool pow2_cache_shape(const Task& task, const SampleRows& rows, SplitMix& r, Shape& s) {
+  s.heads_kv = 1 << r.below(3);
+  s.heads_q = s.heads_kv << r.below(3);
+  s.head_dim = task.head_dim;
+  s.layout = Layout::bshd;
+  if (task.causal) {
+    s.seq_q = s.seq_kv = r.uniform(kLayoutPrefillTokens[0], kLayoutPrefillTokens[1]);
+  } else {
+    s.seq_q = r.uniform(1, kBeamDecodeRows);
+    s.seq_kv = r.uniform(kLayoutCacheKeys[0], kLayoutCacheKeys[1]);
+  }
+  const auto fits = [&] { return s.flops(false) <= kModelCaseMaxFlops && rows.fits(s, "pow2_cache"); };
+  while (!fits() && s.seq_kv / 2 >= kSharedShortMinKeys) {
+    s.seq_kv /= 2;
+    if (task.causal) s.seq_q = s.seq_kv;
+  }
+  return fits();
 }
 
 }  // namespace
@@ -142,27 +165,13 @@ void append_model_layout_cases(const GatesConfig& gates, const Task& task, const
   s.batch = r.uniform(kLayoutBatch[0], kLayoutBatch[1]);
   SplitMix wide{rng.state ^ fnv1a("model_layouts_ranges")};  // round 31 (model_ranges): a batch from 1
   if (space.model_ranges) s.batch = wide.uniform(1, kLayoutBatch[1]);
-  s.heads_kv = 1 << r.below(3);
-  s.heads_q = s.heads_kv << r.below(3);
-  s.head_dim = task.head_dim;
-  s.layout = Layout::bshd;
-  if (task.causal) {
-    s.seq_q = s.seq_kv = r.uniform(kLayoutPrefillTokens[0], kLayoutPrefillTokens[1]);
-  } else {
-    s.seq_q = r.uniform(1, kBeamDecodeRows);
-    s.seq_kv = r.uniform(kLayoutCacheKeys[0], kLayoutCacheKeys[1]);
-  }
-  const auto fits = [&](const Shape& x, const char* layout) {
-    return x.flops(false) <= kModelCaseMaxFlops && rows.fits(x, layout);
-  };
-  while (!fits(s, "pow2_cache") && s.seq_kv / 2 >= kSharedShortMinKeys) {
-    s.seq_kv /= 2;
-    if (task.causal) s.seq_q = s.seq_kv;
-  }
-  if (fits(s, "pow2_cache"))
+  if (pow2_cache_shape(task, rows, r, s))
     out.push_back(layout_case(gates, space, s, r, "pow2_cache",
                               task.causal ? "pow2_cache_prefill" : "pow2_cache_decode",
                               prefix + std::to_string(out.size())));
+  const auto fits = [&](const Shape& x, const char* layout) {
+    return x.flops(false) <= kModelCaseMaxFlops && rows.fits(x, layout);
+  };
   // GPT-NeoX's interleaved V: an MHA prefill.
   Shape n;
   n.batch = r.uniform(1, 2);
@@ -213,6 +222,83 @@ void append_released_heads_cases(const GatesConfig& gates, const Task& task, con
     out.push_back(model_case(gates, space, s, r, fmt::format("heads_{}_{}", h.heads_q, h.heads_kv),
                              prefix + std::to_string(out.size())));
   }
+}
+
+namespace {
+
+// Whether a case of `out` of the kind its id names (`token`) is already at the range's end.
+bool drew(const std::vector<CaseSpec>& out, const char* token, const std::function<bool(const Shape&)>& at_end) {
+  return std::any_of(out.begin(), out.end(),
+                     [&](const CaseSpec& c) { return c.id.find(token) != std::string::npos && at_end(c.shape); });
+}
+
+// A power-of-two cache at one sequence (Llama 2's reference decode at batch 1, a chat).
+void append_pow2_cache_one_sequence(const GatesConfig& gates, const Task& task, const SampleSpace& space,
+                                    const SampleRows& rows, const SplitMix& rng, const std::string& prefix,
+                                    std::vector<CaseSpec>& out) {
+  if (drew(out, "/layout=pow2_cache/", [](const Shape& x) { return x.batch == 1; })) return;
+  SplitMix r{rng.state ^ fnv1a("pow2_cache_one_sequence")};
+  Shape s;
+  s.batch = 1;
+  if (!pow2_cache_shape(task, rows, r, s)) return;
+  out.push_back(layout_case(gates, space, s, r, "pow2_cache", task.causal ? "pow2_cache_prefill" : "pow2_cache_decode",
+                            prefix + std::to_string(out.size())));
+  out.back().id += "/range_end=one_sequence";
+}
+
+// Phi-4 on one prompt past 2048 tokens, on every task (its context is 16k), cut by quarters to
+// kPhi4OnePromptMaxFlops, no shorter than 2049.
+void append_phi4_one_prompt(const GatesConfig& gates, const Task& task, const SampleSpace& space,
+                            const SampleRows& rows, const SplitMix& rng, const std::string& prefix,
+                            std::vector<CaseSpec>& out) {
+  if (drew(out, "/model=phi_4_kv_heads_prefill", [](const Shape& x) { return x.batch == 1 && x.seq_q > 2048; })) return;
+  SplitMix r{rng.state ^ fnv1a("phi4_one_prompt")};
+  Shape s;
+  s.batch = 1;
+  s.heads_q = 40;
+  s.heads_kv = 10;
+  s.head_dim = task.head_dim;
+  s.layout = Layout::bshd;
+  s.seq_q = s.seq_kv = r.uniform(kPhi4PrefillTokens[0], kPhi4ContextTokens);
+  while ((s.flops(false) > kPhi4OnePromptMaxFlops || !rows.fits(s, "")) && s.seq_q > kPhi4PrefillTokens[0])
+    s.seq_q = s.seq_kv = std::max(kPhi4PrefillTokens[0], s.seq_q * 3 / 4);
+  if (!rows.fits(s, "")) return;
+  out.push_back(model_case(gates, space, s, r, "phi_4_kv_heads_prefill", prefix + std::to_string(out.size())));
+  out.back().id += "/range_end=one_prompt";
+}
+
+// A Gemma 27B prefill past 544 tokens at its own scale, on every task (unmasked too), cut by
+// quarters to kGemmaLongPrefillMaxFlops, no shorter than 545.
+void append_gemma_long_prefill(const GatesConfig& gates, const Task& task, const SampleSpace& space,
+                               const SampleRows& rows, const SplitMix& rng, const std::string& prefix,
+                               std::vector<CaseSpec>& out) {
+  if (drew(out, "/model_scale=gemma_", [](const Shape& x) { return x.seq_q > kGemmaPrefillKeys[1]; })) return;
+  SplitMix r{rng.state ^ fnv1a("gemma_27b_long_prefill")};
+  const bool gemma_3 = r.below(2) != 0;
+  Shape s;
+  s.batch = 1;
+  s.heads_q = 32;
+  s.heads_kv = 16;
+  s.head_dim = task.head_dim;
+  s.layout = Layout::bshd;
+  s.seq_q = s.seq_kv = r.uniform(kGemmaPrefillKeys[1] + 1, kGemmaLongPrefillKeys);
+  while ((s.flops(false) > kGemmaLongPrefillMaxFlops || !rows.fits(s, "")) && s.seq_q > kGemmaPrefillKeys[1] + 1)
+    s.seq_q = s.seq_kv = std::max(kGemmaPrefillKeys[1] + 1, s.seq_q * 3 / 4);
+  if (!rows.fits(s, "")) return;
+  out.push_back(gemma_27b_case(gates, space, s, r, gemma_3, prefix + std::to_string(out.size())));
+  out.back().id += "/range_end=past_544_rows";
+}
+
+}  // namespace
+
+// The ends of three kinds' model ranges a tier's draw missed (run/batch_cases.h).
+void append_model_range_end_cases(const GatesConfig& gates, const Task& task, const SampleSpace& space,
+                                  const SampleRows& rows, const SplitMix& rng, const std::string& prefix,
+                                  std::vector<CaseSpec>& out) {
+  if (!space.model_range_ends) return;
+  append_pow2_cache_one_sequence(gates, task, space, rows, rng, prefix, out);
+  append_phi4_one_prompt(gates, task, space, rows, rng, prefix, out);
+  append_gemma_long_prefill(gates, task, space, rows, rng, prefix, out);
 }
 
 }  // namespace evo

@@ -142,4 +142,27 @@ void append_released_heads_cases(const GatesConfig& gates, const Task& task, con
                                  const SampleRows& rows, const SplitMix& rng, const std::string& prefix,
                                  std::vector<CaseSpec>& out);
 
+// The close of round 31's three narrowed holes (lab/hack32/README.md "Close of round 31's narrowed
+// holes"): round 31's close drew each kind's dimension over the model's range, but one draw a tier
+// lands on one value of it, so a run can miss the range's end a model's commonest call has. After
+// every other case (the released pairs included), where the tier has no case of the kind at that
+// end already (its id and shape read from `out`), one case each, from a stream of its own salted by
+// its name:
+//  - "pow2_cache_one_sequence": the power-of-two cache (append_model_layout_cases' draws) at one
+//    sequence, cut to 2^30 FLOPs;
+//  - "phi4_one_prompt": Phi-4's 40 over 10 heads on one prompt of kPhi4PrefillTokens[0] to
+//    kPhi4ContextTokens tokens (Sq = Skv; unmasked tasks too: the kind was causal only), cut by
+//    quarters to kPhi4OnePromptMaxFlops and the tier's bounds, no shorter than 2049;
+//  - "gemma_27b_long_prefill": a Gemma 2 or 3 27B prefill (one sequence, 32 over 16, the model's
+//    scale) of 545 to kGemmaLongPrefillKeys tokens (unmasked tasks too), cut by quarters to
+//    kGemmaLongPrefillMaxFlops, no shorter than 545.
+// Each id ends in "/range_end=one_sequence", "/range_end=one_prompt" or "/range_end=past_544_rows"
+// after its kind's own. Nothing when the space's model_range_ends is off; gates.json turns it off
+// in the cheap tier (the Phi-4 and Gemma prefills are 34 to 86 GFLOP).
+inline constexpr int kPhi4ContextTokens = 16384;
+inline constexpr double kPhi4OnePromptMaxFlops = 68719476736.0;  // 2^36
+void append_model_range_end_cases(const GatesConfig& gates, const Task& task, const SampleSpace& space,
+                                  const SampleRows& rows, const SplitMix& rng, const std::string& prefix,
+                                  std::vector<CaseSpec>& out);
+
 }  // namespace evo

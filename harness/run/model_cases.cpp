@@ -208,14 +208,18 @@ void append_gemma_27b_cases(const GatesConfig& gates, const Task& task, const Sa
   }
   if (space.model_ranges) gemma_model_ranges(gates, task, space, rows, rng, s);
   if (!rows.fits(s, "")) return;
+  out.push_back(gemma_27b_case(gates, space, s, r, gemma_3, prefix + std::to_string(out.size())));
+}
+
+CaseSpec gemma_27b_case(const GatesConfig& gates, const SampleSpace& space, const Shape& s, SplitMix& r, bool gemma_3,
+                        const std::string& at) {
   const int root = gemma_3 ? 168 : 144;  // query_pre_attn_scalar: the scale is root^-1/2, not D's
   const std::string model = gemma_3 ? "gemma_3_27b" : "gemma_2_27b";
-  CaseSpec c = model_case(gates, space, s, r, model, prefix + std::to_string(out.size()));
+  CaseSpec c = model_case(gates, space, s, r, model, at);
   c.scale = 1 / std::sqrt(double(root));  // the worker passes float(c.scale): the model's root ** -0.5
-  c.id = plain_case_id(space, prefix + std::to_string(out.size()), s, c.layout, c.junk, fmt::format("1/sqrt({})", root),
-                       c.inputs) +
-         "/model=" + model + "/model_scale=" + model;
-  out.push_back(c);
+  c.id = plain_case_id(space, at, s, c.layout, c.junk, fmt::format("1/sqrt({})", root), c.inputs) + "/model=" + model +
+         "/model_scale=" + model;
+  return c;
 }
 
 // Round 31's ranges for the Gemma call (run/model_cases.h): a batch from 1 and a cache of 513 to

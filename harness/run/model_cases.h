@@ -98,6 +98,10 @@ inline constexpr int kGemmaLongPrefillKeys = 2048;
 inline constexpr double kGemmaLongPrefillMaxFlops = 34359738368.0;  // 2^35
 void gemma_model_ranges(const GatesConfig& gates, const Task& task, const SampleSpace& space, const SampleRows& rows,
                         const SplitMix& rng, Shape& s);
+// One Gemma call of shape `s` at `at` (drawn by `r`): Gemma 3's scale 168^-1/2 or Gemma 2's
+// 144^-1/2, the id ending in "/model=<model>/model_scale=<model>".
+CaseSpec gemma_27b_case(const GatesConfig& gates, const SampleSpace& space, const Shape& s, SplitMix& r, bool gemma_3,
+                        const std::string& at);
 void append_gemma_27b_cases(const GatesConfig& gates, const Task& task, const SampleSpace& space,
                             const SampleRows& rows, const SplitMix& rng, const std::string& prefix,
                             std::vector<CaseSpec>& out);

@@ -199,6 +199,7 @@ std::vector<CaseSpec> draw_tier(const GatesConfig& gates, const Task& task, uint
   append_phi4_prefill_cases(gates, task, space, rows, rng, prefix, out);
   append_model_layout_cases(gates, task, space, rows, rng, prefix, out);
   append_released_heads_cases(gates, task, space, rows, rng, prefix, out);
+  append_model_range_end_cases(gates, task, space, rows, rng, prefix, out);
   return out;
 }
 

@@ -50,6 +50,10 @@ inline Call model_call(const std::string& dims, double scale = 0) {
   const Shape s = parse_shape(dims, dims.find("x128") != std::string::npos ? 128 : 64);
   return call_of(s, "", scale);
 }
+// A case's call: dims as gates.json writes them, the strides `layout` places (gpu/case_layout.h).
+inline Call layout_call(const std::string& dims, const std::string& layout) {
+  return call_of(parse_shape(dims, dims.find("x128") != std::string::npos ? 128 : 64), layout, 0);
+}
 // nanoGPT's CausalSelfAttention (GPT-2's c_attn split): q, k, v = c_attn(x).split(C, 2), each
 // viewed [B, T, H, D] and transposed: one buffer [B, T, 3C], strides (3CT, D, 3C), K C elements
 // after Q, V C after K.

@@ -2,7 +2,11 @@
 // it (support/kernel_call.h), read over the plans both tiers draw at the pinned seeds with every
 // close of rounds 27 to 30 on (support/pinned_catches.h).
 #pragma once
+#include <gtest/gtest.h>
+
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "support/kernel_call.h"
 #include "support/pinned_catches.h"
@@ -63,5 +67,18 @@ inline bool server_max_batch(const Call& c) {
 }
 // mixtral_8x22b_heads_48_over_8_half_chunks.cu: 48 query heads over 8.
 inline bool heads_48_over_8(const Call& c) { return c.shape.heads_q == 48 && c.shape.heads_kv == 8; }
+
+// The runs (indices in each_pinned_task_and_seed's order) whose cheap and deep tiers catch a try, and
+// the first catching case of each tier at gate seed 2025 fp16-d64 (the 7th run; "" where it admits).
+inline void expect_runs(const std::vector<Catch>& runs, const std::vector<size_t>& cheap,
+                        const std::vector<size_t>& deep, const std::string& cheap_at_2025,
+                        const std::string& deep_at_2025) {
+  EXPECT_EQ(round30::caught_runs(runs, false), cheap);
+  EXPECT_EQ(round30::caught_runs(runs, true), deep);
+  EXPECT_TRUE(cheap_at_2025.empty() ? runs[6].cheap.empty() : round30::starts_with(runs[6].cheap, cheap_at_2025))
+      << runs[6].cheap;
+  EXPECT_TRUE(deep_at_2025.empty() ? runs[6].deep.empty() : round30::starts_with(runs[6].deep, deep_at_2025))
+      << runs[6].deep;
+}
 
 }  // namespace evo::test::round31

@@ -34,13 +34,24 @@ void without_round30_second_close(GatesConfig& g) {
   without_round31_close(g);
 }
 
-void without_round31_close(GatesConfig& g) { g.sampled.model_ranges = g.sampled.released_heads_cases = false; }
+void without_round31_close(GatesConfig& g) {
+  g.sampled.model_ranges = g.sampled.released_heads_cases = false;
+  without_round31_narrowed_close(g);
+}
+
+void without_round31_narrowed_close(GatesConfig& g) { g.sampled.model_range_ends = false; }
 
 GatesConfig repo_gates() { return load_gates_config(source_root() / "gates" / "gates.json"); }
 
 GatesConfig repo_gates_before_round31_close() {
   GatesConfig g = repo_gates();
   without_round31_close(g);
+  return g;
+}
+
+GatesConfig repo_gates_before_round31_narrowed_close() {
+  GatesConfig g = repo_gates();
+  without_round31_narrowed_close(g);
   return g;
 }
 

@@ -67,11 +67,17 @@ void without_round30_close(GatesConfig& g);
 // the first close's tests read the tiers as it drew them (HackerRound30OpenClose checks no earlier
 // case moves).
 void without_round30_second_close(GatesConfig& g);
-// Turns off round 31's close (policy/sample_space.h model_ranges, released_heads_cases): round 30's
-// and round 31's prediction tests read the tiers as they were drawn before it.
+// Turns off round 31's close (policy/sample_space.h model_ranges, released_heads_cases, and
+// model_range_ends below): round 30's and round 31's prediction tests read the tiers as they were
+// drawn before it.
 void without_round31_close(GatesConfig& g);
 // The repo's gates.json with round 31's close off (the tiers round 30's second close and round 31 read).
 GatesConfig repo_gates_before_round31_close();
+// Turns off the close of round 31's narrowed holes (policy/sample_space.h model_range_ends):
+// round 31's close tests read the tiers as that close drew them. without_round31_close turns it off too.
+void without_round31_narrowed_close(GatesConfig& g);
+// The repo's gates.json with that close off (the tiers round 31's close read).
+GatesConfig repo_gates_before_round31_narrowed_close();
 // The repository's results/ as committed: a scratch copy of the files git tracks there, the
 // packed records (*.jsonl.gz) and the kernel sources, so a user's own runs (scripts/setup.sh runs
 // stage 0 into results/, as plain .jsonl) do not make the "committed docs match the committed

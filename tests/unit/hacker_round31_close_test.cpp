@@ -40,11 +40,9 @@ namespace {
 using test::Call;
 using test::Catch;
 using test::round30::call_catches;
-using test::round30::caught_runs;
 using test::round30::expect_every_catch_names;
 using test::round30::names;
 using test::round30::span;
-using test::round30::starts_with;
 using namespace test::round31;  // the round's paths
 
 // The kinds model_ranges widens (their ids may change; their seeds do not).
@@ -63,7 +61,7 @@ TEST(HackerRound31Close, EveryEarlierCaseKeepsItsSeed) {
   double most[2] = {0, 0};
   size_t released[2] = {0, 0};
   test::each_run_with_and_without(
-      test::repo_gates(), test::repo_gates_before_round31_close(),
+      test::repo_gates_before_round31_narrowed_close(), test::repo_gates_before_round31_close(),
       [&](const Task& t, const std::string& run, bool deep, const std::vector<CaseSpec>& cases,
           const std::vector<CaseSpec>& before) {
         ASSERT_GE(cases.size(), before.size()) << run;
@@ -157,23 +155,17 @@ TEST(HackerRound31Close, RepeatInterleaveRepeatsGroups) {
   EXPECT_NE(pairs.q(2, 0, 4, 0), pairs.q(0, 0, 4, 0));
 }
 
-// Per fp16 and bf16 pinned run, with the close: the first case of each tier that runs each try's
+// Per fp16 and bf16 pinned run, with the close (and without the close of its narrowed holes,
+// hacker_round31_narrowed_close_test.cpp): the first case of each tier that runs each try's
 // path, and the first at gate seed 2025 fp16-d64 (the 7th run).
 using Condition = std::function<bool(const Call&)>;
 std::vector<Catch> catches(const Condition& path, const char* name) {
-  return call_catches(test::repo_gates(), path, name);
-}
-void expect_runs(const std::vector<Catch>& runs, const std::vector<size_t>& cheap, const std::vector<size_t>& deep,
-                 const std::string& cheap_at_2025, const std::string& deep_at_2025) {
-  EXPECT_EQ(caught_runs(runs, false), cheap);
-  EXPECT_EQ(caught_runs(runs, true), deep);
-  EXPECT_TRUE(cheap_at_2025.empty() ? runs[6].cheap.empty() : starts_with(runs[6].cheap, cheap_at_2025))
-      << runs[6].cheap;
-  EXPECT_TRUE(deep_at_2025.empty() ? runs[6].deep.empty() : starts_with(runs[6].deep, deep_at_2025)) << runs[6].deep;
+  return call_catches(test::repo_gates_before_round31_narrowed_close(), path, name);
 }
 
 TEST(HackerRound31Close, FourBeamsAreCaughtByTheBeamPrefill) {
-  const std::vector<Catch> runs = test::pinned_catches(test::repo_gates(), third_repeats_first, "four_beams");
+  const std::vector<Catch> runs =
+      test::pinned_catches(test::repo_gates_before_round31_narrowed_close(), third_repeats_first, "four_beams");
   test::expect_every_catch_names_one_of(runs, {"/model=beam_prefill/values=repeat_interleave_"});
   expect_runs(runs, {0, 1, 2, 3, 4, 6, 7, 8, 9, 11, 12, 13, 15, 16, 17, 18, 19, 20},
               {0, 1, 2, 3, 4, 7, 8, 10, 11, 12, 13, 15, 18, 19, 20}, "sampled/175/6x2x2x2x924x64:bshd/", "");

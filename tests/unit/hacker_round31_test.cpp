@@ -34,6 +34,7 @@ namespace {
 
 using test::Call;
 using test::Catch;
+using test::layout_call;
 using test::model_call;
 using test::round30::call_catches;
 using test::round30::caught_runs;
@@ -42,9 +43,6 @@ using test::round30::span;
 using test::round30::starts_with;
 using namespace test::round31;  // the round's paths (support/round31_paths.h)
 
-Call layout_call(const std::string& dims, const std::string& layout) {
-  return test::call_of(parse_shape(dims, dims.find("x128") != std::string::npos ? 128 : 64), layout, 0);
-}
 // InternLM2 in its modeling code: qkv = wqkv(x) viewed [B, S, Hkv, g + 2, D], V = qkv[..., -1, :]:
 // heads (g + 2) D apart, rows (g + 2) Hkv D.
 Call internlm2_prefill(int batch, int hq, int hkv, int tokens) {
