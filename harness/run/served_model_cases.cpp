@@ -84,8 +84,7 @@ void append_fixed_length_steps(const GatesConfig& gates, const Task& task, const
   const Shape whisper = one_sequence(task, kWhisperHeads, kWhisperHeads, 1, kWhisperFrames, Layout::bhsd);
   push_if_fits(gates, space, rows, whisper, r, "whisper_decoder_step", prefix, out);
   const int tiles = r.uniform(1, kVisionTiles);
-  const Shape vision =
-      one_sequence(task, kVisionHeads[0], kVisionHeads[1], 1, tiles * kVisionTileTokens, Layout::bshd);
+  const Shape vision = one_sequence(task, kVisionHeads[0], kVisionHeads[1], 1, tiles * kVisionTileTokens, Layout::bshd);
   push_if_fits(gates, space, rows, vision, r, "llama_3_2_vision_decode_step", prefix, out);
 }
 
@@ -95,8 +94,7 @@ void append_fixed_length_calls(const GatesConfig& gates, const Task& task, const
                                std::vector<CaseSpec>& out) {
   if (!space.fixed_length_calls) return;
   SplitMix r{rng.state ^ fnv1a("fixed_length_calls")};
-  const Shape whisper =
-      one_sequence(task, kWhisperHeads, kWhisperHeads, kWhisperFrames, kWhisperFrames, Layout::bhsd);
+  const Shape whisper = one_sequence(task, kWhisperHeads, kWhisperHeads, kWhisperFrames, kWhisperFrames, Layout::bhsd);
   push_if_fits(gates, space, rows, whisper, r, "whisper_encoder", prefix, out);
   const int* level = kSdxlLevels[r.below(2)];
   Shape sdxl = one_sequence(task, level[1], level[1], level[0], kClipTokens, Layout::bhsd);

@@ -67,10 +67,10 @@ void append_fixed_length_steps(const GatesConfig& gates, const Task& task, const
 // 11.5 GFLOP at D 64), SDXL's cross-attention (kSdxlBatch sequences, one level of kSdxlLevels drawn,
 // over kClipTokens keys, "/model=sdxl_cross_attention", at most 3.2 GFLOP) and Llama 3.2 Vision's
 // prefill cross-attention (one sequence, kVisionTextRows rows drawn over 1 to kVisionTiles tiles
-// drawn, the rows halved while past kVisionCrossMaxFlops, no fewer than 64 (6.7 GFLOP at D 128), "/model=llama_3_2_vision_cross_attention").
-// BHSD (Whisper, SDXL) and BSHD (Llama), the task's head dim, the default scale; each only where it
-// fits the tier's bounds. `rng` salted by "fixed_length_calls"; nothing when the space's
-// fixed_length_calls is off.
+// drawn, the rows halved while past kVisionCrossMaxFlops, no fewer than 64 (6.7 GFLOP at D 128),
+// "/model=llama_3_2_vision_cross_attention"). BHSD (Whisper, SDXL) and BSHD (Llama), the task's
+// head dim, the default scale; each only where it fits the tier's bounds. `rng` salted by
+// "fixed_length_calls"; nothing when the space's fixed_length_calls is off.
 void append_fixed_length_calls(const GatesConfig& gates, const Task& task, const SampleSpace& space,
                                const SampleRows& rows, const SplitMix& rng, const std::string& prefix,
                                std::vector<CaseSpec>& out);

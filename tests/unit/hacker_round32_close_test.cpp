@@ -75,9 +75,10 @@ TEST(HackerRound32Close, EveryEarlierCaseKeepsItsSeed) {
         most[deep] = std::max(most[deep], added);
         added_most[deep] = std::max(added_most[deep], cases.size() - before.size());
       });
-  std::cout << fmt::format("round 32's close: at most {} cases, {:.3g} GFLOP more a cheap tier; {} cases, {:.3g} GFLOP "
-                           "a deep tier\n",
-                           added_most[0], most[0] / 1e9, added_most[1], most[1] / 1e9);
+  std::cout << fmt::format(
+      "round 32's close: at most {} cases, {:.3g} GFLOP more a cheap tier; {} cases, {:.3g} GFLOP "
+      "a deep tier\n",
+      added_most[0], most[0] / 1e9, added_most[1], most[1] / 1e9);
   EXPECT_LE(added_most[0], 15u);
   EXPECT_LE(most[0], 0.3e9) << "the cheap tier's share";
   EXPECT_LE(most[1], 40e9);
