@@ -153,6 +153,7 @@ constexpr CaseSwitch kCaseSwitches[] = {
     {"tensor_parallel_shards", &SampleSpace::tensor_parallel_shards},
     {"fixed_length_steps", &SampleSpace::fixed_length_steps},
     {"fixed_length_calls", &SampleSpace::fixed_length_calls},
+    {"joint_attention_calls", &SampleSpace::joint_attention_calls},
 };
 
 bool SampleSpace::*case_switch(const std::string& name) {

@@ -184,6 +184,9 @@ struct SampleSpace {
   bool tensor_parallel_shards = true;
   bool fixed_length_steps = true;
   bool fixed_length_calls = true;
+  // Then Flux.1's joint attention, 1x24x24x4608x4608 unmasked (append_joint_attention_calls;
+  // gates.json's cheap tier sets it false, the deep tier alone). False leaves it out.
+  bool joint_attention_calls = true;
 
   // Values per dimension, in SampleDim order.
   std::vector<int> sizes() const;

@@ -204,6 +204,7 @@ std::vector<CaseSpec> draw_tier(const GatesConfig& gates, const Task& task, uint
   append_tensor_parallel_shard_cases(gates, task, space, rows, rng, prefix, out);
   append_fixed_length_steps(gates, task, space, rows, rng, prefix, out);
   append_fixed_length_calls(gates, task, space, rows, rng, prefix, out);
+  append_joint_attention_calls(gates, task, space, rows, rng, prefix, out);
   return out;
 }
 

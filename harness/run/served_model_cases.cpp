@@ -108,4 +108,14 @@ void append_fixed_length_calls(const GatesConfig& gates, const Task& task, const
   push_if_fits(gates, space, rows, vision, r, "llama_3_2_vision_cross_attention", prefix, out);
 }
 
+// A diffusion transformer's joint attention (run/served_model_cases.h).
+void append_joint_attention_calls(const GatesConfig& gates, const Task& task, const SampleSpace& space,
+                                  const SampleRows& rows, const SplitMix& rng, const std::string& prefix,
+                                  std::vector<CaseSpec>& out) {
+  if (!space.joint_attention_calls || task.causal) return;
+  SplitMix r{rng.state ^ fnv1a("joint_attention_calls")};
+  const Shape flux = one_sequence(task, kFluxHeads, kFluxHeads, kFluxTokens, kFluxTokens, Layout::bhsd);
+  push_if_fits(gates, space, rows, flux, r, "flux_joint_attention", prefix, out);
+}
+
 }  // namespace evo

@@ -75,4 +75,16 @@ void append_fixed_length_calls(const GatesConfig& gates, const Task& task, const
                                const SampleRows& rows, const SplitMix& rng, const std::string& prefix,
                                std::vector<CaseSpec>& out);
 
+// A diffusion transformer's joint attention, whose length its model fixes (1024x1024 images: a 64x64
+// latent in 2x2 patches, 4096 tokens, beside T5's prompt padded to 512), unmasked tasks only, the
+// deep tier alone (gates.json's cheap tier turns joint_attention_calls off): Flux.1's call,
+// 1x24x24x4608x4608 at the task's head dim (130 GFLOP at D 64, 261 at D 128, under the deep tier's
+// max_flops), BHSD, the default scale; "/model=flux_joint_attention". `rng` salted by
+// "joint_attention_calls"; nothing when the space's joint_attention_calls is off or past the bounds.
+inline constexpr int kFluxHeads = 24;
+inline constexpr int kFluxTokens = 4096 + 512;
+void append_joint_attention_calls(const GatesConfig& gates, const Task& task, const SampleSpace& space,
+                                  const SampleRows& rows, const SplitMix& rng, const std::string& prefix,
+                                  std::vector<CaseSpec>& out);
+
 }  // namespace evo

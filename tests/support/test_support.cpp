@@ -46,6 +46,7 @@ void without_round31_narrowed_close(GatesConfig& g) {
 
 void without_round32_close(GatesConfig& g) {
   g.sampled.tensor_parallel_shards = g.sampled.fixed_length_steps = g.sampled.fixed_length_calls = false;
+  g.sampled.joint_attention_calls = false;
 }
 
 GatesConfig repo_gates() { return load_gates_config(source_root() / "gates" / "gates.json"); }
