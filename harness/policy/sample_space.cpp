@@ -150,6 +150,10 @@ constexpr CaseSwitch kCaseSwitches[] = {
     {"model_ranges", &SampleSpace::model_ranges},
     {"released_heads_cases", &SampleSpace::released_heads_cases},
     {"model_range_ends", &SampleSpace::model_range_ends},
+    {"tensor_parallel_shards", &SampleSpace::tensor_parallel_shards},
+    {"fixed_length_steps", &SampleSpace::fixed_length_steps},
+    {"fixed_length_calls", &SampleSpace::fixed_length_calls},
+    {"joint_attention_calls", &SampleSpace::joint_attention_calls},
 };
 
 bool SampleSpace::*case_switch(const std::string& name) {

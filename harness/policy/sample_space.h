@@ -176,6 +176,17 @@ struct SampleSpace {
   // Gemma prefill past 544 tokens, each where the tier drew no case of the kind at that end.
   // gates.json's cheap tier sets it false (the deep tier alone). False leaves it out.
   bool model_range_ends = true;
+  // Hacker round 32's close (run/served_model_cases.h), after the range ends, in this order: a small
+  // call of each tensor-parallel shard of a listed model no list holds ("tensor_parallel_shards",
+  // both tiers), a decoder's step over an encoder's fixed length ("fixed_length_steps", unmasked
+  // tasks, both tiers) and the encoders' whole calls ("fixed_length_calls": gates.json's cheap tier
+  // sets it false, the deep tier alone). Each false leaves its kind out.
+  bool tensor_parallel_shards = true;
+  bool fixed_length_steps = true;
+  bool fixed_length_calls = true;
+  // Then Flux.1's joint attention, 1x24x24x4608x4608 unmasked (append_joint_attention_calls;
+  // gates.json's cheap tier sets it false, the deep tier alone). False leaves it out.
+  bool joint_attention_calls = true;
 
   // Values per dimension, in SampleDim order.
   std::vector<int> sizes() const;

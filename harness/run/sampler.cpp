@@ -14,6 +14,7 @@
 #include "run/batch_cases.h"
 #include "run/model_cases.h"
 #include "run/sample_rows.h"
+#include "run/served_model_cases.h"
 #include "run/shared_cases.h"
 #include "run/value_cases.h"
 
@@ -200,6 +201,10 @@ std::vector<CaseSpec> draw_tier(const GatesConfig& gates, const Task& task, uint
   append_model_layout_cases(gates, task, space, rows, rng, prefix, out);
   append_released_heads_cases(gates, task, space, rows, rng, prefix, out);
   append_model_range_end_cases(gates, task, space, rows, rng, prefix, out);
+  append_tensor_parallel_shard_cases(gates, task, space, rows, rng, prefix, out);
+  append_fixed_length_steps(gates, task, space, rows, rng, prefix, out);
+  append_fixed_length_calls(gates, task, space, rows, rng, prefix, out);
+  append_joint_attention_calls(gates, task, space, rows, rng, prefix, out);
   return out;
 }
 

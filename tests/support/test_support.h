@@ -78,6 +78,12 @@ GatesConfig repo_gates_before_round31_close();
 void without_round31_narrowed_close(GatesConfig& g);
 // The repo's gates.json with that close off (the tiers round 31's close read).
 GatesConfig repo_gates_before_round31_narrowed_close();
+// Turns off round 32's close (policy/sample_space.h tensor_parallel_shards, fixed_length_steps,
+// fixed_length_calls, joint_attention_calls): round 32's prediction tests read the tiers as the round found them.
+// without_round31_narrowed_close turns it off too.
+void without_round32_close(GatesConfig& g);
+// The repo's gates.json with round 32's close off (the tiers round 32 read).
+GatesConfig repo_gates_before_round32_close();
 // The repository's results/ as committed: a scratch copy of the files git tracks there, the
 // packed records (*.jsonl.gz) and the kernel sources, so a user's own runs (scripts/setup.sh runs
 // stage 0 into results/, as plain .jsonl) do not make the "committed docs match the committed

@@ -1,6 +1,7 @@
 // Hacker round 32 (lab/hack32/README.md): what catches each try, read back from the plans both
 // tiers draw at the pinned seeds with every close through round 31's narrowed holes on, and the
-// host arithmetic of each flaw on the model call its file names. Nine tries, each the scalar
+// host arithmetic of each flaw on the model call its file names. The tiers are read as the round
+// found them: round 32's close off (test::repo_gates_before_round32_close). Nine tries, each the scalar
 // control skipping every other 32-key chunk (support/skipped_chunks.h) on a path keyed on something
 // a real model's call has and no gate case has: a view the layouts never pair (Q alone in a fused
 // projection, a BHSD cache of a power of two of rows), a tensor-parallel server's head shards, the
@@ -154,7 +155,7 @@ TEST(HackerRound32, TheOpTakesEachModelCall) {
 
 using Condition = std::function<bool(const Call&)>;
 std::vector<Catch> catches(const Condition& path, const char* name) {
-  return call_catches(test::repo_gates(), path, name);
+  return call_catches(test::repo_gates_before_round32_close(), path, name);
 }
 
 // (b) Seven holes in both tiers of all 21 fp16 and bf16 pinned runs, gate seed 2025 fp16-d64
@@ -195,7 +196,7 @@ TEST(HackerRound32, BidirectionalBatchOnlyInTheDeepTier) {
 // ids lab/hack32/README.md cites): the first case of either tier that meets the neighbour's test
 // and not the try's.
 TEST(HackerRound32, NearestCasesAtGateSeed2025) {
-  const GatesConfig g = test::repo_gates();
+  const GatesConfig g = test::repo_gates_before_round32_close();
   const std::pair<const char*, std::pair<Condition, Condition>> near[] = {
       {"fused_q_alone", {[](const Call& c) { return c.q_stride[2] == fused_row(c); }, fused_q_alone}},
       {"bhsd_pow2_cache",
