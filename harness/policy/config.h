@@ -109,8 +109,8 @@ struct Limits {
   long long device_check_elements = 1LL << 28;
   double watchdog_host_bytes_per_s = 2e8, watchdog_device_bytes_per_s = 2e10, watchdog_flops_per_s = 2e11;
   // The FP32 reference every check compares with: "rowwise" (evo_reference_*: a warp per query
-  // row) or "tiled" (evo_reference_tiled_*: 16 rows and 32-key tiles a block, the same output bit
-  // for bit and faster; harness/support/support_kernels.cu).
+  // row) or "tiled" (evo_reference_tiled_*: 16 rows and 32-key tiles a block, built to give the
+  // same output bit for bit, predicted faster, not yet run on a GPU; harness/support/support_kernels.cu).
   std::string reference_kernel = "rowwise";
 };
 

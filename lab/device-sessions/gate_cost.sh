@@ -9,8 +9,8 @@
 # committed populations, so most candidates are not would-be elites; the deep tier, which only a
 # would-be elite pays (`phases.deep_gate_s`), is reported apart. Back under $OUT: cost.md, logs.
 # SIDES (default "before after tiled"): "tiled" is this tree with gates.json
-# limits.reference_kernel "tiled" (evo_reference_tiled_*: the reference's output bit for bit, in
-# less time), from a copy of gates/, variants/ and populations/ under /tmp (results/ linked).
+# limits.reference_kernel "tiled" (evo_reference_tiled_*: built to give the reference's output bit for
+# bit, predicted faster), from a copy of gates/, variants/ and populations/ under /tmp (results/ linked).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 BEFORE=${BEFORE:-57eda32}
