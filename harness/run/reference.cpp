@@ -40,8 +40,6 @@ fs::path ReferenceStore::path_for(const Task& task, const CaseSpec& c) const {
                               .update(c.v_mean != 0         ? "|fills r21"
                                       : massive_channels(c) ? "|fills r22"
                                                             : "")
-                              // the tiled kernel's outputs apart until a GPU has shown them bitwise the rowwise's
-                              .update(limits_.reference_kernel == "tiled" ? "|ref tiled" : "")
                               .hex();
   return dir_ / key.substr(0, 2) / (key + ".f32");
 }

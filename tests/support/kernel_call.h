@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 
+#include "common/evo_host_launch.h"
 #include "core/shape.h"
 #include "gpu/case_layout.h"
 #include "package.h"
@@ -25,6 +26,22 @@ struct Call {
   int64_t q_stride[3] = {0, 0, 0}, k_stride[3] = {0, 0, 0}, v_stride[3] = {0, 0, 0};
   int64_t k_from_q = -1, v_from_k = -1;  // elements; -1: another buffer (the gate's every case)
 };
+// The call as a kernel sees it: a launch gives a dim of size 1 the head dim's size as its stride
+// (evo_launch_stride, the ABI floor's rule for the gate's worker and the exported op alike), so a
+// try that keys on such a dim's stride never takes its path (hacker round 31's pow2 cache at one
+// sequence: caught by no case on the H200, 2026-12-03, and right in every call the op makes).
+inline Call as_launched(Call c) {
+  const Shape& s = c.shape;
+  const int64_t sizes[3][3] = {
+      {s.batch, s.heads_q, s.seq_q}, {s.batch, s.heads_kv, s.seq_kv}, {s.batch, s.heads_kv, s.seq_kv}};
+  int64_t* strides[3] = {c.q_stride, c.k_stride, c.v_stride};
+  for (int t = 0; t < 3; ++t) {
+    EvoTensor tensor{0, {sizes[t][0], sizes[t][1], sizes[t][2], s.head_dim}, {0, 0, 0}};
+    for (int d = 0; d < 3; ++d) tensor.stride[d] = strides[t][d];
+    for (int d = 0; d < 3; ++d) strides[t][d] = evo_launch_stride(tensor, d);
+  }
+  return c;
+}
 inline Call call_of(const Shape& s, const std::string& layout, double scale, bool causal = false) {
   Call c{s, scale > 0 ? float(scale) : 1.0f / std::sqrt(float(s.head_dim)), causal};
   const CaseLayout lay = case_layout(s, layout);
@@ -43,7 +60,7 @@ inline Call call_of(const Shape& s, const std::string& layout, double scale, boo
     c.k_from_q = lay.k.offset - lay.q.offset;
     c.v_from_k = lay.v.offset - lay.k.offset;
   }
-  return c;
+  return as_launched(c);
 }
 // A model's call: dims as gates.json writes them, dense tensors, the scale it passes (0: default).
 inline Call model_call(const std::string& dims, double scale = 0) {
@@ -67,7 +84,7 @@ inline Call fused_qkv_call(int batch, int heads, int tokens, int d) {
   }
   c.k_from_q = int64_t(heads) * d;
   c.v_from_k = int64_t(heads) * d;
-  return c;
+  return as_launched(c);
 }
 
 inline bool gqa(const Call& c) { return c.shape.heads_kv >= 1 && c.shape.heads_q > c.shape.heads_kv; }

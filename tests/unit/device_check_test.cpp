@@ -187,8 +187,10 @@ TEST(DeviceCheck, BadLimitsAreOneLineUsageErrors) {
   j["limits"]["watchdog_flops_per_s"] = "fast";
   EXPECT_THROW(parse_gates_config(j.dump(), "gates.json"), EvoError);
   j["limits"]["watchdog_flops_per_s"] = 2e11;
+  EXPECT_EQ(parse_gates_config(j.dump(), "gates.json").limits.reference_kernel, "tiled");
+  j["limits"]["reference_kernel"] = "rowwise";
   EXPECT_EQ(parse_gates_config(j.dump(), "gates.json").limits.reference_kernel, "rowwise");
-  j["limits"]["reference_kernel"] = "tiled";
+  j["limits"].erase("reference_kernel");  // a gates.json without the field: the tiled kernel
   EXPECT_EQ(parse_gates_config(j.dump(), "gates.json").limits.reference_kernel, "tiled");
   j["limits"]["reference_kernel"] = "fast";
   try {

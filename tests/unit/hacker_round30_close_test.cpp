@@ -162,7 +162,10 @@ TEST(HackerRound30Close, FusedQkvPast512TokensIsCaughtByTheLongFusedPrefill) {
 TEST(HackerRound30Close, KOutlierChannelsOverABhsdCacheIsCaughtByTheBhsdLongValueCase) {
   const std::vector<Catch> runs = test::pinned_catches(
       first_close(), test::value_path(bhsd_long, test::outlier_channels), "k_outlier_channels_bhsd_cache");
-  expect_caught(runs, span(0, 21), span(0, 21), "/long_cache_wide_group");
+  // Not every run: a case of one KV head hides the head stride (a launch gives a dim of size 1 the
+  // stride D: test::as_launched), and the BHSD long value case draws one KV head on every causal
+  // task and on half the unmasked ones. Predicted every run until 2026-12-03.
+  expect_caught(runs, {2, 3, 4, 6, 7, 9, 10}, {2, 4, 7, 10, 11}, "/long_cache_wide_group");
 }
 
 // padded_decode_batch: now in the cheap tier of the 14 unmasked runs too (the causal 7 cannot be

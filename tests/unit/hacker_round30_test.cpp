@@ -49,7 +49,7 @@ using namespace test::round30;  // the round's paths and run readers (support/ro
 Call llama_reference_decode(int batch, int heads, int keys, int max_seq_len) {
   Call c = model_call(fmt::format("{}x{}x{}x1x{}x128:bshd", batch, heads, heads, keys));
   for (int64_t* s : {c.k_stride, c.v_stride}) s[0] = int64_t(max_seq_len) * heads * 128;
-  return c;
+  return test::as_launched(c);
 }
 // GPT-NeoX (Pythia) in transformers: qkv = query_key_value(x).view(B, S, H, 3 D).transpose(1, 2),
 // V its last D channels of each head (Q and K leave the rotary embedding as new BHSD tensors).
@@ -58,7 +58,7 @@ Call gpt_neox_prefill(int batch, int heads, int tokens, int d) {
   c.v_stride[0] = int64_t(tokens) * heads * 3 * d;
   c.v_stride[1] = 3LL * d;
   c.v_stride[2] = 3LL * heads * d;
-  return c;
+  return test::as_launched(c);
 }
 
 // (a) Each flaw is wrong in a model: the skipped chunks move a row of normal inputs by a relative

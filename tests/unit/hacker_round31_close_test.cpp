@@ -182,7 +182,9 @@ TEST(HackerRound31Close, InterleavedGqaVIsCaughtByNeoxV) {
 TEST(HackerRound31Close, PowerOfTwoCacheAtOneSequence) {
   const std::vector<Catch> runs = catches(pow2_cache_one_sequence, "pow2_cache_one_sequence");
   expect_every_catch_names(runs, "/layout=pow2_cache/");
-  expect_runs(runs, {3, 4, 12, 15, 17}, {0, 2, 5, 10, 14, 16, 18}, "", "");
+  // None: at one sequence the launch passes the batch stride as D (test::as_launched), so the try's
+  // path is never taken, on the gate or through the op (admitted on the H200, 2026-12-03: a void try).
+  expect_runs(runs, {}, {}, "", "");
 }
 
 TEST(HackerRound31Close, TrainingStepGroupOfFourAtD128) {

@@ -101,10 +101,10 @@ std::vector<Catch> catches(const std::function<bool(const test::Call&)>& path, c
 TEST(HackerRound31NarrowedClose, PowerOfTwoCacheAtOneSequence) {
   const std::vector<Catch> runs = catches(pow2_cache_one_sequence, "pow2_cache_one_sequence");
   expect_every_catch_names(runs, "/layout=pow2_cache/");
-  // The cheap tier as round 31's close drew it (one sequence in 5 runs); every deep tier, by the range
-  // end where the tier drew 2 or more sequences.
-  expect_runs(runs, {3, 4, 12, 15, 17}, span(0, 21), "", "deep/350/1x4x2x2x450x64:bshd/");
-  EXPECT_TRUE(names(runs[6].deep, "/model=pow2_cache_decode/range_end=one_sequence")) << runs[6].deep;
+  // No case: a launch gives a dim of size 1 the stride D (test::as_launched), so at one sequence the
+  // try's path is never taken, through the op as on the gate. The range end `deep/350` was predicted
+  // to catch it at gate seed 2025 and admitted it on the H200 (2026-12-03): a void try, not a hole.
+  expect_runs(runs, {}, {}, "", "");
 }
 
 TEST(HackerRound31NarrowedClose, PhiFourOnOnePrompt) {

@@ -46,7 +46,7 @@ using namespace test::round32;  // the round's paths (support/round32_paths.h)
 Call causal_call(const std::string& dims, bool causal) {
   Call c = model_call(dims);
   c.causal = causal;
-  return c;
+  return test::as_launched(c);
 }
 // Dense BHSD strides of `heads` heads of `rows` rows.
 void bhsd(int64_t* s, int heads, int rows, int d) {
@@ -55,15 +55,16 @@ void bhsd(int64_t* s, int heads, int rows, int d) {
   s[2] = d;
 }
 // GPT-2 in transformers past generate()'s first step: q, k, v = c_attn(x).split(768, 2), Q viewed
-// [B, 1, 12, 64] and transposed (heads 64 apart, rows 2304), K and V DynamicCache's torch.cat of the
-// past and the new row, dense [B, 12, S, 64].
-Call gpt2_decode(int batch, int keys) {
-  Call c = model_call(fmt::format("{}x12x12x1x{}x64", batch, keys));
+// [B, rows, 12, 64] and transposed (heads 64 apart, rows 2304), K and V DynamicCache's torch.cat of
+// the past and the new rows, dense [B, 12, S, 64]. `rows` 1: a decode step; more: assisted
+// generation's verify of the draft's tokens.
+Call gpt2_step(int batch, int rows, int keys) {
+  Call c = model_call(fmt::format("{}x12x12x{}x{}x64", batch, rows, keys));
   c.q_stride[0] = c.q_stride[2] = 3 * 768;
   c.q_stride[1] = 64;
   bhsd(c.k_stride, 12, keys, 64);
   bhsd(c.v_stride, 12, keys, 64);
-  return c;
+  return test::as_launched(c);
 }
 // gpt-fast's (and torchtune's) KVCache [B, Hkv, max_seq_len, D], handed to the op as its filled rows
 // k_cache[:, :, :pos + 1]: Llama-3 8B's decode step over 1000 of 8192 rows.
@@ -71,7 +72,7 @@ Call gpt_fast_decode(int batch, int keys, int max_seq_len) {
   Call c = model_call(fmt::format("{}x32x8x1x{}x128", batch, keys));
   bhsd(c.k_stride, 8, max_seq_len, 128);
   bhsd(c.v_stride, 8, max_seq_len, 128);
-  return c;
+  return test::as_launched(c);
 }
 
 // (a) Each flaw is wrong in a model: the skipped chunks move a row of normal inputs by a relative L2
@@ -84,13 +85,17 @@ TEST(HackerRound32, EachTryIsWrongInAModel) {
       std::cout << fmt::format("D {} over {} keys: rel L2 {:.3f}\n", d, keys, e);
       EXPECT_GT(e, 0.1) << "D " << d << ", " << keys << " keys";
     }
-  // GPT-2's decode step (Q a view of c_attn, K and V the cache's) beside packed_qkv (K's rows the
-  // projection's too) and fused_v (Q dense).
-  EXPECT_TRUE(fused_q_alone(gpt2_decode(8, 1024)));
+  // GPT-2's verify of 5 draft tokens (Q a view of c_attn, K and V the cache's) beside packed_qkv
+  // (K's rows the projection's too) and fused_v (Q dense). Its decode step does not take the path:
+  // the launch passes a Q of one row with row stride D (test::as_launched), as the op does.
+  EXPECT_TRUE(fused_q_alone(gpt2_step(1, 5, 1024)));
+  EXPECT_FALSE(fused_q_alone(gpt2_step(8, 1, 1024)));
   EXPECT_FALSE(fused_q_alone(layout_call("1x4x2x921x921x64", "packed_qkv")));
   EXPECT_FALSE(fused_q_alone(layout_call("2x9x3x482x482x64", "fused_v")));
   // gpt-fast's cache beside pow2_cache (BSHD) and strided's gapped BHSD K (Skv + 19 rows a head).
-  EXPECT_TRUE(bhsd_pow2_cache(gpt_fast_decode(1, 1000, 8192)));
+  // At 4 sequences (gpt-fast's batched generate); at one the launch passes the batch stride as D.
+  EXPECT_TRUE(bhsd_pow2_cache(gpt_fast_decode(4, 1000, 8192)));
+  EXPECT_FALSE(bhsd_pow2_cache(gpt_fast_decode(1, 1000, 8192)));
   EXPECT_FALSE(bhsd_pow2_cache(layout_call("1x16x4x1x3871x64", "pow2_cache")));
   EXPECT_FALSE(bhsd_pow2_cache(layout_call("1x16x4x1x3871x64", "strided")));
   // Mistral Large 2 (96 over 8) at 8-way tensor parallelism beside gqa_other's 12 over 2.
