@@ -365,9 +365,10 @@ CaseLayout case_layout(const Shape& s, const std::string& full, int in_bytes, in
     c.v = heads_outermost(s, s.heads_kv, s.seq_kv, pad, 19, 11);
     c.o = inside_bigger(s, 2);
   } else if (!far_placements(c, s, layout) && !model_layout_placements(c, s, layout)) {
-    throw usage_error("unknown case layout '" + layout +
-                      "': use packed_qkv, mixed, kv_cache, strided, pow2_cache, neox_v, fused_v, far_batches, "
-                      "far_rows or far_heads");
+    throw usage_error(
+        "unknown case layout '" + layout +
+        "': use packed_qkv, mixed, kv_cache, strided, pow2_cache, pow2_cache_bhsd, neox_v, fused_v, fused_q, "
+        "far_batches, far_rows or far_heads");
   }
   align_and_share(c, s, full, align, in_bytes, out_bytes, draw);
   return c;

@@ -34,6 +34,12 @@
 //    together [B, Skv, (Hq + 2·Hkv)·D], its last Hkv·D channels (head stride D, row stride
 //    (Hq + 2·Hkv)·D, as transformers' Phi-3 and Phi-4 pass qkv[..., (Hq + Hkv)·D:] on), in a buffer
 //    of its own; Q and K dense BHSD (the rotary embedding's new tensors), O dense BSHD.
+//  - fused_q and pow2_cache_bhsd (hacker round 32's close of its open holes, run/view_layout_cases.h):
+//    Q alone a view of a fused projection [B, Sq, (Hq + 2·Hkv)·D], its first Hq·D channels (head
+//    stride D, row stride (Hq + 2·Hkv)·D: GPT-2's c_attn split in transformers), K and V dense BHSD
+//    (a DynamicCache's), O dense BSHD; and K and V head-major views of a cache preallocated to
+//    pow2_cache_rows(s) rows a head [B, Hkv, C, D] (head stride C·D, batch stride Hkv·C·D: gpt-fast's
+//    and torchtune's KVCache, k_cache[:, :, :pos + 1]), Q and O dense BSHD.
 //  - far_batches (the deep tier's fixed `far` set, not sampled): Q and O BHSD, K and V BHSD per
 //    batch with a batch stride of 2^31 elements (kFarBatchStride): one stride past int32, as a
 //    cache of two sequences far apart in a large pool has it. A decode step's (Sq <= 16, the far
@@ -150,7 +156,8 @@ inline constexpr int64_t kPow2CacheMinRows = 256;
 int64_t pow2_cache_rows(const Shape& s);
 // A dense tensor of `heads` heads of `seq` rows a sequence in `layout` (BHSD or BSHD).
 TensorPlacement dense_placement(const Shape& s, Layout layout, int heads, int seq);
-// pow2_cache's, neox_v's and fused_v's placements (gpu/model_layouts.cpp) into `c`: false for any other name.
+// pow2_cache's, pow2_cache_bhsd's, neox_v's, fused_v's and fused_q's placements
+// (gpu/model_layouts.cpp) into `c`: false for any other name.
 bool model_layout_placements(CaseLayout& c, const Shape& s, const std::string& layout);
 
 // The far set's layout for a shape: its batches far apart (far_batches), or, for one batch, its

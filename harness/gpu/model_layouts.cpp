@@ -46,6 +46,29 @@ TensorPlacement fused_v_alone(const Shape& s) {
   return p;
 }
 
+// Q alone as a view of a fused projection [B, S, (Hq + 2·Hkv)·D], its first Hq·D channels: head
+// stride D, row stride (Hq + 2·Hkv)·D. Hacker round 32's close: GPT-2 in transformers splits c_attn's
+// output and passes Q's view on while K and V come from its cache.
+TensorPlacement fused_q_alone(const Shape& s) {
+  TensorPlacement p;
+  p.stride[1] = s.head_dim;
+  p.stride[2] = (int64_t(s.heads_q) + 2 * s.heads_kv) * s.head_dim;
+  p.stride[0] = p.stride[2] * s.seq_q;
+  p.buffer_elements = p.stride[0] * s.batch;
+  return p;
+}
+
+// K or V of a head-major cache [B, Hkv, C, D] of pow2_cache_rows(s) rows a head, its first Skv
+// filled: gpt-fast's and torchtune's KVCache, k_cache[:, :, :pos + 1]. Hacker round 32's close.
+TensorPlacement pow2_cache_bhsd_view(const Shape& s) {
+  TensorPlacement p;
+  p.stride[2] = s.head_dim;
+  p.stride[1] = pow2_cache_rows(s) * s.head_dim;
+  p.stride[0] = p.stride[1] * s.heads_kv;
+  p.buffer_elements = p.stride[0] * s.batch;
+  return p;
+}
+
 }  // namespace
 
 int64_t pow2_cache_rows(const Shape& s) {
@@ -68,6 +91,14 @@ bool model_layout_placements(CaseLayout& c, const Shape& s, const std::string& l
     c.k = dense_placement(s, Layout::bhsd, s.heads_kv, s.seq_kv);
     c.v = fused_v_alone(s);
     c.o = dense_placement(s, Layout::bshd, s.heads_q, s.seq_q);
+  } else if (layout == "fused_q") {  // K and V dense BHSD (a DynamicCache's), O BSHD
+    c.q = fused_q_alone(s);
+    c.k = dense_placement(s, Layout::bhsd, s.heads_kv, s.seq_kv);
+    c.v = dense_placement(s, Layout::bhsd, s.heads_kv, s.seq_kv);
+    c.o = dense_placement(s, Layout::bshd, s.heads_q, s.seq_q);
+  } else if (layout == "pow2_cache_bhsd") {  // Q and O dense BSHD
+    c.q = c.o = dense_placement(s, Layout::bshd, s.heads_q, s.seq_q);
+    c.k = c.v = pow2_cache_bhsd_view(s);
   } else {
     return false;
   }

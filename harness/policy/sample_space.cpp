@@ -154,6 +154,8 @@ constexpr CaseSwitch kCaseSwitches[] = {
     {"fixed_length_steps", &SampleSpace::fixed_length_steps},
     {"fixed_length_calls", &SampleSpace::fixed_length_calls},
     {"joint_attention_calls", &SampleSpace::joint_attention_calls},
+    {"view_layout_cases", &SampleSpace::view_layout_cases},
+    {"bhsd_two_kv_heads", &SampleSpace::bhsd_two_kv_heads},  // the BHSD long value case's heads
 };
 
 bool SampleSpace::*case_switch(const std::string& name) {

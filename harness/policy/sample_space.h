@@ -187,6 +187,14 @@ struct SampleSpace {
   // Then Flux.1's joint attention, 1x24x24x4608x4608 unmasked (append_joint_attention_calls;
   // gates.json's cheap tier sets it false, the deep tier alone). False leaves it out.
   bool joint_attention_calls = true;
+  // Then round 32's open holes closed (run/view_layout_cases.h): Q alone a fused projection's view
+  // and a head-major power-of-two cache, each where its strides reach a kernel, both tiers.
+  bool view_layout_cases = true;
+  // Not a kind: the BHSD long value case (append_bhsd_long_value_cases) drawn at one KV head takes
+  // two, its group kept. A launch passes a dim of size 1 with the stride D (evo_launch_stride), so
+  // at one KV head a BHSD cache's head stride reaches no kernel: round 30's K outlier channels over
+  // a BHSD cache went uncaught in 14 of 21 pinned runs' cheap tiers (found 2026-12-03). False: one.
+  bool bhsd_two_kv_heads = true;
 
   // Values per dimension, in SampleDim order.
   std::vector<int> sizes() const;

@@ -19,15 +19,6 @@ int most_prefill_tokens(const Shape& s) {
   return int(std::sqrt(kModelCaseMaxFlops / (4.0 * s.batch * s.heads_q * s.head_dim)));
 }
 
-// A model case in `layout` (its id naming it) rather than its shape's own view.
-CaseSpec layout_case(const GatesConfig& gates, const SampleSpace& space, const Shape& s, SplitMix& r,
-                     const std::string& layout, const std::string& name, const std::string& at) {
-  CaseSpec c = model_case(gates, space, s, r, name, at);
-  c.layout = layout;
-  c.id = plain_case_id(space, at, s, layout, c.junk, "1/sqrt(D)", c.inputs) + "/model=" + name;
-  return c;
-}
-
 // pow2_cache's heads and lengths, drawn from `r` after its batch: 1, 2 or 4 KV heads under 1, 2 or 4
 // times as many; causal a prefill, unmasked a decode step; the cache's keys (a prefill's tokens)
 // halved while past 2^30 FLOPs or the tier's bounds. Whether the shape fits.
@@ -42,7 +33,14 @@ bool pow2_cache_shape(const Task& task, const SampleRows& rows, SplitMix& r, Sha
     s.seq_q = r.uniform(1, kBeamDecodeRows);
     s.seq_kv = r.uniform(kLayoutCacheKeys[0], kLayoutCacheKeys[1]);
   }
-  const auto fits = [&] { return s.flops(false) <= kModelCaseMaxFlops && rows.fits(s, "pow2_cache"); };
+  return cut_cache_case(task, rows, "pow2_cache", s);
+}
+
+}  // namespace
+
+// A cache case's keys (a prefill's tokens) halved to fit (run/batch_cases.h).
+bool cut_cache_case(const Task& task, const SampleRows& rows, const std::string& layout, Shape& s) {
+  const auto fits = [&] { return s.flops(false) <= kModelCaseMaxFlops && rows.fits(s, layout); };
   while (!fits() && s.seq_kv / 2 >= kSharedShortMinKeys) {
     s.seq_kv /= 2;
     if (task.causal) s.seq_q = s.seq_kv;
@@ -50,7 +48,14 @@ bool pow2_cache_shape(const Task& task, const SampleRows& rows, SplitMix& r, Sha
   return fits();
 }
 
-}  // namespace
+// A model case in `layout` (its id naming it) rather than its shape's own view.
+CaseSpec layout_case(const GatesConfig& gates, const SampleSpace& space, const Shape& s, SplitMix& r,
+                     const std::string& layout, const std::string& name, const std::string& at) {
+  CaseSpec c = model_case(gates, space, s, r, name, at);
+  c.layout = layout;
+  c.id = plain_case_id(space, at, s, layout, c.junk, "1/sqrt(D)", c.inputs) + "/model=" + name;
+  return c;
+}
 
 // A beam search's prefill (run/batch_cases.h).
 void append_beam_prefill_cases(const GatesConfig& gates, const Task& task, const SampleSpace& space,

@@ -106,6 +106,13 @@ inline constexpr int kLayoutCacheKeys[2] = {256, 4096};
 // 2^30 FLOPs, from a stream salted "model_layouts_fused_v"; the id names "/layout=fused_v/" and ends
 // in "/model=phi_3_fused_v_prefill".
 inline constexpr int kLayoutGroup = 4;
+// `s`'s keys (on a causal task its tokens, Sq = Skv) halved while past 2^30 FLOPs or the tier's
+// bounds in `layout`, no shorter than kSharedShortMinKeys: whether it fits.
+bool cut_cache_case(const Task& task, const SampleRows& rows, const std::string& layout, Shape& s);
+// A model case (run/model_cases.h model_case) in `layout` (gpu/case_layout.h) rather than its
+// shape's own view, the id naming "/layout=<layout>/" and ending in "/model=<name>".
+CaseSpec layout_case(const GatesConfig& gates, const SampleSpace& space, const Shape& s, SplitMix& r,
+                     const std::string& layout, const std::string& name, const std::string& at);
 void append_model_layout_cases(const GatesConfig& gates, const Task& task, const SampleSpace& space,
                                const SampleRows& rows, const SplitMix& rng, const std::string& prefix,
                                std::vector<CaseSpec>& out);

@@ -17,6 +17,7 @@
 #include "run/served_model_cases.h"
 #include "run/shared_cases.h"
 #include "run/value_cases.h"
+#include "run/view_layout_cases.h"
 
 namespace evo {
 
@@ -205,6 +206,7 @@ std::vector<CaseSpec> draw_tier(const GatesConfig& gates, const Task& task, uint
   append_fixed_length_steps(gates, task, space, rows, rng, prefix, out);
   append_fixed_length_calls(gates, task, space, rows, rng, prefix, out);
   append_joint_attention_calls(gates, task, space, rows, rng, prefix, out);
+  append_view_layout_cases(gates, task, space, rows, rng, prefix, out);
   return out;
 }
 

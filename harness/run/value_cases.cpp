@@ -164,7 +164,12 @@ void append_bhsd_long_value_cases(const GatesConfig& gates, const Task& task, co
   SplitMix r{rng.state ^ fnv1a("bhsd_long_value_cases")};
   const std::string kind = kMassiveKinds[r.below(std::size(kMassiveKinds))];
   uint32_t seed = 0;
-  const Shape s = long_value_shape(task, r, seed, Layout::bhsd);  // transformers' cache: K [B, Hkv, S, D]
+  Shape s = long_value_shape(task, r, seed, Layout::bhsd);  // transformers' cache: K [B, Hkv, S, D]
+  // One KV head hides the head stride from a kernel (sample_space.h bhsd_two_kv_heads).
+  if (space.bhsd_two_kv_heads && s.heads_kv == 1) {
+    s.heads_kv = 2;
+    s.heads_q *= 2;
+  }
   if (rows.fits(s, "")) out.push_back(long_value_case(space, s, seed, kind, in->second, prefix, out.size()));
 }
 

@@ -90,7 +90,8 @@ void append_long_fused_qkv_cases(const GatesConfig& gates, const Task& task, con
                                  std::vector<CaseSpec>& out);
 // A long value case over a BHSD cache (after the fused prefill): one massive kind (drawn) on a
 // long value case's shape in dense BHSD (transformers' DynamicCache, K [B, Hkv, S, D]), where round
-// 29's long value cases are BSHD; 16-bit tasks only. The id ends in
+// 29's long value cases are BSHD; 16-bit tasks only. Two KV heads where the shape drew one (the
+// space's bhsd_two_kv_heads: the head stride must reach the kernel), up to 2.2 GFLOP on a prefill. The id ends in
 // "/values=<kind>/long_cache_wide_group". `rng` salted by "bhsd_long_value_cases"; nothing when the
 // space's bhsd_long_value_cases is off.
 void append_bhsd_long_value_cases(const GatesConfig& gates, const Task& task, const SampleSpace& space,

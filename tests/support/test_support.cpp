@@ -47,7 +47,10 @@ void without_round31_narrowed_close(GatesConfig& g) {
 void without_round32_close(GatesConfig& g) {
   g.sampled.tensor_parallel_shards = g.sampled.fixed_length_steps = g.sampled.fixed_length_calls = false;
   g.sampled.joint_attention_calls = false;
+  without_round32_view_close(g);
 }
+
+void without_round32_view_close(GatesConfig& g) { g.sampled.view_layout_cases = false; }
 
 GatesConfig repo_gates() { return load_gates_config(source_root() / "gates" / "gates.json"); }
 
@@ -60,6 +63,12 @@ GatesConfig repo_gates_before_round31_close() {
 GatesConfig repo_gates_before_round31_narrowed_close() {
   GatesConfig g = repo_gates();
   without_round31_narrowed_close(g);
+  return g;
+}
+
+GatesConfig repo_gates_before_round32_view_close() {
+  GatesConfig g = repo_gates();
+  without_round32_view_close(g);
   return g;
 }
 

@@ -84,6 +84,11 @@ GatesConfig repo_gates_before_round31_narrowed_close();
 void without_round32_close(GatesConfig& g);
 // The repo's gates.json with round 32's close off (the tiers round 32 read).
 GatesConfig repo_gates_before_round32_close();
+// Turns off the close of round 32's open holes (policy/sample_space.h view_layout_cases): round 32's
+// close tests read the tiers as that close drew them. without_round32_close turns it off too.
+void without_round32_view_close(GatesConfig& g);
+// The repo's gates.json with that close off (the tiers round 32's close read).
+GatesConfig repo_gates_before_round32_view_close();
 // The repository's results/ as committed: a scratch copy of the files git tracks there, the
 // packed records (*.jsonl.gz) and the kernel sources, so a user's own runs (scripts/setup.sh runs
 // stage 0 into results/, as plain .jsonl) do not make the "committed docs match the committed

@@ -54,7 +54,7 @@ TEST(HackerRound32Close, EveryEarlierCaseKeepsItsSeed) {
   double most[2] = {0, 0};
   size_t added_most[2] = {0, 0};
   test::each_run_with_and_without(
-      test::repo_gates(), test::repo_gates_before_round32_close(),
+      test::repo_gates_before_round32_view_close(), test::repo_gates_before_round32_close(),
       [&](const Task& t, const std::string& run, bool deep, const std::vector<CaseSpec>& cases,
           const std::vector<CaseSpec>& before) {
         ASSERT_GE(cases.size(), before.size()) << run;
@@ -97,7 +97,7 @@ TEST(HackerRound32Close, TheOpTakesEachCall) {
 // Per fp16 and bf16 pinned run, with the close: the first case of each tier that runs each try's
 // path, and the first at gate seed 2025 fp16-d64 (the 7th run).
 std::vector<Catch> catches(const std::function<bool(const test::Call&)>& path, const char* name) {
-  return call_catches(test::repo_gates(), path, name);
+  return call_catches(test::repo_gates_before_round32_view_close(), path, name);
 }
 
 TEST(HackerRound32Close, TensorParallelShards) {

@@ -1,0 +1,52 @@
+#include "run/view_layout_cases.h"
+
+#include "run/batch_cases.h"
+#include "run/sampler.h"
+
+namespace evo {
+
+namespace {
+
+// A verify step (unmasked) or a prefill (causal) of `s`'s batch and heads, drawn from `r`.
+void draw_lengths(const Task& task, SplitMix& r, int verify_rows_lo, Shape& s) {
+  if (task.causal) {
+    s.seq_q = s.seq_kv = r.uniform(kLayoutPrefillTokens[0], kLayoutPrefillTokens[1]);
+  } else {
+    s.seq_q = r.uniform(verify_rows_lo, verify_rows_lo == 1 ? kBeamDecodeRows : kVerifyRows[1]);
+    s.seq_kv = r.uniform(kLayoutCacheKeys[0], kLayoutCacheKeys[1]);
+  }
+}
+
+}  // namespace
+
+// Round 32's two views (run/view_layout_cases.h).
+void append_view_layout_cases(const GatesConfig& gates, const Task& task, const SampleSpace& space,
+                              const SampleRows& rows, const SplitMix& rng, const std::string& prefix,
+                              std::vector<CaseSpec>& out) {
+  if (!space.view_layout_cases) return;
+  SplitMix r{rng.state ^ fnv1a("view_layout_cases")};
+  Shape q;  // GPT-2's Q as c_attn's view, K and V its cache's
+  q.batch = r.uniform(1, 2);
+  q.heads_kv = r.uniform(1, 4);
+  q.heads_q = q.heads_kv * r.uniform(1, kLayoutGroup);
+  q.head_dim = task.head_dim;
+  q.layout = Layout::bhsd;
+  draw_lengths(task, r, kVerifyRows[0], q);
+  if (cut_cache_case(task, rows, "fused_q", q))
+    out.push_back(layout_case(gates, space, q, r, "fused_q",
+                              task.causal ? "gpt_2_fused_q_prefill" : "gpt_2_fused_q_verify",
+                              prefix + std::to_string(out.size())));
+  Shape k;  // gpt-fast's head-major cache of a power of two of rows
+  k.batch = r.uniform(kLayoutBatch[0], kLayoutBatch[1]);
+  k.heads_kv = r.uniform(2, 4);
+  k.heads_q = k.heads_kv * r.uniform(1, kLayoutGroup);
+  k.head_dim = task.head_dim;
+  k.layout = Layout::bshd;
+  draw_lengths(task, r, 1, k);
+  if (cut_cache_case(task, rows, "pow2_cache_bhsd", k))
+    out.push_back(layout_case(gates, space, k, r, "pow2_cache_bhsd",
+                              task.causal ? "gpt_fast_pow2_cache_prefill" : "gpt_fast_pow2_cache_decode",
+                              prefix + std::to_string(out.size())));
+}
+
+}  // namespace evo
