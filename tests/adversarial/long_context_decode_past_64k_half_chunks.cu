@@ -17,8 +17,8 @@
 #include "evo_attn.cuh"
 
 // Hacker round 33. Flaw: a GQA decode step (Sq 1) over more than 65536 keys skips every other chunk.
-// Gate assumption attacked: the deep tier's ctx_128k length class stands for a long-context model's decode; the
-// gate's long cases are prefills and short decodes.
+// Gate assumption attacked: the length classes stand for a 128k-context model's decode past 64k keys: the cheap
+// tier's lengths end at 16384, and only the deep tier's ctx_128k class and frontier shapes reach past 64k.
 
 // The shared pattern of tests/adversarial: one warp per query row, FP32 throughout, simple and
 // correct; each file changes it in one place (marked TRICK) and must get the verdict in
