@@ -60,4 +60,10 @@ inline bool long_gqa_prefill(const Call& c) {
   return gqa(c) && c.shape.seq_q == c.shape.seq_kv && c.shape.seq_q > 8192;
 }
 
+// flash_attn_kv_packed_cache_half_chunks.cu: K a view of a KV-packed buffer [B, S, 2, Hkv, D], heads
+// D apart and rows 2 Hkv D apart (flash-attn's MHA inference cache, kv_cache[:, :S, 0]).
+inline bool kv_packed(const Call& c) {
+  return c.k_stride[1] == c.shape.head_dim && c.k_stride[2] == 2LL * c.shape.heads_kv * c.shape.head_dim;
+}
+
 }  // namespace evo::test::round33

@@ -1,11 +1,11 @@
 // Hacker round 33 (lab/hack33/README.md): what catches each try, read back from the plans both tiers
 // draw at the pinned seeds with every close through round 32's on (test::repo_gates()), and the
-// host arithmetic of each flaw on the model call its file names. Ten tries, each the scalar control
-// skipping every other 32-key chunk (support/skipped_chunks.h) on a path keyed on something a real
-// model's call has: a sliding window's full ring (Mistral's 4096, Gemma 3's 1024), a whole context
-// window, a video DiT's full attention, a decode past 64k keys, a StaticCache's capacity, CLIP
-// ViT-L/14-336's 577 tokens, an MQA prefill past 4k, a U-Net's 64 x 64 latent self-attention, a GQA
-// prefill past 8k.
+// host arithmetic of each flaw on the model call its file names. Eleven tries, each the scalar
+// control skipping every other 32-key chunk (support/skipped_chunks.h) on a path keyed on something a
+// real model's call has: a sliding window's full ring (Mistral's 4096, Gemma 3's 1024), a whole
+// context window, a video DiT's full attention, a decode past 64k keys, a StaticCache's capacity,
+// CLIP ViT-L/14-336's 577 tokens, an MQA prefill past 4k, a U-Net's 64 x 64 latent self-attention, a
+// GQA prefill past 8k, flash-attn's KV-packed cache.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -50,6 +50,18 @@ Call static_cache_decode(int batch, int keys, int capacity) {
     s[0] = 8LL * capacity * 128;
     s[1] = int64_t(capacity) * 128;
     s[2] = 128;
+  }
+  return test::as_launched(c);
+}
+// flash-attn's MHA inference cache [B, capacity, 2, Hkv, D] (flash_attn.modules.mha _update_kv_cache),
+// K and V its filled rows kv_cache[:, :keys, 0] and [:, :keys, 1].
+Call kv_packed_decode(const std::string& dims, int capacity) {
+  Call c = model_call(dims);
+  const int64_t d = c.shape.head_dim, row = 2LL * c.shape.heads_kv * d;
+  for (int64_t* s : {c.k_stride, c.v_stride}) {
+    s[0] = row * capacity;
+    s[1] = d;
+    s[2] = row;
   }
   return test::as_launched(c);
 }
@@ -105,6 +117,16 @@ TEST(HackerRound33, EachTryIsWrongInAModel) {
   EXPECT_FALSE(long_gqa_prefill(masked_call("1x32x32x20000x20000x128", true)));
 }
 
+// flash-attn's GPT-2 and Llama 2 decode steps over its KV-packed cache beside the layouts that put K
+// and V in one buffer: packed_qkv (Q too: rows (Hq + 2 Hkv) D) and the shared kv view (rows Hkv D).
+TEST(HackerRound33, KvPackedCacheIsWrongInAModel) {
+  EXPECT_TRUE(kv_packed(kv_packed_decode("8x12x12x1x300x64", 1024)));
+  EXPECT_TRUE(kv_packed(kv_packed_decode("4x32x32x1x1500x128", 4096)));
+  EXPECT_FALSE(kv_packed(test::layout_call("1x4x2x921x921x64", "packed_qkv")));
+  EXPECT_FALSE(kv_packed(test::layout_call("2x8x8x300x300x64", "bshd+kv")));
+  EXPECT_FALSE(kv_packed(model_call("8x12x12x1x300x64:bshd")));
+}
+
 // The exported op takes each model call above as it stands (support/kernel_call.h).
 TEST(HackerRound33, TheOpTakesEachModelCall) {
   using test::op_call;
@@ -129,6 +151,15 @@ TEST(HackerRound33, TheOpTakesEachModelCall) {
     t->stride[2] = 128;
   }
   EXPECT_TRUE(op_takes(fixed));
+  // flash-attn's GPT-2: K and V the first 300 rows of a [8, 1024, 2, 12, 64] KV-packed cache.
+  evo_attn_call packed = op_call("8x12x12x1x300x64", false, EVO_ATTN_FP16, 0);
+  packed.v.data = packed.k.data + 12 * 64 * 2;  // V = kv_cache[:, :, 1], Hkv D elements past K
+  for (evo_attn_tensor* t : {&packed.k, &packed.v}) {
+    t->stride[0] = 1024LL * 2 * 12 * 64;
+    t->stride[1] = 64;
+    t->stride[2] = 2 * 12 * 64;
+  }
+  EXPECT_TRUE(op_takes(packed));
 }
 
 using Condition = std::function<bool(const Call&)>;
@@ -136,13 +167,14 @@ std::vector<Catch> catches(const Condition& path, const char* name) {
   return call_catches(test::repo_gates(), path, name);
 }
 
-// (b) Three holes in both tiers of all 21 fp16 and bf16 pinned runs, gate seed 2025 fp16-d64
+// (b) Four holes in both tiers of all 21 fp16 and bf16 pinned runs, gate seed 2025 fp16-d64
 // included: no MHA case has exactly 577 keys, no unmasked MHA case Sq = Skv = 4096, no GQA case
-// Sq = Skv past 8192.
-TEST(HackerRound33, ThreeHolesInEveryRun) {
+// Sq = Skv past 8192, no K rows 2 Hkv D apart.
+TEST(HackerRound33, FourHolesInEveryRun) {
   const std::pair<Condition, const char*> holes[] = {{clip_336_tokens, "clip_336_tokens"},
                                                      {latent_64x64_self, "latent_64x64_self"},
-                                                     {long_gqa_prefill, "long_gqa_prefill"}};
+                                                     {long_gqa_prefill, "long_gqa_prefill"},
+                                                     {kv_packed, "kv_packed"}};
   for (const auto& [path, name] : holes) expect_runs(catches(path, name), {}, {}, "", "");
 }
 
