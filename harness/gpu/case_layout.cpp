@@ -367,8 +367,8 @@ CaseLayout case_layout(const Shape& s, const std::string& full, int in_bytes, in
   } else if (!far_placements(c, s, layout) && !model_layout_placements(c, s, layout)) {
     throw usage_error(
         "unknown case layout '" + layout +
-        "': use packed_qkv, mixed, kv_cache, strided, pow2_cache, pow2_cache_bhsd, neox_v, fused_v, fused_q, "
-        "far_batches, far_rows or far_heads");
+        "': use packed_qkv, mixed, kv_cache, strided, pow2_cache, pow2_cache_bhsd, kv_packed, neox_v, fused_v, "
+        "fused_q, far_batches, far_rows or far_heads");
   }
   align_and_share(c, s, full, align, in_bytes, out_bytes, draw);
   return c;

@@ -69,7 +69,21 @@ TensorPlacement pow2_cache_bhsd_view(const Shape& s) {
   return p;
 }
 
+// K (`half` 0) or V (1) of flash-attn's MHA inference cache [B, C, 2, Hkv, D], C kv_packed_rows(s):
+// head stride D, row stride 2·Hkv·D, V Hkv·D elements into each row. Hacker round 33's close.
+TensorPlacement kv_packed_view(const Shape& s, int half) {
+  TensorPlacement p;
+  p.stride[1] = s.head_dim;
+  p.stride[2] = 2LL * s.heads_kv * s.head_dim;
+  p.stride[0] = p.stride[2] * kv_packed_rows(s);
+  p.offset = int64_t(half) * s.heads_kv * s.head_dim;
+  p.buffer_elements = p.stride[0] * s.batch;
+  return p;
+}
+
 }  // namespace
+
+int64_t kv_packed_rows(const Shape& s) { return (s.seq_kv / 256 + 1) * 256; }
 
 int64_t pow2_cache_rows(const Shape& s) {
   int64_t rows = kPow2CacheMinRows;
@@ -99,6 +113,10 @@ bool model_layout_placements(CaseLayout& c, const Shape& s, const std::string& l
   } else if (layout == "pow2_cache_bhsd") {  // Q and O dense BSHD
     c.q = c.o = dense_placement(s, Layout::bshd, s.heads_q, s.seq_q);
     c.k = c.v = pow2_cache_bhsd_view(s);
+  } else if (layout == "kv_packed") {  // Q and O dense BSHD; K and V each in a buffer of the cache's form
+    c.q = c.o = dense_placement(s, Layout::bshd, s.heads_q, s.seq_q);
+    c.k = kv_packed_view(s, 0);
+    c.v = kv_packed_view(s, 1);
   } else {
     return false;
   }

@@ -155,6 +155,7 @@ constexpr CaseSwitch kCaseSwitches[] = {
     {"fixed_length_calls", &SampleSpace::fixed_length_calls},
     {"joint_attention_calls", &SampleSpace::joint_attention_calls},
     {"view_layout_cases", &SampleSpace::view_layout_cases},
+    {"kv_packed_cases", &SampleSpace::kv_packed_cases},
     {"bhsd_two_kv_heads", &SampleSpace::bhsd_two_kv_heads},  // the BHSD long value case's heads
 };
 

@@ -190,6 +190,9 @@ struct SampleSpace {
   // Then round 32's open holes closed (run/view_layout_cases.h): Q alone a fused projection's view
   // and a head-major power-of-two cache, each where its strides reach a kernel, both tiers.
   bool view_layout_cases = true;
+  // Then hacker round 33's KV-packed cache (run/view_layout_cases.h append_kv_packed_cases), both
+  // tiers: K and V views of flash-attn's [B, C, 2, Hkv, D] inference cache.
+  bool kv_packed_cases = true;
   // Not a kind: the BHSD long value case (append_bhsd_long_value_cases) drawn at one KV head takes
   // two, its group kept. A launch passes a dim of size 1 with the stride D (evo_launch_stride), so
   // at one KV head a BHSD cache's head stride reaches no kernel: round 30's K outlier channels over

@@ -207,6 +207,7 @@ std::vector<CaseSpec> draw_tier(const GatesConfig& gates, const Task& task, uint
   append_fixed_length_calls(gates, task, space, rows, rng, prefix, out);
   append_joint_attention_calls(gates, task, space, rows, rng, prefix, out);
   append_view_layout_cases(gates, task, space, rows, rng, prefix, out);
+  append_kv_packed_cases(gates, task, space, rows, rng, prefix, out);
   return out;
 }
 

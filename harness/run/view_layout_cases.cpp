@@ -49,4 +49,23 @@ void append_view_layout_cases(const GatesConfig& gates, const Task& task, const 
                               prefix + std::to_string(out.size())));
 }
 
+// Round 33's KV-packed cache (run/view_layout_cases.h).
+void append_kv_packed_cases(const GatesConfig& gates, const Task& task, const SampleSpace& space,
+                            const SampleRows& rows, const SplitMix& rng, const std::string& prefix,
+                            std::vector<CaseSpec>& out) {
+  if (!space.kv_packed_cases) return;
+  SplitMix r{rng.state ^ fnv1a("kv_packed_cases")};
+  Shape s;
+  s.batch = r.uniform(1, 4);
+  s.heads_kv = r.uniform(1, 4);
+  s.heads_q = s.heads_kv * r.uniform(1, kLayoutGroup);
+  s.head_dim = task.head_dim;
+  s.layout = Layout::bshd;
+  draw_lengths(task, r, 1, s);
+  if (cut_cache_case(task, rows, "kv_packed", s))
+    out.push_back(layout_case(gates, space, s, r, "kv_packed",
+                              task.causal ? "flash_attn_kv_cache_prefill" : "flash_attn_kv_cache_decode",
+                              prefix + std::to_string(out.size())));
+}
+
 }  // namespace evo

@@ -33,4 +33,15 @@ void append_view_layout_cases(const GatesConfig& gates, const Task& task, const 
                               const SampleRows& rows, const SplitMix& rng, const std::string& prefix,
                               std::vector<CaseSpec>& out);
 
+// Hacker round 33's close of its KV-packed hole (lab/hack33/README.md), after the two views, both
+// tiers: "kv_packed" (gpu/case_layout.h), K and V views of flash-attn's MHA inference cache
+// [B, C, 2, Hkv, D] (its GPT and Llama decode), 1 to 4 sequences, 1 to 4 KV heads under 1 to
+// kLayoutGroup times as many; unmasked a decode step of 1 to kBeamDecodeRows rows over
+// kLayoutCacheKeys keys, causal a prefill of kLayoutPrefillTokens tokens; cut to 2^30 FLOPs. The id
+// names "/layout=kv_packed/" and ends in "/model=flash_attn_kv_cache_decode" or "_prefill". `rng`
+// salted by "kv_packed_cases"; nothing when the space's kv_packed_cases is off.
+void append_kv_packed_cases(const GatesConfig& gates, const Task& task, const SampleSpace& space,
+                            const SampleRows& rows, const SplitMix& rng, const std::string& prefix,
+                            std::vector<CaseSpec>& out);
+
 }  // namespace evo

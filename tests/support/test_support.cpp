@@ -50,7 +50,12 @@ void without_round32_close(GatesConfig& g) {
   without_round32_view_close(g);
 }
 
-void without_round32_view_close(GatesConfig& g) { g.sampled.view_layout_cases = false; }
+void without_round32_view_close(GatesConfig& g) {
+  g.sampled.view_layout_cases = false;
+  without_round33_close(g);
+}
+
+void without_round33_close(GatesConfig& g) { g.sampled.kv_packed_cases = false; }
 
 GatesConfig repo_gates() { return load_gates_config(source_root() / "gates" / "gates.json"); }
 
@@ -63,6 +68,12 @@ GatesConfig repo_gates_before_round31_close() {
 GatesConfig repo_gates_before_round31_narrowed_close() {
   GatesConfig g = repo_gates();
   without_round31_narrowed_close(g);
+  return g;
+}
+
+GatesConfig repo_gates_before_round33_close() {
+  GatesConfig g = repo_gates();
+  without_round33_close(g);
   return g;
 }
 

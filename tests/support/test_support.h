@@ -89,6 +89,11 @@ GatesConfig repo_gates_before_round32_close();
 void without_round32_view_close(GatesConfig& g);
 // The repo's gates.json with that close off (the tiers round 32's close read).
 GatesConfig repo_gates_before_round32_view_close();
+// Turns off the close of round 33's KV-packed hole (policy/sample_space.h kv_packed_cases): round
+// 33's tests read the tiers as the round found them. without_round32_view_close turns it off too.
+void without_round33_close(GatesConfig& g);
+// The repo's gates.json with that close off (the tiers round 33 read).
+GatesConfig repo_gates_before_round33_close();
 // The repository's results/ as committed: a scratch copy of the files git tracks there, the
 // packed records (*.jsonl.gz) and the kernel sources, so a user's own runs (scripts/setup.sh runs
 // stage 0 into results/, as plain .jsonl) do not make the "committed docs match the committed

@@ -39,7 +39,7 @@ using namespace test::round32;  // the round's paths
 TEST(HackerRound32ViewClose, EveryEarlierCaseKeepsItsSeed) {
   double most = 0;
   test::each_run_with_and_without(
-      test::repo_gates(), test::repo_gates_before_round32_view_close(),
+      test::repo_gates_before_round33_close(), test::repo_gates_before_round32_view_close(),
       [&](const Task& t, const std::string& run, bool deep, const std::vector<CaseSpec>& cases,
           const std::vector<CaseSpec>& before) {
         ASSERT_EQ(cases.size(), before.size() + 2) << run;
@@ -65,7 +65,7 @@ TEST(HackerRound32ViewClose, EveryEarlierCaseKeepsItsSeed) {
 
 // Per fp16 and bf16 pinned run, with the close: the runs whose tiers take each try's path.
 std::vector<Catch> catches(const std::function<bool(const test::Call&)>& path, const char* name) {
-  return call_catches(test::repo_gates(), path, name);
+  return call_catches(test::repo_gates_before_round33_close(), path, name);
 }
 
 TEST(HackerRound32ViewClose, FusedQAlone) {

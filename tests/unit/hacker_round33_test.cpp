@@ -1,5 +1,6 @@
 // Hacker round 33 (lab/hack33/README.md): what catches each try, read back from the plans both tiers
-// draw at the pinned seeds with every close through round 32's on (test::repo_gates()), and the
+// draw at the pinned seeds with every close through round 32's on and round 33's own close off
+// (test::repo_gates_before_round33_close(); hacker_round33_close_test.cpp reads it on), and the
 // host arithmetic of each flaw on the model call its file names. Eleven tries, each the scalar
 // control skipping every other 32-key chunk (support/skipped_chunks.h) on a path keyed on something a
 // real model's call has: a sliding window's full ring (Mistral's 4096, Gemma 3's 1024), a whole
@@ -164,7 +165,7 @@ TEST(HackerRound33, TheOpTakesEachModelCall) {
 
 using Condition = std::function<bool(const Call&)>;
 std::vector<Catch> catches(const Condition& path, const char* name) {
-  return call_catches(test::repo_gates(), path, name);
+  return call_catches(test::repo_gates_before_round33_close(), path, name);
 }
 
 // (b) Four holes in both tiers of all 21 fp16 and bf16 pinned runs, gate seed 2025 fp16-d64
