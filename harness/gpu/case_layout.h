@@ -41,7 +41,7 @@
 //    pow2_cache_rows(s) rows a head [B, Hkv, C, D] (head stride C·D, batch stride Hkv·C·D: gpt-fast's
 //    and torchtune's KVCache, k_cache[:, :, :pos + 1]), Q and O dense BSHD.
 //  - kv_packed (hacker round 33's close, run/view_layout_cases.h): K and V views of flash-attn's MHA
-//    inference cache [B, C, 2, Hkv, D], C = kv_packed_rows(s) (head stride D, row stride 2·Hkv·D,
+//    inference cache [B, C, 2, Hkv, D], C the next multiple of 256 rows past Skv (head stride D, row stride 2·Hkv·D,
 //    batch stride 2·C·Hkv·D; V Hkv·D elements into each row), each in a buffer of that form; Q and
 //    O dense BSHD.
 //  - far_batches (the deep tier's fixed `far` set, not sampled): Q and O BHSD, K and V BHSD per
@@ -158,8 +158,6 @@ BufferPool buffer_pool(const CaseLayout& lay, int in_bytes, int out_bytes, int64
 // 1, 2, 4, 8 or 16 by (Skv + B) mod 5 (a context preallocated past the next power of two).
 inline constexpr int64_t kPow2CacheMinRows = 256;
 int64_t pow2_cache_rows(const Shape& s);
-// kv_packed's capacity: the next multiple of 256 rows past Skv (flash-attn's max_seqlen).
-int64_t kv_packed_rows(const Shape& s);
 // A dense tensor of `heads` heads of `seq` rows a sequence in `layout` (BHSD or BSHD).
 TensorPlacement dense_placement(const Shape& s, Layout layout, int heads, int seq);
 // pow2_cache's, pow2_cache_bhsd's, kv_packed's, neox_v's, fused_v's and fused_q's placements

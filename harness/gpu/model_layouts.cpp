@@ -69,6 +69,9 @@ TensorPlacement pow2_cache_bhsd_view(const Shape& s) {
   return p;
 }
 
+// kv_packed's capacity: the next multiple of 256 rows past Skv (flash-attn's max_seqlen).
+int64_t kv_packed_rows(const Shape& s) { return (s.seq_kv / 256 + 1) * 256; }
+
 // K (`half` 0) or V (1) of flash-attn's MHA inference cache [B, C, 2, Hkv, D], C kv_packed_rows(s):
 // head stride D, row stride 2·Hkv·D, V Hkv·D elements into each row. Hacker round 33's close.
 TensorPlacement kv_packed_view(const Shape& s, int half) {
@@ -82,8 +85,6 @@ TensorPlacement kv_packed_view(const Shape& s, int half) {
 }
 
 }  // namespace
-
-int64_t kv_packed_rows(const Shape& s) { return (s.seq_kv / 256 + 1) * 256; }
 
 int64_t pow2_cache_rows(const Shape& s) {
   int64_t rows = kPow2CacheMinRows;

@@ -7,15 +7,18 @@ namespace evo {
 
 namespace {
 
-// A verify step (unmasked) or a prefill (causal) of `s`'s batch and heads, drawn from `r`.
-void draw_lengths(const Task& task, SplitMix& r, int verify_rows_lo, Shape& s) {
+// Unmasked, `rows[0]` to `rows[1]` query rows over a cache of kLayoutCacheKeys keys; causal, a
+// prefill of kLayoutPrefillTokens tokens; drawn from `r`.
+void draw_lengths(const Task& task, SplitMix& r, const int (&rows)[2], Shape& s) {
   if (task.causal) {
     s.seq_q = s.seq_kv = r.uniform(kLayoutPrefillTokens[0], kLayoutPrefillTokens[1]);
   } else {
-    s.seq_q = r.uniform(verify_rows_lo, verify_rows_lo == 1 ? kBeamDecodeRows : kVerifyRows[1]);
+    s.seq_q = r.uniform(rows[0], rows[1]);
     s.seq_kv = r.uniform(kLayoutCacheKeys[0], kLayoutCacheKeys[1]);
   }
 }
+
+constexpr int kDecodeRows[2] = {1, kBeamDecodeRows};
 
 }  // namespace
 
@@ -31,7 +34,7 @@ void append_view_layout_cases(const GatesConfig& gates, const Task& task, const 
   q.heads_q = q.heads_kv * r.uniform(1, kLayoutGroup);
   q.head_dim = task.head_dim;
   q.layout = Layout::bhsd;
-  draw_lengths(task, r, kVerifyRows[0], q);
+  draw_lengths(task, r, kVerifyRows, q);
   if (cut_cache_case(task, rows, "fused_q", q))
     out.push_back(layout_case(gates, space, q, r, "fused_q",
                               task.causal ? "gpt_2_fused_q_prefill" : "gpt_2_fused_q_verify",
@@ -42,7 +45,7 @@ void append_view_layout_cases(const GatesConfig& gates, const Task& task, const 
   k.heads_q = k.heads_kv * r.uniform(1, kLayoutGroup);
   k.head_dim = task.head_dim;
   k.layout = Layout::bshd;
-  draw_lengths(task, r, 1, k);
+  draw_lengths(task, r, kDecodeRows, k);
   if (cut_cache_case(task, rows, "pow2_cache_bhsd", k))
     out.push_back(layout_case(gates, space, k, r, "pow2_cache_bhsd",
                               task.causal ? "gpt_fast_pow2_cache_prefill" : "gpt_fast_pow2_cache_decode",
@@ -61,7 +64,7 @@ void append_kv_packed_cases(const GatesConfig& gates, const Task& task, const Sa
   s.heads_q = s.heads_kv * r.uniform(1, kLayoutGroup);
   s.head_dim = task.head_dim;
   s.layout = Layout::bshd;
-  draw_lengths(task, r, 1, s);
+  draw_lengths(task, r, kDecodeRows, s);
   if (cut_cache_case(task, rows, "kv_packed", s))
     out.push_back(layout_case(gates, space, s, r, "kv_packed",
                               task.causal ? "flash_attn_kv_cache_prefill" : "flash_attn_kv_cache_decode",
