@@ -156,6 +156,9 @@ constexpr CaseSwitch kCaseSwitches[] = {
     {"joint_attention_calls", &SampleSpace::joint_attention_calls},
     {"view_layout_cases", &SampleSpace::view_layout_cases},
     {"kv_packed_cases", &SampleSpace::kv_packed_cases},
+    {"whole_window_calls", &SampleSpace::whole_window_calls},
+    {"vision_tower_calls", &SampleSpace::vision_tower_calls},
+    {"long_gqa_prefill_cases", &SampleSpace::long_gqa_prefill_cases},
     {"bhsd_two_kv_heads", &SampleSpace::bhsd_two_kv_heads},  // the BHSD long value case's heads
 };
 

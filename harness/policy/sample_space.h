@@ -193,6 +193,13 @@ struct SampleSpace {
   // Then hacker round 33's KV-packed cache (run/view_layout_cases.h append_kv_packed_cases), both
   // tiers: K and V views of flash-attn's [B, C, 2, Hkv, D] inference cache.
   bool kv_packed_cases = true;
+  // Then hacker round 33's three length holes (run/whole_call_cases.h), in this order: a whole window
+  // of 4096 rows at one head ("whole_window_calls", both tiers), the vision towers' fixed lengths at
+  // one image ("vision_tower_calls") and a GQA prefill past 8192 tokens ("long_gqa_prefill_cases";
+  // gates.json's cheap tier sets both false, the deep tier alone). Each false leaves its kind out.
+  bool whole_window_calls = true;
+  bool vision_tower_calls = true;
+  bool long_gqa_prefill_cases = true;
   // Not a kind: the BHSD long value case (append_bhsd_long_value_cases) drawn at one KV head takes
   // two, its group kept. A launch passes a dim of size 1 with the stride D (evo_launch_stride), so
   // at one KV head a BHSD cache's head stride reaches no kernel: round 30's K outlier channels over

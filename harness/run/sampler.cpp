@@ -18,6 +18,7 @@
 #include "run/shared_cases.h"
 #include "run/value_cases.h"
 #include "run/view_layout_cases.h"
+#include "run/whole_call_cases.h"
 
 namespace evo {
 
@@ -151,6 +152,24 @@ void append_in_flight_cases(const GatesConfig& gates, const Task& task, const Sa
     }
 }
 
+// The kinds hacker rounds 32 and 33 closed with, in this order after every other kind: calls a
+// served model makes (run/served_model_cases.h), the views a cache or a projection gives
+// (run/view_layout_cases.h), and the calls whose length a model or its input fixes
+// (run/whole_call_cases.h).
+void append_served_model_kinds(const GatesConfig& gates, const Task& task, const SampleSpace& space,
+                               const SampleRows& rows, const SplitMix& rng, const std::string& prefix,
+                               std::vector<CaseSpec>& out) {
+  append_tensor_parallel_shard_cases(gates, task, space, rows, rng, prefix, out);
+  append_fixed_length_steps(gates, task, space, rows, rng, prefix, out);
+  append_fixed_length_calls(gates, task, space, rows, rng, prefix, out);
+  append_joint_attention_calls(gates, task, space, rows, rng, prefix, out);
+  append_view_layout_cases(gates, task, space, rows, rng, prefix, out);
+  append_kv_packed_cases(gates, task, space, rows, rng, prefix, out);
+  append_whole_window_calls(gates, task, space, rows, rng, prefix, out);
+  append_vision_tower_calls(gates, task, space, rows, rng, prefix, out);
+  append_long_gqa_prefill_cases(gates, task, space, rows, rng, prefix, out);
+}
+
 std::vector<CaseSpec> draw_tier(const GatesConfig& gates, const Task& task, uint32_t seed, const CoverageTier& tier,
                                 const std::string& prefix) {
   std::vector<CaseSpec> out;
@@ -202,12 +221,7 @@ std::vector<CaseSpec> draw_tier(const GatesConfig& gates, const Task& task, uint
   append_model_layout_cases(gates, task, space, rows, rng, prefix, out);
   append_released_heads_cases(gates, task, space, rows, rng, prefix, out);
   append_model_range_end_cases(gates, task, space, rows, rng, prefix, out);
-  append_tensor_parallel_shard_cases(gates, task, space, rows, rng, prefix, out);
-  append_fixed_length_steps(gates, task, space, rows, rng, prefix, out);
-  append_fixed_length_calls(gates, task, space, rows, rng, prefix, out);
-  append_joint_attention_calls(gates, task, space, rows, rng, prefix, out);
-  append_view_layout_cases(gates, task, space, rows, rng, prefix, out);
-  append_kv_packed_cases(gates, task, space, rows, rng, prefix, out);
+  append_served_model_kinds(gates, task, space, rows, rng, prefix, out);
   return out;
 }
 

@@ -55,7 +55,14 @@ void without_round32_view_close(GatesConfig& g) {
   without_round33_close(g);
 }
 
-void without_round33_close(GatesConfig& g) { g.sampled.kv_packed_cases = false; }
+void without_round33_close(GatesConfig& g) {
+  g.sampled.kv_packed_cases = false;
+  without_round33_holes_close(g);
+}
+
+void without_round33_holes_close(GatesConfig& g) {
+  g.sampled.whole_window_calls = g.sampled.vision_tower_calls = g.sampled.long_gqa_prefill_cases = false;
+}
 
 GatesConfig repo_gates() { return load_gates_config(source_root() / "gates" / "gates.json"); }
 
@@ -74,6 +81,12 @@ GatesConfig repo_gates_before_round31_narrowed_close() {
 GatesConfig repo_gates_before_round33_close() {
   GatesConfig g = repo_gates();
   without_round33_close(g);
+  return g;
+}
+
+GatesConfig repo_gates_before_round33_holes_close() {
+  GatesConfig g = repo_gates();
+  without_round33_holes_close(g);
   return g;
 }
 

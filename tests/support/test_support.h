@@ -94,6 +94,12 @@ GatesConfig repo_gates_before_round32_view_close();
 void without_round33_close(GatesConfig& g);
 // The repo's gates.json with that close off (the tiers round 33 read).
 GatesConfig repo_gates_before_round33_close();
+// Turns off the close of round 33's length holes (policy/sample_space.h whole_window_calls,
+// vision_tower_calls, long_gqa_prefill_cases): the KV-packed close's tests read the tiers as that close
+// drew them. without_round33_close turns it off too.
+void without_round33_holes_close(GatesConfig& g);
+// The repo's gates.json with that close off (the tiers the KV-packed close read).
+GatesConfig repo_gates_before_round33_holes_close();
 // The repository's results/ as committed: a scratch copy of the files git tracks there, the
 // packed records (*.jsonl.gz) and the kernel sources, so a user's own runs (scripts/setup.sh runs
 // stage 0 into results/, as plain .jsonl) do not make the "committed docs match the committed

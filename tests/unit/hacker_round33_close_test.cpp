@@ -30,7 +30,7 @@ using test::round30::names;
 TEST(HackerRound33Close, EveryEarlierCaseKeepsItsSeed) {
   double most = 0;
   test::each_run_with_and_without(
-      test::repo_gates(), test::repo_gates_before_round33_close(),
+      test::repo_gates_before_round33_holes_close(), test::repo_gates_before_round33_close(),
       [&](const Task& t, const std::string& run, bool deep, const std::vector<CaseSpec>& cases,
           const std::vector<CaseSpec>& before) {
         ASSERT_EQ(cases.size(), before.size() + 1) << run;
